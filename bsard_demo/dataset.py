@@ -1,0 +1,241 @@
+"""The BSARD data model: a corpus of articles and labelled question splits.
+
+Conventions:
+- every id (article, question) is a string, because run files and trec_eval compare ids as
+  strings; ``"0947"`` and ``"947"`` are different ids.
+- missing or empty text fields are ``""``, never NaN.
+- a question's ``article_ids`` is a tuple of distinct article ids in first-seen order (repeated
+  ids in the source are collapsed: real test question 274 lists article 1102 twice).
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+ARTICLE_COLUMNS = (
+    "id", "reference", "article", "law_type", "code", "book", "part", "act",
+    "chapter", "section", "subsection", "description",
+)
+#: Headers that place an article in its code, outermost first.
+HIERARCHY_COLUMNS = ("code", "book", "part", "act", "chapter", "section", "subsection")
+QUESTION_COLUMNS = ("id", "category", "subcategory", "question", "extra_description", "article_ids")
+#: The 2021 release of the corpus used these columns.
+LEGACY_ARTICLE_COLUMNS = ("id", "article", "code", "article_no", "description", "law_type")
+
+
+class DataError(ValueError):
+    """A dataset file or folder that cannot be used; the message says what and where."""
+
+
+def parse_article_ids(value: object) -> tuple[str, ...]:
+    """Parse a question's gold article ids.
+
+    Accepts a comma/semicolon/space separated string (``"947,948"``), a single integer, a float
+    that is an integer (pandas' ``947.0``), a list/tuple, or a JSON list string (``"[947, 948]"``).
+    Repeated ids collapse, first occurrence kept. Raises :class:`ValueError` on anything else.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, bool):
+        raise ValueError(f"not an article id list: {value!r}")
+    if isinstance(value, int):
+        items: Iterable[object] = [value]
+    elif isinstance(value, float):
+        if value != value:  # NaN
+            return ()
+        if not value.is_integer():
+            raise ValueError(f"not an article id: {value!r}")
+        items = [int(value)]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                parsed = text[1:-1]
+            return parse_article_ids(parsed if isinstance(parsed, list) else str(parsed))
+        items = [t for t in re.split(r"[,;\s]+", text) if t]
+    else:
+        items = list(value)  # numpy arrays and other iterables
+    out: dict[str, None] = {}
+    for item in items:
+        if isinstance(item, float) and item.is_integer():
+            item = int(item)
+        token = str(item).strip().strip("'\"")
+        if not token:
+            continue
+        if token.endswith(".0") and token[:-2].isdigit():
+            token = token[:-2]
+        out.setdefault(token, None)
+    return tuple(out)
+
+
+def _fill_text(df: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    for col in columns:
+        if col not in df.columns:
+            df[col] = ""
+        else:
+            df[col] = df[col].fillna("").astype(str).str.strip()
+    return df
+
+
+def normalize_articles(raw: pd.DataFrame, *, source: str = "articles.csv") -> pd.DataFrame:
+    """Bring an articles table to :data:`ARTICLE_COLUMNS` (string columns, unique string ids).
+
+    Accepts the current hub layout, the 2021 layout (``article_no`` becomes the reference
+    ``"Art. <no>, <code>"``) and tables lacking any hierarchy/description column.
+    Extra columns are kept. Raises :class:`DataError` when ``id`` or ``article`` is missing or ids
+    repeat.
+    """
+    df = raw.copy()
+    df.columns = [str(c).strip().lower().lstrip("\ufeff") for c in df.columns]
+    missing = [c for c in ("id", "article") if c not in df.columns]
+    if missing:
+        raise DataError(f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(map(str, df.columns))}")
+    df = _fill_text(df, [c for c in ARTICLE_COLUMNS if c != "id"] + (["article_no"] if "article_no" in df.columns else []))
+    if "article_no" in df.columns:
+        no_ref = df["reference"] == ""
+        df.loc[no_ref, "reference"] = [
+            ", ".join(p for p in (f"Art. {no}" if no else "", code) if p)
+            for no, code in zip(df.loc[no_ref, "article_no"], df.loc[no_ref, "code"])
+        ]
+    df["id"] = df["id"].map(_clean_id)
+    bad = df.index[df["id"] == ""].tolist()
+    if bad:
+        raise DataError(f"{source}: empty id on line(s) {_lines(bad)}")
+    dup = df["id"].duplicated(keep=False)
+    if dup.any():
+        ids = sorted(set(df.loc[dup, "id"]))[:10]
+        raise DataError(f"{source}: repeated article id(s) {', '.join(ids)} on line(s) {_lines(df.index[dup].tolist())}")
+    ordered = list(ARTICLE_COLUMNS) + [c for c in df.columns if c not in ARTICLE_COLUMNS]
+    return df[ordered].reset_index(drop=True)
+
+
+def normalize_questions(raw: pd.DataFrame, *, source: str = "questions.csv") -> pd.DataFrame:
+    """Bring a questions table to :data:`QUESTION_COLUMNS`; ``article_ids`` becomes a tuple of str.
+
+    Raises :class:`DataError` listing every line with an unreadable ``article_ids`` or id.
+    """
+    df = raw.copy()
+    df.columns = [str(c).strip().lower().lstrip("\ufeff") for c in df.columns]
+    missing = [c for c in ("id", "question", "article_ids") if c not in df.columns]
+    if missing:
+        raise DataError(f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(map(str, df.columns))}")
+    df = _fill_text(df, ("category", "subcategory", "question", "extra_description"))
+    df["id"] = df["id"].map(_clean_id)
+    problems: list[str] = []
+    parsed: list[tuple[str, ...]] = []
+    for i, value in enumerate(df["article_ids"]):
+        try:
+            parsed.append(parse_article_ids(value))
+        except (ValueError, TypeError) as exc:
+            problems.append(f"line {i + 2}: {exc}")
+            parsed.append(())
+    df["article_ids"] = parsed
+    empty_ids = df.index[df["id"] == ""].tolist()
+    if empty_ids:
+        problems.append(f"empty question id on line(s) {_lines(empty_ids)}")
+    dup = df["id"].duplicated(keep=False) & (df["id"] != "")
+    if dup.any():
+        problems.append(f"repeated question id(s) {', '.join(sorted(set(df.loc[dup, 'id']))[:10])} on line(s) {_lines(df.index[dup].tolist())}")
+    if problems:
+        raise DataError(f"{source}: " + "; ".join(problems[:20]) + (f"; … {len(problems) - 20} more" if len(problems) > 20 else ""))
+    ordered = list(QUESTION_COLUMNS) + [c for c in df.columns if c not in QUESTION_COLUMNS]
+    return df[ordered].reset_index(drop=True)
+
+
+def read_csv_table(data: bytes, *, source: str) -> pd.DataFrame:
+    """Read CSV bytes (UTF-8, BOM and CRLF accepted) into an all-string DataFrame.
+
+    Raises :class:`DataError` naming the line for undecodable bytes or malformed rows.
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataError(f"{source}: not UTF-8 text (bad byte on line {line})") from None
+    if not text.strip():
+        raise DataError(f"{source}: the file is empty")
+    try:
+        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise DataError(f"{source}: not a readable CSV ({_first_line(exc)})") from None
+
+
+@dataclass
+class Dataset:
+    """A corpus (``None`` when only questions are available) and named question splits.
+
+    ``kind`` is ``"hub"``, ``"local"`` or ``"sample"``; ``fictional`` is true for the bundled
+    sample, whose articles are invented and must be shown as such.
+    """
+
+    name: str
+    kind: str
+    articles: pd.DataFrame | None
+    splits: Mapping[str, pd.DataFrame]
+    fictional: bool = False
+    _qrels: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def split_names(self) -> list[str]:
+        order = {"test": 0, "train": 1}
+        return sorted(self.splits, key=lambda s: (order.get(s, 2), s))
+
+    def questions(self, split: str = "test") -> pd.DataFrame:
+        if split not in self.splits:
+            raise DataError(f"no split '{split}' in {self.name}; available: {', '.join(self.split_names) or 'none'}")
+        return self.splits[split]
+
+    def qrels(self, split: str = "test") -> dict[str, frozenset[str]]:
+        """Gold article ids per question id of ``split``."""
+        if split not in self._qrels:
+            q = self.questions(split)
+            self._qrels[split] = {qid: frozenset(ids) for qid, ids in zip(q["id"], q["article_ids"])}
+        return self._qrels[split]
+
+    @property
+    def article_ids(self) -> frozenset[str] | None:
+        return None if self.articles is None else frozenset(self.articles["id"])
+
+    def article(self, article_id: str) -> pd.Series | None:
+        """One article row by id, or ``None``."""
+        if self.articles is None:
+            return None
+        idx = self._article_index()
+        pos = idx.get(str(article_id))
+        return None if pos is None else self.articles.iloc[pos]
+
+    def _article_index(self) -> dict[str, int]:
+        if "_article_pos" not in self._qrels:
+            self._qrels["_article_pos"] = {a: i for i, a in enumerate(self.articles["id"])}
+        return self._qrels["_article_pos"]
+
+
+def hierarchy(article: Mapping[str, object]) -> list[str]:
+    """The non-empty headers placing an article in its code, outermost first."""
+    return [str(article.get(c, "")) for c in HIERARCHY_COLUMNS if str(article.get(c, "") or "").strip()]
+
+
+def _clean_id(value: object) -> str:
+    text = "" if value is None else str(value).strip()
+    if text.endswith(".0") and text[:-2].isdigit():
+        text = text[:-2]
+    return text
+
+
+def _lines(index_positions: list[int]) -> str:
+    lines = [str(i + 2) for i in index_positions[:10]]  # +1 for 1-based, +1 for the header
+    more = len(index_positions) - 10
+    return ", ".join(lines) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

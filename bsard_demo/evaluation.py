@@ -1,0 +1,124 @@
+"""Score a run against a split's labels: per-question values and macro averages.
+
+Conventions:
+- every question of the split counts; a question absent from the run scores 0 (``missing``);
+- questions of the run that are not in the split are ignored and counted (``unknown``);
+- the run's order is taken as given (see :mod:`bsard_demo.run` for how files are ordered);
+- values equal ``trec_eval -c -M k`` (``recall_k``, ``map_cut_k``, ``recip_rank``) on the run
+  cut to its top k, which the tests check with pytrec_eval.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
+METRICS = ("recall", "map", "mrr")
+
+
+def metric_columns(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
+    """Column names in display order: all recalls, then map@k, then mrr@k."""
+    return [f"{m}@{k}" for m in METRICS for k in ks]
+
+
+def gold_positions(relevant: Iterable[str], ranking: Sequence[str]) -> list[int]:
+    """1-based ranks at which the relevant docs appear in ``ranking`` (first occurrence), sorted."""
+    rel = set(relevant)
+    found: dict[str, int] = {}
+    for i, doc in enumerate(ranking, start=1):
+        if doc in rel and doc not in found:
+            found[doc] = i
+            if len(found) == len(rel):
+                break
+    return sorted(found.values())
+
+
+def gold_ranks(relevant: Iterable[str], ranking: Sequence[str]) -> dict[str, int | None]:
+    """Rank of each relevant doc in ``ranking`` (``None`` when absent), in the order given."""
+    index: dict[str, int] = {}
+    for i, doc in enumerate(ranking, start=1):
+        index.setdefault(doc, i)
+    return {doc: index.get(doc) for doc in dict.fromkeys(relevant)}
+
+
+def _values(positions: Sequence[int], n_rel: int, k: int) -> tuple[float, float, float]:
+    if n_rel == 0:
+        return 0.0, 0.0, 0.0
+    inside = [p for p in positions if p <= k]
+    recall = len(inside) / n_rel
+    ap = sum(j / p for j, p in enumerate(inside, start=1)) / n_rel
+    rr = 1.0 / inside[0] if inside else 0.0
+    return recall, ap, rr
+
+
+@dataclass
+class Evaluation:
+    """Result of :func:`evaluate`.
+
+    ``per_question`` is indexed by question id (split order) with one column per metric
+    (``recall@100``, ``map@100``, ``mrr@100``, …) plus ``n_relevant``, ``n_retrieved`` and
+    ``missing`` (question absent from the run). ``means`` are macro averages over all questions.
+    """
+
+    per_question: pd.DataFrame
+    means: dict[str, float]
+    ks: tuple[int, ...]
+    missing_questions: int
+    unknown_questions: int
+
+    @property
+    def questions(self) -> int:
+        return len(self.per_question)
+
+    def summary(self) -> dict[str, float | int]:
+        """Means plus the missing/unknown counts: one row of a metrics table."""
+        return {**self.means, "missing_questions": self.missing_questions, "unknown_questions": self.unknown_questions}
+
+
+def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], ks: Sequence[int] = DEFAULT_KS) -> Evaluation:
+    """Score ``run`` (question id → ranked article ids) against ``qrels`` at each cutoff in ``ks``."""
+    ks = tuple(sorted({int(k) for k in ks}))
+    if not ks or ks[0] < 1:
+        raise ValueError("cutoffs must be positive integers")
+    cols = metric_columns(ks)
+    rows = []
+    index = []
+    missing = 0
+    for qid, relevant in qrels.items():
+        rel = set(relevant)
+        ranking = run.get(qid)
+        if ranking is None:
+            missing += 1
+            ranking = ()
+        pos = gold_positions(rel, ranking)
+        vals = {}
+        for k in ks:
+            r, ap, rr = _values(pos, len(rel), k)
+            vals[f"recall@{k}"], vals[f"map@{k}"], vals[f"mrr@{k}"] = r, ap, rr
+        vals.update(n_relevant=len(rel), n_retrieved=len(ranking), missing=qid not in run)
+        rows.append(vals)
+        index.append(qid)
+    per_q = pd.DataFrame(rows, index=pd.Index(index, name="qid"), columns=cols + ["n_relevant", "n_retrieved", "missing"])
+    means = {c: float(per_q[c].mean()) if len(per_q) else 0.0 for c in cols}
+    unknown = sum(1 for qid in run if qid not in qrels)
+    return Evaluation(per_q, means, ks, missing, unknown)
+
+
+def recall_curve(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], max_k: int = 500) -> pd.DataFrame:
+    """Macro-averaged recall@k for k = 1 … ``max_k`` (columns ``k``, ``recall``), all questions counted."""
+    curve = np.zeros(max_k)
+    n = 0
+    for qid, relevant in qrels.items():
+        rel = set(relevant)
+        n += 1
+        if not rel:
+            continue
+        hits = np.zeros(max_k)
+        for p in gold_positions(rel, run.get(qid, ())):
+            if p <= max_k:
+                hits[p - 1] += 1
+        curve += np.cumsum(hits) / len(rel)
+    return pd.DataFrame({"k": np.arange(1, max_k + 1), "recall": curve / max(n, 1)})
