@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from importlib import resources
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlparse
 
 import pandas as pd
 
@@ -90,19 +92,38 @@ def load_folder(folder: Path, *, need_corpus: bool = True) -> Dataset:
     return Dataset(name=str(folder), kind="local", articles=articles, splits=splits)
 
 
-def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, timeout: float = 10.0) -> Dataset:
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """True when a TCP connection to the hub endpoint (``HF_ENDPOINT`` or huggingface.co) opens
+    within ``timeout`` seconds and offline mode (``HF_HUB_OFFLINE``) is not set. A cheap probe:
+    without it, huggingface_hub retries an unreachable host for ~25 s before giving up."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co")
+    port = url.port or (80 if url.scheme == "http" else 443)
+    try:
+        with socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, timeout: float = 10.0,
+             reachable: Callable[[], bool] = hub_reachable) -> Dataset:
     """The real BSARD from the Hugging Face hub (``maastrichtlawtech/bsard``), cached in the
-    usual HF cache. ``download`` defaults to :func:`huggingface_hub.hf_hub_download` and is
+    usual HF cache. When the hub is unreachable (``reachable()`` false) the cached copy is used if
+    there is one. ``download`` defaults to :func:`huggingface_hub.hf_hub_download` and is
     replaceable for tests. Raises :class:`DataUnavailable` when a file cannot be had."""
     if download is None:
         from huggingface_hub import hf_hub_download as download  # imported late: heavy
+    online = reachable()
     files = HUB_FILES if need_corpus else HUB_FILES[1:]
     paths = {}
     for name in files:
         try:
-            paths[name] = Path(download(repo_id=HUB_REPO_ID, filename=name, repo_type="dataset", etag_timeout=timeout))
+            paths[name] = Path(download(repo_id=HUB_REPO_ID, filename=name, repo_type="dataset",
+                                        etag_timeout=timeout, local_files_only=not online))
         except Exception as exc:  # noqa: BLE001 - any failure of the hub is "unavailable" to the user
-            reason = _first_line(exc)
+            reason = "the hub is unreachable and the file is not in the local cache" if not online else _first_line(exc)
             raise DataUnavailable(f"cannot download {name} from the Hugging Face hub ({HUB_REPO_ID}): {reason}; {ALTERNATIVES}") from None
     try:
         articles = normalize_articles(_read(paths["articles.csv"]), source="hub articles.csv") if need_corpus else None

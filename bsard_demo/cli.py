@@ -1,0 +1,144 @@
+"""Command line: ``python -m bsard_demo {data,evaluate,run,index} ...``.
+
+Exit codes: 0 success (warnings allowed); 2 unusable input or data (one line on stderr per
+problem and a closing summary line, never a traceback); 1 an internal error (a bug).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .dataset import DataError
+from .evaluation import DEFAULT_KS, evaluate
+from .report import FORMATS, is_bsard_test, json_report, metrics_table, per_question_table, render_table
+from .sources import default_spec, load_dataset
+
+CONVENTIONS = """\
+conventions:
+  Every question of the split counts: a question missing from a run scores 0.
+  Questions of a run that are not in the split are ignored (and counted).
+  Within a question, documents are ordered by score descending, ties broken by document id
+  descending compared as strings (trec_eval's rule); a run with ranks only is ordered by rank.
+  A document listed twice keeps its best position. recall@k, map@k and mrr@k equal
+  trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k.
+  Runs with errors are not scored (exit 2); warnings are reported and the run is scored.
+"""
+
+
+def _data_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default=None, metavar="hub|sample|PATH",
+                   help="dataset: the Hugging Face hub (default, or $BSARD_DATA), the bundled fictional sample, "
+                        "or a folder with articles.csv and questions_<split>.csv")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bsard_demo",
+                                     description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{data,evaluate,run,index}")
+
+    p = sub.add_parser("data", help="summarise a dataset", description="Summarise a dataset: counts, relevant articles per question, questions per category.")
+    _data_arg(p)
+    p.set_defaults(func=cmd_data)
+
+    p = sub.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines; optionally gzipped) "
+                                   "against a split: recall@k, map@k and mrr@k, macro-averaged over all questions.")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
+    _data_arg(p)
+    p.add_argument("--split", default="test", help="question split to score against (default: test)")
+    p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K", help="cutoffs (default: 100 200 500)")
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
+    p.set_defaults(func=cmd_evaluate)
+
+    try:
+        from .cli_retrieval import add_index_parser, add_run_parser
+    except ImportError:  # retrievers not installed/available
+        pass
+    else:
+        add_run_parser(sub)
+        add_index_parser(sub)
+    return parser
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    ds = load_dataset(args.data if args.data is not None else default_spec(), need_corpus=False)
+    out = [f"dataset: {ds.name}" + ("  [articles are FICTIONAL, for demonstration only]" if ds.fictional else "")]
+    out.append(f"articles: {len(ds.articles) if ds.articles is not None else 'not loaded (no articles.csv)'}")
+    if ds.articles is not None and "code" in ds.articles:
+        out.append(f"codes: {ds.articles['code'].replace('', '(none)').nunique()}")
+    for split in ds.split_names:
+        q = ds.questions(split)
+        n_rel = q["article_ids"].map(len)
+        out.append(f"split {split}: {len(q)} questions; relevant articles per question: "
+                   f"mean {n_rel.mean():.2f}, median {n_rel.median():g}, max {n_rel.max() if len(q) else 0}"
+                   f"; {int((n_rel == 1).sum())} with exactly one")
+        if ds.articles is not None:
+            known = ds.article_ids
+            unknown = {a for ids in q["article_ids"] for a in ids if a not in known}
+            if unknown:
+                out.append(f"  warning: {len(unknown)} gold article id(s) not in the corpus, e.g. {', '.join(sorted(unknown)[:5])}")
+        cats = q["category"].replace("", "(none)").value_counts()
+        out.append("  per category: " + ", ".join(f"{c} {n}" for c, n in cats.items()))
+    print("\n".join(out))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .run_files import read_run_path
+
+    if any(k < 1 for k in args.k):
+        raise DataError("--k takes positive integers")
+    ds = load_dataset(args.data if args.data is not None else default_spec(), need_corpus=False)
+    qrels = ds.qrels(args.split)
+    corpus = ds.article_ids
+    evaluations, problems, unusable = {}, {}, []
+    for path in args.runs:
+        name = Path(path).name
+        if name in evaluations or name in problems:
+            name = path  # two runs with one base name: fall back to the path as given
+        rf = read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=max(args.k))
+        problems[name] = [p.as_dict() for p in rf.problems]
+        if args.format != "json":
+            for p in rf.problems:
+                where = f":{p.line}" if p.line is not None else ""
+                print(f"{name}{where}: {p.severity}: {p.message}", file=sys.stderr)
+        if rf.run is None:
+            unusable.append(f"{name} ({rf.problems.count('error')} error(s))")
+            continue
+        evaluations[name] = evaluate(qrels, rf.run, args.k)
+    if args.format == "json":
+        print(json_report(ds.name, args.split, len(qrels), evaluations, problems))
+    elif evaluations:
+        table = metrics_table(evaluations, published=is_bsard_test(qrels) and args.format == "table")
+        if args.format == "table":
+            print(f"{ds.name} · split {args.split} · {len(qrels)} questions · values in %")
+        print(render_table(table, args.format), end="")
+    if args.per_query and evaluations:
+        per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False, float_format="%.6f")
+    if unusable:
+        print(f"bsard_demo evaluate: unusable run file(s), not scored: {', '.join(unusable)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except DataError as exc:
+        print(f"bsard_demo {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"bsard_demo {args.command}: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last resort: never show a traceback
+        print(f"bsard_demo {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,130 @@
+"""Metrics tables: one row per run, in the formats the CLI and the app offer.
+
+The table's numbers are fractions in [0, 1] (JSON, CSV) or percentages with two decimals
+(table, Markdown, LaTeX), always from the same :class:`~bsard_demo.evaluation.Evaluation`, so
+a figure on screen equals the one printed by ``python -m bsard_demo evaluate``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from .evaluation import Evaluation
+
+#: Published results on the BSARD test split (Louis & Spanakis, ACL 2022, Table 3): R@100/200/500 in %.
+PUBLISHED = {
+    "BM25": (51.33, 56.78, 64.71),
+    "siamese bi-encoder": (71.63, 78.38, 83.77),
+    "two-tower bi-encoder": (74.78, 78.04, 83.39),
+}
+PUBLISHED_SOURCE = "Louis & Spanakis, ACL 2022"
+#: sha256 of the real BSARD test labels (sorted (qid, sorted gold ids)), to recognise the split
+#: whatever source it was loaded from.
+BSARD_TEST_LABELS_SHA256 = "59ea7bcd706f50b7925a79851faf3ba7cb4ac7f7dfb4c7cd9b023c6926422cb9"
+FORMATS = ("table", "json", "csv", "markdown", "latex")
+
+
+def labels_digest(qrels: Mapping[str, frozenset[str]]) -> str:
+    return hashlib.sha256(repr(sorted((k, sorted(v)) for k, v in qrels.items())).encode()).hexdigest()
+
+
+def is_bsard_test(qrels: Mapping[str, frozenset[str]]) -> bool:
+    """True when ``qrels`` are exactly the real BSARD test labels (published rows then apply)."""
+    return len(qrels) == 222 and labels_digest(qrels) == BSARD_TEST_LABELS_SHA256
+
+
+def display_columns(ks: Sequence[int]) -> list[str]:
+    """The table's metric columns: recall at every cutoff, then MAP and MRR at the smallest."""
+    k0 = min(ks)
+    return [f"recall@{k}" for k in sorted(ks)] + [f"map@{k0}", f"mrr@{k0}"]
+
+
+def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = False) -> pd.DataFrame:
+    """One row per run (index ``run``): display metric columns as fractions, then
+    ``missing_questions`` and ``unknown_questions``; with ``published`` the paper's rows
+    follow (only recall at 100/200/500, labelled "(published)")."""
+    ks = next(iter(evaluations.values())).ks if evaluations else (100, 200, 500)
+    cols = display_columns(ks)
+    rows = {name: {**{c: ev.means[c] for c in cols}, "missing_questions": ev.missing_questions,
+                   "unknown_questions": ev.unknown_questions} for name, ev in evaluations.items()}
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=cols + ["missing_questions", "unknown_questions"])
+    df["source"] = "this run"
+    if published:
+        pub = pd.DataFrame.from_dict(
+            {f"{name} (published)": {f"recall@{k}": v / 100 for k, v in zip((100, 200, 500), vals) if k in ks}
+             for name, vals in PUBLISHED.items()}, orient="index")
+        pub["source"] = f"published ({PUBLISHED_SOURCE})"
+        df = pd.concat([df, pub.reindex(columns=df.columns).assign(source=pub["source"])])
+    df.index.name = "run"
+    return df
+
+
+def json_report(dataset: str, split: str, questions: int, evaluations: Mapping[str, Evaluation],
+                problems: Mapping[str, list[dict]]) -> str:
+    """The CLI's ``--format json`` object (see README): metrics are fractions, every cutoff's
+    recall/map/mrr is present, plus missing/unknown question counts per run."""
+    runs = {name: {**{c: round(v, 12) for c, v in ev.means.items()}, "missing_questions": ev.missing_questions,
+                   "unknown_questions": ev.unknown_questions} for name, ev in evaluations.items()}
+    return json.dumps({"dataset": dataset, "split": split, "questions": questions, "runs": runs,
+                       "problems": dict(problems)}, ensure_ascii=False, indent=2)
+
+
+def _percent(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    for c in out.columns:
+        if "@" in c:
+            out[c] = out[c].map(lambda v: "" if pd.isna(v) else f"{100 * v:.2f}")
+        elif c.endswith("_questions"):
+            out[c] = out[c].map(lambda v: "" if pd.isna(v) else str(int(v)))
+    return out
+
+
+def _latex_escape(text: str) -> str:
+    table = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(table.get(ch, ch) for ch in str(text))
+
+
+def render_table(df: pd.DataFrame, fmt: str) -> str:
+    """Render :func:`metrics_table` output as ``table`` (aligned text), ``csv`` (fractions),
+    ``markdown`` or ``latex`` (percentages, special characters escaped)."""
+    if fmt == "csv":
+        return df.to_csv(float_format="%.6f")
+    shown = _percent(df.drop(columns=["source"], errors="ignore"))
+    header = ["run"] + [c.replace("recall@", "R@").replace("map@", "MAP@").replace("mrr@", "MRR@")
+                        .replace("missing_questions", "missing").replace("unknown_questions", "unknown") for c in shown.columns]
+    rows = [[str(i)] + list(r) for i, r in zip(shown.index, shown.astype(str).values.tolist())]
+    if fmt == "markdown":
+        esc = lambda s: s.replace("|", r"\|")  # noqa: E731
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+        return "\n".join(lines) + "\n"
+    if fmt == "latex":
+        lines = [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
+                 " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
+        lines += [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(lines) + "\n"
+    if fmt == "table":
+        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+        fmt_row = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        return "\n".join([fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]) + "\n"
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def per_question_table(evaluations: Mapping[str, Evaluation], questions: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Long table of per-question values: ``run, qid, [category,] metrics…, n_relevant,
+    n_retrieved, missing`` (fractions)."""
+    frames = []
+    for name, ev in evaluations.items():
+        df = ev.per_question.reset_index()
+        df.insert(0, "run", name)
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if questions is not None and len(out):
+        cats = questions.set_index("id")["category"]
+        out.insert(2, "category", out["qid"].map(cats).fillna(""))
+    return out

@@ -1,0 +1,23 @@
+"""Shared fixtures: the real BSARD question files live in ../shared (never in the repo)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_BSARD = REPO.parent / "shared" / "data" / "bsard"
+
+
+@pytest.fixture(scope="session")
+def real_bsard_dir() -> Path:
+    if not (SHARED_BSARD / "questions_test.csv").is_file():
+        pytest.skip(f"real BSARD question files not found at {SHARED_BSARD} (../shared is absent)")
+    return SHARED_BSARD
+
+
+@pytest.fixture(scope="session")
+def real_bsard(real_bsard_dir):
+    from bsard_demo.sources import load_dataset
+
+    return load_dataset(real_bsard_dir, need_corpus=False)

@@ -1,0 +1,147 @@
+"""Dataset schema handling and the three sources (hub with a substituted download, folder, sample)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bsard_demo.dataset import DataError, normalize_articles, normalize_questions, parse_article_ids, read_csv_table
+from bsard_demo.sources import DataUnavailable, HUB_REPO_ID, load_dataset, load_hub
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("947,948", ("947", "948")),
+    ("1102, 1101,1102", ("1102", "1101")),
+    (12024, ("12024",)),
+    (947.0, ("947",)),
+    ([3, "4", 3], ("3", "4")),
+    ("[5, 6]", ("5", "6")),
+    ("", ()),
+    (None, ()),
+    ("12 13;14", ("12", "13", "14")),
+])
+def test_parse_article_ids(value, expected):
+    assert parse_article_ids(value) == expected
+
+
+def test_parse_article_ids_rejects_fraction():
+    with pytest.raises(ValueError):
+        parse_article_ids(1.5)
+
+
+def test_normalize_articles_current_layout_fills_missing_columns():
+    df = normalize_articles(pd.DataFrame({"id": [3, 10], "article": ["a", None], "code": ["C", "C"]}))
+    assert list(df["id"]) == ["3", "10"]
+    assert df.loc[1, "article"] == "" and df.loc[0, "chapter"] == ""
+    assert df.isna().sum().sum() == 0
+
+
+def test_normalize_articles_2021_layout():
+    raw = pd.DataFrame({"id": [1], "article": ["Texte"], "code": ["Code civil"], "article_no": ["1724"],
+                        "description": ["d"], "law_type": ["national"]})
+    df = normalize_articles(raw)
+    assert df.loc[0, "reference"] == "Art. 1724, Code civil"
+
+
+def test_normalize_articles_rejects_repeated_ids():
+    with pytest.raises(DataError, match="repeated article id"):
+        normalize_articles(pd.DataFrame({"id": [1, 1], "article": ["a", "b"]}))
+
+
+def test_normalize_questions_lists_every_bad_line():
+    raw = pd.DataFrame({"id": [1, 2, 3], "question": ["q"] * 3, "article_ids": ["1", 2.5, 3.5]})
+    with pytest.raises(DataError) as exc:
+        normalize_questions(raw)
+    assert "line 3" in str(exc.value) and "line 4" in str(exc.value)
+
+
+def test_read_csv_table_errors():
+    with pytest.raises(DataError, match="empty"):
+        read_csv_table(b"  \n", source="x.csv")
+    with pytest.raises(DataError, match="line 2"):
+        read_csv_table(b"id,article\n\xff\xfe,1\n", source="x.csv")
+    df = read_csv_table("\ufeffid,article\r\n1,\"a, b\"\r\n".encode(), source="x.csv")
+    assert list(df.columns) == ["id", "article"] and df.loc[0, "article"] == "a, b"
+
+
+def test_real_question_files(real_bsard):
+    test = real_bsard.questions("test")
+    assert len(test) == 222 and len(real_bsard.questions("train")) == 886
+    q274 = test.set_index("id").loc["274", "article_ids"]
+    assert q274.count("1102") == 1 and len(q274) == 6
+    assert (test["extra_description"] == "").sum() == 23
+    assert test["category"].value_counts()["Famille"] == 67
+    assert real_bsard.articles is None
+    n = test["article_ids"].map(len)
+    assert n.mean() == pytest.approx(4.77, abs=0.005) and n.median() == 2 and n.max() == 57
+
+
+def fake_hub(tmp_path: Path, folder: Path, calls: list):
+    """A stand-in for hf_hub_download that serves files from ``folder``, recording each call."""
+    def download(*, repo_id, filename, repo_type, **kwargs):
+        calls.append((repo_id, filename, repo_type, kwargs.get("local_files_only")))
+        path = folder / filename
+        if not path.exists():
+            raise FileNotFoundError(f"404 {filename}")
+        return str(path)
+    return download
+
+
+def test_hub_loader_uses_download_function(tmp_path, real_bsard_dir):
+    calls: list = []
+    ds = load_hub(need_corpus=False, download=fake_hub(tmp_path, real_bsard_dir, calls), reachable=lambda: True)
+    assert ds.kind == "hub" and len(ds.questions("test")) == 222
+    assert {c[1] for c in calls} == {"questions_train.csv", "questions_test.csv"}
+    assert all(c[0] == HUB_REPO_ID and c[2] == "dataset" and c[3] is False for c in calls)
+
+
+def test_hub_with_corpus(tmp_path, real_bsard_dir):
+    folder = tmp_path / "hub"
+    shutil.copytree(real_bsard_dir, folder)
+    pd.DataFrame({"id": range(1, 22634), "article": ["x"] * 22633}).to_csv(folder / "articles.csv", index=False)
+    ds = load_hub(download=fake_hub(tmp_path, folder, []), reachable=lambda: True)
+    assert len(ds.articles) == 22633
+
+
+def test_hub_offline_uses_cache_only_and_fails_clearly(tmp_path):
+    calls: list = []
+    with pytest.raises(DataUnavailable) as exc:
+        load_hub(download=fake_hub(tmp_path, tmp_path / "empty", calls), reachable=lambda: False)
+    msg = str(exc.value)
+    assert "--data sample" in msg and "--data PATH" in msg and "unreachable" in msg
+    assert calls and calls[0][3] is True  # offline: only the local cache is asked
+
+
+def test_hub_partial_download_is_reported(tmp_path, real_bsard_dir):
+    folder = tmp_path / "hub"
+    shutil.copytree(real_bsard_dir, folder)
+    (folder / "questions_test.csv").write_bytes((real_bsard_dir / "questions_test.csv").read_bytes()[:5])
+    with pytest.raises(DataUnavailable, match="damaged or partly downloaded"):
+        load_hub(need_corpus=False, download=fake_hub(tmp_path, folder, []), reachable=lambda: True)
+
+
+def test_real_hub_download_offline_is_fast_and_clear(monkeypatch, tmp_path):
+    """The real huggingface_hub code path, on this offline machine (or with HF_HUB_OFFLINE)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    with pytest.raises(DataUnavailable, match="--data sample"):
+        load_hub(need_corpus=False)
+
+
+def test_folder_source_errors(tmp_path):
+    with pytest.raises(DataError, match="no such folder"):
+        load_dataset(tmp_path / "nope")
+    with pytest.raises(DataError, match="questions_<split>.csv"):
+        load_dataset(tmp_path)
+    (tmp_path / "questions_dev.csv").write_text("id,question,article_ids\n1,q,\"5,6\"\n")
+    with pytest.raises(DataError, match="no articles.csv"):
+        load_dataset(tmp_path)
+    ds = load_dataset(tmp_path, need_corpus=False)
+    assert ds.split_names == ["dev"] and ds.qrels("dev") == {"1": frozenset({"5", "6"})}
+    (tmp_path / "articles.csv").write_text("id,article\n5,a\n6,b\n")
+    assert len(load_dataset(tmp_path).articles) == 2
+    (tmp_path / "articles.csv").write_text("nope\n")
+    with pytest.raises(DataError, match="missing column"):
+        load_dataset(tmp_path)
