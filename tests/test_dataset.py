@@ -145,3 +145,23 @@ def test_folder_source_errors(tmp_path):
     (tmp_path / "articles.csv").write_text("nope\n")
     with pytest.raises(DataError, match="missing column"):
         load_dataset(tmp_path)
+
+
+def test_sample_dataset_is_complete_and_consistent():
+    ds = load_dataset("sample")
+    assert ds.kind == "sample" and ds.fictional and "fictional" in ds.name
+    arts = ds.articles
+    assert len(arts) >= 200 and arts["code"].nunique() >= 5
+    assert arts["code"].str.contains("(fictif)", regex=False).all()
+    assert (arts["article"].str.len() > 0).all() and arts["id"].is_unique
+    assert (arts["book"] != "").sum() > 100 and (arts["section"] != "").sum() > 50
+    assert set(ds.split_names) == {"train", "test"}
+    n_q = sum(len(ds.questions(s)) for s in ds.split_names)
+    assert n_q >= 40
+    ids = set(arts["id"])
+    for split in ds.split_names:
+        q = ds.questions(split)
+        assert all(set(g) <= ids and g for g in q["article_ids"])
+        assert set(q["category"]) <= {"Logement", "Famille", "Argent", "Justice", "Etrangers", "Protection sociale", "Travail"}
+    themes = set(ds.questions("test")["category"]) | set(ds.questions("train")["category"])
+    assert len(themes) == 7
