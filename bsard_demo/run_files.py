@@ -60,6 +60,8 @@ from operator import gt, lt
 from pathlib import Path
 from typing import Collection, Sequence
 
+import numpy as np
+
 from .problems import ProblemList
 from .run import Run
 
@@ -974,25 +976,25 @@ def _check_rank_order(qid: str, order: list[int], scores: list[float], ranks: li
     r_sorted = list(map(ranks.__getitem__, order))
     if r_sorted == sorted(r_sorted):
         return
-    best_before = None  # among strictly higher scores, the position with the largest rank
-    tie_bad = False
+    o = np.asarray(order)
+    s = np.asarray(scores, dtype=float)[o]
+    r = np.asarray(ranks)[o]
+    starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))  # blocks of tied scores, best first
+    block_min = np.minimum.reduceat(r, starts)
+    block_max = np.maximum.reduceat(r, starts)
+    before_max = np.maximum.accumulate(block_max)  # largest rank among strictly higher scores
+    bad = np.flatnonzero(block_min[1:] < before_max[:-1])
     found = None
-    i, n = 0, len(order)
-    while i < n:
-        j = i
-        s = scores[order[i]]
-        while j < n and scores[order[j]] == s:
-            j += 1
-        block = order[i:j]
-        low = min(block, key=ranks.__getitem__)
-        if found is None and best_before is not None and ranks[low] < ranks[best_before]:
-            found = (low, best_before)
-        if not tie_bad and any(ranks[a] > ranks[b] for a, b in zip(block, block[1:])):
-            tie_bad = True
-        high = max(block, key=ranks.__getitem__)
-        if best_before is None or ranks[high] > ranks[best_before]:
-            best_before = high
-        i = j
+    if bad.size:
+        b = bad[0] + 1
+        stop = starts[b + 1] if b + 1 < len(starts) else len(o)
+        low = int(o[starts[b] + int(np.argmin(r[starts[b]:stop]))])
+        high_block = int(np.argmax(block_max[:b] == before_max[b - 1]))  # first block holding that rank
+        stop_h = starts[high_block + 1]
+        high = int(o[starts[high_block] + int(np.argmax(r[starts[high_block]:stop_h]))])
+        found = (low, high)
+    same = s[1:] == s[:-1]
+    tie_bad = bool(np.any(same & (r[:-1] > r[1:])))
     if found is not None:
         low, high = found
         l_low, l_high = cols.line(idx[low]), cols.line(idx[high])
