@@ -1,0 +1,186 @@
+"""Dense retrieval: articles and questions embedded by an :mod:`~.encoders` encoder, ranked by
+cosine similarity with a FAISS flat inner-product index over unit vectors.
+
+Conventions:
+- the embedded text of an article is :func:`~bsard_demo.analyzer.article_text` of ``fields``
+  (default :data:`~bsard_demo.analyzer.DEFAULT_FIELDS`: headers, then the article itself), the
+  same text BM25 indexes; texts longer than the encoder's window follow ``pooling``
+  (:func:`~.encoders.embed_documents`);
+- a search returns exactly ``min(k, corpus size)`` hits (``k >= 1``), cosine descending, ties
+  by article id descending as strings (exact even when ties straddle the cut: the ranking then
+  falls back to scoring every article);
+- embeddings are computed once and kept in a :mod:`bsard_demo.cache` entry (``dense/<key>``:
+  ``embeddings.npy`` saved without pickle, ``ids.json``) keyed by the article ids, the embedded
+  texts and every setting (encoder name and version, fields, pooling, window); a reload never
+  re-encodes the articles, and the flat index is rebuilt from the array (a memory copy).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .. import cache
+from ..analyzer import DEFAULT_FIELDS, article_texts
+from .base import Hit, Progress
+from .encoders import DEFAULT_ENCODER, DEFAULT_POOLING, POOLINGS, Encoder, normalize_rows, embed_documents, resolve_encoder
+
+CACHE_KIND = "dense"
+_CACHE_FORMAT = 1
+#: Extra neighbours fetched beyond ``k`` so that ties at the cut can be seen and ordered.
+_TIE_MARGIN = 16
+
+
+class DenseRetriever:
+    """Cosine search over article embeddings. Build with :meth:`build`; implements the Retriever
+    protocol."""
+
+    def __init__(self, article_ids: Sequence[str], embeddings: np.ndarray, encoder: Encoder, *,
+                 fields: Sequence[str] = DEFAULT_FIELDS, pooling: str = DEFAULT_POOLING,
+                 window: int | None = None, query_batch_size: int = 64):
+        import faiss
+
+        self.article_ids = [str(a) for a in article_ids]
+        emb = np.ascontiguousarray(embeddings, dtype=np.float32)
+        if emb.ndim != 2 or emb.shape != (len(self.article_ids), encoder.dim):
+            raise ValueError(f"embeddings of shape {emb.shape} for {len(self.article_ids)} articles and a {encoder.dim}-dim encoder")
+        norms = np.linalg.norm(emb, axis=1)
+        # rows are expected unit-length (as embed_documents gives them); kept bit-for-bit if so
+        self.embeddings = emb if np.allclose(norms[norms > 0], 1.0, atol=1e-4) else normalize_rows(emb)
+        self.encoder = encoder
+        self.fields = tuple(fields)
+        self.window = window
+        self.pooling = pooling
+        self.query_batch_size = query_batch_size
+        self.index = faiss.IndexFlatIP(encoder.dim)
+        self.index.add(self.embeddings)
+        ids = np.array(self.article_ids, dtype=object)
+        self._id_rank = np.empty(len(ids), dtype=np.int64)
+        self._id_rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))  # ascending as strings
+        self.name = label(encoder.name, self.pooling, self.fields)
+
+    @property
+    def size(self) -> int:
+        return len(self.article_ids)
+
+    # -- building ---------------------------------------------------------------------------
+    @classmethod
+    def build(cls, articles, *, encoder: str | Encoder = DEFAULT_ENCODER, fields: Sequence[str] = DEFAULT_FIELDS,
+              pooling: str = DEFAULT_POOLING, window: int | None = None, batch_size: int = 64,
+              cache_root: Path | None = None, use_cache: bool = True, progress: Progress | None = None,
+              notice: Callable[[str], None] | None = None) -> "DenseRetriever":
+        """Embed ``articles`` (a DataFrame in the dataset schema) or load their embeddings from the
+        cache. ``encoder``: a name for :func:`~.encoders.resolve_encoder` or an :class:`Encoder`.
+        ``window`` (tokens) overrides the encoder's own (e.g. to chunk for USE, which has none).
+        Raises :class:`~.encoders.EncoderUnavailable` (a ``ValueError``) when the encoder cannot
+        be loaded, :class:`ValueError` on bad settings or an empty corpus."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
+        fields = (fields,) if isinstance(fields, str) else tuple(fields)
+        if not fields:
+            raise ValueError("embed at least one article field")
+        if articles is None or len(articles) == 0:
+            raise ValueError("no articles to index")
+        enc = resolve_encoder(encoder) if isinstance(encoder, str) else encoder
+        window = enc.max_tokens if window is None else int(window)
+        if window is not None and window < 2:
+            raise ValueError(f"window must be at least 2 tokens, not {window}")
+        effective = pooling if window is not None else "whole"  # no window: every text is embedded whole
+        ids = [str(a) for a in articles["id"]]
+        texts = article_texts(articles, fields)
+        key = cache_key(ids, texts, enc, fields, effective, window)
+
+        def make(embeddings: np.ndarray) -> "DenseRetriever":
+            return cls(ids, embeddings, enc, fields=fields, pooling=effective, window=window, query_batch_size=batch_size)
+
+        if use_cache:
+            loaded = cache.load(CACHE_KIND, key, lambda folder: make(_read(folder, ids, enc.dim)), root=cache_root, notice=notice)
+            if loaded is not None:
+                _report(progress, 1, 1, f"loaded cached embeddings ({enc.name})")
+                return loaded
+        embeddings = embed_documents(enc, texts, pooling=pooling, window=window, batch_size=batch_size, progress=progress)
+        retriever = make(embeddings)
+        if use_cache:
+            _report(progress, 0, 1, "saving embeddings")
+            try:
+                cache.store(CACHE_KIND, key, retriever._write, root=cache_root)
+            except OSError as exc:
+                if notice:
+                    notice(f"could not save the embeddings to the cache ({exc.strerror or exc}); they will be recomputed next time")
+            _report(progress, 1, 1, "saving embeddings")
+        return retriever
+
+    def _write(self, folder: Path) -> None:
+        np.save(folder / "embeddings.npy", self.embeddings, allow_pickle=False)
+        (folder / "ids.json").write_text(json.dumps(self.article_ids))
+
+    # -- searching --------------------------------------------------------------------------
+    def search(self, question: str, k: int = 100) -> list[Hit]:
+        return self.search_many([question], k)[0]
+
+    def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
+        k = int(k)
+        if k < 1:
+            raise ValueError(f"k must be at least 1, not {k}")
+        k = min(k, self.size)
+        questions = [str(q) for q in questions]
+        if not questions:
+            return []
+        queries = normalize_rows(self.encoder.encode_queries(questions, batch_size=self.query_batch_size))
+        return self.search_vectors(queries, k)
+
+    def search_vectors(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
+        """Rank the articles for each row of ``queries`` (unit vectors of the encoder's size)."""
+        k = min(int(k), self.size)
+        depth = min(self.size, k + _TIE_MARGIN)
+        scores, rows = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), depth)
+        out = []
+        for q, s, r in zip(queries, scores, rows):
+            if depth < self.size and s[-1] >= s[k - 1]:
+                # ties reach past what was fetched: order the whole corpus exactly
+                out.append(self._top_all(self.embeddings @ q, k))
+                continue
+            order = np.lexsort((-self._id_rank[r], -s))[:k]
+            out.append([Hit(self.article_ids[r[i]], float(s[i])) for i in order])
+        return out
+
+    def _top_all(self, scores: np.ndarray, k: int) -> list[Hit]:
+        kth = np.partition(scores, self.size - k)[self.size - k]
+        candidates = np.flatnonzero(scores >= kth)
+        chosen = candidates[np.lexsort((-self._id_rank[candidates], -scores[candidates]))[:k]]
+        return [Hit(self.article_ids[i], float(scores[i])) for i in chosen]
+
+
+def label(encoder_name: str, pooling: str, fields: Sequence[str]) -> str:
+    """e.g. ``"dense use"``, ``"dense minilm max"``; non-default fields are appended."""
+    parts = [f"dense {encoder_name}"]
+    if pooling != "whole":
+        parts.append(pooling)
+    if tuple(fields) != DEFAULT_FIELDS:
+        parts.append("fields=" + "+".join(fields))
+    return " ".join(parts)
+
+
+def cache_key(ids: Sequence[str], texts: Sequence[str], encoder: Encoder, fields: Sequence[str],
+              pooling: str, window: int | None) -> str:
+    """Fingerprint of the ids, the embedded texts and everything that shapes the vectors."""
+    meta = {"encoder": encoder.name, "encoder_version": getattr(encoder, "version", ""), "dim": encoder.dim,
+            "fields": list(fields), "pooling": pooling, "window": window, "format": _CACHE_FORMAT}
+    return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
+
+
+def _read(folder: Path, ids: list[str], dim: int) -> np.ndarray:
+    stored_ids = json.loads((folder / "ids.json").read_text())
+    if stored_ids != ids:
+        raise ValueError("article ids differ from the corpus")
+    emb = np.load(folder / "embeddings.npy", allow_pickle=False)
+    if emb.dtype != np.float32 or emb.shape != (len(ids), dim) or not np.isfinite(emb).all():
+        raise ValueError(f"embeddings of shape {emb.shape} and type {emb.dtype} do not fit {len(ids)} articles × {dim}")
+    return emb
+
+
+def _report(progress: Progress | None, done: int, total: int, message: str) -> None:
+    if progress is not None:
+        progress(done, total, message)

