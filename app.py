@@ -1,0 +1,29 @@
+"""bsard-demo: search and score BSARD (Belgian Statutory Article Retrieval Dataset).
+
+Run with ``streamlit run app.py``. The shell: page navigation, the dataset sidebar, and the
+notices every page shows (fictional sample, fallback banner). Pages: ``pages/search.py`` and
+``pages/score.py``; their logic is in the ``bsard_demo`` package.
+"""
+import streamlit as st
+
+from bsard_demo import ui
+
+st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",
+                   initial_sidebar_state="expanded")
+ui.inject_style()
+
+pages = st.navigation([
+    st.Page("pages/search.py", title="Rechercher", icon=":material/search:", default=True),
+    st.Page("pages/score.py", title="Évaluer des runs", icon=":material/analytics:"),
+])
+
+data = None
+with ui.guard("chargement des données"):
+    data = ui.active_data()
+    ui.sidebar_data(data)
+    ui.fallback_banner(data)
+    ui.fictional_notice(data)
+st.session_state["active_data"] = data
+
+if data is not None:
+    pages.run()

@@ -1,0 +1,229 @@
+"""Process-wide state of the Streamlit app: which dataset is active, loaded datasets and built
+indexes, shared by every rerun and every browser session (``st.cache_resource``).
+
+Conventions:
+- a dataset is named by a *spec*, the CLI's ``--data`` word: ``"hub"``, ``"sample"`` or a folder
+  path; the default is ``$BSARD_DATA``, else ``"hub"`` (:func:`bsard_demo.sources.default_spec`);
+- :func:`open_data` never fails: when the requested dataset cannot be loaded it falls back to
+  the bundled sample and says why (``fallback_reason``, in French, plus the loader's message);
+  a failure is remembered for :data:`FAILURE_TTL_S` seconds so reruns do not probe the hub again;
+- indexes are built once per process in a :class:`BuildOnce` registry (one lock per key: two
+  sessions asking for the same index wait for one build). Building happens *outside* any
+  ``st.cache_*`` function so that a progress bar can be drawn (Streamlit replays elements drawn
+  inside cached functions);
+- the key of a local folder includes the size and modification time of its CSV files, so an
+  edited folder is reloaded.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Generic, Hashable, TypeVar
+
+from .dataset import DataError, Dataset
+from .retrievers import Retriever, RetrieverSpec, build_retriever
+from .retrievers.base import Progress
+from .sources import DataUnavailable, default_spec, load_dataset
+
+T = TypeVar("T")
+FAILURE_TTL_S = 300.0
+SOURCE_LABELS = {"hub": "BSARD (hub Hugging Face)", "sample": "Échantillon fictif (démo)", "local": "Dossier local"}
+FICTIONAL_NOTICE = ("Échantillon de démonstration : ces articles sont FICTIFS, inventés pour montrer "
+                    "l'application. Ce ne sont pas des textes de loi belges ; ne vous y fiez pas.")
+
+FICTIONAL_SHORT = "Articles FICTIFS : échantillon de démonstration, pas du droit belge."
+
+
+class BuildOnce(Generic[T]):
+    """A keyed memo that builds each value at most once, even under concurrent callers.
+
+    Failures are not stored: the next caller tries again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._locks: dict[Hashable, threading.Lock] = {}
+        self._items: dict[Hashable, T] = {}
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        if key in self._items:
+            return self._items[key]
+        with self._lock:
+            key_lock = self._locks.setdefault(key, threading.Lock())
+        with key_lock:
+            if key not in self._items:
+                self._items[key] = build()
+            return self._items[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._locks.clear()
+
+
+class FailureMemo:
+    """Recent failures per key (message, time), forgotten after ``ttl`` seconds."""
+
+    def __init__(self, ttl: float = FAILURE_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl, self.clock = ttl, clock
+        self._items: dict[Hashable, tuple[DataError, float]] = {}
+
+    def recent(self, key: Hashable) -> DataError | None:
+        hit = self._items.get(key)
+        if hit is None or self.clock() - hit[1] > self.ttl:
+            self._items.pop(key, None)
+            return None
+        return hit[0]
+
+    def remember(self, key: Hashable, error: DataError) -> None:
+        self._items[key] = (error, self.clock())
+
+    def forget(self, key: Hashable) -> None:
+        self._items.pop(key, None)
+
+
+def source_kind(spec: str) -> str:
+    """``"hub"``, ``"sample"`` or ``"local"`` for a spec."""
+    return spec if spec in ("hub", "sample") else "local"
+
+
+def data_key(spec: str) -> tuple:
+    """What identifies the content behind ``spec`` (see the module conventions)."""
+    if spec in ("hub", "sample"):
+        return (spec,)
+    folder = Path(spec).expanduser()
+    try:
+        stamps = tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.glob("*.csv")))
+        return (str(folder.resolve()), stamps)
+    except OSError:
+        return (str(folder), ())
+
+
+@dataclass(frozen=True)
+class ActiveData:
+    """The dataset in use. ``spec`` is what was loaded, ``requested`` what was asked for; when
+    they differ, ``fallback_reason`` (French) and ``detail`` (the loader's message) say why."""
+
+    dataset: Dataset
+    spec: str
+    requested: str
+    fallback_reason: str | None = None
+    detail: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        return data_key(self.spec)
+
+
+def display_name(data: ActiveData) -> str:
+    """French name of the active dataset: the source label, plus the folder for a local one."""
+    kind = source_kind(data.spec)
+    return SOURCE_LABELS[kind] if kind != "local" else f"{SOURCE_LABELS['local']} : {data.spec}"
+
+
+def fallback_reason(requested: str, error: DataError) -> str:
+    """The French banner shown when ``requested`` could not be loaded."""
+    if source_kind(requested) == "hub":
+        what = ("Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face"
+                + (" (hub injoignable et aucune copie en cache local)" if isinstance(error, DataUnavailable) else ""))
+    else:
+        what = f"Le dossier « {requested} » n'a pas pu être chargé"
+    return f"{what} : l'application utilise l'échantillon fictif fourni avec elle."
+
+
+def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None) -> ActiveData:
+    """Load ``requested`` (default :func:`default_spec`) with ``load``, falling back to the sample.
+
+    ``load`` is the (cached) loader; a requested dataset that failed within the memo's TTL is not
+    tried again. The sample itself failing is a bug and raises.
+    """
+    spec = (requested or "").strip() or default_spec()
+    if spec == "sample":
+        return ActiveData(load("sample"), "sample", spec)
+    error = failures.recent(data_key(spec)) if failures else None
+    if error is None:
+        try:
+            return ActiveData(load(spec), spec, spec)
+        except DataError as exc:
+            error = exc
+            if failures:
+                failures.remember(data_key(spec), exc)
+    return ActiveData(load("sample"), "sample", spec, fallback_reason(spec, error), str(error))
+
+
+def load_uncached(spec: str) -> Dataset:
+    """:func:`bsard_demo.sources.load_dataset`: the hub with its corpus (searching needs it); a
+    local folder may lack ``articles.csv`` (scoring works without it, the Search page says so)."""
+    return load_dataset(spec, need_corpus=source_kind(spec) != "local")
+
+
+def dataset_summary(dataset: Dataset) -> dict[str, int]:
+    """Counts shown in the sidebar: ``articles`` and questions per split (in split order)."""
+    out = {"articles": 0 if dataset.articles is None else len(dataset.articles)}
+    for split in dataset.split_names:
+        out[f"questions_{split}"] = len(dataset.questions(split))
+    return out
+
+
+def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *, progress: Progress | None = None,
+                  notice: Callable[[str], None] | None = None) -> Retriever:
+    """The retriever ``spec`` over the active dataset, built once per process.
+
+    A hybrid is composed from its parts' registry entries (so BM25 and dense indexes are shared
+    with the single-retriever columns) and is itself cheap to make.
+    """
+    if spec.kind == "hybrid":
+        from .retrievers.hybrid import DEFAULT_DEPTH, HybridRetriever
+        from .retrievers.registry import default_hybrid_parts
+
+        options = dict(spec.options)
+        parts = options.pop("retrievers", None) or default_hybrid_parts()
+        parts = [p if isinstance(p, RetrieverSpec) else RetrieverSpec(p["kind"], p.get("options", {})) for p in parts]
+        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in parts]
+
+        def make_hybrid() -> Retriever:
+            return HybridRetriever(built, method=options.get("method", "rrf"), rrf_k=options.get("rrf_k", 60),
+                                   alpha=options.get("alpha", 0.5), depth=options.get("depth", DEFAULT_DEPTH),
+                                   weights=options.get("weights"), normalisation=options.get("normalisation", "minmax"),
+                                   corpus_size=len(data.dataset.articles) if data.dataset.articles is not None else None)
+        return registry.get((data.key, spec.key()), make_hybrid)
+    return registry.get((data.key, spec.key()),
+                        lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice))
+
+
+def is_built(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec) -> bool:
+    return (data.key, spec.key()) in registry
+
+
+PROGRESS_WORDS = {
+    "analysing articles": "analyse des articles",
+    "indexing": "indexation",
+    "saving BM25 index": "enregistrement de l'index BM25",
+    "loaded cached BM25 index": "index BM25 chargé depuis le cache",
+    "saving embeddings": "enregistrement des plongements",
+    "embedding articles": "encodage des articles",
+    "embedding questions": "encodage des questions",
+    "loaded cached embeddings": "plongements chargés depuis le cache",
+    "searching questions": "recherche des questions",
+}
+
+
+def progress_text(message: str) -> str:
+    """French wording of a library progress message (its known prefix translated, the rest kept)."""
+    for english, french in PROGRESS_WORDS.items():
+        if message.startswith(english):
+            return french + message[len(english):]
+    return message
+
+
+def progress_fraction(done: int, total: int) -> float:
+    """``done / total`` clipped to [0, 1] (0 when ``total`` is not positive)."""
+    return 0.0 if total <= 0 else min(1.0, max(0.0, done / total))

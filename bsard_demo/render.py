@@ -1,0 +1,75 @@
+"""HTML fragments of the Search page (hit cards, missed gold articles, the question box).
+
+Every fragment is built from escaped text (:mod:`bsard_demo.highlight`) and only the fixed tags
+and classes written here (styled by ``bsard_demo.ui.STYLE``); it is safe for ``st.html``.
+Labels are French.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from .analyzer import Analyzer
+from .highlight import escape_html as esc
+from .highlight import highlight_html
+from .search import MissedGold, ShownHit
+
+PREVIEW_CHARS = 300
+BREADCRUMB_SEPARATOR = " › "
+
+
+def breadcrumb(parts: Sequence[str]) -> str:
+    """``code › livre › … › section`` (escaped)."""
+    return BREADCRUMB_SEPARATOR.join(esc(p) for p in parts if str(p).strip())
+
+
+def score_text(score: float) -> str:
+    return f"{score:.4g}"
+
+
+def hit_card(hit: ShownHit, terms: Iterable[str], analyzer: Analyzer | None = None,
+             preview_chars: int = PREVIEW_CHARS) -> str:
+    """One hit: rank, marker, reference (or id), gold badge, score, breadcrumb, highlighted
+    preview and, when the text is longer than the preview, the full text in ``<details>``."""
+    terms = frozenset(terms)
+    badges = []
+    if hit.marker is not None:
+        badges.append(f'<span class="bsard-badge {hit.marker.kind}" title="écart de rang avec la colonne de référence">'
+                      f"{esc(hit.marker.label)}</span>")
+    if hit.gold:
+        badges.append('<span class="bsard-badge gold" title="article pertinent selon le jeu de données">✓ pertinent</span>')
+    reference = hit.reference or f"Article {hit.article_id}"
+    head = (f'<div class="bsard-head"><span class="bsard-rank">{hit.rank}.</span>{"".join(badges)}'
+            f'<span class="bsard-ref">{esc(reference)}</span>'
+            f'<span class="bsard-score" title="identifiant {esc(hit.article_id)}">score {esc(score_text(hit.score))}'
+            f" · id {esc(hit.article_id)}</span></div>")
+    crumbs = f'<div class="bsard-crumbs">{breadcrumb(hit.breadcrumb)}</div>' if hit.breadcrumb else ""
+    preview = highlight_html(hit.text, terms, analyzer, max_chars=preview_chars)
+    body = f'<div class="bsard-text">{preview}</div>'
+    if len(hit.text) > preview_chars:
+        full = highlight_html(hit.text, terms, analyzer)
+        body += f'<details><summary>Texte complet</summary><div class="bsard-full">{full}</div></details>'
+    css = "bsard-hit gold" if hit.gold else "bsard-hit"
+    return f'<div class="{css}" data-article="{esc(hit.article_id)}">{head}{crumbs}{body}</div>'
+
+
+def missed_list(missed: Sequence[MissedGold], k: int, depth: int) -> str:
+    """The gold articles absent from the top k, with their rank within ``depth``."""
+    if not missed:
+        return f'<div class="bsard-missed">Tous les articles pertinents sont dans le top {k}.</div>'
+    items = []
+    for m in missed:
+        label = esc(m.reference or f"Article {m.article_id}")
+        if not m.in_corpus:
+            where = "absent du corpus"
+        elif m.rank is None:
+            where = f"au-delà du rang {depth}"
+        else:
+            where = f"rang {m.rank}"
+        items.append(f"<li>{label} <small>(id {esc(m.article_id)}, {where})</small></li>")
+    return (f'<div class="bsard-missed"><b>Articles pertinents absents du top {k}</b>'
+            f'<ul>{"".join(items)}</ul></div>')
+
+
+def question_box(question: str, terms: Iterable[str], analyzer: Analyzer | None = None) -> str:
+    """The searched question, escaped, its indexed terms highlighted."""
+    return f'<div class="bsard-question">{highlight_html(question, terms, analyzer, newlines=True)}</div>'
