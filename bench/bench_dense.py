@@ -1,13 +1,11 @@
-"""Dense retrieval: encoder throughput, query latency at BSARD scale, long-text handling quality.
+"""Dense retrieval: how long texts are handled (window, pooling) and what it does to quality.
 
-    python bench/bench_dense.py [throughput] [latency] [quality] [--n 200] [--repeats 50]
+    python bench/bench_dense.py [quality]
 
-- ``throughput``: docs/s of ``use`` and ``minilm`` embedding ``--n`` articles of the bundled
-  sample (headers + text, ~137 words), model loading excluded.
-- ``latency``: one question, encode + FAISS search (k=100), on a 22,633 × dim index of random
-  unit vectors; p50/p90 over ``--repeats`` different questions.
-- ``quality``: the sample's test split (and all its questions) scored for ``use`` / ``minilm``
-  with ``pooling`` truncate / max / mean (and USE cut at explicit windows, since it has none).
+``quality``: the sample's test split (and all its questions) scored for ``use`` / ``minilm``
+with ``pooling`` truncate / max / mean (and USE cut at explicit windows, since it has none).
+Speed (encoding throughput, query latency, memory) is measured at BSARD scale by
+``bench/bench_retrieval.py``; effectiveness of every retriever by ``bench/effectiveness.py``.
 """
 from __future__ import annotations
 
@@ -16,61 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bsard_demo.analyzer import article_texts  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.retrievers.dense import DenseRetriever  # noqa: E402
 from bsard_demo.retrievers.encoders import resolve_encoder  # noqa: E402
 from bsard_demo.sources import load_sample  # noqa: E402
-
-BSARD_ARTICLES = 22_633
-
-
-def throughput(n: int) -> None:
-    texts = article_texts(load_sample().articles)[:n]
-    words = np.mean([len(t.split()) for t in texts])
-    print(f"## throughput: {len(texts)} sample articles, {words:.0f} words on average")
-    for name in ("use", "minilm"):
-        enc = resolve_encoder(name)
-        enc.encode_documents(texts[:8])  # load + warm up
-        start = time.perf_counter()
-        enc.encode_documents(texts)
-        dt = time.perf_counter() - start
-        extra = ""
-        if enc.max_tokens:
-            over = sum(c > enc.max_tokens for c in enc.count_tokens(texts))
-            extra = f" ({over} of {len(texts)} over its {enc.max_tokens}-token window)"
-        print(f"{name:7s} {len(texts) / dt:7.1f} docs/s  {dt:6.2f} s{extra}  "
-              f"-> {BSARD_ARTICLES / (len(texts) / dt) / 60:.1f} min for {BSARD_ARTICLES} articles")
-
-
-def latency(repeats: int) -> None:
-    questions = list(load_sample().questions("test")["question"]) + list(load_sample().questions("train")["question"])
-    print(f"## latency: one question, encode + search k=100, {BSARD_ARTICLES} random unit vectors")
-    rng = np.random.default_rng(0)
-    ids = [str(i + 1) for i in range(BSARD_ARTICLES)]
-    for name in ("use", "minilm"):
-        enc = resolve_encoder(name)
-        emb = rng.standard_normal((BSARD_ARTICLES, enc.dim), dtype=np.float32)
-        emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-        r = DenseRetriever(ids, emb, enc)
-        r.search(questions[0])  # warm up
-        total, search = [], []
-        for i in range(repeats):
-            q = questions[i % len(questions)] + f" {i}"
-            t0 = time.perf_counter()
-            vec = enc.encode_queries([q])
-            t1 = time.perf_counter()
-            r.search_vectors(vec, 100)
-            t2 = time.perf_counter()
-            total.append(t2 - t0)
-            search.append(t2 - t1)
-        p = lambda xs, q: 1000 * float(np.percentile(xs, q))  # noqa: E731
-        print(f"{name:7s} dim {enc.dim}: encode+search p50 {p(total, 50):6.1f} ms  p90 {p(total, 90):6.1f} ms"
-              f"  (search alone p50 {p(search, 50):5.2f} ms)")
 
 
 def quality() -> None:
@@ -100,12 +49,9 @@ def quality() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", nargs="*", default=["throughput", "latency", "quality"])
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--repeats", type=int, default=50)
-    args = ap.parse_args()
-    for what in args.what:
-        {"throughput": lambda: throughput(args.n), "latency": lambda: latency(args.repeats), "quality": quality}[what]()
+    ap.add_argument("what", nargs="*", choices=["quality"], default=["quality"])
+    ap.parse_args()
+    quality()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import os
 # faiss and torch each bundle their own OpenMP runtime, whose idle threads spin after every
 # parallel region and starve the other one (and numpy's BLAS) on a small machine: one question's
 # encode + search measured 200-500 ms with spinning threads, ~20 ms with PASSIVE waits
-# (bench/bench_dense.py latency). Set here, before anything can load faiss or torch; a user's
+# (bench/bench_retrieval.py). Set here, before anything can load faiss or torch; a user's
 # own value wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

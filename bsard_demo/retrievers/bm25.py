@@ -14,16 +14,17 @@ Conventions:
   float64 (float32 rounding reordered near-ties at deep ranks). The ``rank_bm25`` engine
   (``BM25Okapi`` with ``epsilon=0``, i.e. negative idf floored at 0 as bm25s does) divides its
   scores by ``(k1 + 1)`` to report on the same scale, so both engines give the same rankings;
-  it supports ``method="robertson"`` only, is ~70x slower to search and is not cached.
+  it supports ``method="robertson"`` only, is ~55-60x slower to search and is not cached.
 - tokens come from :class:`~bsard_demo.analyzer.Analyzer` (bm25s never re-tokenises). Searching
   scores every article with one sparse product per batch of questions over bm25s's precomputed
   score matrix, then orders exactly (``bm25s.retrieve`` would cut ties at ``k`` arbitrarily).
 - the bm25s engine is cached (``bm25s`` save/load inside a :mod:`bsard_demo.cache` entry keyed
   by the article ids, the indexed texts, every setting and the analyzer/bm25s versions).
 
-Speed (BSARD-scale synthetic corpus, 22,633 articles, 2 shared cores; ``bench/bench_bm25.py``):
-build ~4-6 s (mostly the analyzer), load from the cache ~0.25 s, 222 questions at depth 500
-~0.35 s (rank_bm25: build ~5 s, search ~25 s).
+Speed (BSARD-scale synthetic corpus, 22,633 articles, 2 shared cores; ``bench/bench_retrieval.py``,
+docs/benchmarks.md "Retrieval"): build ~5-8 s (the analyzer ~2.3 s of it), load from the cache
+~0.35 s, one question ~1-2 ms, 222 questions at depth 500 ~0.6 s (rank_bm25: build ~3-4 s,
+search ~33 s, ~55-60x slower).
 """
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- USE
 
 #: BLAS threads for USE. One: on 2 cores shared with other work, 2 threads fell from ~90 to
-#: ~10 docs/s while 1 thread kept ~50-78 docs/s (bench/bench_dense.py throughput, 135-word texts).
+#: ~10 docs/s while 1 thread kept ~50-78 docs/s (bench/bench_retrieval.py, 135-word texts).
 USE_THREADS = 1
 
 
