@@ -71,11 +71,11 @@ def store(kind: str, key: str, write: Callable[[Path], None], root: Path | None 
         except OSError:
             if target.exists() and verify(target):
                 shutil.rmtree(tmp, ignore_errors=True)  # a concurrent builder won; keep theirs
-            else:
+            else:  # a damaged entry, a stray file or a dangling link is in the way
                 stale = target.with_name(f".{key}.stale-{uuid.uuid4().hex[:8]}")
-                if target.exists():
+                if os.path.lexists(target):
                     os.rename(target, stale)
-                    shutil.rmtree(stale, ignore_errors=True)
+                    _discard(stale)
                 os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -83,16 +83,32 @@ def store(kind: str, key: str, write: Callable[[Path], None], root: Path | None 
     return target
 
 
+def _discard(path: Path) -> None:
+    """Remove ``path`` whatever it is (folder, file, link), ignoring errors."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
 def verify(folder: Path) -> bool:
-    """True when ``folder`` has a manifest and every listed file matches its size and sha256."""
+    """True when ``folder`` has a manifest and every listed file matches its size and sha256.
+    Never raises: an unreadable or malformed manifest, or one naming anything but a regular file
+    inside ``folder`` (e.g. ``../x`` or a device, which could be read forever), gives False."""
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
         for name, meta in manifest["files"].items():
-            p = folder / name
+            rel = Path(name)
+            p = folder / rel
+            if rel.is_absolute() or ".." in rel.parts or p.is_symlink() or not p.is_file():
+                return False
             if p.stat().st_size != meta["size"] or _sha256(p) != meta["sha256"]:
                 return False
         return True
-    except (OSError, ValueError, KeyError, TypeError):
+    except Exception:  # noqa: BLE001 - any malformed manifest means "damaged"
         return False
 
 
@@ -101,7 +117,10 @@ def load(kind: str, key: str, read: Callable[[Path], T], root: Path | None = Non
     """Read entry ``kind/key`` with ``read(folder)``; ``None`` when absent. A corrupt entry (bad
     checksum or ``read`` failing) is removed, reported through ``notice`` and gives ``None``."""
     target = entry_path(kind, key, root)
-    if not target.is_dir():
+    try:
+        if not target.is_dir():
+            return None
+    except OSError:  # e.g. a cache folder we may not enter: absent to us (store() will say so)
         return None
     problem = None
     if not verify(target):

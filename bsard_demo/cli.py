@@ -1,7 +1,8 @@
 """Command line: ``python -m bsard_demo {data,evaluate,run,index} ...``.
 
-Exit codes: 0 success (warnings allowed); 2 unusable input or data (one line on stderr per
-problem and a closing summary line, never a traceback); 1 an internal error (a bug).
+Exit codes: 0 success (warnings allowed); 2 unusable input, data or usage (one line on stderr,
+never a traceback; ``evaluate`` prints one line per problem of a run file, then a summary line,
+or a single line when the file has a single problem); 1 an internal error (a bug).
 """
 from __future__ import annotations
 
@@ -27,6 +28,20 @@ conventions:
 """
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose usage errors are one line on stderr (exit 2),
+    pointing to ``--help`` instead of printing the usage block. Subparsers inherit the class."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(text: object) -> str:
+    """``text`` with its line breaks (and the blanks around them) turned into single spaces, so
+    that a message naming a hostile path stays one line."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
 def _data_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, metavar="hub|sample|PATH",
                    help="dataset: the Hugging Face hub (default, or $BSARD_DATA), the bundled fictional sample, "
@@ -34,8 +49,8 @@ def _data_arg(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bsard_demo",
-                                     description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
+    parser = OneLineParser(prog="python -m bsard_demo",
+                           description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{data,evaluate,run,index}")
 
     p = sub.add_parser("data", help="summarise a dataset", description="Summarise a dataset: counts, relevant articles per question, questions per category.")
@@ -96,18 +111,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     qrels = ds.qrels(args.split)
     corpus = ds.article_ids
     evaluations, problems, unusable = {}, {}, []
+    failed = False
     for path in args.runs:
         name = Path(path).name
         if name in evaluations or name in problems:
             name = path  # two runs with one base name: fall back to the path as given
         rf = read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=max(args.k))
         problems[name] = [p.as_dict() for p in rf.problems]
-        if args.format != "json":
-            for p in rf.problems:
-                where = f":{p.line}" if p.line is not None else ""
-                print(f"{name}{where}: {p.severity}: {p.message}", file=sys.stderr)
+        lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}: {p.message}")
+                 for p in rf.problems]
+        if rf.run is None and len(lines) == 1 and args.format != "json":
+            print(f"bsard_demo evaluate: {lines[0]}; not scored", file=sys.stderr)  # one problem: one line
+            failed = True
+            continue
+        if args.format != "json" and lines:
+            print("\n".join(lines), file=sys.stderr)
         if rf.run is None:
-            unusable.append(f"{name} ({rf.problems.count('error')} error(s))")
+            unusable.append(one_line(f"{name} ({rf.problems.count('error')} error(s))"))
             continue
         evaluations[name] = evaluate(qrels, rf.run, args.k)
     if args.format == "json":
@@ -121,8 +141,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False, float_format="%.6f")
     if unusable:
         print(f"bsard_demo evaluate: unusable run file(s), not scored: {', '.join(unusable)}", file=sys.stderr)
-        return 2
-    return 0
+    return 2 if unusable or failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -131,14 +150,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except DataError as exc:
-        print(f"bsard_demo {args.command}: {exc}", file=sys.stderr)
+        print(one_line(f"bsard_demo {args.command}: {exc}"), file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"bsard_demo {args.command}: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(one_line(f"bsard_demo {args.command}: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - last resort: never show a traceback
-        print(f"bsard_demo {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(one_line(f"bsard_demo {args.command}: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         return 1

@@ -157,8 +157,14 @@ def question_texts(questions, with_description: bool) -> list[str]:
     return texts
 
 
+def _say(command: str, message: str) -> None:
+    """One line on stderr, even for a message naming a path that holds a line break."""
+    text = f"bsard_demo {command}: {message}"
+    print(" ".join(line.strip() for line in text.splitlines() if line.strip()), file=sys.stderr)
+
+
 def _fail(command: str, message: str) -> int:
-    print(f"bsard_demo {command}: {message}", file=sys.stderr)
+    _say(command, message)
     return 2
 
 
@@ -170,7 +176,7 @@ def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
     except (DataError, ValueError) as exc:
         return _fail(command, str(exc))
     def notice(message: str) -> None:
-        print(f"bsard_demo {command}: note: {message}", file=sys.stderr)
+        _say(command, f"note: {message}")
 
     cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else None
     try:

@@ -164,9 +164,12 @@ def read_csv_table(data: bytes, *, source: str) -> pd.DataFrame:
     if not text.strip():
         raise DataError(f"{source}: the file is empty")
     try:
-        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
     except (pd.errors.ParserError, ValueError) as exc:
         raise DataError(f"{source}: not a readable CSV ({_first_line(exc)})") from None
+    if not isinstance(df.index, pd.RangeIndex):  # pandas made the surplus leading fields an index
+        raise DataError(f"{source}: not a readable CSV (every row has more fields than the header line)")
+    return df
 
 
 @dataclass

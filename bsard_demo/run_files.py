@@ -188,8 +188,19 @@ def _size(n: int) -> str:
 
 
 def _gunzip(data: bytes, cap: int, problems: ProblemList) -> bytes | None:
-    """Inflate (possibly multi-member) gzip data in a streaming way, never holding more than
-    ``cap + 1`` decompressed bytes; report a bomb, truncation or corruption and return None."""
+    """Inflate (possibly multi-member) gzip data, or report a bomb, truncation or corruption and
+    return None. A first pass only counts the decompressed bytes (memory: one 64 KB chunk), so a
+    bomb is refused without ever holding its content; the second pass keeps it."""
+    scratch = ProblemList()
+    if _inflate(data, cap, scratch, keep=False) is None:
+        problems.extend(scratch)
+        return None
+    return _inflate(data, cap, problems, keep=True)
+
+
+def _inflate(data: bytes, cap: int, problems: ProblemList, *, keep: bool) -> bytes | None:
+    """Inflate in a streaming way, never holding more than ``cap + 1`` decompressed bytes (none
+    unless ``keep``: then ``b""`` is returned on success)."""
     out: list[bytes] = []
     total = 0
     chunk = 1 << 16
@@ -213,7 +224,7 @@ def _gunzip(data: bytes, cap: int, problems: ProblemList) -> bytes | None:
                 pos += chunk
             else:
                 inp = b""
-            piece = d.decompress(inp, cap - total + 1)
+            piece = d.decompress(inp, min(1 << 20, cap - total + 1))  # bounded output per call
             total += len(piece)
             if total > cap:
                 problems.error(
@@ -221,7 +232,8 @@ def _gunzip(data: bytes, cap: int, problems: ProblemList) -> bytes | None:
                     "decompression was stopped"
                 )
                 return None
-            out.append(piece)
+            if keep:
+                out.append(piece)
             if not inp and not piece:
                 break
         if not d.eof:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-import socket
+import threading
+import time
+import urllib.error
+import urllib.request
 from importlib import resources
 from pathlib import Path
-from typing import Callable
-from urllib.parse import urlparse
+from typing import Callable, TypeVar
 
 import pandas as pd
 
@@ -26,6 +28,7 @@ MAX_CSV_BYTES = 512 * 1024 * 1024
 _SPLIT_FILE = re.compile(r"^questions_(?P<split>[A-Za-z0-9_-]+)\.csv$")
 
 Downloader = Callable[..., str]
+T = TypeVar("T")
 
 
 class DataUnavailable(DataError):
@@ -78,12 +81,15 @@ def load_folder(folder: Path, *, need_corpus: bool = True) -> Dataset:
         raise DataError(f"{folder}: cannot list the folder ({exc.strerror or exc})") from None
     for entry in entries:
         m = _SPLIT_FILE.match(entry.name)
-        if m and entry.is_file():
+        if m:
+            _require_regular(entry)
             split_files[m.group("split")] = entry
     if not split_files:
         raise DataError(f"{folder}: no questions_<split>.csv file (e.g. questions_test.csv)")
     articles_path = folder / "articles.csv"
     articles = None
+    if articles_path.exists() or articles_path.is_symlink():
+        _require_regular(articles_path)
     if articles_path.is_file():
         articles = normalize_articles(_read(articles_path), source=str(articles_path))
     elif need_corpus:
@@ -93,35 +99,77 @@ def load_folder(folder: Path, *, need_corpus: bool = True) -> Dataset:
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """True when a TCP connection to the hub endpoint (``HF_ENDPOINT`` or huggingface.co) opens
-    within ``timeout`` seconds and offline mode (``HF_HUB_OFFLINE``) is not set. A cheap probe:
-    without it, huggingface_hub retries an unreachable host for ~25 s before giving up."""
+    """True when the hub endpoint (``HF_ENDPOINT`` or https://huggingface.co) answers an HTTP
+    ``HEAD`` request (any status) within about ``timeout`` seconds, name lookup included, and
+    offline mode (``HF_HUB_OFFLINE``) is not set. Proxies come from the environment, as for
+    huggingface_hub. A cheap probe: without it, huggingface_hub retries an unreachable or silent
+    host for minutes (2.x retries a failed metadata request with a 60 s timeout)."""
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
         return False
-    url = urlparse(os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co")
-    port = url.port or (80 if url.scheme == "http" else 443)
+    url = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+
+    def probe() -> bool:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+                return True
+        except urllib.error.HTTPError:
+            return True  # the server answered, if only with an error status
+        except Exception:  # noqa: BLE001 - refused, timed out, bad URL, garbled answer: not reachable
+            return False
+
     try:
-        with socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout):
-            return True
-    except OSError:
+        return call_with_deadline(probe, timeout + 1.0)
+    except TimeoutError:
         return False
+
+
+def call_with_deadline(fn: Callable[[], T], seconds: float | None) -> T:
+    """``fn()``, or :class:`TimeoutError` when it has not returned within ``seconds`` (``None``:
+    no limit). A late call goes on in a daemon thread (a blocked socket read cannot be
+    interrupted) and its result is dropped."""
+    if seconds is None:
+        return fn()
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="bsard-hub-call", daemon=True)
+    worker.start()
+    worker.join(max(0.0, seconds))
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {seconds:.3g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, timeout: float = 10.0,
-             reachable: Callable[[], bool] = hub_reachable) -> Dataset:
+             reachable: Callable[[], bool] = hub_reachable, deadline: float | None = 120.0) -> Dataset:
     """The real BSARD from the Hugging Face hub (``maastrichtlawtech/bsard``), cached in the
     usual HF cache. When the hub is unreachable (``reachable()`` false) the cached copy is used if
     there is one. ``download`` defaults to :func:`huggingface_hub.hf_hub_download` and is
-    replaceable for tests. Raises :class:`DataUnavailable` when a file cannot be had."""
+    replaceable for tests. ``timeout`` is the hub's metadata timeout; ``deadline`` (seconds, all
+    files together) bounds the whole download, since huggingface_hub retries a silent hub for
+    minutes. Raises :class:`DataUnavailable` when a file cannot be had, or when the files look
+    truncated (an empty split, a question without relevant article, a relevant article missing
+    from the corpus: none happens in BSARD)."""
     if download is None:
         from huggingface_hub import hf_hub_download as download  # imported late: heavy
     online = reachable()
     files = HUB_FILES if need_corpus else HUB_FILES[1:]
+    end = None if deadline is None else time.monotonic() + deadline
     paths = {}
     for name in files:
+        def fetch(name: str = name) -> str:
+            return download(repo_id=HUB_REPO_ID, filename=name, repo_type="dataset",
+                            etag_timeout=timeout, local_files_only=not online)
         try:
-            paths[name] = Path(download(repo_id=HUB_REPO_ID, filename=name, repo_type="dataset",
-                                        etag_timeout=timeout, local_files_only=not online))
+            left = None if end is None else max(0.5, end - time.monotonic())
+            paths[name] = Path(call_with_deadline(fetch, left))
         except Exception as exc:  # noqa: BLE001 - any failure of the hub is "unavailable" to the user
             reason = "the hub is unreachable and the file is not in the local cache" if not online else _first_line(exc)
             raise DataUnavailable(f"cannot download {name} from the Hugging Face hub ({HUB_REPO_ID}): {reason}; {ALTERNATIVES}") from None
@@ -131,9 +179,35 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
             name[len("questions_"):-len(".csv")]: normalize_questions(_read(paths[name]), source=f"hub {name}")
             for name in HUB_FILES[1:]
         }
+        _check_complete(articles, splits)
     except DataError as exc:
         raise DataUnavailable(f"the hub files look damaged or partly downloaded ({exc}); {ALTERNATIVES}") from None
     return Dataset(name="BSARD (Hugging Face hub)", kind="hub", articles=articles, splits=splits)
+
+
+def _check_complete(articles: pd.DataFrame | None, splits: dict[str, pd.DataFrame]) -> None:
+    """Signs of a truncated hub file: every BSARD split has questions, every question has
+    relevant articles, all in the corpus. A file cut inside its last row loses that row's last
+    fields (pandas fills them with "")."""
+    known = None if articles is None else set(articles["id"])
+    for split, q in splits.items():
+        if q.empty:
+            raise DataError(f"questions_{split}.csv: no questions")
+        empty = q.loc[q["article_ids"].map(len) == 0, "id"].tolist()
+        if empty:
+            raise DataError(f"questions_{split}.csv: question(s) {', '.join(empty[:5])} have no relevant article")
+        if known is not None:
+            missing = sorted({a for ids in q["article_ids"] for a in ids} - known)
+            if missing:
+                raise DataError(f"questions_{split}.csv: relevant article(s) {', '.join(missing[:5])} "
+                                f"are not in articles.csv ({len(articles)} articles)")
+
+
+def _require_regular(path: Path) -> None:
+    """:class:`DataError` unless ``path`` is a regular file (not a folder, FIFO, device, dangling link)."""
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "a broken link" if not path.exists() else "a special file (FIFO, device)"
+        raise DataError(f"{path}: is {what}, not a CSV file")
 
 
 def _read(path: Path) -> pd.DataFrame:

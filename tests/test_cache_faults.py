@@ -1,0 +1,382 @@
+"""Cache faults: damaged BM25 and dense entries are detected, reported and rebuilt; the library
+and the CLI never crash on them; concurrent builders leave one valid entry and no temp files."""
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bsard_demo import cache
+from bsard_demo.dataset import normalize_articles
+from bsard_demo.retrievers.bm25 import BM25Retriever
+from bsard_demo.retrievers.dense import DenseRetriever
+from bsard_demo.sources import load_dataset
+
+REPO = Path(__file__).resolve().parents[1]
+QUESTIONS = ["garantie locative bail loyer", "divorce des époux", "préavis de licenciement"]
+
+
+@pytest.fixture(scope="module")
+def sample_articles() -> pd.DataFrame:
+    return load_dataset("sample").articles
+
+
+@pytest.fixture(scope="module")
+def bm25_reference(sample_articles):
+    """Search results of an index built without the cache: what every rebuild must give."""
+    return BM25Retriever.build(sample_articles, use_cache=False).search_many(QUESTIONS, 30)
+
+
+def same_hits(got, expected) -> bool:
+    """Same articles in the same order, same scores up to rounding: an index built by another
+    process sums term scores in an order that depends on its PYTHONHASHSEED (last-bit changes)."""
+    ids = [[h.article_id for h in hits] for hits in got] == [[h.article_id for h in hits] for hits in expected]
+    scores = [h.score for hits in got for h in hits]
+    return ids and scores == pytest.approx([h.score for hits in expected for h in hits], rel=1e-12)
+
+
+def only_entry(root: Path, kind: str) -> Path:
+    names = sorted(p.name for p in (root / kind).iterdir())
+    assert len(names) == 1 and not names[0].startswith("."), names  # no temp or stale leftovers
+    return root / kind / names[0]
+
+
+def reseal(entry: Path) -> None:
+    """Rewrite the manifest so that the (damaged) files pass the checksum: only reading them can
+    then reveal the damage."""
+    manifest = json.loads((entry / cache.MANIFEST).read_text())
+    for name in manifest["files"]:
+        p = entry / name
+        manifest["files"][name] = {"sha256": cache._sha256(p), "size": p.stat().st_size}
+    (entry / cache.MANIFEST).write_text(json.dumps(manifest))
+
+
+def _truncate(path: Path, keep: int = 40) -> None:
+    path.write_bytes(path.read_bytes()[:keep])
+
+
+# -- BM25 -----------------------------------------------------------------------------------
+
+def _bm25_damage(entry: Path, how: str) -> None:
+    data = entry / "bm25s" / "data.csc.index.npy"
+    if how == "truncated file":
+        _truncate(data)
+    elif how == "flipped byte":
+        raw = bytearray((entry / "ids.json").read_bytes())
+        raw[3] ^= 0x01
+        (entry / "ids.json").write_bytes(bytes(raw))
+    elif how == "missing file":
+        (entry / "bm25s" / "vocab.index.json").unlink()
+    elif how == "garbage manifest":
+        (entry / cache.MANIFEST).write_bytes(b"\x00\xffnot json")
+    elif how == "manifest of the wrong shape":
+        (entry / cache.MANIFEST).write_text('{"files": []}')
+    elif how == "manifest naming a device":
+        (entry / cache.MANIFEST).write_text(json.dumps({"files": {"../../../../dev/zero": {"size": 0, "sha256": ""}}}))
+    elif how == "resealed truncated file":
+        _truncate(data)
+        reseal(entry)
+    elif how == "resealed garbage json":
+        (entry / "bm25s" / "params.index.json").write_text("{not json")
+        reseal(entry)
+    elif how == "resealed other corpus":
+        (entry / "ids.json").write_text(json.dumps(["1", "2"]))
+        reseal(entry)
+    elif how == "empty folder":
+        shutil.rmtree(entry)
+        entry.mkdir()
+    elif how == "a file in its place":
+        shutil.rmtree(entry)
+        entry.write_bytes(b"junk")
+    elif how == "a dangling link in its place":
+        shutil.rmtree(entry)
+        entry.symlink_to(entry.parent / "nowhere")
+    else:
+        raise AssertionError(how)
+
+
+DAMAGES = ["truncated file", "flipped byte", "missing file", "garbage manifest", "manifest of the wrong shape",
+           "manifest naming a device", "resealed truncated file", "resealed garbage json", "resealed other corpus",
+           "empty folder", "a file in its place", "a dangling link in its place"]
+SILENT = {"a file in its place", "a dangling link in its place"}  # no entry to speak of: rebuilt without a notice
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_damaged_bm25_entry_is_rebuilt_with_a_notice(tmp_path, sample_articles, bm25_reference, how):
+    BM25Retriever.build(sample_articles, cache_root=tmp_path)
+    entry = only_entry(tmp_path, "bm25s")
+    _bm25_damage(entry, how)
+    notices: list[str] = []
+    steps: list[str] = []
+    rebuilt = BM25Retriever.build(sample_articles, cache_root=tmp_path, notice=notices.append,
+                                  progress=lambda d, t, m: steps.append(m))
+    assert rebuilt.search_many(QUESTIONS, 30) == bm25_reference
+    assert "loaded cached BM25 index" not in steps  # really rebuilt
+    if how in SILENT:
+        assert notices == []
+    else:
+        assert len(notices) == 1 and "damaged" in notices[0] and "rebuilding" in notices[0], notices
+    assert cache.verify(only_entry(tmp_path, "bm25s"))  # whole again, nothing left over
+    steps.clear()
+    again = BM25Retriever.build(sample_articles, cache_root=tmp_path, notice=notices.append,
+                                progress=lambda d, t, m: steps.append(m))
+    assert "loaded cached BM25 index" in steps and again.search_many(QUESTIONS, 30) == bm25_reference
+
+
+def test_unusable_cache_folder_only_costs_a_notice(tmp_path, sample_articles, bm25_reference):
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache folder should be")
+    notices: list[str] = []
+    r = BM25Retriever.build(sample_articles, cache_root=not_a_folder, notice=notices.append)
+    assert r.search_many(QUESTIONS, 30) == bm25_reference
+    assert len(notices) == 1 and "could not save the BM25 index" in notices[0]
+
+
+def test_failed_write_leaves_no_temp_folder(tmp_path, sample_articles, monkeypatch):
+    def disk_full(self, folder):
+        (folder / "partial").write_bytes(b"x" * 100)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(BM25Retriever, "_write", disk_full)
+    notices: list[str] = []
+    BM25Retriever.build(sample_articles, cache_root=tmp_path, notice=notices.append)
+    assert len(notices) == 1 and "No space left on device" in notices[0]
+    assert list((tmp_path / "bm25s").iterdir()) == []
+
+
+# -- dense (a tiny fake encoder) ------------------------------------------------------------
+
+class HashEncoder:
+    """A deterministic bag-of-words encoder (16 dims) that counts the texts it encodes."""
+
+    name = "hash16"
+    version = "1"
+    dim = 16
+    normalized = False
+    max_tokens = None
+
+    def __init__(self):
+        self.documents = 0
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for w in text.lower().split():
+            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+        v[0] += 0.5  # no all-zero vector
+        return v
+
+    def encode_documents(self, texts, batch_size=64, progress=None):
+        self.documents += len(texts)
+        return np.array([self._vec(t) for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
+
+    def encode_queries(self, texts, batch_size=64, progress=None):
+        return np.array([self._vec(t) for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
+
+    def count_tokens(self, texts):
+        return [len(t.split()) for t in texts]
+
+
+DENSE_ARTICLES = normalize_articles(pd.DataFrame({
+    "id": [str(i) for i in range(1, 9)],
+    "article": ["garantie locative bail loyer", "divorce tribunal famille enfants", "contrat travail préavis",
+                "bail loyer indexation", "pension alimentaire enfants", "nationalité belge déclaration",
+                "licenciement préavis indemnité", "époux divorce consentement"],
+}))
+
+
+class Boom:
+    """Unpickling this would create ``marker``: proof that a cache file is never unpickled."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def _dense_damage(entry: Path, how: str, tmp_path: Path) -> None:
+    emb = entry / "embeddings.npy"
+    if how == "truncated embeddings":
+        _truncate(emb, 100)
+    elif how == "resealed truncated embeddings":
+        _truncate(emb, 100)
+        reseal(entry)
+    elif how == "resealed NaN":
+        arr = np.load(emb)
+        arr[0, 0] = np.nan
+        np.save(emb, arr)
+        reseal(entry)
+    elif how == "resealed float64":
+        np.save(emb, np.load(emb).astype(np.float64))
+        reseal(entry)
+    elif how == "resealed wrong shape":
+        np.save(emb, np.load(emb)[:3])
+        reseal(entry)
+    elif how == "resealed pickled object array":
+        arr = np.empty(1, dtype=object)
+        arr[0] = Boom(tmp_path / "unpickled")
+        np.save(emb, arr, allow_pickle=True)
+        reseal(entry)
+    elif how == "resealed garbage ids":
+        (entry / "ids.json").write_bytes(b"\xff\xfe[")
+        reseal(entry)
+    elif how == "missing manifest":
+        (entry / cache.MANIFEST).unlink()
+    else:
+        raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["truncated embeddings", "resealed truncated embeddings", "resealed NaN",
+                                 "resealed float64", "resealed wrong shape", "resealed pickled object array",
+                                 "resealed garbage ids", "missing manifest"])
+def test_damaged_dense_entry_is_rebuilt_with_a_notice(tmp_path, how):
+    root = tmp_path / "cache"
+    first = DenseRetriever.build(DENSE_ARTICLES, encoder=HashEncoder(), cache_root=root)
+    expected = first.search_many(QUESTIONS, 5)
+    _dense_damage(only_entry(root, "dense"), how, tmp_path)
+    enc = HashEncoder()
+    notices: list[str] = []
+    again = DenseRetriever.build(DENSE_ARTICLES, encoder=enc, cache_root=root, notice=notices.append)
+    assert enc.documents == len(DENSE_ARTICLES)  # re-encoded, not read from the damaged entry
+    assert len(notices) == 1 and "damaged" in notices[0] and "rebuilding" in notices[0], notices
+    np.testing.assert_array_equal(again.embeddings, first.embeddings)
+    assert again.search_many(QUESTIONS, 5) == expected
+    assert not (tmp_path / "unpickled").exists()
+    assert cache.verify(only_entry(root, "dense"))
+    third = HashEncoder()
+    DenseRetriever.build(DENSE_ARTICLES, encoder=third, cache_root=root, notice=notices.append)
+    assert third.documents == 0 and len(notices) == 1  # the rebuilt entry is used as is
+
+
+# -- the CLI on a damaged cache (real interpreter) --------------------------------------------
+
+def _cli(*args: str, cache_dir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BSARD_CACHE": str(cache_dir), "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "bsard_demo", *args, "--no-progress"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_index_and_run_rebuild_a_damaged_cache(tmp_path):
+    cache_dir = tmp_path / "cache"
+    first = _cli("run", "--data", "sample", "--out", str(tmp_path / "a.trec"), cache_dir=cache_dir)
+    assert first.returncode == 0, first.stderr
+    entry = only_entry(cache_dir, "bm25s")
+
+    _truncate(entry / "bm25s" / "data.csc.index.npy")  # checksum mismatch
+    proc = _cli("index", "--data", "sample", cache_dir=cache_dir)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1 and "damaged" in notes[0] and "rebuilding" in notes[0], proc.stderr
+    assert cache.verify(only_entry(cache_dir, "bm25s"))
+
+    entry = only_entry(cache_dir, "bm25s")
+    (entry / "bm25s" / "params.index.json").write_text("{not json")
+    reseal(entry)  # passes the checksum, fails to load
+    proc = _cli("run", "--data", "sample", "--out", str(tmp_path / "b.trec"), cache_dir=cache_dir)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "note:" in proc.stderr and "JSONDecodeError" in proc.stderr
+    assert _trec(tmp_path / "b.trec") == pytest.approx(_trec(tmp_path / "a.trec"), rel=1e-12)
+
+
+def _trec(path: Path) -> dict:
+    """``{(qid, docid, rank): score}`` of a TREC run. Scores are compared approximately: two
+    processes sum BM25 term scores in an order that depends on PYTHONHASHSEED (last-bit changes)."""
+    rows = [line.split() for line in path.read_text().splitlines()]
+    assert rows and all(len(r) == 6 for r in rows)
+    return {(q, d, int(r)): float(s) for q, _, d, r, s, _ in rows}
+
+
+def test_cli_with_a_file_as_cache_folder_still_runs(tmp_path):
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder")
+    proc = _cli("run", "--data", "sample", "--out", str(tmp_path / "r.trec"), "--cache-dir", str(blocker),
+                cache_dir=tmp_path / "unused")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "could not save the BM25 index" in proc.stderr
+    assert (tmp_path / "r.trec").stat().st_size > 0
+
+
+# -- concurrent builders ----------------------------------------------------------------------
+
+# Each worker imports everything, waits until all workers are ready, then runs the real CLI
+# ``index`` command. Writing the entry is slowed down (the files are written, then 0.3 s pass
+# before cache.store renames the folder), so the builders are inside cache.store together.
+WORKER = """
+import os, sys, time
+from pathlib import Path
+from bsard_demo.cli import main
+from bsard_demo.retrievers import bm25
+
+barrier, n = Path(sys.argv[1]), int(sys.argv[2])
+original = bm25.BM25Retriever._write
+def slow_write(self, folder):
+    original(self, folder)
+    print("built", flush=True)
+    time.sleep(0.3)
+bm25.BM25Retriever._write = slow_write
+(barrier / f"ready-{os.getpid()}").touch()
+end = time.monotonic() + 60
+while len(list(barrier.glob("ready-*"))) < n and time.monotonic() < end:
+    time.sleep(0.005)
+sys.exit(main(["index", "--data", "sample", "--no-progress"]))
+"""
+
+
+def _race(tmp_path: Path, cache_dir: Path, n: int = 4) -> list[subprocess.CompletedProcess]:
+    barrier = tmp_path / f"barrier-{len(list(tmp_path.glob('barrier-*')))}"
+    barrier.mkdir()
+    env = {**os.environ, "BSARD_CACHE": str(cache_dir), "PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(barrier), str(n)], cwd=REPO, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    done = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    return done
+
+
+def _assert_clean(cache_dir: Path) -> Path:
+    leftovers = [p for p in cache_dir.rglob("*") if ".tmp-" in p.name or ".stale-" in p.name]
+    assert leftovers == []
+    entry = only_entry(cache_dir, "bm25s")
+    assert cache.verify(entry)
+    return entry
+
+
+def test_concurrent_builders_leave_one_valid_entry(tmp_path, sample_articles, bm25_reference):
+    cache_dir = tmp_path / "cache"
+    results = _race(tmp_path, cache_dir)
+    for r in results:
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    builders = sum(r.stdout.count("built") for r in results)
+    assert builders >= 2, "the builders did not overlap: the race was not exercised"
+    _assert_clean(cache_dir)
+    steps: list[str] = []
+    notices: list[str] = []
+    loaded = BM25Retriever.build(sample_articles, cache_root=cache_dir, notice=notices.append,
+                                 progress=lambda d, t, m: steps.append(m))
+    assert "loaded cached BM25 index" in steps and notices == []
+    assert same_hits(loaded.search_many(QUESTIONS, 30), bm25_reference)
+
+
+def test_concurrent_builders_over_a_damaged_entry(tmp_path, sample_articles, bm25_reference):
+    cache_dir = tmp_path / "cache"
+    BM25Retriever.build(sample_articles, cache_root=cache_dir)
+    _truncate(only_entry(cache_dir, "bm25s") / "bm25s" / "data.csc.index.npy")
+    results = _race(tmp_path, cache_dir)
+    for r in results:
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert any("damaged" in r.stderr for r in results)
+    _assert_clean(cache_dir)
+    steps: list[str] = []
+    loaded = BM25Retriever.build(sample_articles, cache_root=cache_dir, progress=lambda d, t, m: steps.append(m))
+    assert "loaded cached BM25 index" in steps and same_hits(loaded.search_many(QUESTIONS, 30), bm25_reference)
