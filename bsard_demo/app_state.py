@@ -4,18 +4,25 @@ indexes, shared by every rerun and every browser session (``st.cache_resource``)
 Conventions:
 - a dataset is named by a *spec*, the CLI's ``--data`` word: ``"hub"``, ``"sample"`` or a folder
   path; the default is ``$BSARD_DATA``, else ``"hub"`` (:func:`bsard_demo.sources.default_spec`);
-- :func:`open_data` never fails: when the requested dataset cannot be loaded it falls back to
-  the bundled sample and says why (``fallback_reason``, in French, plus the loader's message);
-  a failure is remembered for :data:`FAILURE_TTL_S` seconds so reruns do not probe the hub again;
+- :func:`open_data` never fails: when the requested dataset cannot be loaded it keeps the
+  dataset the session already had (``fallback``), else falls back to the bundled sample, and says
+  why (``fallback_reason``: a French sentence naming the cause — hub unreachable, no answer in
+  time, damaged or partial files — and ``detail``: the loader's message without the CLI's
+  ``--data`` advice); a failure is remembered for :data:`FAILURE_TTL_S` seconds so reruns do not
+  probe the hub again;
 - indexes are built once per process in a :class:`BuildOnce` registry (one lock per key: two
   sessions asking for the same index wait for one build). Building happens *outside* any
   ``st.cache_*`` function so that a progress bar can be drawn (Streamlit replays elements drawn
   inside cached functions);
 - the key of a local folder includes the size and modification time of its CSV files, so an
-  edited folder is reloaded.
+  edited folder is reloaded;
+- each registry build logs ``building <kind> index over <spec>`` then ``built … in <s> s`` on the
+  ``bsard_demo.app_state`` logger (INFO; the app prints it on the server console).
 """
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -25,9 +32,10 @@ from typing import Callable, Generic, Hashable, TypeVar
 from .dataset import DataError, Dataset
 from .retrievers import Retriever, RetrieverSpec, build_retriever
 from .retrievers.base import Progress
-from .sources import DataUnavailable, default_spec, load_dataset
+from .sources import ALTERNATIVES, default_spec, load_dataset
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 FAILURE_TTL_S = 300.0
 SOURCE_LABELS = {"hub": "BSARD (hub Hugging Face)", "sample": "Échantillon fictif (démo)", "local": "Dossier local"}
 FICTIONAL_NOTICE = ("Échantillon de démonstration : ces articles sont FICTIFS, inventés pour montrer "
@@ -123,24 +131,54 @@ class ActiveData:
         return data_key(self.spec)
 
 
+def spec_name(spec: str) -> str:
+    """French name of a dataset spec: the source label, plus the folder for a local one."""
+    kind = source_kind(spec)
+    return SOURCE_LABELS[kind] if kind != "local" else f"{SOURCE_LABELS['local']} : {spec}"
+
+
 def display_name(data: ActiveData) -> str:
-    """French name of the active dataset: the source label, plus the folder for a local one."""
-    kind = source_kind(data.spec)
-    return SOURCE_LABELS[kind] if kind != "local" else f"{SOURCE_LABELS['local']} : {data.spec}"
+    """French name of the active dataset (:func:`spec_name` of what was loaded)."""
+    return spec_name(data.spec)
 
 
-def fallback_reason(requested: str, error: DataError) -> str:
-    """The French banner shown when ``requested`` could not be loaded."""
+#: Why the hub failed, recognised in the :class:`~bsard_demo.sources.DataUnavailable` message
+#: (first match wins); the French cause goes into the banner.
+HUB_CAUSES = (
+    (re.compile(r"hub is unreachable"), "hub injoignable et aucune copie en cache local"),
+    (re.compile(r"Timeout|timed out|no answer within"), "le hub n'a pas répondu à temps"),
+    (re.compile(r"damaged or partly downloaded"), "fichiers reçus incomplets ou endommagés"),
+)
+
+
+def hub_cause(error: Exception) -> str | None:
+    """The French cause of a hub failure (see :data:`HUB_CAUSES`), ``None`` when not recognised."""
+    message = str(error)
+    return next((french for pattern, french in HUB_CAUSES if pattern.search(message)), None)
+
+
+def fallback_reason(requested: str, error: DataError, kept: str = "sample") -> str:
+    """The French banner shown when ``requested`` could not be loaded and ``kept`` is used instead."""
     if source_kind(requested) == "hub":
-        what = ("Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face"
-                + (" (hub injoignable et aucune copie en cache local)" if isinstance(error, DataUnavailable) else ""))
+        cause = hub_cause(error)
+        what = "Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face" + (f" ({cause})" if cause else "")
     else:
         what = f"Le dossier « {requested} » n'a pas pu être chargé"
-    return f"{what} : l'application utilise l'échantillon fictif fourni avec elle."
+    instead = ("l'échantillon fictif fourni avec elle" if kept == "sample"
+               else f"le jeu de données déjà chargé ({spec_name(kept)})")
+    return f"{what} : l'application utilise {instead}."
 
 
-def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None) -> ActiveData:
-    """Load ``requested`` (default :func:`default_spec`) with ``load``, falling back to the sample.
+def failure_detail(error: Exception) -> str:
+    """The loader's message for the banner, without the CLI's ``--data …`` advice."""
+    return (str(error).replace(f"; {ALTERNATIVES}", "")
+            .replace(f" ({ALTERNATIVES.replace('use ', 'or ')})", ""))
+
+
+def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None,
+              fallback: str | None = None) -> ActiveData:
+    """Load ``requested`` (default :func:`default_spec`) with ``load``; when it fails, load
+    ``fallback`` (the dataset the session had: a failed switch keeps it), else the sample.
 
     ``load`` is the (cached) loader; a requested dataset that failed within the memo's TTL is not
     tried again. The sample itself failing is a bug and raises.
@@ -156,7 +194,12 @@ def open_data(requested: str | None, load: Callable[[str], Dataset], failures: F
             error = exc
             if failures:
                 failures.remember(data_key(spec), exc)
-    return ActiveData(load("sample"), "sample", spec, fallback_reason(spec, error), str(error))
+    if fallback and fallback not in (spec, "sample"):
+        try:
+            return ActiveData(load(fallback), fallback, spec, fallback_reason(spec, error, fallback), failure_detail(error))
+        except DataError:
+            pass  # the kept dataset went away too (a deleted folder): the sample it is
+    return ActiveData(load("sample"), "sample", spec, fallback_reason(spec, error), failure_detail(error))
 
 
 def load_uncached(spec: str) -> Dataset:
@@ -171,6 +214,17 @@ def dataset_summary(dataset: Dataset) -> dict[str, int]:
     for split in dataset.split_names:
         out[f"questions_{split}"] = len(dataset.questions(split))
     return out
+
+
+def _logged(what: str, build: Callable[[], T]) -> Callable[[], T]:
+    """``build`` that logs one line before it starts and one when it is done (with its duration)."""
+    def run() -> T:
+        log.info("building %s", what)
+        start = time.perf_counter()
+        value = build()
+        log.info("built %s in %.2f s", what, time.perf_counter() - start)
+        return value
+    return run
 
 
 def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *, progress: Progress | None = None,
@@ -194,9 +248,10 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
                                    alpha=options.get("alpha", 0.5), depth=options.get("depth", DEFAULT_DEPTH),
                                    weights=options.get("weights"), normalisation=options.get("normalisation", "minmax"),
                                    corpus_size=len(data.dataset.articles) if data.dataset.articles is not None else None)
-        return registry.get((data.key, spec.key()), make_hybrid)
+        return registry.get((data.key, spec.key()), _logged(f"hybrid index over {data.spec}", make_hybrid))
     return registry.get((data.key, spec.key()),
-                        lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice))
+                        _logged(f"{spec.kind} index over {data.spec}",
+                                lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice)))
 
 
 def is_built(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec) -> bool:

@@ -8,7 +8,8 @@ Conventions:
   so stemming and accent folding) is one of the question's terms: "locatives" in an article
   matches "locatif" in the question; stop words never match;
 - shortened text (:func:`highlight_html` with ``max_chars``) is cut at a word boundary and ends
-  with "…"; it never cuts inside an HTML entity or a ``<mark>``.
+  with "…"; it never cuts inside an HTML entity or a ``<mark>``. A word running more than
+  :data:`WORD_OVERRUN` characters past ``max_chars`` (junk, a 5,000-letter token) is cut inside.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from typing import Iterable
 from .analyzer import Analyzer
 
 _DEFAULT = Analyzer()
+#: How far past ``max_chars`` a preview may run to finish its last word.
+WORD_OVERRUN = 40
 #: Characters with a meaning in (Streamlit's CommonMark + GFM) Markdown, escaped by :func:`md_escape`.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
 
@@ -33,15 +36,16 @@ def highlight_html(text: str, terms: Iterable[str], analyzer: Analyzer | None = 
     """``text`` escaped, with every word whose term is in ``terms`` wrapped in ``<mark>``.
 
     ``max_chars`` keeps about that many characters of ``text`` (up to the end of the word it
-    falls in) and appends "…" when something was cut. ``newlines`` turns line breaks into
+    falls in, at most :data:`WORD_OVERRUN` more) and appends "…" when something was cut. ``newlines`` turns line breaks into
     ``<br>``.
     """
     text = "" if text is None else str(text)
     wanted = frozenset(terms)
     cut = len(text)
     if max_chars is not None and len(text) > max_chars:
-        m = re.compile(r"\S*").match(text, max(0, int(max_chars)))
-        cut = m.end() if m else max_chars
+        start = max(0, int(max_chars))
+        m = re.compile(r"\S*").match(text, start)
+        cut = m.end() if m and m.end() - start <= WORD_OVERRUN else start
     out: list[str] = []
     pos = 0
     if wanted:

@@ -39,10 +39,11 @@ def hit_card(hit: ShownHit, terms: Iterable[str], analyzer: Analyzer | None = No
         badges.append('<span class="bsard-badge gold" title="article pertinent selon le jeu de données">✓ pertinent</span>')
     reference = hit.reference or f"Article {hit.article_id}"
     head = (f'<div class="bsard-head"><span class="bsard-rank">{hit.rank}.</span>{"".join(badges)}'
-            f'<span class="bsard-ref">{esc(reference)}</span>'
+            f'<span class="bsard-ref" title="{esc(reference)}">{esc(reference)}</span>'
             f'<span class="bsard-score" title="identifiant {esc(hit.article_id)}">score {esc(score_text(hit.score))}'
             f" · id {esc(hit.article_id)}</span></div>")
-    crumbs = f'<div class="bsard-crumbs">{breadcrumb(hit.breadcrumb)}</div>' if hit.breadcrumb else ""
+    crumbs = (f'<div class="bsard-crumbs" title="{breadcrumb(hit.breadcrumb)}">{breadcrumb(hit.breadcrumb)}</div>'
+              if hit.breadcrumb else "")
     preview = highlight_html(hit.text, terms, analyzer, max_chars=preview_chars)
     body = f'<div class="bsard-text">{preview}</div>'
     if len(hit.text) > preview_chars:
@@ -73,3 +74,18 @@ def missed_list(missed: Sequence[MissedGold], k: int, depth: int) -> str:
 def question_box(question: str, terms: Iterable[str], analyzer: Analyzer | None = None) -> str:
     """The searched question, escaped, its indexed terms highlighted."""
     return f'<div class="bsard-question">{highlight_html(question, terms, analyzer, newlines=True)}</div>'
+
+
+#: Shown by the stylesheet (``bsard_demo.ui.STYLE``) only while the page holds a file the uploader
+#: refused: Streamlit rejects a file above ``server.maxUploadSize`` in the browser, so the server
+#: never sees it and cannot say so itself.
+UPLOAD_REFUSED_CLASS = "bsard-upload-refused"
+
+
+def upload_refused_notice(limit_mb: int, max_k: int) -> str:
+    """The French message for a run file above the upload limit (hidden until one is refused);
+    ``max_k`` is the deepest cutoff measured (articles ranked below it do not count)."""
+    return (f'<div class="{UPLOAD_REFUSED_CLASS}" role="alert"><b>Fichier refusé</b> : un fichier dépasse la limite de '
+            f"{int(limit_mb)} Mo par fichier (puce rouge ci-dessus ; « File must be … or smaller » au survol). "
+            "Il n'a été ni envoyé ni évalué. Retirez-le (×) et allégez-le : les mesures s'arrêtent au rang "
+            f"{int(max_k)}, gardez les {int(max_k)} premiers articles de chaque question.</div>")

@@ -7,6 +7,9 @@ Conventions:
 - displayed metric values are percentages rounded to two decimals (``round(100 * v, 2)``), the
   numbers the CLI's ``table`` format prints;
 - a run name is the uploaded file's name; a repeated name gets `` (2)``, `` (3)`` …;
+- uploads are bytes in memory, never written to disk; with an upload limit, a compressed upload
+  may not inflate past that same limit either (a valid run costs about 20 times its text in
+  memory, so the limit bounds memory whatever the compression);
 - the built-in run (:func:`builtin_run`) is produced as TREC text like ``python -m bsard_demo
   run`` and read back through the same reader as an upload.
 """
@@ -23,7 +26,7 @@ from .problems import ProblemList
 from .report import display_columns, is_bsard_test, metrics_table, per_question_table
 from .retrievers.base import Retriever
 from .run import Run
-from .run_files import UNKNOWN, RunFile, read_run_bytes
+from .run_files import DEFAULT_MAX_BYTES, UNKNOWN, RunFile, read_run_bytes
 
 SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
 PROBLEM_COLUMNS = ["ligne", "gravité", "problème"]
@@ -88,10 +91,14 @@ def too_large(name: str, size: int, limit_bytes: int) -> RunFile:
 
 
 def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str = "test",
-                ks: Sequence[int] = DEFAULT_KS, *, limit_bytes: int | None = None) -> Scoreboard:
+                ks: Sequence[int] = DEFAULT_KS, *, limit_bytes: int | None = None,
+                max_decompressed_bytes: int | None = None) -> Scoreboard:
     """Read and score ``(name, bytes)`` uploads against ``split`` (see the module conventions).
 
-    A file larger than ``limit_bytes`` is not read and gets an error instead."""
+    A file larger than ``limit_bytes`` is not read and gets an error instead; a compressed file
+    whose content exceeds ``max_decompressed_bytes`` (default: ``limit_bytes``, else the reader's
+    own cap) gets the reader's error."""
+    cap = max_decompressed_bytes or limit_bytes or DEFAULT_MAX_BYTES
     qrels = dataset.qrels(split)
     corpus = dataset.article_ids
     board = Scoreboard(split=split, qrels=qrels, ks=tuple(sorted(set(int(k) for k in ks))))
@@ -99,7 +106,8 @@ def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str
         if limit_bytes is not None and len(data) > limit_bytes:
             rf = too_large(name, len(data), limit_bytes)
         else:
-            rf = read_run_bytes(data, name, qids=qrels.keys(), corpus_ids=corpus, k=max(board.ks))
+            rf = read_run_bytes(data, name, qids=qrels.keys(), corpus_ids=corpus, k=max(board.ks),
+                                max_decompressed_bytes=cap)
             rf.name = name
         board.runs.append(score_runfile(rf, qrels, board.ks))
     return board

@@ -21,9 +21,25 @@ from .highlight import md_escape
 from .retrievers import Retriever, RetrieverSpec
 
 log = logging.getLogger("bsard_demo.app")
+
+
+def _console_logging() -> None:
+    """Show the package's INFO lines (index builds, unexpected errors) on the server console; once
+    per process."""
+    package = logging.getLogger("bsard_demo")
+    if not any(getattr(h, "bsard_console", False) for h in package.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.bsard_console = True
+        package.addHandler(handler)
+        package.setLevel(logging.INFO)
+
+
+_console_logging()
 DATA_KEY = "data_spec"          # session: the requested dataset spec (None = default)
 FOLDER_KEY = "data_folder"      # session: the folder typed in the sidebar
 CHOICE_KEY = "data_choice"      # session: the source radio
+LOADED_KEY = "data_loaded"      # session: the spec actually loaded last (kept when a switch fails)
 ERROR_MESSAGE = ("Une erreur inattendue est survenue ({what}). La page reste utilisable : modifiez les réglages "
                  "ou rechargez la page. Si le problème persiste, signalez-le avec les étapes qui y mènent.")
 
@@ -31,12 +47,16 @@ STYLE = """
 <style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem;}
 [data-testid="stMetricValue"] {font-size: 1.5rem;}
+/* long unbroken strings (ids, junk text, 5,000-letter words) wrap instead of widening the page */
+.bsard-hit, .bsard-question, .bsard-missed {overflow-wrap: anywhere; min-width: 0;}
 .bsard-hit {border: 1px solid rgba(49,51,63,.15); border-radius: .5rem; padding: .6rem .8rem; margin-bottom: .6rem;
             background: rgba(255,255,255,.6);}
 .bsard-hit.gold {border-left: 5px solid #2e7d32; background: rgba(46,125,50,.06);}
 .bsard-head {display: flex; flex-wrap: wrap; gap: .4rem; align-items: baseline; font-size: .92rem;}
 .bsard-rank {font-weight: 700; color: #31333f;}
-.bsard-ref {font-weight: 600;}
+/* a reference or breadcrumb of junk length is cut after three lines (its title attribute keeps it whole) */
+.bsard-ref {font-weight: 600; min-width: 0; display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 3;
+            overflow: hidden;}
 .bsard-score {color: #6b6f76; font-size: .8rem; margin-left: auto; font-variant-numeric: tabular-nums;}
 .bsard-badge {border-radius: .7rem; padding: 0 .45rem; font-size: .75rem; font-weight: 600; white-space: nowrap;}
 .bsard-badge.gold {background: #2e7d32; color: #fff;}
@@ -44,12 +64,17 @@ STYLE = """
 .bsard-badge.down {background: #fdecea; color: #b71c1c;}
 .bsard-badge.same {background: #eceff1; color: #455a64;}
 .bsard-badge.new {background: #e8eaf6; color: #283593;}
-.bsard-crumbs {color: #6b6f76; font-size: .78rem; margin: .15rem 0 .35rem 0;}
+.bsard-crumbs {color: #6b6f76; font-size: .78rem; margin: .15rem 0 .35rem 0; display: -webkit-box; -webkit-box-orient: vertical;
+               -webkit-line-clamp: 3; overflow: hidden;}
 .bsard-text {font-size: .88rem; line-height: 1.45;}
 .bsard-text mark, .bsard-full mark {background: #fff59d; padding: 0 .1rem; border-radius: .15rem;}
 .bsard-hit details summary {cursor: pointer; color: #0068c9; font-size: .8rem; margin-top: .3rem;}
 .bsard-full {font-size: .86rem; line-height: 1.45; margin-top: .3rem; white-space: normal;}
 .bsard-missed {font-size: .86rem;}
+.bsard-upload-refused {display: none; color: #7d1a1a; background: #fdecea; border-radius: .5rem; padding: .6rem .8rem;
+                       font-size: .9rem;}
+/* Streamlit refuses a file above server.maxUploadSize in the browser (red file chip): say so */
+[data-testid="stMain"]:has([data-testid="stFileChip"][aria-invalid="true"]) .bsard-upload-refused {display: block;}
 .bsard-question {font-size: 1rem; padding: .5rem .8rem; border-left: 4px solid #0068c9; background: rgba(0,104,201,.05);
                  border-radius: .3rem; margin-bottom: .6rem; white-space: pre-wrap;}
 </style>
@@ -79,8 +104,12 @@ def cached_load(spec: str) -> Dataset:
 
 
 def active_data() -> ActiveData:
-    """The dataset of this session (the requested one, or the sample with a reason)."""
-    return open_data(st.session_state.get(DATA_KEY), cached_load, failure_memo())
+    """The dataset of this session: the requested one or, when it cannot be loaded, the one the
+    session already had (else the sample), with the reason."""
+    data = open_data(st.session_state.get(DATA_KEY), cached_load, failure_memo(),
+                     fallback=st.session_state.get(LOADED_KEY))
+    st.session_state[LOADED_KEY] = data.spec
+    return data
 
 
 # --------------------------------------------------------------------------- shell

@@ -4,8 +4,9 @@ import streamlit as st
 from bsard_demo import ui
 from bsard_demo.app_state import display_name
 from bsard_demo.charts import category_breakdown, metric_bars, metric_label, per_question_distribution, recall_curve_chart
+from bsard_demo.evaluation import DEFAULT_KS
 from bsard_demo.highlight import md_escape
-from bsard_demo.render import question_box
+from bsard_demo.render import question_box, upload_refused_notice
 from bsard_demo.report import display_columns, metrics_table, per_question_table, render_table
 from bsard_demo.retrievers import RetrieverSpec
 from bsard_demo.scoring import (BUILTIN_NAME, builtin_run_text, ci_frame, comparison_frame, curve_frame,
@@ -91,6 +92,7 @@ def page() -> None:
     with left:
         uploads = st.file_uploader(f"Fichiers de run (jusqu'à {ui.upload_limit_bytes() // 2**20} Mo chacun)",
                                    accept_multiple_files=True, key="runs")
+        st.html(upload_refused_notice(ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
         with st.expander("Formats acceptés et conventions"):
             st.markdown(FORMATS_HELP)
 

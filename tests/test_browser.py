@@ -11,81 +11,42 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from _app_helpers import CLI_ENV, sample_run_trec
+from _browser import REPO, STEP_MS, AppServer, ServerError, app_env, browser_missing, chromium_options, table_cells
+from _browser import choose as _choose
+from _browser import wait_idle as _wait_idle
 
-REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOTS = REPO / "docs" / "screenshots"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SERVER_START_S = 90
-STEP_MS = 60_000
 
 
 def _require_browser() -> None:
-    if not CHROMIUM.exists() or not os.access(CHROMIUM, os.X_OK):
-        reason = f"{CHROMIUM} not found (install Debian's chromium: apt-get install -y chromium)"
-        if os.environ.get("BSARD_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"BSARD_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    try:
-        import playwright.sync_api  # noqa: F401 - only checks that it is installed
-    except ImportError:
-        if os.environ.get("BSARD_REQUIRE_BROWSER") == "1":
-            pytest.fail("BSARD_REQUIRE_BROWSER=1 but the playwright package is not installed")
-        pytest.skip("the playwright Python package is not installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    reason = browser_missing()
+    if reason is None:
+        return
+    if os.environ.get("BSARD_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"BSARD_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A ``streamlit run app.py`` on a free port with the sample and a fresh cache; always stopped."""
     _require_browser()
-    port = _free_port()
     cache = tmp_path_factory.mktemp("cache")
     log = tmp_path_factory.mktemp("log") / "streamlit.log"
-    env = {**os.environ, "BSARD_DATA": "sample", "BSARD_CACHE": str(cache), "HF_HUB_OFFLINE": "1",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-           "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    app = AppServer(app_env("sample", cache), log)
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start (exit {proc.poll()}): {log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        with app:
+            yield app.url
+    except ServerError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +56,7 @@ def browser(server, tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": 1440, "height": 1000}, locale="fr-BE")
+            str(profile), **chromium_options(), viewport={"width": 1440, "height": 1000}, locale="fr-BE")
         try:
             yield context
         finally:
@@ -111,22 +71,6 @@ def _screenshot(page, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, SCREENSHOTS / f"{name}.png")
     return path
-
-
-def _wait_idle(page) -> None:
-    """Wait until Streamlit's script is not running (its status widget gone)."""
-    page.wait_for_timeout(300)
-    page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=STEP_MS)
-
-
-def _choose(page, label: str, option_text: str) -> None:
-    """Pick an option of a Streamlit selectbox/multiselect by typing part of it, then close the
-    list by clicking an empty spot (Escape would clear a selectbox)."""
-    page.get_by_label(label).click()
-    page.keyboard.type(option_text)
-    page.get_by_role("option").filter(has_text=option_text).first.click()
-    page.mouse.click(900, 12)
-    _wait_idle(page)
 
 
 def test_search_page_shows_hits(server, browser):
@@ -187,9 +131,8 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
         table.wait_for(timeout=STEP_MS)
         table.scroll_into_view_if_needed()
         # Glide data grid draws on a canvas; its accessible table mirror holds the cell text.
-        cells = table.locator("td, [role='gridcell']")
-        texts = [c.inner_text() for c in cells.all()]
-        assert expected in [t.strip() for t in texts], (expected, texts)
+        texts = table_cells(table)
+        assert expected in texts, (expected, texts)
         assert page.locator("[data-testid='stException']").count() == 0
         page.get_by_text("Comparaison deux à deux").wait_for(timeout=STEP_MS)
         page.get_by_role("heading", name="Mesures", exact=True).evaluate("e => e.scrollIntoView({block: 'start'})")

@@ -1,0 +1,224 @@
+"""Run ``streamlit run app.py`` on 127.0.0.1 and drive it with Debian's Chromium through Playwright.
+
+Shared by ``tests/test_browser.py`` and the ``bench/`` app scripts (which put ``tests/`` on
+``sys.path``); nothing here depends on pytest. Everything stays on the loopback interface.
+Never run ``playwright install``: the system Chromium (``/usr/bin/chromium``) is used.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Mapping
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVER_START_S = 90
+STEP_MS = 60_000
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here (``None`` when Chromium and playwright are present)."""
+    if not CHROMIUM.exists() or not os.access(CHROMIUM, os.X_OK):
+        return f"{CHROMIUM} not found (install Debian's chromium: apt-get install -y chromium)"
+    try:
+        import playwright.async_api  # noqa: F401 - only checks that it is installed
+    except ImportError:
+        return "the playwright Python package is not installed"
+    return None
+
+
+def chromium_options() -> dict:
+    """Keyword arguments for Playwright's ``chromium.launch``/``launch_persistent_context``."""
+    return {"executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS, "headless": True}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def app_env(data: str, cache: Path, **extra: str) -> dict[str, str]:
+    """The server's environment: dataset ``data`` (``BSARD_DATA``), index cache ``cache``, offline hub."""
+    return {**os.environ, "BSARD_DATA": str(data), "BSARD_CACHE": str(cache), "HF_HUB_OFFLINE": "1",
+            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **extra}
+
+
+class ServerError(RuntimeError):
+    """The server did not start; the message ends with the tail of its log."""
+
+
+class AppServer:
+    """A ``streamlit run app.py`` on 127.0.0.1 and a free port; use as a context manager.
+
+    ``started`` is the ``time.perf_counter()`` of the process start; ``log`` gets its output."""
+
+    def __init__(self, env: Mapping[str, str], log: Path, *, port: int | None = None, cwd: Path = REPO) -> None:
+        self.env, self.log, self.cwd = dict(env), Path(log), cwd
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.started = 0.0
+
+    def start(self) -> "AppServer":
+        cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+               "--server.port", str(self.port), "--server.headless", "true", "--server.fileWatcherType", "none"]
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "wb") as out:
+            self.started = time.perf_counter()
+            self.proc = subprocess.Popen(cmd, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        return self
+
+    def wait_healthy(self, timeout: float = SERVER_START_S) -> float:
+        """Wait for ``/_stcore/health``; returns the seconds since the process started."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return time.perf_counter() - self.started
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise ServerError(f"streamlit did not start (exit {self.proc.poll()}): {self.log_text()[-2000:]}")
+            time.sleep(0.05)
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def memory_kb(self) -> dict[str, int]:
+        """``VmRSS`` and ``VmHWM`` (kB, from /proc) summed over the server and its child processes."""
+        return tree_memory_kb(self.pid)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=15)
+
+    def __enter__(self) -> "AppServer":
+        if self.proc is None:
+            self.start()
+        try:
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (scans /proc/*/stat: the ``children`` files may be absent)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        ppid = int(text[text.rindex(")") + 2:].split()[1])  # fields after "(comm)": state, ppid, …
+        if ppid == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (alive now)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += _children(p)
+    return out
+
+
+def tree_memory_kb(pid: int) -> dict[str, int]:
+    """``{"rss": …, "hwm": …, "processes": n}``: /proc status VmRSS/VmHWM of ``pid`` and all its
+    descendants, summed (the sum of high-water marks is an upper bound of the tree's peak)."""
+    total = {"rss": 0, "hwm": 0, "processes": 0}
+    for p in process_tree(pid):
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        total["rss"] += int(fields.get("VmRSS", "0 kB").split()[0])
+        total["hwm"] += int(fields.get("VmHWM", "0 kB").split()[0])
+        total["processes"] += 1
+    return total
+
+
+def cpu_seconds(pids) -> float:
+    """User + system CPU seconds used so far by the processes ``pids`` (/proc/<pid>/stat)."""
+    total = 0
+    for p in pids:
+        try:
+            text = Path(f"/proc/{p}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+# --------------------------------------------------------------------------- page helpers (sync API)
+
+def wait_idle(page, timeout_ms: int = STEP_MS) -> None:
+    """Wait until Streamlit's script is not running (its status widget gone)."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout_ms)
+
+
+def choose(page, label: str, option_text: str) -> None:
+    """Pick an option of a Streamlit selectbox/multiselect by typing part of it, then close the
+    list by clicking an empty spot (Escape would clear a selectbox)."""
+    page.get_by_label(label).click()
+    page.keyboard.type(option_text)
+    page.get_by_role("option").filter(has_text=option_text).first.click()
+    page.mouse.click(900, 12)
+    wait_idle(page)
+
+
+#: JavaScript predicate, argument ``[question, n, hits]``: the search results for ``question`` are
+#: drawn and current — the question box shows it, ``n`` server-time captions and at least ``hits``
+#: hit cards are there, nothing is stale and the script is idle.
+RESULTS_READY_JS = """([question, n, hits]) => {
+  const box = document.querySelector('.bsard-question');
+  if (!box || box.innerText.trim() !== question.trim()) return false;
+  if (document.querySelector("[data-stale='true']")) return false;
+  if (document.querySelector("[data-testid='stStatusWidget']")) return false;
+  const times = [...document.querySelectorAll("[data-testid='stCaptionContainer']")]
+      .filter(e => /\\(serveur\\)/.test(e.innerText));
+  return times.length === n && document.querySelectorAll('.bsard-hit').length >= Math.max(1, hits || 0);
+}"""
+
+#: JavaScript: the server times (ms) shown on the Search page, one per column, left to right.
+SERVER_TIMES_JS = """() => [...document.querySelectorAll("[data-testid='stCaptionContainer']")]
+  .map(e => e.innerText.match(/recherche : ([0-9.]+) ms \\(serveur\\)/)).filter(m => m).map(m => parseFloat(m[1]))"""
+
+#: JavaScript: the article ids of the hit cards, in page order.
+HIT_IDS_JS = """() => [...document.querySelectorAll('.bsard-hit')].map(e => e.dataset.article)"""
+
+
+def table_cells(table) -> list[str]:
+    """The cell texts of a Streamlit dataframe (Glide draws on a canvas; its accessible table
+    mirror holds the text)."""
+    return [c.inner_text().strip() for c in table.locator("td, [role='gridcell']").all()]
