@@ -22,7 +22,6 @@ Conventions:
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Callable, Generic, Hashable, TypeVar
 from .dataset import DataError, Dataset
 from .retrievers import Retriever, RetrieverSpec, build_retriever
 from .retrievers.base import Progress
-from .sources import ALTERNATIVES, default_spec, load_dataset
+from .sources import ALTERNATIVES, DataUnavailable, default_spec, load_dataset
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -142,19 +141,17 @@ def display_name(data: ActiveData) -> str:
     return spec_name(data.spec)
 
 
-#: Why the hub failed, recognised in the :class:`~bsard_demo.sources.DataUnavailable` message
-#: (first match wins); the French cause goes into the banner.
-HUB_CAUSES = (
-    (re.compile(r"hub is unreachable"), "hub injoignable et aucune copie en cache local"),
-    (re.compile(r"Timeout|timed out|no answer within"), "le hub n'a pas répondu à temps"),
-    (re.compile(r"damaged or partly downloaded"), "fichiers reçus incomplets ou endommagés"),
-)
+#: The French words for :attr:`~bsard_demo.sources.DataUnavailable.cause`, shown in the banner.
+HUB_CAUSES = {
+    "offline": "hub injoignable et aucune copie en cache local",
+    "timeout": "le hub n'a pas répondu à temps",
+    "damaged": "fichiers reçus incomplets ou endommagés",
+}
 
 
 def hub_cause(error: Exception) -> str | None:
-    """The French cause of a hub failure (see :data:`HUB_CAUSES`), ``None`` when not recognised."""
-    message = str(error)
-    return next((french for pattern, french in HUB_CAUSES if pattern.search(message)), None)
+    """The French cause of a hub failure, ``None`` when the error does not name a known one."""
+    return HUB_CAUSES.get(getattr(error, "cause", None))
 
 
 def fallback_reason(requested: str, error: DataError, kept: str = "sample") -> str:
@@ -171,8 +168,9 @@ def fallback_reason(requested: str, error: DataError, kept: str = "sample") -> s
 
 def failure_detail(error: Exception) -> str:
     """The loader's message for the banner, without the CLI's ``--data …`` advice."""
-    return (str(error).replace(f"; {ALTERNATIVES}", "")
-            .replace(f" ({ALTERNATIVES.replace('use ', 'or ')})", ""))
+    if isinstance(error, DataUnavailable):
+        return error.detail
+    return str(error).replace(f" ({ALTERNATIVES.replace('use ', 'or ')})", "")
 
 
 def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None,

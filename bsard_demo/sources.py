@@ -32,7 +32,20 @@ T = TypeVar("T")
 
 
 class DataUnavailable(DataError):
-    """The requested dataset cannot be had right now (e.g. the hub is unreachable)."""
+    """The requested dataset cannot be had right now.
+
+    ``cause`` says why, for callers that explain it in their own words: ``"offline"`` (hub
+    unreachable and no cached copy), ``"timeout"`` (no answer in time), ``"damaged"`` (partial or
+    corrupt files) or ``"error"`` (anything else). ``detail`` is the message without the CLI's
+    advice on alternatives; ``str(exc)`` has both.
+    """
+
+    CAUSES = ("offline", "timeout", "damaged", "error")
+
+    def __init__(self, detail: str, cause: str = "error"):
+        super().__init__(f"{detail}; {ALTERNATIVES}")
+        self.detail = detail
+        self.cause = cause if cause in self.CAUSES else "error"
 
 
 ALTERNATIVES = "use --data sample (the bundled fictional demo) or --data PATH (a folder with articles.csv and questions_<split>.csv)"
@@ -171,8 +184,12 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
             left = None if end is None else max(0.5, end - time.monotonic())
             paths[name] = Path(call_with_deadline(fetch, left))
         except Exception as exc:  # noqa: BLE001 - any failure of the hub is "unavailable" to the user
-            reason = "the hub is unreachable and the file is not in the local cache" if not online else _first_line(exc)
-            raise DataUnavailable(f"cannot download {name} from the Hugging Face hub ({HUB_REPO_ID}): {reason}; {ALTERNATIVES}") from None
+            if not online:
+                reason, cause = "the hub is unreachable and the file is not in the local cache", "offline"
+            else:
+                timed_out = isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower()
+                reason, cause = _first_line(exc), "timeout" if timed_out else "error"
+            raise DataUnavailable(f"cannot download {name} from the Hugging Face hub ({HUB_REPO_ID}): {reason}", cause) from None
     try:
         articles = normalize_articles(_read(paths["articles.csv"]), source="hub articles.csv") if need_corpus else None
         splits = {
@@ -181,7 +198,7 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
         }
         _check_complete(articles, splits)
     except DataError as exc:
-        raise DataUnavailable(f"the hub files look damaged or partly downloaded ({exc}); {ALTERNATIVES}") from None
+        raise DataUnavailable(f"the hub files look damaged or partly downloaded ({exc})", "damaged") from None
     return Dataset(name="BSARD (Hugging Face hub)", kind="hub", articles=articles, splits=splits)
 
 

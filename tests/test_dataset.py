@@ -112,14 +112,31 @@ def test_hub_offline_uses_cache_only_and_fails_clearly(tmp_path):
     msg = str(exc.value)
     assert "--data sample" in msg and "--data PATH" in msg and "unreachable" in msg
     assert calls and calls[0][3] is True  # offline: only the local cache is asked
+    assert exc.value.cause == "offline" and "--data" not in exc.value.detail
 
 
 def test_hub_partial_download_is_reported(tmp_path, real_bsard_dir):
     folder = tmp_path / "hub"
     shutil.copytree(real_bsard_dir, folder)
     (folder / "questions_test.csv").write_bytes((real_bsard_dir / "questions_test.csv").read_bytes()[:5])
-    with pytest.raises(DataUnavailable, match="damaged or partly downloaded"):
+    with pytest.raises(DataUnavailable, match="damaged or partly downloaded") as exc:
         load_hub(need_corpus=False, download=fake_hub(tmp_path, folder, []), reachable=lambda: True)
+    assert exc.value.cause == "damaged"
+
+
+def test_hub_timeout_and_other_failures_have_their_cause(tmp_path):
+    def slow(**kwargs):
+        raise TimeoutError("read timed out")
+
+    def broken(**kwargs):
+        raise RuntimeError("500 Server Error")
+
+    with pytest.raises(DataUnavailable) as exc:
+        load_hub(need_corpus=False, download=slow, reachable=lambda: True)
+    assert exc.value.cause == "timeout" and "read timed out" in str(exc.value)
+    with pytest.raises(DataUnavailable) as exc:
+        load_hub(need_corpus=False, download=broken, reachable=lambda: True)
+    assert exc.value.cause == "error" and "500 Server Error" in exc.value.detail
 
 
 def test_real_hub_download_offline_is_fast_and_clear(monkeypatch, tmp_path):
