@@ -139,3 +139,32 @@ def load(kind: str, key: str, read: Callable[[Path], T], root: Path | None = Non
     except OSError:
         pass
     return None
+
+
+def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Callable[[], T],
+                  write: Callable[[T, Path], None], what: str, use_cache: bool = True,
+                  root: Path | None = None, notice: Callable[[str], None] | None = None,
+                  progress: Callable[[int, int, str], None] | None = None) -> T:
+    """Entry ``kind/key`` read with ``read`` when cached and sound, else ``build()`` it and store
+    it with ``write(value, folder)``. ``what`` names the entry in progress messages ("BM25
+    index"). A cache that cannot be written is reported through ``notice``; the value is
+    returned anyway and rebuilt next time."""
+    def report(done: int, message: str) -> None:
+        if progress is not None:
+            progress(done, 1, message)
+
+    if use_cache:
+        loaded = load(kind, key, read, root=root, notice=notice)
+        if loaded is not None:
+            report(1, f"loaded cached {what}")
+            return loaded
+    value = build()
+    if use_cache:
+        report(0, f"saving {what}")
+        try:
+            store(kind, key, lambda folder: write(value, folder), root=root)
+        except OSError as exc:
+            if notice:
+                notice(f"could not save the {what} to the cache ({exc.strerror or exc}); it will be rebuilt next time")
+        report(1, f"saving {what}")
+    return value

@@ -140,22 +140,11 @@ class BM25Retriever:
         if settings.engine == "rank_bm25":
             return cls._build_okapi(ids, texts, settings, progress)
         key = cache_key(ids, texts, settings)
-        if use_cache:
-            loaded = cache.load(CACHE_KIND, key, lambda folder: cls._read(folder, ids, settings), root=cache_root, notice=notice)
-            if loaded is not None:
-                _report(progress, 1, 1, "loaded cached BM25 index")
-                return loaded
-        index = _bm25s_index(cls._tokenize(texts, settings, progress), settings, progress)
-        retriever = cls(ids, settings, bm25s_index=index)
-        if use_cache:
-            _report(progress, 0, 1, "saving BM25 index")
-            try:
-                cache.store(CACHE_KIND, key, retriever._write, root=cache_root)
-            except OSError as exc:
-                if notice:
-                    notice(f"could not save the BM25 index to the cache ({exc.strerror or exc}); it will be rebuilt next time")
-            _report(progress, 1, 1, "saving BM25 index")
-        return retriever
+        return cache.load_or_build(
+            CACHE_KIND, key, read=lambda folder: cls._read(folder, ids, settings),
+            build=lambda: cls(ids, settings, bm25s_index=_bm25s_index(cls._tokenize(texts, settings, progress), settings, progress)),
+            write=lambda retriever, folder: retriever._write(folder), what="BM25 index",
+            use_cache=use_cache, root=cache_root, notice=notice, progress=progress)
 
     @staticmethod
     def _tokenize(texts: Sequence[str], settings: BM25Settings, progress: Progress | None) -> list[list[str]]:

@@ -95,22 +95,11 @@ class DenseRetriever:
         def make(embeddings: np.ndarray) -> "DenseRetriever":
             return cls(ids, embeddings, enc, fields=fields, pooling=effective, window=window, query_batch_size=batch_size)
 
-        if use_cache:
-            loaded = cache.load(CACHE_KIND, key, lambda folder: make(_read(folder, ids, enc.dim)), root=cache_root, notice=notice)
-            if loaded is not None:
-                _report(progress, 1, 1, f"loaded cached embeddings ({enc.name})")
-                return loaded
-        embeddings = embed_documents(enc, texts, pooling=pooling, window=window, batch_size=batch_size, progress=progress)
-        retriever = make(embeddings)
-        if use_cache:
-            _report(progress, 0, 1, "saving embeddings")
-            try:
-                cache.store(CACHE_KIND, key, retriever._write, root=cache_root)
-            except OSError as exc:
-                if notice:
-                    notice(f"could not save the embeddings to the cache ({exc.strerror or exc}); they will be recomputed next time")
-            _report(progress, 1, 1, "saving embeddings")
-        return retriever
+        return cache.load_or_build(
+            CACHE_KIND, key, read=lambda folder: make(_read(folder, ids, enc.dim)),
+            build=lambda: make(embed_documents(enc, texts, pooling=pooling, window=window, batch_size=batch_size, progress=progress)),
+            write=lambda retriever, folder: retriever._write(folder), what=f"embeddings ({enc.name})",
+            use_cache=use_cache, root=cache_root, notice=notice, progress=progress)
 
     def _write(self, folder: Path) -> None:
         np.save(folder / "embeddings.npy", self.embeddings, allow_pickle=False)
@@ -181,6 +170,3 @@ def _read(folder: Path, ids: list[str], dim: int) -> np.ndarray:
     return emb
 
 
-def _report(progress: Progress | None, done: int, total: int, message: str) -> None:
-    if progress is not None:
-        progress(done, total, message)
