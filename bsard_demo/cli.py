@@ -42,7 +42,8 @@ def one_line(text: object) -> str:
     return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
-def _data_arg(p: argparse.ArgumentParser) -> None:
+def add_data_argument(p: argparse.ArgumentParser) -> None:
+    """The ``--data hub|sample|PATH`` option every subcommand shares."""
     p.add_argument("--data", default=None, metavar="hub|sample|PATH",
                    help="dataset: the Hugging Face hub (default, or $BSARD_DATA), the bundled fictional sample, "
                         "or a folder with articles.csv and questions_<split>.csv")
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{data,evaluate,run,index}")
 
     p = sub.add_parser("data", help="summarise a dataset", description="Summarise a dataset: counts, relevant articles per question, questions per category.")
-    _data_arg(p)
+    add_data_argument(p)
     p.set_defaults(func=cmd_data)
 
     p = sub.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines; optionally gzipped) "
                                    "against a split: recall@k, map@k and mrr@k, macro-averaged over all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
-    _data_arg(p)
+    add_data_argument(p)
     p.add_argument("--split", default="test", help="question split to score against (default: test)")
     p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K", help="cutoffs (default: 100 200 500)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
@@ -91,6 +92,9 @@ def cmd_data(args: argparse.Namespace) -> int:
         out.append(f"split {split}: {len(q)} questions; relevant articles per question: "
                    f"mean {n_rel.mean():.2f}, median {n_rel.median():g}, max {n_rel.max() if len(q) else 0}"
                    f"; {int((n_rel == 1).sum())} with exactly one")
+        if (n_rel == 0).any():
+            out.append(f"  note: {int((n_rel == 0).sum())} question(s) without any relevant article: searchable, "
+                       "but left out of every score (as trec_eval does)")
         if ds.articles is not None:
             known = ds.article_ids
             unknown = {a for ids in q["article_ids"] for a in ids if a not in known}
@@ -109,6 +113,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise DataError("--k takes positive integers")
     ds = load_dataset(args.data if args.data is not None else default_spec(), need_corpus=False)
     qrels = ds.qrels(args.split)
+    labelled = sum(1 for gold in qrels.values() if gold)
+    if labelled < len(qrels) and args.format != "json":
+        print(f"bsard_demo evaluate: note: {len(qrels) - labelled} question(s) of split {args.split} have no relevant "
+              "article and are left out of the averages (as trec_eval does)", file=sys.stderr)
     corpus = ds.article_ids
     evaluations, problems, unusable = {}, {}, []
     failed = False
@@ -131,11 +139,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             continue
         evaluations[name] = evaluate(qrels, rf.run, args.k)
     if args.format == "json":
-        print(json_report(ds.name, args.split, len(qrels), evaluations, problems))
+        print(json_report(ds.name, args.split, labelled, evaluations, problems))
     elif evaluations:
         table = metrics_table(evaluations, published=is_bsard_test(qrels) and args.format == "table")
         if args.format == "table":
-            print(f"{ds.name} · split {args.split} · {len(qrels)} questions · values in %")
+            print(f"{ds.name} · split {args.split} · {labelled} questions · values in %")
         print(render_table(table, args.format), end="")
     if args.per_query and evaluations:
         per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False, float_format="%.6f")

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .cli import add_data_argument, one_line
 from .dataset import DataError
 from .retrievers import Retriever, RetrieverSpec, build_retriever
 from .retrievers.hybrid import FUSION_METHODS
@@ -66,9 +67,7 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
                    help="bm25 (default), dense (an encoder), or hybrid (BM25 + dense, fused)")
     p.add_argument("--encoder", default=None, metavar="NAME",
                    help="dense encoder: use (default), minilm, a sentence-transformers model id or folder")
-    p.add_argument("--data", default=None, metavar="hub|sample|PATH",
-                   help="dataset: the Hugging Face hub (default, or $BSARD_DATA), the bundled fictional sample, "
-                        "or a folder with articles.csv and questions_<split>.csv")
+    add_data_argument(p)
     bm25 = p.add_argument_group("BM25")
     bm25.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.0)")
     bm25.add_argument("--b", type=float, default=None, help="BM25 b (default 0.6)")
@@ -159,8 +158,7 @@ def question_texts(questions, with_description: bool) -> list[str]:
 
 def _say(command: str, message: str) -> None:
     """One line on stderr, even for a message naming a path that holds a line break."""
-    text = f"bsard_demo {command}: {message}"
-    print(" ".join(line.strip() for line in text.splitlines() if line.strip()), file=sys.stderr)
+    print(one_line(f"bsard_demo {command}: {message}"), file=sys.stderr)
 
 
 def _fail(command: str, message: str) -> int:

@@ -32,12 +32,19 @@ class DataError(ValueError):
     """A dataset file or folder that cannot be used; the message says what and where."""
 
 
+#: What an article id may look like: word characters and ``. - / :`` (``947``, ``art-12``).
+_ID_TOKEN = re.compile(r"[\w.\-/:]+")
+#: Spellings of "no value" that spreadsheets and pandas write into CSV cells.
+_EMPTY_TOKENS = {"nan", "none", "null", "<na>"}
+
+
 def parse_article_ids(value: object) -> tuple[str, ...]:
     """Parse a question's gold article ids.
 
     Accepts a comma/semicolon/space separated string (``"947,948"``), a single integer, a float
     that is an integer (pandas' ``947.0``), a list/tuple, or a JSON list string (``"[947, 948]"``).
-    Repeated ids collapse, first occurrence kept. Raises :class:`ValueError` on anything else.
+    Repeated ids collapse, first occurrence kept; ``nan``/``None``/``null`` cells mean no id.
+    Raises :class:`ValueError` on anything else (e.g. ``"{947,948}"``, a fraction).
     """
     if value is None:
         return ()
@@ -69,10 +76,12 @@ def parse_article_ids(value: object) -> tuple[str, ...]:
         if isinstance(item, float) and item.is_integer():
             item = int(item)
         token = str(item).strip().strip("'\"")
-        if not token:
+        if not token or token.lower() in _EMPTY_TOKENS:
             continue
         if token.endswith(".0") and token[:-2].isdigit():
             token = token[:-2]
+        if not _ID_TOKEN.fullmatch(token):
+            raise ValueError(f"not an article id: {token!r}")
         out.setdefault(token, None)
     return tuple(out)
 
@@ -186,6 +195,7 @@ class Dataset:
     splits: Mapping[str, pd.DataFrame]
     fictional: bool = False
     _qrels: dict = field(default_factory=dict, repr=False, compare=False)
+    _article_pos: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def split_names(self) -> list[str]:
@@ -217,9 +227,9 @@ class Dataset:
         return None if pos is None else self.articles.iloc[pos]
 
     def _article_index(self) -> dict[str, int]:
-        if "_article_pos" not in self._qrels:
-            self._qrels["_article_pos"] = {a: i for i, a in enumerate(self.articles["id"])}
-        return self._qrels["_article_pos"]
+        if self._article_pos is None:
+            self._article_pos = {a: i for i, a in enumerate(self.articles["id"])}
+        return self._article_pos
 
 
 def hierarchy(article: Mapping[str, object]) -> list[str]:

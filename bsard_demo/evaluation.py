@@ -3,6 +3,8 @@
 Conventions:
 - every question of the split counts; a question absent from the run scores 0 (``missing``);
 - questions of the run that are not in the split are ignored and counted (``unknown``);
+- a question with no relevant article cannot be scored and is left out of every average (as
+  trec_eval does); :attr:`Evaluation.unlabelled_questions` counts them (BSARD has none);
 - the run's order is taken as given (see :mod:`bsard_demo.run` for how files are ordered);
 - values equal ``trec_eval -c -M k`` (``recall_k``, ``map_cut_k``, ``recip_rank``) on the run
   cut to its top k, which the tests check with pytrec_eval.
@@ -15,6 +17,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .metrics import gold_positions, metrics_from_positions
+
 DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
 METRICS = ("recall", "map", "mrr")
 
@@ -24,34 +28,12 @@ def metric_columns(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
     return [f"{m}@{k}" for m in METRICS for k in ks]
 
 
-def gold_positions(relevant: Iterable[str], ranking: Sequence[str]) -> list[int]:
-    """1-based ranks at which the relevant docs appear in ``ranking`` (first occurrence), sorted."""
-    rel = set(relevant)
-    found: dict[str, int] = {}
-    for i, doc in enumerate(ranking, start=1):
-        if doc in rel and doc not in found:
-            found[doc] = i
-            if len(found) == len(rel):
-                break
-    return sorted(found.values())
-
-
 def gold_ranks(relevant: Iterable[str], ranking: Sequence[str]) -> dict[str, int | None]:
     """Rank of each relevant doc in ``ranking`` (``None`` when absent), in the order given."""
     index: dict[str, int] = {}
     for i, doc in enumerate(ranking, start=1):
         index.setdefault(doc, i)
     return {doc: index.get(doc) for doc in dict.fromkeys(relevant)}
-
-
-def _values(positions: Sequence[int], n_rel: int, k: int) -> tuple[float, float, float]:
-    if n_rel == 0:
-        return 0.0, 0.0, 0.0
-    inside = [p for p in positions if p <= k]
-    recall = len(inside) / n_rel
-    ap = sum(j / p for j, p in enumerate(inside, start=1)) / n_rel
-    rr = 1.0 / inside[0] if inside else 0.0
-    return recall, ap, rr
 
 
 @dataclass
@@ -68,6 +50,7 @@ class Evaluation:
     ks: tuple[int, ...]
     missing_questions: int
     unknown_questions: int
+    unlabelled_questions: int = 0
 
     @property
     def questions(self) -> int:
@@ -87,8 +70,12 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
     rows = []
     index = []
     missing = 0
+    unlabelled = 0
     for qid, relevant in qrels.items():
         rel = set(relevant)
+        if not rel:
+            unlabelled += 1
+            continue
         ranking = run.get(qid)
         if ranking is None:
             missing += 1
@@ -96,7 +83,7 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
         pos = gold_positions(rel, ranking)
         vals = {}
         for k in ks:
-            r, ap, rr = _values(pos, len(rel), k)
+            r, ap, rr = metrics_from_positions(pos, len(rel), k)
             vals[f"recall@{k}"], vals[f"map@{k}"], vals[f"mrr@{k}"] = r, ap, rr
         vals.update(n_relevant=len(rel), n_retrieved=len(ranking), missing=qid not in run)
         rows.append(vals)
@@ -104,7 +91,7 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
     per_q = pd.DataFrame(rows, index=pd.Index(index, name="qid"), columns=cols + ["n_relevant", "n_retrieved", "missing"])
     means = {c: float(per_q[c].mean()) if len(per_q) else 0.0 for c in cols}
     unknown = sum(1 for qid in run if qid not in qrels)
-    return Evaluation(per_q, means, ks, missing, unknown)
+    return Evaluation(per_q, means, ks, missing, unknown, unlabelled)
 
 
 def recall_curve(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], max_k: int = 500) -> pd.DataFrame:
@@ -113,9 +100,9 @@ def recall_curve(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[
     n = 0
     for qid, relevant in qrels.items():
         rel = set(relevant)
-        n += 1
         if not rel:
-            continue
+            continue  # unscorable, left out as in evaluate()
+        n += 1
         hits = np.zeros(max_k)
         for p in gold_positions(rel, run.get(qid, ())):
             if p <= max_k:

@@ -13,22 +13,33 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 
+def gold_positions(relevant: Iterable[str], ranking: Sequence[str]) -> list[int]:
+    """1-based ranks at which the relevant docs appear in ``ranking`` (first occurrence), sorted."""
+    rel = set(relevant)
+    found: dict[str, int] = {}
+    for i, doc in enumerate(ranking, start=1):
+        if doc in rel and doc not in found:
+            found[doc] = i
+            if len(found) == len(rel):
+                break
+    return sorted(found.values())
+
+
+def metrics_from_positions(positions: Sequence[int], n_relevant: int, k: int) -> tuple[float, float, float]:
+    """``(recall@k, AP@k, RR@k)`` from the sorted ranks of the relevant docs found (any depth):
+    the recipe above, written on positions so that one pass serves every cutoff."""
+    if n_relevant == 0:
+        return 0.0, 0.0, 0.0
+    inside = [p for p in positions if p <= k]
+    recall = len(inside) / n_relevant
+    ap = sum(j / p for j, p in enumerate(inside, start=1)) / n_relevant
+    rr = 1.0 / inside[0] if inside else 0.0
+    return recall, ap, rr
+
+
 def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str], k: int = 100) -> tuple[float, float, float]:
     """Return ``(recall@k, AP@k, RR@k)`` for one question."""
     if k < 1:
         raise ValueError("k must be at least 1")
     rel = set(relevant_docs)
-    if not rel:
-        return 0.0, 0.0, 0.0
-    hits = 0
-    ap_sum = 0.0
-    rr = 0.0
-    seen: set = set()
-    for i, doc in enumerate(ranked_docs[:k], start=1):
-        if doc in rel and doc not in seen:
-            seen.add(doc)
-            hits += 1
-            ap_sum += hits / i
-            if hits == 1:
-                rr = 1.0 / i
-    return hits / len(rel), ap_sum / len(rel), rr
+    return metrics_from_positions(gold_positions(rel, ranked_docs[:k]), len(rel), k)

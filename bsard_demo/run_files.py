@@ -899,10 +899,6 @@ def _parse_jsonl(lines: list[str], result: RunFile):
 # columns -> Run, and warnings
 
 
-def _where(line: int | None) -> str:
-    return f"line {line}" if line is not None else "kept"
-
-
 def _build(cols: _Cols, by: str, problems: ProblemList, *, name: str, tags: tuple[str, ...],
            check_ranks: bool) -> Run:
     """The :class:`Run` of ``cols`` (in file order), ordered exactly as
@@ -1060,6 +1056,8 @@ def _warn(run: Run, result: RunFile, qids, corpus_ids, k: int) -> None:
         if outside:
             problems.warning(f"{len(outside)} article id(s) ({n_entries} entries) are not in the corpus "
                              f"(e.g. {_examples(outside)}); they can never be relevant")
+    if corpus_ids is not None and k:
+        k = min(k, len(corpus))  # a complete ranking of a small corpus is not short
     if k and k > 0:
         short = [(len(docs), q) for q, docs in run.rankings.items() if len(docs) < k]
         if short:

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from bsard_demo.cli_retrieval import add_index_parser, add_run_parser, question_texts, run_tag
-from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
 from bsard_demo.retrievers.bm25 import BM25Retriever
 from bsard_demo.run_files import read_run_path
@@ -156,15 +155,12 @@ def test_unavailable_hub_is_exit_2(tmp_path, monkeypatch, capsys):
     assert "hugging face hub" in capsys.readouterr().err.lower()
 
 
-def _sample_or_skip():
-    try:
-        return load_dataset("sample")
-    except (DataError, OSError, ModuleNotFoundError) as exc:
-        pytest.skip(f"the bundled sample dataset is not available yet ({exc})")
+def _sample():
+    return load_dataset("sample")  # shipped in the package: its absence is a failure, not a skip
 
 
 def test_run_on_the_sample(tmp_path):
-    dataset = _sample_or_skip()
+    dataset = _sample()
     out = tmp_path / "sample.trec"
     assert run_cli("run", "--data", "sample", "--out", str(out), "--depth", "100", "--cache-dir", str(tmp_path / "c"),
                    "--no-progress") == 0

@@ -21,14 +21,17 @@ from bsard_demo.sources import DataUnavailable, HUB_REPO_ID, load_dataset, load_
     ("", ()),
     (None, ()),
     ("12 13;14", ("12", "13", "14")),
+    ("nan", ()),
+    ("art-12, L.5", ("art-12", "L.5")),
 ])
 def test_parse_article_ids(value, expected):
     assert parse_article_ids(value) == expected
 
 
-def test_parse_article_ids_rejects_fraction():
+@pytest.mark.parametrize("value", [1.5, "{947,948}", "947;<b>", True])
+def test_parse_article_ids_rejects_junk(value):
     with pytest.raises(ValueError):
-        parse_article_ids(1.5)
+        parse_article_ids(value)
 
 
 def test_normalize_articles_current_layout_fills_missing_columns():

@@ -13,7 +13,7 @@ from bsard_demo.run import Entry, Run
 
 
 def recipe(relevant, ranked, k):
-    """The recipe of DEVELOPERS.md, written out literally as an independent reference."""
+    """The paper's recipe (bsard_demo.metrics docstring), written out literally as an independent reference."""
     rel = set(relevant)
     top = ranked[:k]
     recall = len(rel & set(top)) / len(rel)
@@ -80,13 +80,31 @@ def test_evaluate_equals_recipe_and_trec_eval(seed):
         d = best.setdefault(e.qid, {})
         d[e.docid] = max(d.get(e.docid, float("-inf")), e.score)
     tq = {q: {d: 1 for d in rel} for q, rel in qrels.items()}
+    n = len(qrels)  # trec_eval -c: questions absent from the run count as 0
+    # recall_k and map_cut_k on the FULL run: trec_eval orders and cuts it itself, so ties at
+    # the cutoff are broken by trec_eval, not by us
+    full = pytrec_eval.RelevanceEvaluator(tq, {f"recall.{k}" for k in ks} | {f"map_cut.{k}" for k in ks}).evaluate(best)
     for k in ks:
-        cut = {q: {d: best[q][d] for d in run[q][:k]} for q in run}
-        te = pytrec_eval.RelevanceEvaluator(tq, {f"recall.{k}", f"map_cut.{k}", "recip_rank"}).evaluate(cut)
-        n = len(qrels)  # trec_eval -c: questions absent from the run count as 0
-        for ours, theirs in ((f"recall@{k}", f"recall_{k}"), (f"map@{k}", f"map_cut_{k}"), (f"mrr@{k}", "recip_rank")):
-            expected = sum(te[q][theirs] for q in te if q in qrels) / n
+        for ours, theirs in ((f"recall@{k}", f"recall_{k}"), (f"map@{k}", f"map_cut_{k}")):
+            expected = sum(full[q][theirs] for q in full if q in qrels) / n
             assert ev.means[ours] == pytest.approx(expected, abs=1e-12), (ours, k)
+        # recip_rank has no cutoff in trec_eval: give it the run cut to its top k
+        cut = {q: {d: best[q][d] for d in run[q][:k]} for q in run}
+        te = pytrec_eval.RelevanceEvaluator(tq, {"recip_rank"}).evaluate(cut)
+        expected = sum(te[q]["recip_rank"] for q in te if q in qrels) / n
+        assert ev.means[f"mrr@{k}"] == pytest.approx(expected, abs=1e-12), k
+
+
+def test_questions_without_gold_are_left_out_as_trec_eval_does():
+    qrels = {"a": {"1"}, "b": set(), "c": {"2", "3"}}
+    scores = {"a": {"1": 1.0, "9": 0.5}, "b": {"1": 1.0}, "c": {"9": 2.0, "3": 1.0}}
+    ev = evaluate(qrels, Run.from_scores(scores), (10,))
+    assert ev.unlabelled_questions == 1 and list(ev.per_question.index) == ["a", "c"]
+    te = pytrec_eval.RelevanceEvaluator({q: {d: 1 for d in r} for q, r in qrels.items()},
+                                        {"recall.10", "map_cut.10", "recip_rank"}).evaluate(scores)
+    assert "b" not in te
+    for ours, theirs in (("recall@10", "recall_10"), ("map@10", "map_cut_10"), ("mrr@10", "recip_rank")):
+        assert ev.means[ours] == pytest.approx(sum(v[theirs] for v in te.values()) / len(te), abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -537,3 +537,12 @@ def test_ties_repeats_and_interleaving_match_order_entries(rows):
     assert_same_run(read(trec), expected)
     by_rank = "qid,docid,rank\n" + "".join(f"{q},{d},{r}\n" for q, d, _, r in rows)
     assert_same_run(read(by_rank), Run.from_entries([Entry(q, d, None, r) for q, d, _, r in rows], by="rank"))
+
+
+def test_complete_ranking_of_a_corpus_smaller_than_k_is_not_short():
+    data = b"".join(f"1 Q0 {d} {r} {10 - r} t\n".encode() for r, d in enumerate("abc", 1))
+    small = read_run_bytes(data, "r.trec", corpus_ids={"a", "b", "c"}, k=100)
+    assert not any("fewer than" in p.message for p in small.problems)
+    big = read_run_bytes(data, "r.trec", corpus_ids={"a", "b", "c", "d"}, k=100)
+    assert [p.message for p in big.problems if "fewer than" in p.message] == [
+        "1 of 1 questions have fewer than 4 articles (fewest: 3, question '1'); metrics at 4 count the missing ones as not found"]
