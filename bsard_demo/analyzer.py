@@ -17,6 +17,8 @@ surface form, which makes :meth:`Analyzer.tokens` cost a regex scan plus a dict 
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import re
 import unicodedata
 from typing import Iterable, Mapping, Sequence
@@ -82,6 +84,18 @@ _LIGATURES = str.maketrans({"œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE", "ß"
 FRENCH_STOPWORDS: frozenset[str] = frozenset(fold(w) for w in _STOPWORDS_TEXT.split())
 
 _MAX_CACHE = 500_000
+
+
+def stemmer_version() -> str:
+    """The PyStemmer version (it bundles the Snowball algorithms, so it versions the stems)."""
+    version = getattr(Stemmer, "version", None)
+    if callable(version):
+        return f"pystemmer-{version()}"
+    return f"pystemmer-{importlib.metadata.version('PyStemmer')}"
+
+
+def _digest(words: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(words)).encode("utf-8")).hexdigest()[:16]
 _DROP = ""
 
 
@@ -100,9 +114,13 @@ class Analyzer:
         self._cache: dict[str, str] = {}
 
     def settings(self) -> dict[str, object]:
-        """What shapes the terms (for cache keys)."""
+        """What shapes the terms (for cache keys): the flags, :data:`ANALYZER_VERSION`, the
+        PyStemmer (Snowball) version when stemming, and digests of the stop-word and elision
+        lists (so an edit of either gives another key even if the version was not bumped)."""
         return {"analyzer_version": ANALYZER_VERSION, "stem": self.stem, "stopwords": self.stopwords,
-                "keep_numbers": self.keep_numbers}
+                "keep_numbers": self.keep_numbers, "stemmer": stemmer_version() if self.stem else None,
+                "stopwords_digest": _digest(FRENCH_STOPWORDS) if self.stopwords else None,
+                "elisions_digest": _digest(ELISIONS)}
 
     def __repr__(self) -> str:
         return f"Analyzer(stem={self.stem}, stopwords={self.stopwords}, keep_numbers={self.keep_numbers})"

@@ -102,3 +102,19 @@ def test_article_texts_over_a_dataframe():
     df = pd.DataFrame({"id": ["1", "2"], "article": ["un", "deux"], "code": ["C", ""]})
     assert article_texts(df) == ["C\nun", "deux"]
     assert article_texts(df, ("missing",)) == ["", ""]
+
+
+def test_settings_name_the_stemmer_and_word_lists(monkeypatch):
+    import importlib.metadata
+
+    from bsard_demo import analyzer as module
+
+    s = A.settings()
+    assert s["stemmer"] == f"pystemmer-{importlib.metadata.version('PyStemmer')}"
+    assert Analyzer(stem=False).settings()["stemmer"] is None
+    assert s["stopwords_digest"] and Analyzer(stopwords=False).settings()["stopwords_digest"] is None
+    # the digests follow the lists' content, not their order
+    monkeypatch.setattr(module, "FRENCH_STOPWORDS", frozenset(sorted(FRENCH_STOPWORDS, reverse=True)))
+    assert A.settings() == s
+    monkeypatch.setattr(module, "FRENCH_STOPWORDS", FRENCH_STOPWORDS - {"dans"})
+    assert A.settings()["stopwords_digest"] != s["stopwords_digest"]

@@ -12,8 +12,9 @@ from rank_bm25 import BM25Okapi
 
 from bsard_demo import cache
 from bsard_demo.analyzer import TEXT_ONLY, Analyzer
-from bsard_demo.retrievers.base import Hit, Retriever
-from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings, cache_key, top_hits
+from bsard_demo import analyzer as analyzer_module
+from bsard_demo.retrievers.base import Hit, Retriever, id_ranks, rank_all
+from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings, cache_key
 
 ARTICLES = pd.DataFrame({
     "id": ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"],
@@ -160,14 +161,20 @@ def test_ties_are_broken_by_article_id_descending_as_strings():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.integers(1, 40))
-def test_top_hits_equals_a_full_sort(values, k):
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.integers(1, 40), st.randoms(use_true_random=False))
+def test_rank_all_equals_a_full_sort(values, k, rnd):
     ids = [str(i * 7 % 31) + ("x" if i % 3 else "") for i in range(len(values))]
-    id_rank = np.empty(len(ids), dtype=np.int64)
-    id_rank[np.argsort(np.array(ids, dtype=object), kind="stable")] = np.arange(len(ids))
+    id_rank = id_ranks(ids)
+    assert sorted(ids, key=lambda d: id_rank[ids.index(d)]) == sorted(ids)
     scores = np.array(values, dtype=np.float64)
     expected = full_ranking(scores, ids)[:k]
-    assert [h.article_id for h in top_hits(scores, min(k, len(ids)), ids, id_rank)] == expected
+    assert [h.article_id for h in rank_all(scores, ids, id_rank, k)] == expected
+    # scores of a subset of the articles (``rows``), given in any order
+    rows = np.array(rnd.sample(range(len(ids)), rnd.randint(1, len(ids))))
+    subset = full_ranking(scores[rows], [ids[r] for r in rows])[:k]
+    hits = rank_all(scores[rows], ids, id_rank, k, rows=rows)
+    assert [h.article_id for h in hits] == subset
+    assert [h.score for h in hits] == [float(scores[ids.index(d)]) for d in subset]
 
 
 def test_index_is_fed_analyzed_tokens():
@@ -244,6 +251,18 @@ def test_changed_settings_or_corpus_change_the_cache_key(tmp_path, index_calls):
     ]
     assert key == cache_key(list(ids), list(texts), BM25Settings())
     assert len({key, *others}) == len(others) + 1
+    # what the analyzer depends on beyond the settings: the stemmer version, the word lists
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(analyzer_module, "stemmer_version", lambda: "pystemmer-0.0-other")
+        assert cache_key(ids, texts, base) != key
+        assert cache_key(ids, texts, BM25Settings(stem=False)) == others[3]  # unstemmed: not used
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(analyzer_module, "FRENCH_STOPWORDS", analyzer_module.FRENCH_STOPWORDS | {"loyer"})
+        assert cache_key(ids, texts, base) != key
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(analyzer_module, "ELISIONS", analyzer_module.ELISIONS + ("z",))
+        assert cache_key(ids, texts, base) != key
+    assert cache_key(ids, texts, base) == key
     BM25Retriever.build(ARTICLES, cache_root=tmp_path)
     BM25Retriever.build(ARTICLES, cache_root=tmp_path, k1=1.2)
     changed = ARTICLES.copy()

@@ -11,8 +11,10 @@ import pytest
 
 from bsard_demo.analyzer import DEFAULT_FIELDS, article_texts
 from bsard_demo.dataset import normalize_articles
+from bsard_demo.retrievers import dense as dense_module
 from bsard_demo.retrievers.base import Retriever
-from bsard_demo.retrievers.dense import DenseRetriever
+from bsard_demo.retrievers.dense import DenseRetriever, cache_key
+from bsard_demo.sources import load_dataset
 
 
 class CountingEncoder:
@@ -172,6 +174,27 @@ def test_changed_settings_use_a_new_entry(cache_dir, change):
     assert len(list((cache_dir / "dense").glob("*/embeddings.npy"))) == 2
 
 
+def test_chunking_and_prefix_change_the_cache_key(monkeypatch):
+    enc = CountingEncoder(max_tokens=4)
+    texts = article_texts(articles(CORPUS), DEFAULT_FIELDS)
+    ids = [str(i + 1) for i in range(len(CORPUS))]
+
+    def key() -> str:
+        return cache_key(ids, texts, enc, DEFAULT_FIELDS, "mean", 4)
+
+    base = key()
+    assert key() == base
+    enc.passage_prefix = "passage: "
+    assert key() != base
+    enc.passage_prefix = ""  # no prefix attribute and an empty prefix are the same
+    assert key() == base
+    for name, value in (("CHUNK_OVERLAP", 0.5), ("CHUNKING_VERSION", dense_module.CHUNKING_VERSION + 1)):
+        with monkeypatch.context() as mp:
+            mp.setattr(dense_module, name, value)
+            assert key() != base, name
+    assert key() == base
+
+
 def test_corrupt_cache_is_rebuilt_with_a_notice(cache_dir):
     first = DenseRetriever.build(articles(CORPUS), encoder=CountingEncoder(), cache_root=cache_dir)
     (stored,) = list((cache_dir / "dense").glob("*/embeddings.npy"))
@@ -228,3 +251,34 @@ def test_use_finds_the_rental_deposit_article(cache_dir):
     ranking = [h.article_id for h in r.search("Mon propriétaire garde ma garantie locative", k=20)]
     assert ranking.index("1") < ranking.index("2")  # garantie locative before divorce
     assert ranking.index("1") < 3
+
+
+# -- scores do not depend on batching ----------------------------------------------------------
+
+def _all_questions(dataset) -> list[str]:
+    return [q for split in dataset.split_names for q in dataset.questions(split)["question"]]
+
+
+def test_search_equals_search_many_exactly_on_the_sample(cache_dir):
+    dataset = load_dataset("sample")
+    questions = _all_questions(dataset)
+    assert len(questions) > 20  # more than FAISS's threshold for its batched BLAS product
+    r = DenseRetriever.build(dataset.articles, encoder=CountingEncoder(), cache_root=cache_dir)
+    together = r.search_many(questions, k=50)
+    for question, hits in zip(questions, together):
+        assert r.search(question, k=50) == hits  # ids and float scores, bit for bit
+    # the order inside the batch does not matter either, nor repeats
+    assert r.search_many(questions[::-1] + questions[:3], k=50) == together[::-1] + together[:3]
+
+
+def test_search_equals_search_many_exactly_with_use(cache_dir):
+    questions = [
+        "Mon propriétaire garde ma garantie locative",
+        "Combien de temps dure un bail de résidence principale ?",
+        "Peut-on divorcer pour désunion irrémédiable ?",
+        "Quel préavis pour licencier un travailleur ?",
+        "À quel âge peut-on se marier ?",
+    ]
+    r = DenseRetriever.build(articles(FRENCH_ARTICLES), encoder="use", fields=("article",), cache_root=cache_dir)
+    together = r.search_many(questions, k=20)
+    assert [r.search(q, k=20) for q in questions] == together

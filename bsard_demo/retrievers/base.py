@@ -10,9 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
+import numpy as np
+
 #: ``progress(done, total, message)``: long builds report through it (tqdm in the CLI, a
 #: progress bar in the app).
 Progress = Callable[[int, int, str], None]
+
+#: Articles fetched per retriever for fusion and for the Search page (so missed gold articles
+#: still get a rank).
+DEFAULT_DEPTH = 1000
 
 
 @dataclass(frozen=True)
@@ -35,3 +41,34 @@ class Retriever(Protocol):
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
         """:meth:`search` for many questions at once (batched where the engine allows)."""
         ...
+
+
+def id_ranks(article_ids: Sequence[str]) -> np.ndarray:
+    """Each article's position in ascending string order of the ids (for :func:`rank_all`)."""
+    ids = np.array([str(a) for a in article_ids], dtype=object)
+    ranks = np.empty(len(ids), dtype=np.int64)
+    ranks[np.argsort(ids, kind="stable")] = np.arange(len(ids))
+    return ranks
+
+
+def rank_all(scores: np.ndarray, article_ids: Sequence[str], id_rank: np.ndarray, k: int,
+             rows: np.ndarray | None = None) -> list[Hit]:
+    """The ``k`` best articles, exactly: score descending, ties by article id descending as
+    strings (``id_rank`` from :func:`id_ranks`), so a tie at the cut keeps the greatest ids.
+
+    ``scores[j]`` is the score of article ``rows[j]`` (``rows`` default: every article, in corpus
+    order); only the candidates that can reach the top ``k`` are sorted."""
+    scores = np.asarray(scores)
+    rows = np.arange(len(scores)) if rows is None else np.asarray(rows)
+    n = len(scores)
+    k = min(int(k), n)
+    if k <= 0:
+        return []
+    if k < n:
+        kth = np.partition(scores, n - k)[n - k]
+        candidates = np.flatnonzero(scores >= kth)
+    else:
+        candidates = np.arange(n)
+    order = np.lexsort((-id_rank[rows[candidates]], -scores[candidates]))[:k]
+    chosen = candidates[order]
+    return [Hit(article_ids[rows[j]], float(scores[j])) for j in chosen]

@@ -1,9 +1,10 @@
 """BM25 over the French analyzer, on ``bm25s`` (default) or ``rank_bm25`` (reference engine).
 
 Defaults: ``k1=1.0, b=0.6`` (the values the BSARD paper tuned on its train questions), headers
-indexed (:data:`~bsard_demo.analyzer.DEFAULT_FIELDS`) and Snowball stemming on: in our own
-measurements on real French statutory data, headers + stemming raised BM25 recall@100 from ~0.36
-to ~0.51. ``method="lucene"`` (idf ``log(1 + (N - df + .5) / (df + .5))``, never negative) is the
+indexed (:data:`~bsard_demo.analyzer.DEFAULT_FIELDS`) and Snowball stemming on. Headers +
+stemming raising BM25 recall@100 from ~0.36 to ~0.51 is reported in the project brief from
+measurements on another French statutory corpus; it is not reproducible here (BSARD's corpus is
+not reachable): docs/effectiveness.md gives what we measured. ``method="lucene"`` (idf ``log(1 + (N - df + .5) / (df + .5))``, never negative) is the
 default; ``"robertson"`` uses ``log((N - df + .5) / (df + .5))`` floored at 0.
 
 Conventions:
@@ -38,7 +39,7 @@ import scipy.sparse as sp
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, Analyzer, article_texts
-from .base import Hit, Progress
+from .base import Hit, Progress, id_ranks, rank_all
 
 ENGINES = ("bm25s", "rank_bm25")
 METHODS = ("lucene", "robertson")
@@ -107,10 +108,7 @@ class BM25Retriever:
         self.name = settings.label
         self._bm25s = bm25s_index
         self._okapi = okapi
-        ids = np.array(self.article_ids, dtype=object)
-        order = np.argsort(ids, kind="stable")  # ascending as Python strings
-        self._id_rank = np.empty(len(ids), dtype=np.int64)
-        self._id_rank[order] = np.arange(len(ids))
+        self._id_rank = id_ranks(self.article_ids)
         self._matrix_t = None
         if bm25s_index is not None:
             s = bm25s_index.scores
@@ -195,7 +193,7 @@ class BM25Retriever:
         out: list[list[Hit]] = []
         for start in range(0, len(tokens), _QUERY_BATCH):
             scores = self.score_matrix(tokens[start:start + _QUERY_BATCH])
-            out.extend(top_hits(row, k, self.article_ids, self._id_rank) for row in scores)
+            out.extend(rank_all(row, self.article_ids, self._id_rank, k) for row in scores)
         return out
 
     def score_matrix(self, query_tokens: Sequence[Sequence[str]]) -> np.ndarray:
@@ -215,20 +213,6 @@ class BM25Retriever:
         counts = sp.csr_matrix((np.ones(len(rows), dtype=self._matrix_t.dtype), (rows, cols)),
                                shape=(len(query_tokens), self._matrix_t.shape[0]))
         return (counts @ self._matrix_t).toarray()
-
-
-def top_hits(scores: np.ndarray, k: int, article_ids: Sequence[str], id_rank: np.ndarray) -> list[Hit]:
-    """The ``k`` best of one row of scores: score descending, ties by article id descending
-    (``id_rank`` is each article's position in ascending string order)."""
-    n = len(scores)
-    if k < n:
-        kth = np.partition(scores, n - k)[n - k]
-        candidates = np.flatnonzero(scores >= kth)
-    else:
-        candidates = np.arange(n)
-    order = np.lexsort((-id_rank[candidates], -scores[candidates]))[:k]
-    chosen = candidates[order]
-    return [Hit(article_ids[i], float(scores[i])) for i in chosen]
 
 
 def cache_key(ids: Sequence[str], texts: Sequence[str], settings: BM25Settings) -> str:

@@ -9,10 +9,19 @@ Conventions:
 - a search returns exactly ``min(k, corpus size)`` hits (``k >= 1``), cosine descending, ties
   by article id descending as strings (exact even when ties straddle the cut: the ranking then
   falls back to scoring every article);
+- scores do not depend on batching: a question's hits are the same, scores bit for bit, from
+  :meth:`~DenseRetriever.search` and from :meth:`~DenseRetriever.search_many` over any list.
+  Each distinct question is embedded on its own (batched encoders pad to the longest text of a
+  batch, which moves the last bits), and each query vector is scored on its own against the
+  FAISS index (FAISS switches to a batched BLAS product from 20 queries on, whose float32 sums
+  differ in the last bits from its one-query kernel); near-ties thus never flip between the
+  Search page and a run file. This costs speed (no batched encoding or BLAS product), not
+  results;
 - embeddings are computed once and kept in a :mod:`bsard_demo.cache` entry (``dense/<key>``:
   ``embeddings.npy`` saved without pickle, ``ids.json``) keyed by the article ids, the embedded
-  texts and every setting (encoder name and version, fields, pooling, window); a reload never
-  re-encodes the articles, and the flat index is rebuilt from the array (a memory copy).
+  texts and every setting (encoder name and version, passage prefix, fields, pooling, window,
+  chunk overlap, chunking version); a reload never re-encodes the articles, and the flat index
+  is rebuilt from the array (a memory copy).
 """
 from __future__ import annotations
 
@@ -24,8 +33,11 @@ import numpy as np
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from .base import Hit, Progress
-from .encoders import DEFAULT_ENCODER, DEFAULT_POOLING, POOLINGS, Encoder, normalize_rows, embed_documents, resolve_encoder
+from .base import Hit, Progress, id_ranks, rank_all
+from .encoders import (
+    CHUNK_OVERLAP, CHUNKING_VERSION, DEFAULT_ENCODER, DEFAULT_POOLING, POOLINGS, Encoder, embed_documents, normalize_rows,
+    resolve_encoder,
+)
 
 CACHE_KIND = "dense"
 _CACHE_FORMAT = 1
@@ -56,9 +68,7 @@ class DenseRetriever:
         self.query_batch_size = query_batch_size
         self.index = faiss.IndexFlatIP(encoder.dim)
         self.index.add(self.embeddings)
-        ids = np.array(self.article_ids, dtype=object)
-        self._id_rank = np.empty(len(ids), dtype=np.int64)
-        self._id_rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))  # ascending as strings
+        self._id_rank = id_ranks(self.article_ids)
         self.name = label(encoder.name, self.pooling, self.fields)
 
     @property
@@ -117,29 +127,25 @@ class DenseRetriever:
         questions = [str(q) for q in questions]
         if not questions:
             return []
-        queries = normalize_rows(self.encoder.encode_queries(questions, batch_size=self.query_batch_size))
-        return self.search_vectors(queries, k)
+        # one question at a time, each distinct question once: see "scores do not depend on batching"
+        vectors = {q: normalize_rows(self.encoder.encode_queries([q], batch_size=1)) for q in dict.fromkeys(questions)}
+        return [self.search_vectors(vectors[q], k)[0] for q in questions]
 
     def search_vectors(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
-        """Rank the articles for each row of ``queries`` (unit vectors of the encoder's size)."""
+        """Rank the articles for each row of ``queries`` (unit vectors of the encoder's size);
+        each row is scored on its own, so its hits do not depend on the other rows."""
         k = min(int(k), self.size)
         depth = min(self.size, k + _TIE_MARGIN)
-        scores, rows = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), depth)
+        queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         out = []
-        for q, s, r in zip(queries, scores, rows):
-            if depth < self.size and s[-1] >= s[k - 1]:
-                # ties reach past what was fetched: order the whole corpus exactly
-                out.append(self._top_all(self.embeddings @ q, k))
-                continue
-            order = np.lexsort((-self._id_rank[r], -s))[:k]
-            out.append([Hit(self.article_ids[r[i]], float(s[i])) for i in order])
+        for q in queries:
+            scores, rows = self.index.search(q[None, :], depth)
+            if depth < self.size and scores[0, -1] >= scores[0, k - 1]:
+                # ties reach past what was fetched: score every article (the same one-query
+                # kernel, so the same scores) and order them all exactly
+                scores, rows = self.index.search(q[None, :], self.size)
+            out.append(rank_all(scores[0], self.article_ids, self._id_rank, k, rows=rows[0]))
         return out
-
-    def _top_all(self, scores: np.ndarray, k: int) -> list[Hit]:
-        kth = np.partition(scores, self.size - k)[self.size - k]
-        candidates = np.flatnonzero(scores >= kth)
-        chosen = candidates[np.lexsort((-self._id_rank[candidates], -scores[candidates]))[:k]]
-        return [Hit(self.article_ids[i], float(scores[i])) for i in chosen]
 
 
 def label(encoder_name: str, pooling: str, fields: Sequence[str]) -> str:
@@ -156,7 +162,8 @@ def cache_key(ids: Sequence[str], texts: Sequence[str], encoder: Encoder, fields
               pooling: str, window: int | None) -> str:
     """Fingerprint of the ids, the embedded texts and everything that shapes the vectors."""
     meta = {"encoder": encoder.name, "encoder_version": getattr(encoder, "version", ""), "dim": encoder.dim,
-            "fields": list(fields), "pooling": pooling, "window": window, "format": _CACHE_FORMAT}
+            "passage_prefix": getattr(encoder, "passage_prefix", ""), "fields": list(fields), "pooling": pooling,
+            "window": window, "chunk_overlap": CHUNK_OVERLAP, "chunking": CHUNKING_VERSION, "format": _CACHE_FORMAT}
     return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
 
 

@@ -43,6 +43,7 @@ English MiniLM trails it on French by 0.16 R@100 / 0.26 MAP@100.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -66,6 +67,12 @@ POOLINGS = ("truncate", "max", "mean")
 DEFAULT_POOLING = "mean"
 #: Fraction of a window repeated at the start of the next one when chunking.
 CHUNK_OVERLAP = 0.25
+#: Bump when the chunking or pooling of long texts changes (:func:`token_windows`,
+#: :func:`embed_documents`, :func:`pool_chunks`): cached embeddings are keyed on it.
+CHUNKING_VERSION = 1
+#: Files of a local model folder up to this size are hashed whole for :func:`model_version`
+#: (configs, tokenizers); larger ones (weights) count by name and size.
+_HASHED_FILE_BYTES = 1 << 20
 
 
 class EncoderUnavailable(ValueError):
@@ -257,7 +264,7 @@ class SentenceTransformerEncoder:
         target, local = _locate(model_id_or_path)
         self.model = _load_st(target, local)
         self.name = name or str(model_id_or_path).strip()
-        self.version = target if local and Path(target).is_dir() else "hub"
+        self.version = model_version(target)
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(get_dim() or 0)
         if not self.dim:
@@ -290,6 +297,41 @@ class SentenceTransformerEncoder:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEncoder({self.name!r})"
+
+
+def model_version(target: str, cache_dir: str | Path | None = None) -> str:
+    """What identifies the weights of a sentence-transformers model (part of cache keys).
+
+    A local folder: ``"folder-<digest>"`` of its files' relative paths and sizes, with the
+    content of files up to 1 MiB (configs, tokenizer) — hidden entries skipped. A hub id: the
+    commit of the snapshot in the local Hugging Face cache (``"hub-<commit>"``, the revision
+    sentence-transformers loads), ``"hub-unresolved"`` when no snapshot is found there.
+    ``cache_dir``: the Hugging Face cache (default: its usual place)."""
+    folder = Path(target).expanduser()
+    if folder.is_dir():
+        return f"folder-{_folder_digest(folder)}"
+    from huggingface_hub import try_to_load_from_cache
+
+    for filename in ("modules.json", "config.json"):
+        found = try_to_load_from_cache(target, filename, cache_dir=cache_dir)
+        if isinstance(found, str):
+            snapshot = Path(found).parent
+            if snapshot.parent.name == "snapshots":
+                return f"hub-{snapshot.name}"
+    return "hub-unresolved"
+
+
+def _folder_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+            continue
+        size = path.stat().st_size
+        digest.update(f"{rel.as_posix()}\x1f{size}\x1e".encode("utf-8"))
+        if size <= _HASHED_FILE_BYTES:
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def minilm_encoder() -> SentenceTransformerEncoder:

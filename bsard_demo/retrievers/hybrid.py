@@ -15,11 +15,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .base import Hit, Retriever
+from .base import DEFAULT_DEPTH, Hit, Retriever
 
 FUSION_METHODS = ("rrf", "weighted")
 NORMALISATIONS = ("minmax", "none")
-DEFAULT_DEPTH = 1000
 
 
 def order_hits(scores: dict[str, float], limit: int | None = None) -> list[Hit]:
