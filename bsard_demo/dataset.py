@@ -32,8 +32,9 @@ class DataError(ValueError):
     """A dataset file or folder that cannot be used; the message says what and where."""
 
 
-#: What an article id may look like: word characters and ``. - / :`` (``947``, ``art-12``).
-_ID_TOKEN = re.compile(r"[\w.\-/:]+")
+#: An article id is free text without separators (``947``, ``art-12``), but a bracket, brace or
+#: quote left in a token means a list written in another syntax (``{947,948}``), not an id.
+_ID_TOKEN = re.compile(r"[^\[\]{}()\"']+")
 #: Spellings of "no value" that spreadsheets and pandas write into CSV cells.
 _EMPTY_TOKENS = {"nan", "none", "null", "<na>"}
 

@@ -28,7 +28,7 @@ def test_parse_article_ids(value, expected):
     assert parse_article_ids(value) == expected
 
 
-@pytest.mark.parametrize("value", [1.5, "{947,948}", "947;<b>", True])
+@pytest.mark.parametrize("value", [1.5, "{947,948}", "[947", "(12)", True])
 def test_parse_article_ids_rejects_junk(value):
     with pytest.raises(ValueError):
         parse_article_ids(value)
