@@ -14,6 +14,9 @@ Conventions:
   sessions asking for the same index wait for one build). Building happens *outside* any
   ``st.cache_*`` function so that a progress bar can be drawn (Streamlit replays elements drawn
   inside cached functions);
+- a visitor may load a local folder only when the server allows it (:func:`folder_access`):
+  ``BSARD_ALLOW_FOLDERS=1`` allows any folder the server can read; otherwise only the folder
+  ``BSARD_DATA`` names (if any) is offered, so a hosted demo does not read arbitrary paths;
 - the key of a local folder includes the size and modification time of its CSV files, so an
   edited folder is reloaded;
 - each registry build logs ``building <kind> index over <spec>`` then ``built … in <s> s`` on the
@@ -22,15 +25,17 @@ Conventions:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Callable, Generic, Hashable, Mapping, TypeVar
 
 from .dataset import DataError, Dataset
 from .retrievers import Retriever, RetrieverSpec, build_retriever
 from .retrievers.base import Progress
+from .retrievers.registry import hybrid_parts, make_hybrid
 from .sources import ALTERNATIVES, DataUnavailable, default_spec, load_dataset
 
 T = TypeVar("T")
@@ -100,6 +105,38 @@ class FailureMemo:
 def source_kind(spec: str) -> str:
     """``"hub"``, ``"sample"`` or ``"local"`` for a spec."""
     return spec if spec in ("hub", "sample") else "local"
+
+
+ALLOW_FOLDERS_ENV = "BSARD_ALLOW_FOLDERS"
+FOLDERS_DISABLED = ("Dossier local désactivé sur ce serveur. Pour l'activer, démarrez l'application avec "
+                    "`BSARD_DATA=/chemin/du/dossier` (ce dossier seul) ou `BSARD_ALLOW_FOLDERS=1` (tout dossier "
+                    "lisible par le serveur : à réserver à un usage local).")
+
+
+@dataclass(frozen=True)
+class FolderAccess:
+    """Which local folders visitors may load: any (``free``), else only ``fixed`` (the folder
+    named by ``BSARD_DATA``), else none."""
+
+    free: bool = False
+    fixed: str | None = None
+
+    @property
+    def offered(self) -> bool:
+        return self.free or self.fixed is not None
+
+    def allows(self, spec: str) -> bool:
+        """Whether ``spec`` may be loaded (``"hub"`` and ``"sample"`` always may)."""
+        return source_kind(spec) != "local" or self.free or spec == self.fixed
+
+
+def folder_access(environ: Mapping[str, str] | None = None) -> FolderAccess:
+    """The folder policy from ``BSARD_ALLOW_FOLDERS`` (``1``, ``true`` or ``yes``) and
+    ``BSARD_DATA`` (default: the process environment)."""
+    env = os.environ if environ is None else environ
+    free = env.get(ALLOW_FOLDERS_ENV, "").strip().lower() in ("1", "true", "yes")
+    data = env.get("BSARD_DATA", "").strip()
+    return FolderAccess(free, data if data and source_kind(data) == "local" else None)
 
 
 def data_key(spec: str) -> tuple:
@@ -233,20 +270,10 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
     with the single-retriever columns) and is itself cheap to make.
     """
     if spec.kind == "hybrid":
-        from .retrievers.hybrid import DEFAULT_DEPTH, HybridRetriever
-        from .retrievers.registry import default_hybrid_parts
-
-        options = dict(spec.options)
-        parts = options.pop("retrievers", None) or default_hybrid_parts()
-        parts = [p if isinstance(p, RetrieverSpec) else RetrieverSpec(p["kind"], p.get("options", {})) for p in parts]
-        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in parts]
-
-        def make_hybrid() -> Retriever:
-            return HybridRetriever(built, method=options.get("method", "rrf"), rrf_k=options.get("rrf_k", 60),
-                                   alpha=options.get("alpha", 0.5), depth=options.get("depth", DEFAULT_DEPTH),
-                                   weights=options.get("weights"), normalisation=options.get("normalisation", "minmax"),
-                                   corpus_size=len(data.dataset.articles) if data.dataset.articles is not None else None)
-        return registry.get((data.key, spec.key()), _logged(f"hybrid index over {data.spec}", make_hybrid))
+        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in hybrid_parts(spec)]
+        size = len(data.dataset.articles) if data.dataset.articles is not None else None
+        return registry.get((data.key, spec.key()),
+                            _logged(f"hybrid index over {data.spec}", lambda: make_hybrid(spec, built, corpus_size=size)))
     return registry.get((data.key, spec.key()),
                         _logged(f"{spec.kind} index over {data.spec}",
                                 lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice)))

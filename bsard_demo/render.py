@@ -53,22 +53,36 @@ def hit_card(hit: ShownHit, terms: Iterable[str], analyzer: Analyzer | None = No
     return f'<div class="{css}" data-article="{esc(hit.article_id)}">{head}{crumbs}{body}</div>'
 
 
-def missed_list(missed: Sequence[MissedGold], k: int, depth: int) -> str:
-    """The gold articles absent from the top k, with their rank within ``depth``."""
+def missed_list(missed: Sequence[MissedGold], k: int, depth: int, outside: Sequence[MissedGold] = (),
+                code: str | None = None) -> str:
+    """The gold articles absent from the top k, with their rank within ``depth``; with a code
+    filter (``code``), those of that code only, then the gold articles ``outside`` it apart
+    (« hors du code filtré »: they cannot be ranked, whatever the system)."""
+    scope = " de ce code" if code else ""
     if not missed:
-        return f'<div class="bsard-missed">Tous les articles pertinents sont dans le top {k}.</div>'
+        head = f'<div class="bsard-missed">Tous les articles pertinents{scope} sont dans le top {k}.</div>'
+    else:
+        items = []
+        for m in missed:
+            label = esc(m.reference or f"Article {m.article_id}")
+            if not m.in_corpus:
+                where = "absent du corpus"
+            elif m.rank is None:
+                where = f"au-delà du rang {depth}"
+            else:
+                where = f"rang {m.rank}"
+            items.append(f"<li>{label} <small>(id {esc(m.article_id)}, {where})</small></li>")
+        head = (f'<div class="bsard-missed"><b>Articles pertinents{scope} absents du top {k}</b>'
+                f'<ul>{"".join(items)}</ul></div>')
+    if not code or not outside:
+        return head
     items = []
-    for m in missed:
+    for m in outside:
         label = esc(m.reference or f"Article {m.article_id}")
-        if not m.in_corpus:
-            where = "absent du corpus"
-        elif m.rank is None:
-            where = f"au-delà du rang {depth}"
-        else:
-            where = f"rang {m.rank}"
+        where = "hors du code filtré" if m.in_corpus else "absent du corpus"
         items.append(f"<li>{label} <small>(id {esc(m.article_id)}, {where})</small></li>")
-    return (f'<div class="bsard-missed"><b>Articles pertinents absents du top {k}</b>'
-            f'<ul>{"".join(items)}</ul></div>')
+    return (head + f'<div class="bsard-missed"><b>Articles pertinents hors du code filtré « {esc(code)} »</b> '
+            f'<small>(non classés ici, non comptés dans les scores)</small><ul>{"".join(items)}</ul></div>')
 
 
 def question_box(question: str, terms: Iterable[str], analyzer: Analyzer | None = None) -> str:

@@ -32,6 +32,16 @@ SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
 PROBLEM_COLUMNS = ["ligne", "gravité", "problème"]
 SHORT_NAMES = {"missing_questions": "manquantes", "unknown_questions": "inconnues", "source": "source"}
 BUILTIN_NAME = "BM25 intégré"
+#: Uploaded files scored at once (each may hold up to the upload limit, and a run costs about 20
+#: times its text in memory); the page does not read the others.
+MAX_FILES = 10
+
+
+def too_many_files(ignored: Sequence[str], limit: int = MAX_FILES) -> str:
+    """The French notice for the uploads beyond ``limit`` (names as given: escape them to render)."""
+    names = ", ".join(f"« {n} »" for n in ignored)
+    return (f"Au plus {limit} fichiers sont évalués à la fois : {len(ignored)} fichier(s) en trop n'ont pas été lus "
+            f"({names}). Retirez des fichiers (×) pour évaluer les autres.")
 
 
 @dataclass

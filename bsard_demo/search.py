@@ -10,6 +10,10 @@ Conventions:
 - when the question comes from a labelled split, each hit says whether it is gold, the gold
   articles not in the top k are listed with their rank within ``depth`` (``None`` beyond), and
   R@k, AP@k and RR@k are :func:`bsard_demo.metrics.compute_metrics` on the shown ranking;
+- with a code filter, only the gold articles *of that code* can be ranked: the scores are
+  computed on them alone (``QuestionScores.n_relevant``, ``code``; no scores when the code holds
+  none), and the gold articles of other codes (or absent from the corpus) are listed apart
+  (``ColumnResult.outside``), never as missed within the ranking;
 - ``seconds`` is the wall time of the retriever's search call alone (server side).
 """
 from __future__ import annotations
@@ -23,10 +27,8 @@ import pandas as pd
 from .dataset import Dataset, hierarchy
 from .metrics import compute_metrics
 from .retrievers import RetrieverSpec
-from .retrievers.base import Hit, Retriever
+from .retrievers.base import DEFAULT_DEPTH, Hit, Retriever
 
-#: Articles fetched per retriever without a code filter (so missed gold articles get a rank).
-DEFAULT_DEPTH = 1000
 NEW = "nouveau"
 
 
@@ -79,10 +81,15 @@ class MissedGold:
 
 @dataclass(frozen=True)
 class QuestionScores:
+    """R@k, AP@k, RR@k of one column, computed on ``n_relevant`` gold articles (those of
+    ``code`` when a code filter is set, else all of them)."""
+
     k: int
     recall: float
     ap: float
     rr: float
+    n_relevant: int = 0
+    code: str | None = None
 
 
 @dataclass
@@ -95,6 +102,7 @@ class ColumnResult:
     depth: int
     scores: QuestionScores | None = None
     missed: list[MissedGold] | None = None
+    outside: list[MissedGold] | None = None  # gold articles outside the filtered code (filter only)
 
 
 def describe_article(dataset: Dataset, article_id: str) -> tuple[str, tuple[str, ...], str]:
@@ -121,6 +129,17 @@ def filter_by_code(hits: Sequence[Hit], dataset: Dataset, code: str | None) -> l
         return []
     wanted = set(a.loc[a["code"] == code, "id"])
     return [h for h in hits if h.article_id in wanted]
+
+
+def split_gold_by_code(gold: Sequence[str], dataset: Dataset, code: str | None) -> tuple[list[str], list[str]]:
+    """``(inside, outside)``: the distinct gold ids (in gold order) of ``code`` and the others
+    (other codes, or not in the corpus). Without a code, every gold id is inside."""
+    distinct = list(dict.fromkeys(gold))
+    if not code:
+        return distinct, []
+    a = dataset.articles
+    wanted = set() if a is None or "code" not in a else set(a.loc[a["code"] == code, "id"])
+    return [g for g in distinct if g in wanted], [g for g in distinct if g not in wanted]
 
 
 def article_codes(dataset: Dataset) -> list[str]:
@@ -155,6 +174,8 @@ def run_search(retrievers: Mapping[str, Retriever], dataset: Dataset, question: 
     ref = reference if reference in rankings else (next(iter(rankings)) if rankings else None)
     ref_ranks = {h.article_id: i for i, h in enumerate(rankings[ref][:k], 1)} if ref is not None else {}
     gold_set = frozenset(gold) if gold is not None else None
+    inside, outside = split_gold_by_code(gold, dataset, code) if gold is not None else ([], [])
+    known = dataset.article_ids or frozenset()
     for column in columns:
         ranked = rankings[column.name]
         show_marker = len(rankings) > 1 and column.name != ref
@@ -168,9 +189,13 @@ def run_search(retrievers: Mapping[str, Retriever], dataset: Dataset, question: 
             ))
         if gold is not None:
             ids = [h.article_id for h in ranked]
-            recall, ap, rr = compute_metrics(gold, ids, k)
-            column.scores = QuestionScores(k, recall, ap, rr)
-            column.missed = missed_gold(gold, ids, k, dataset)
+            if inside or not code:
+                recall, ap, rr = compute_metrics(inside, ids, k)
+                column.scores = QuestionScores(k, recall, ap, rr, len(inside), code or None)
+            column.missed = missed_gold(inside, ids, k, dataset)
+            if code:
+                column.outside = [MissedGold(doc, describe_article(dataset, doc)[0], None, doc in known)
+                                  for doc in outside]
     return columns
 
 

@@ -13,9 +13,9 @@ from typing import Callable, Iterator
 
 import streamlit as st
 
-from .app_state import (FICTIONAL_NOTICE, FICTIONAL_SHORT, SOURCE_LABELS, ActiveData, BuildOnce, FailureMemo, data_key,
-                        dataset_summary, display_name, get_retriever, is_built, load_uncached, open_data, progress_fraction,
-                        progress_text, source_kind)
+from .app_state import (FICTIONAL_NOTICE, FICTIONAL_SHORT, FOLDERS_DISABLED, SOURCE_LABELS, ActiveData, BuildOnce,
+                        FailureMemo, data_key, dataset_summary, display_name, folder_access, get_retriever, is_built,
+                        load_uncached, open_data, progress_fraction, progress_text, source_kind)
 from .dataset import DataError, Dataset
 from .highlight import md_escape
 from .retrievers import Retriever, RetrieverSpec
@@ -106,8 +106,10 @@ def cached_load(spec: str) -> Dataset:
 def active_data() -> ActiveData:
     """The dataset of this session: the requested one or, when it cannot be loaded, the one the
     session already had (else the sample), with the reason."""
-    data = open_data(st.session_state.get(DATA_KEY), cached_load, failure_memo(),
-                     fallback=st.session_state.get(LOADED_KEY))
+    access = folder_access()
+    requested, kept = st.session_state.get(DATA_KEY), st.session_state.get(LOADED_KEY)
+    data = open_data(requested if requested and access.allows(requested) else None, cached_load, failure_memo(),
+                     fallback=kept if kept and access.allows(kept) else None)
     st.session_state[LOADED_KEY] = data.spec
     return data
 
@@ -141,31 +143,42 @@ def sidebar_data(data: ActiveData) -> None:
     fictional_notice(data, short=True, where=sb)
     if data.fallback_reason:
         sb.button("Réessayer la source demandée", key="data_retry", on_click=_switch, args=(data.requested,))
-    choices = ["hub", "sample", "local"]
-    if CHOICE_KEY not in st.session_state:
-        st.session_state[CHOICE_KEY] = source_kind(data.requested)
-    if source_kind(data.requested) == "local" and FOLDER_KEY not in st.session_state:
+    access = folder_access()
+    choices = ["hub", "sample"] + (["local"] if access.offered else [])
+    if st.session_state.get(CHOICE_KEY) not in choices:
+        kind = source_kind(data.requested)
+        st.session_state[CHOICE_KEY] = kind if kind in choices else source_kind(data.spec)
+    if access.free and source_kind(data.requested) == "local" and FOLDER_KEY not in st.session_state:
         st.session_state[FOLDER_KEY] = data.requested
     choice = sb.radio("Changer de source", choices, format_func=SOURCE_LABELS.get, key=CHOICE_KEY,
                       on_change=_on_choice)
-    if choice == "local":
+    if not access.offered:
+        sb.caption(FOLDERS_DISABLED)
+    elif choice == "local" and access.free:
         folder = sb.text_input("Chemin du dossier", key=FOLDER_KEY,
                                placeholder="/chemin/vers/bsard (articles.csv, questions_test.csv…)")
         sb.button("Charger ce dossier", key="load_folder", disabled=not (folder or "").strip(), on_click=_load_folder)
+    elif choice == "local":
+        sb.caption("Dossier choisi au démarrage (`BSARD_DATA`) : " + md_escape(access.fixed))
 
 
 # Widget callbacks run before the script, so the new dataset is used by the same run (no rerun,
 # and no button state lost on the way).
 
 def _switch(spec: str) -> None:
+    if not folder_access().allows(spec):  # the sidebar does not offer it; nothing else may
+        return
     failure_memo().forget(data_key(spec))  # an explicit choice is always tried again
     st.session_state[DATA_KEY] = spec
 
 
 def _on_choice() -> None:
     choice = st.session_state.get(CHOICE_KEY)
+    access = folder_access()
     if choice in ("hub", "sample"):
         _switch(choice)
+    elif choice == "local" and not access.free and access.fixed:
+        _switch(access.fixed)  # the one folder offered: no path to type
 
 
 def _load_folder() -> None:
@@ -235,7 +248,11 @@ def upload_limit_bytes() -> int:
     return int(st.get_option("server.maxUploadSize")) * 2**20
 
 
-@st.cache_resource(show_spinner="Lecture et évaluation des runs…", max_entries=16)
+#: Scoreboards kept per process (each holds its files' bytes and evaluations): a few recent ones, an hour.
+SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
+
+
+@st.cache_resource(show_spinner="Lecture et évaluation des runs…", max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
 def _scoreboard(key: tuple, _dataset: Dataset, _files: tuple, split: str, limit: int):  # noqa: ARG001
     from .scoring import score_files
 

@@ -9,9 +9,9 @@ from bsard_demo.highlight import md_escape
 from bsard_demo.render import question_box, upload_refused_notice
 from bsard_demo.report import display_columns, metrics_table, per_question_table, render_table
 from bsard_demo.retrievers import RetrieverSpec
-from bsard_demo.scoring import (BUILTIN_NAME, builtin_run_text, ci_frame, comparison_frame, curve_frame,
+from bsard_demo.scoring import (BUILTIN_NAME, MAX_FILES, builtin_run_text, ci_frame, comparison_frame, curve_frame,
                                 display_metrics, drill_down, filter_categories, metrics_frame, per_question_frame,
-                                problems_frame, to_csv_bytes)
+                                problems_frame, to_csv_bytes, too_many_files)
 
 BUILTIN = "builtin_run"
 WANT_BUILTIN = "builtin_wanted"
@@ -90,13 +90,17 @@ def page() -> None:
         if has_builtin:
             st.button("Retirer le run intégré", key="drop_builtin", on_click=_request, args=(BUILTIN, None))
     with left:
-        uploads = st.file_uploader(f"Fichiers de run (jusqu'à {ui.upload_limit_bytes() // 2**20} Mo chacun)",
+        uploads = st.file_uploader(f"Fichiers de run (jusqu'à {MAX_FILES} fichiers de "
+                                   f"{ui.upload_limit_bytes() // 2**20} Mo chacun)",
                                    accept_multiple_files=True, key="runs")
         st.html(upload_refused_notice(ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
         with st.expander("Formats acceptés et conventions"):
             st.markdown(FORMATS_HELP)
 
-    files = [(u.name, u.getvalue()) for u in (uploads or [])] + _builtin_files(data, split)
+    uploads = list(uploads or [])
+    if len(uploads) > MAX_FILES:  # the extra files are not read (their bytes stay untouched)
+        st.warning(too_many_files([md_escape(u.name) for u in uploads[MAX_FILES:]]), icon=":material/warning:")
+    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]] + _builtin_files(data, split)
     if not files:
         st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer un système intégré (BM25) » "
                 "pour voir la page fonctionner sans fichier.")

@@ -112,12 +112,18 @@ def page() -> None:
                 m1.metric(f"R@{shown_k}", f"{result.scores.recall:.3f}")
                 m2.metric(f"AP@{shown_k}", f"{result.scores.ap:.3f}")
                 m3.metric(f"RR@{shown_k}", f"{result.scores.rr:.3f}")
+                if result.scores.code:
+                    n = result.scores.n_relevant
+                    st.caption(f"Scores calculés sur {'le seul article pertinent' if n == 1 else f'les {n} articles pertinents'} "
+                               f"de ce code (sur {len(set(gold))} pour la question).")
+            elif gold is not None and code:
+                st.caption("Aucun article pertinent de la question dans ce code : pas de score.")
             if not result.hits:
                 st.info("Aucun article.")
             for hit in result.hits:
                 st.html(hit_card(hit, terms))
             if result.missed is not None:
-                st.html(missed_list(result.missed, shown_k, result.depth))
+                st.html(missed_list(result.missed, shown_k, result.depth, result.outside or (), code))
 
 
 ui.ensure_shell()

@@ -1,11 +1,46 @@
-"""Run files for the app tests, made from the bundled sample without any retriever."""
+"""Shared by the app tests: starting ``app.py`` under ``AppTest``, and run files made from the
+bundled sample without any retriever."""
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
 
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from bsard_demo.app_state import ALLOW_FOLDERS_ENV
 from bsard_demo.sources import load_sample
 
 CLI_ENV = {"HF_HUB_OFFLINE": "1"}
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT = 120
+
+
+def set_app_env(monkeypatch, cache: Path, data: str) -> Path:
+    """The app's environment for one test: ``BSARD_DATA=data``, ``BSARD_CACHE=cache`` (made if
+    needed), offline, no ``BSARD_ALLOW_FOLDERS`` (a test that needs it sets it), cwd the repo."""
+    cache.mkdir(exist_ok=True)
+    monkeypatch.setenv("BSARD_DATA", data)
+    monkeypatch.setenv("BSARD_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv(ALLOW_FOLDERS_ENV, raising=False)
+    monkeypatch.chdir(REPO)
+    return cache
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception and no error box on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def start(page: str | None = None) -> AppTest:
+    """``app.py`` run once (then switched to ``page``), checked clean."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert_clean(at)
+    return at
 
 
 def sample_run_trec(seed: int = 0, split: str = "test", depth: int = 150, drop: int = 0) -> str:

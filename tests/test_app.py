@@ -17,40 +17,19 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import CLI_ENV, sample_run_trec
+from _app_helpers import CLI_ENV, REPO, TIMEOUT, assert_clean, sample_run_trec, set_app_env, start
+from bsard_demo.app_state import ALLOW_FOLDERS_ENV
 from bsard_demo.metrics import compute_metrics
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.sources import load_sample
 
-REPO = Path(__file__).resolve().parents[1]
 XSS = "<img src=x onerror=alert(1)>"
-TIMEOUT = 120
 
 
 @pytest.fixture(autouse=True)
 def app_env(monkeypatch, tmp_path_factory):
-    cache = tmp_path_factory.getbasetemp() / "app-cache"  # shared by this session's app tests
-    cache.mkdir(exist_ok=True)
-    monkeypatch.setenv("BSARD_DATA", "sample")
-    monkeypatch.setenv("BSARD_CACHE", str(cache))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.chdir(REPO)
-    return cache
-
-
-def start(page: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
-    at.run()
-    if page:
-        at.switch_page(page)
-        at.run()
-    assert_clean(at)
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    # the cache is shared by this session's app tests
+    return set_app_env(monkeypatch, tmp_path_factory.getbasetemp() / "app-cache", "sample")
 
 
 def hit_cards(at: AppTest) -> list[str]:
@@ -116,13 +95,30 @@ def test_unreachable_hub_falls_back_to_the_sample_with_the_reason(monkeypatch):
     ui.failure_memo().forget(("hub",))
 
 
-def test_switching_to_a_local_folder(tmp_path):
+def small_folder(folder: Path) -> Path:
+    """A local dataset: the sample's first 30 articles and 3 test questions."""
+    folder.mkdir(exist_ok=True)
     ds = load_sample()
-    ds.articles.head(30).to_csv(tmp_path / "articles.csv", index=False)
+    ds.articles.head(30).to_csv(folder / "articles.csv", index=False)
     q = ds.questions("test").head(3).copy()
     q["article_ids"] = [",".join(ids) for ids in q["article_ids"]]
-    q.to_csv(tmp_path / "questions_test.csv", index=False)
+    q.to_csv(folder / "questions_test.csv", index=False)
+    return folder
+
+
+def unmd(body: str) -> str:
+    """Markdown as read: backslash escapes removed."""
+    return re.sub(r"\\(.)", r"\1", body)
+
+
+SOURCES = ["BSARD (hub Hugging Face)", "Échantillon fictif (démo)"]
+
+
+def test_switching_to_a_local_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(ALLOW_FOLDERS_ENV, "1")
+    small_folder(tmp_path)
     at = start()
+    assert at.sidebar.radio(key="data_choice").options == SOURCES + ["Dossier local"]
     at.sidebar.radio(key="data_choice").set_value("local").run()
     at.sidebar.text_input(key="data_folder").input(str(tmp_path)).run()
     at.sidebar.button(key="load_folder").click().run()
@@ -130,6 +126,39 @@ def test_switching_to_a_local_folder(tmp_path):
     side = " ".join(m.value for m in at.sidebar.markdown)
     assert "Dossier local" in side and "30 articles" in side and "3 questions (test)" in side
     assert not any("FICTIFS" in w.value for w in at.warning)
+
+
+def test_no_folder_choice_unless_the_server_allows_it(tmp_path):
+    small_folder(tmp_path)
+    at = start()
+    assert at.sidebar.radio(key="data_choice").options == SOURCES
+    assert not at.sidebar.text_input and not at.sidebar.button
+    assert any("BSARD_ALLOW_FOLDERS=1" in c.value for c in at.sidebar.caption)
+    at.session_state["data_spec"] = str(tmp_path)  # even a forged request does not load it
+    at.run()
+    assert_clean(at)
+    side = " ".join(m.value for m in at.sidebar.markdown)
+    assert "Échantillon fictif" in side and "Dossier local" not in side
+
+
+def test_the_folder_named_by_bsard_data_is_the_only_one_offered(tmp_path, monkeypatch):
+    folder = small_folder(tmp_path / "jeu")
+    monkeypatch.setenv("BSARD_DATA", str(folder))
+    at = start()
+    radio = at.sidebar.radio(key="data_choice")
+    assert radio.options == SOURCES + ["Dossier local"] and radio.value == "local"
+    assert not at.sidebar.text_input  # no path to type
+    assert any(str(folder) in unmd(c.value) for c in at.sidebar.caption)
+    at.session_state["data_spec"] = str(small_folder(tmp_path / "autre"))  # another folder: refused
+    at.run()
+    side = unmd(" ".join(m.value for m in at.sidebar.markdown))
+    assert f"Dossier local : {folder}**" in side and "autre" not in side  # the default stays
+    at.sidebar.radio(key="data_choice").set_value("sample").run()
+    assert "Échantillon fictif" in " ".join(m.value for m in at.sidebar.markdown)
+    at.sidebar.radio(key="data_choice").set_value("local").run()
+    assert_clean(at)
+    side = " ".join(m.value for m in at.sidebar.markdown)
+    assert "Dossier local" in side and "30 articles" in side
 
 
 # --------------------------------------------------------------------------- search page
@@ -248,6 +277,23 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
     assert (row["run A"], row["run B"]) == ("systeme_a.trec", "systeme_b.trec.gz")
     assert row["A gagne"] + row["égalités"] + row["A perd"] == runs["cli"]["questions"]
     assert len(at.get("download_button")) == 4
+
+
+def test_at_most_ten_files_are_scored_the_others_are_not_read():
+    from bsard_demo.scoring import MAX_FILES
+
+    assert MAX_FILES == 10
+    at = start("pages/score.py")
+    uploader = at.file_uploader(key="runs")
+    names = [f"run{i:02d}.trec" for i in range(11)]
+    for i, name in enumerate(names):
+        uploader.upload(name, sample_run_trec(seed=i, depth=5).encode(), "text/plain")
+    at.run()
+    assert not at.exception
+    (warning,) = [unmd(w.value) for w in at.warning if "Au plus 10 fichiers" in w.value]
+    assert "1 fichier(s) en trop n'ont pas été lus (« run10.trec »)" in warning
+    assert list(metrics_df(at).index) == names[:10]
+    assert not any("run10" in s.value for s in at.success)  # the 11th file was neither read nor validated
 
 
 def test_per_question_filter_and_drill_down(runs):

@@ -15,13 +15,14 @@ from bsard_demo.app_state import (ActiveData, BuildOnce, FailureMemo, data_key, 
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
 from bsard_demo.report import metrics_table, render_table
-from bsard_demo.retrievers import Hit, RetrieverSpec
+from bsard_demo.retrievers import Hit, RetrieverSpec, build_retriever
 from bsard_demo.run_files import read_run_bytes
 from bsard_demo.scoring import (BUILTIN_NAME, builtin_run_text, comparison_frame, curve_frame, display_metrics,
                                 drill_down, filter_categories, metrics_frame, per_question_frame, problems_frame,
                                 score_files, unique_names)
+from bsard_demo.render import missed_list
 from bsard_demo.search import (NEW, article_codes, column_specs, example_questions, filter_by_code,
-                               missed_gold, rank_marker, run_search, search_depth)
+                               missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
 from bsard_demo.sources import DataUnavailable, load_sample
 
 
@@ -121,6 +122,41 @@ def test_run_search_code_filter_keeps_only_that_code_ranked_from_one(sample):
     assert [h.article_id for h in cols[0].hits] == in_code[:5]
     assert r.calls == [("q", len(ids))]  # a filter searches the whole corpus
     assert filter_by_code([Hit(ids[0], 1.0)], sample, None) == [Hit(ids[0], 1.0)]
+
+
+def test_code_filter_scores_only_the_gold_articles_of_that_code(sample):
+    code = article_codes(sample)[1]
+    ids = list(sample.articles["id"])
+    in_code = [a for a in sorted(ids) if sample.article(a)["code"] == code]
+    other = [a for a in sorted(ids) if sample.article(a)["code"] != code]
+    assert len(in_code) > 4 and other
+    g1, g2, x = in_code[1], in_code[-1], other[0]
+    r = FakeRetriever("r", [x, g1], ids)  # x (another code) first overall: the filter drops it
+    col = run_search({"R": r}, sample, "q", 3, gold=[x, g1, g2, "nope"], code=code)[0]
+    assert [h.article_id for h in col.hits] == [g1, in_code[0], in_code[2]]
+    # hand-computed on the 2 gold articles of the code: g1 at rank 1, g2 beyond k=3
+    assert (col.scores.recall, col.scores.ap, col.scores.rr) == (0.5, 0.5, 1.0)
+    assert (col.scores.n_relevant, col.scores.code, col.scores.k) == (2, code, 3)
+    assert [(m.article_id, m.rank) for m in col.missed] == [(g2, len(in_code))]
+    assert [(m.article_id, m.rank, m.in_corpus) for m in col.outside] == [(x, None, True), ("nope", None, False)]
+    html = missed_list(col.missed, 3, col.depth, col.outside, code)
+    assert "Articles pertinents de ce code absents du top 3" in html and f"rang {len(in_code)}" in html
+    assert f"id {x}, hors du code filtré" in html and "id nope, absent du corpus" in html
+    assert "au-delà du rang" not in html
+    assert split_gold_by_code([x, g1, x], sample, code) == ([g1], [x])
+    assert split_gold_by_code([x, g1], sample, None) == ([x, g1], [])
+
+
+def test_code_filter_without_gold_in_that_code_gives_no_score(sample):
+    code = article_codes(sample)[1]
+    ids = list(sample.articles["id"])
+    x = next(a for a in ids if sample.article(a)["code"] != code)
+    col = run_search({"R": FakeRetriever("r", [x], ids)}, sample, "q", 3, gold=[x], code=code)[0]
+    assert col.scores is None and col.missed == [] and [m.article_id for m in col.outside] == [x]
+    html = missed_list(col.missed, 3, col.depth, col.outside, code)
+    assert "hors du code filtré" in html and "au-delà" not in html
+    plain = run_search({"R": FakeRetriever("r", [x], ids)}, sample, "q", 3, gold=[x])[0]
+    assert plain.outside is None and plain.scores.recall == 1.0 and plain.scores.code is None
 
 
 def test_k_larger_than_the_corpus_shows_everything(sample):
@@ -273,6 +309,12 @@ def test_hybrid_is_composed_from_shared_parts(sample, tmp_path, monkeypatch):
     assert get_retriever(reg, data, spec) is hybrid
     hits = hybrid.search("garantie locative", 5)
     assert len(hits) == 5 and hybrid.name.startswith("hybrid rrf k=10")
+    # the same hybrid as the library's own assembly (registry.build_retriever), options and all
+    direct = build_retriever(spec, sample)
+    assert hybrid.name == direct.name and hybrid.search("garantie locative", 50) == direct.search("garantie locative", 50)
+    weighted = RetrieverSpec("hybrid", {"retrievers": parts, "method": "weighted", "alpha": 0.8})
+    assert get_retriever(reg, data, weighted).retrievers[1] is get_retriever(reg, data, parts[1])
+    assert (get_retriever(reg, data, weighted).search("bail", 30) == build_retriever(weighted, sample).search("bail", 30))
 
 
 # --------------------------------------------------------------------------- scoring

@@ -29,15 +29,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import sample_run_trec
+from _app_helpers import REPO, TIMEOUT, sample_run_trec, set_app_env, start
 from _hostile_data import (BOLD_MD, CATEGORY, EVIL_ARTICLE, EVIL_QID, IMG, LONG, MARKUP, QUESTION, RUN_IMG, RUN_MD,
                            SCRIPT, SVG, articles, questions, run_json, run_trec, write_dataset)
 from bsard_demo.highlight import md_escape, query_terms
 from bsard_demo.render import breadcrumb, hit_card, missed_list, question_box, upload_refused_notice
 from bsard_demo.search import MissedGold, RankMarker, ShownHit
 
-REPO = Path(__file__).resolve().parents[1]
-TIMEOUT = 120
 FOLDER = f"données {IMG} {BOLD_MD}"
 #: What ``bsard_demo.render`` may emit: (tag, allowed attributes).
 ALLOWED = {"div": {"class", "data-article", "role", "title"}, "span": {"class", "title"}, "mark": set(), "details": set(),
@@ -156,22 +154,7 @@ def hostile_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(autouse=True)
 def app_env(monkeypatch, tmp_path_factory, hostile_dir):
-    cache = tmp_path_factory.getbasetemp() / "xss-cache"
-    cache.mkdir(exist_ok=True)
-    monkeypatch.setenv("BSARD_DATA", str(hostile_dir))
-    monkeypatch.setenv("BSARD_CACHE", str(cache))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.chdir(REPO)
-    return cache
-
-
-def start(page: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception and not at.error, [e.value for e in at.exception] + [e.value for e in at.error]
-    return at
+    return set_app_env(monkeypatch, tmp_path_factory.getbasetemp() / "xss-cache", str(hostile_dir))
 
 
 def cards(at: AppTest) -> dict[str, str]:
@@ -222,6 +205,13 @@ def test_search_page_shows_every_hostile_field_as_text(hostile_dir):
     at.selectbox(key="code").select(code).run()
     assert_no_live_markup(at)
     assert any(unmd(c.value) == f"Filtre : seuls les articles du code « {code} » sont classés." for c in at.caption)
+    codes = {a["id"]: a["code"] for a in articles()}
+    outside = [a for a in gold if codes.get(a) != code]
+    assert outside  # the hostile question has gold articles of other codes: listed apart, by their hostile reference
+    missed = [html_text(f) for f in html_bodies(at) if f.startswith('<div class="bsard-missed"')]
+    assert len(missed) == 1 and f"Articles pertinents hors du code filtré « {code} »" in missed[0]
+    for a in outside:
+        assert f"{reference[a] or 'Article ' + a} (id {a}, {'hors du code filtré' if a in codes else 'absent du corpus'})" in missed[0]
 
 
 def test_typed_long_hostile_question(hostile_dir):
@@ -308,6 +298,7 @@ def test_each_renderer_keeps_a_payload_as_text(payload):
                    text=f"garantie {payload} " * 30, gold=True, marker=RankMarker("up", 2))
     fragments = [hit_card(hit, query_terms(payload + " garantie"), preview_chars=40),
                  missed_list([MissedGold(payload, payload, 3, True), MissedGold(payload, "", None, False)], 1, 10),
+                 missed_list([], 1, 10, [MissedGold(payload, payload, None, True)], payload),
                  question_box(payload, query_terms(payload)), breadcrumb([payload, payload])]
     for fragment in fragments:
         p = parse(fragment)
