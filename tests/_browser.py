@@ -222,3 +222,46 @@ def table_cells(table) -> list[str]:
     """The cell texts of a Streamlit dataframe (Glide draws on a canvas; its accessible table
     mirror holds the text)."""
     return [c.inner_text().strip() for c in table.locator("td, [role='gridcell']").all()]
+
+
+# -- pytest fixtures' bodies, shared by the browser test files (pytest imported lazily: the
+# -- bench scripts use this module without it) ---------------------------------------------
+
+def require_browser() -> None:
+    """Skip without Chromium, or fail when ``BSARD_REQUIRE_BROWSER=1`` (CI) asks for it."""
+    import pytest
+
+    reason = browser_missing()
+    if reason is None:
+        return
+    if os.environ.get("BSARD_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"BSARD_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+def serve_app(data: str, tmp_path_factory):
+    """Generator for a module fixture: the URL of ``streamlit run app.py`` on ``data`` with a
+    fresh cache; the server is always stopped, a server that fails to start fails the test."""
+    import pytest
+
+    require_browser()
+    app = AppServer(app_env(data, tmp_path_factory.mktemp("cache")), tmp_path_factory.mktemp("log") / "streamlit.log")
+    try:
+        with app:
+            yield app.url
+    except ServerError as exc:
+        pytest.fail(str(exc))
+
+
+def browser_context(tmp_path_factory):
+    """Generator for a module fixture: a Chromium context with a fresh profile (1440×1000, fr-BE)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), **chromium_options(),
+            viewport={"width": 1440, "height": 1000}, locale="fr-BE")
+        try:
+            yield context
+        finally:
+            context.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from _app_helpers import CLI_ENV, sample_run_trec
-from _browser import REPO, STEP_MS, AppServer, ServerError, app_env, browser_missing, chromium_options, table_cells
+from _browser import REPO, STEP_MS, browser_context, serve_app, table_cells
 from _browser import choose as _choose
 from _browser import wait_idle as _wait_idle
 
@@ -26,41 +26,15 @@ ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOTS = REPO / "docs" / "screenshots"
 
 
-def _require_browser() -> None:
-    reason = browser_missing()
-    if reason is None:
-        return
-    if os.environ.get("BSARD_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"BSARD_REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A ``streamlit run app.py`` on a free port with the sample and a fresh cache; always stopped."""
-    _require_browser()
-    cache = tmp_path_factory.mktemp("cache")
-    log = tmp_path_factory.mktemp("log") / "streamlit.log"
-    app = AppServer(app_env("sample", cache), log)
-    try:
-        with app:
-            yield app.url
-    except ServerError as exc:
-        pytest.fail(str(exc))
+    yield from serve_app("sample", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def browser(server, tmp_path_factory):
-    from playwright.sync_api import sync_playwright
-
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(profile), **chromium_options(), viewport={"width": 1440, "height": 1000}, locale="fr-BE")
-        try:
-            yield context
-        finally:
-            context.close()
+    yield from browser_context(tmp_path_factory)
 
 
 def _screenshot(page, name: str) -> Path:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from _browser import STEP_MS, AppServer, ServerError, app_env, chromium_options, choose, table_cells, wait_idle
+from _browser import STEP_MS, browser_context, choose, serve_app, table_cells, wait_idle
 from _hostile_data import (BOLD_MD, CATEGORY, IMG, LONG, QUESTION, RUN_IMG, RUN_MD, SCRIPT, SVG, articles, questions,
                            run_trec, write_dataset)
-from test_browser import ARTIFACTS, _require_browser
+from test_browser import ARTIFACTS
 
 #: Elements or attributes that exist only if a payload was parsed as markup.
 LIVE_MARKUP = ("img[src='x'], [data-testid='stApp'] script, svg[onload], a[href^='javascript'], [onerror], [onload], "
@@ -35,27 +35,12 @@ def hostile(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(hostile, tmp_path_factory):
-    _require_browser()
-    app = AppServer(app_env(str(hostile), tmp_path_factory.mktemp("cache")), tmp_path_factory.mktemp("log") / "streamlit.log")
-    try:
-        with app:
-            yield app.url
-    except ServerError as exc:
-        pytest.fail(str(exc))
+    yield from serve_app(str(hostile), tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def browser(server, tmp_path_factory):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), **chromium_options(),
-            viewport={"width": 1440, "height": 1000}, locale="fr-BE")
-        try:
-            yield context
-        finally:
-            context.close()
+    yield from browser_context(tmp_path_factory)
 
 
 @pytest.fixture
