@@ -21,6 +21,14 @@ Progress = Callable[[int, int, str], None]
 DEFAULT_DEPTH = 1000
 
 
+def clip_k(k: int, size: int | None) -> int:
+    """``k`` as an int, at most ``size`` (no cap when ``size`` is falsy); ``ValueError`` below 1."""
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    return min(k, size) if size else k
+
+
 @dataclass(frozen=True)
 class Hit:
     """One ranked article: its id (a string, as in the dataset) and the retriever's score."""

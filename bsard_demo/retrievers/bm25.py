@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, Analyzer, article_texts
-from .base import Hit, Progress, id_ranks, rank_all
+from .base import Hit, Progress, clip_k, id_ranks, rank_all
 
 ENGINES = ("bm25s", "rank_bm25")
 METHODS = ("lucene", "robertson")
@@ -188,7 +188,7 @@ class BM25Retriever:
         return self.search_many([question], k)[0]
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
-        k = _check_k(k, self.size)
+        k = clip_k(k, self.size)
         tokens = [self.analyzer.tokens(q) for q in questions]
         out: list[list[Hit]] = []
         for start in range(0, len(tokens), _QUERY_BATCH):
@@ -231,13 +231,6 @@ def _bm25s_index(tokens: list[list[str]], settings: BM25Settings, progress: Prog
     index.index(tokens, show_progress=False)  # pre-tokenised: bm25s does not re-tokenise
     _report(progress, 1, 1, "indexing (bm25s)")
     return index
-
-
-def _check_k(k: int, size: int) -> int:
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"k must be at least 1, not {k}")
-    return min(k, size)
 
 
 def _report(progress: Progress | None, done: int, total: int, message: str) -> None:

@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from .base import Hit, Progress, id_ranks, rank_all
+from .base import Hit, Progress, clip_k, id_ranks, rank_all
 from .encoders import (
     CHUNK_OVERLAP, CHUNKING_VERSION, DEFAULT_ENCODER, DEFAULT_POOLING, POOLINGS, Encoder, embed_documents, normalize_rows,
     resolve_encoder,
@@ -120,10 +120,7 @@ class DenseRetriever:
         return self.search_many([question], k)[0]
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
-        k = int(k)
-        if k < 1:
-            raise ValueError(f"k must be at least 1, not {k}")
-        k = min(k, self.size)
+        k = clip_k(k, self.size)
         questions = [str(q) for q in questions]
         if not questions:
             return []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .base import DEFAULT_DEPTH, Hit, Retriever
+from .base import DEFAULT_DEPTH, Hit, Retriever, clip_k
 
 FUSION_METHODS = ("rrf", "weighted")
 NORMALISATIONS = ("minmax", "none")
@@ -144,11 +144,7 @@ class HybridRetriever:
         return self.search_many([question], k)[0]
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
-        k = int(k)
-        if k < 1:
-            raise ValueError(f"k must be at least 1, not {k}")
-        if self.corpus_size:
-            k = min(k, self.corpus_size)
+        k = clip_k(k, self.corpus_size)
         depth = self._depth(k)
         per_retriever = [r.search_many(list(questions), depth) for r in self.retrievers]
         return [self.fuse([runs[i] for runs in per_retriever], k) for i in range(len(questions))]
