@@ -7,7 +7,10 @@ Conventions:
   trec_eval does); :attr:`Evaluation.unlabelled_questions` counts them (BSARD has none);
 - the run's order is taken as given (see :mod:`bsard_demo.run` for how files are ordered);
 - values equal ``trec_eval -c -M k`` (``recall_k``, ``map_cut_k``, ``recip_rank``) on the run
-  cut to its top k, which the tests check with pytrec_eval.
+  cut to its top k, which the tests check with pytrec_eval;
+- ``ndcg@10`` (binary gains, :func:`bsard_demo.metrics.ndcg_from_positions`) equals trec_eval's
+  ``ndcg_cut_10``; it does not depend on ``ks``. It is an *extra* column, added when asked for
+  (``evaluate(..., extra=("ndcg@10",))``) or by default when :data:`DEFAULT_EXTRA` holds it.
 """
 from __future__ import annotations
 
@@ -17,10 +20,14 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .metrics import gold_positions, metrics_from_positions
+from .metrics import gold_positions, metrics_from_positions, ndcg_from_positions
 
 DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
 METRICS = ("recall", "map", "mrr")
+#: Measures computed beside the cutoff metrics, independent of ``ks``, in column order.
+EXTRA_MEASURES: tuple[str, ...] = ("ndcg@10",)
+#: The extra measures :func:`evaluate` adds when ``extra`` is not given.
+DEFAULT_EXTRA: tuple[str, ...] = ()
 
 
 def metric_columns(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
@@ -61,12 +68,24 @@ class Evaluation:
         return {**self.means, "missing_questions": self.missing_questions, "unknown_questions": self.unknown_questions}
 
 
-def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], ks: Sequence[int] = DEFAULT_KS) -> Evaluation:
-    """Score ``run`` (question id → ranked article ids) against ``qrels`` at each cutoff in ``ks``."""
+def _extra_measures(extra: Sequence[str] | None) -> list[str]:
+    chosen = DEFAULT_EXTRA if extra is None else tuple(extra)
+    unknown = [m for m in chosen if m not in EXTRA_MEASURES]
+    if unknown:
+        raise ValueError(f"unknown extra measure(s) {', '.join(map(repr, unknown))}; known: {', '.join(EXTRA_MEASURES)}")
+    return [m for m in EXTRA_MEASURES if m in chosen]
+
+
+def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], ks: Sequence[int] = DEFAULT_KS,
+             *, extra: Sequence[str] | None = None) -> Evaluation:
+    """Score ``run`` (question id → ranked article ids) against ``qrels`` at each cutoff in ``ks``,
+    plus the ``extra`` measures (names from :data:`EXTRA_MEASURES`; default :data:`DEFAULT_EXTRA`),
+    whose columns follow the cutoff metrics in :data:`EXTRA_MEASURES` order."""
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1:
         raise ValueError("cutoffs must be positive integers")
-    cols = metric_columns(ks)
+    extras = _extra_measures(extra)
+    cols = metric_columns(ks) + extras
     rows = []
     index = []
     missing = 0
@@ -85,6 +104,8 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
         for k in ks:
             r, ap, rr = metrics_from_positions(pos, len(rel), k)
             vals[f"recall@{k}"], vals[f"map@{k}"], vals[f"mrr@{k}"] = r, ap, rr
+        if extras:  # only ndcg@10 so far
+            vals["ndcg@10"] = ndcg_from_positions(pos, len(rel), 10)
         vals.update(n_relevant=len(rel), n_retrieved=len(ranking), missing=qid not in run)
         rows.append(vals)
         index.append(qid)

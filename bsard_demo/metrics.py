@@ -5,11 +5,16 @@
 - AP@k = sum over ranks i <= k holding a relevant doc of (hits so far / i), divided by |rel|
 - RR@k = 1 / rank of the first relevant doc in top k, else 0
 
+Beside them, nDCG@k as MTEB and most papers quote it (``trec_eval -m ndcg_cut.k``), binary gains:
+- DCG@k = sum over ranks i <= k holding a relevant doc of 1 / log2(i + 1)
+- nDCG@k = DCG@k / IDCG@k, IDCG@k = sum over i = 1 … min(|rel|, k) of 1 / log2(i + 1)
+
 A relevant doc repeated in ``ranked`` counts at its first rank only (runs read by
 :mod:`bsard_demo.run` never repeat a doc). A question with no relevant doc scores 0 everywhere.
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable, Sequence
 
 
@@ -35,6 +40,25 @@ def metrics_from_positions(positions: Sequence[int], n_relevant: int, k: int) ->
     ap = sum(j / p for j, p in enumerate(inside, start=1)) / n_relevant
     rr = 1.0 / inside[0] if inside else 0.0
     return recall, ap, rr
+
+
+def ndcg_from_positions(positions: Sequence[int], n_relevant: int, k: int = 10) -> float:
+    """nDCG@k with binary gains from the sorted ranks of the relevant docs found (any depth), as
+    trec_eval's ``ndcg_cut_k`` computes it: discount ``1 / log2(rank + 1)``, ideal ranking = all
+    relevant docs first. A question with no relevant doc scores 0."""
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    if n_relevant == 0:
+        return 0.0
+    dcg = sum(1.0 / math.log2(p + 1) for p in positions if p <= k)
+    idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(n_relevant, k) + 1))
+    return dcg / idcg
+
+
+def compute_ndcg(relevant_docs: Iterable[str], ranked_docs: Sequence[str], k: int = 10) -> float:
+    """nDCG@k (binary gains) of one question; a repeated doc counts at its first rank only."""
+    rel = set(relevant_docs)
+    return ndcg_from_positions(gold_positions(rel, ranked_docs[:k]), len(rel), k)
 
 
 def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str], k: int = 100) -> tuple[float, float, float]:
