@@ -176,7 +176,7 @@ def read_csv_table(data: bytes, *, source: str) -> pd.DataFrame:
     try:
         df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
     except (pd.errors.ParserError, ValueError) as exc:
-        raise DataError(f"{source}: not a readable CSV ({_first_line(exc)})") from None
+        raise DataError(f"{source}: not a readable CSV ({first_line(exc, with_type=False)})") from None
     if not isinstance(df.index, pd.RangeIndex):  # pandas made the surplus leading fields an index
         raise DataError(f"{source}: not a readable CSV (every row has more fields than the header line)")
     return df
@@ -251,5 +251,13 @@ def _lines(index_positions: list[int]) -> str:
     return ", ".join(lines) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def first_line(exc: BaseException, *, limit: int = 300, with_type: bool = True) -> str:
+    """The first line of ``exc``'s message (at most ``limit`` characters) for a one-line error:
+    ``"ValueError: bad value"``, or without the type name when ``with_type`` is false; the type
+    name alone when the message is empty."""
+    text = str(exc).strip()
+    name = type(exc).__name__
+    if not text:
+        return name
+    line = text.splitlines()[0][:limit]
+    return f"{name}: {line}" if with_type else line

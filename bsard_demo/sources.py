@@ -18,7 +18,7 @@ from typing import Callable, TypeVar
 
 import pandas as pd
 
-from .dataset import DataError, Dataset, normalize_articles, normalize_questions, read_csv_table
+from .dataset import DataError, Dataset, first_line, normalize_articles, normalize_questions, read_csv_table
 
 HUB_REPO_ID = "maastrichtlawtech/bsard"
 HUB_FILES = ("articles.csv", "questions_train.csv", "questions_test.csv")
@@ -188,7 +188,7 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
                 reason, cause = "the hub is unreachable and the file is not in the local cache", "offline"
             else:
                 timed_out = isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower()
-                reason, cause = _first_line(exc), "timeout" if timed_out else "error"
+                reason, cause = first_line(exc), "timeout" if timed_out else "error"
             raise DataUnavailable(f"cannot download {name} from the Hugging Face hub ({HUB_REPO_ID}): {reason}", cause) from None
     try:
         articles = normalize_articles(_read(paths["articles.csv"]), source="hub articles.csv") if need_corpus else None
@@ -236,9 +236,3 @@ def _read(path: Path) -> pd.DataFrame:
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return read_csv_table(data, source=str(path))
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    name = type(exc).__name__
-    return f"{name}: {text.splitlines()[0][:300]}" if text else name

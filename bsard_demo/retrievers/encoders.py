@@ -51,6 +51,7 @@ from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ..dataset import first_line
 from .base import Progress
 
 #: Short names offered in the UI and CLI, with a one-line description.
@@ -234,7 +235,7 @@ def _locate(model_id_or_path: str) -> tuple[str, bool]:
     except RepositoryNotFoundError:
         raise EncoderUnavailable(f"no model '{spec}' on the Hugging Face hub (or it is private/gated); {OFFLINE_CHOICES}") from None
     except Exception as exc:  # noqa: BLE001 - any network failure means "unavailable here"
-        raise EncoderUnavailable(f"cannot reach the Hugging Face hub to load '{spec}' ({_first_line(exc)}); {OFFLINE_CHOICES}") from None
+        raise EncoderUnavailable(f"cannot reach the Hugging Face hub to load '{spec}' ({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
     return spec, False
 
 
@@ -245,7 +246,7 @@ def _load_st(target: str, local: bool):
     try:
         return SentenceTransformer(target, device="cpu", local_files_only=local)
     except Exception as exc:  # noqa: BLE001 - report any loading failure as unavailable
-        raise EncoderUnavailable(f"cannot load the sentence-transformers model '{target}' ({_first_line(exc)}); {OFFLINE_CHOICES}") from None
+        raise EncoderUnavailable(f"cannot load the sentence-transformers model '{target}' ({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
 
 
 class SentenceTransformerEncoder:
@@ -429,9 +430,3 @@ def pool_chunks(vectors: np.ndarray, owner: np.ndarray, n: int, pooling: str) ->
     else:
         raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
     return normalize_rows(pooled)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    name = type(exc).__name__
-    return f"{name}: {text.splitlines()[0][:200]}" if text else name
