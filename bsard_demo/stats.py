@@ -9,10 +9,20 @@ Conventions:
   (:func:`scipy.stats.bootstrap`); p-values are two-sided and always lie in [0, 1], never NaN;
 - :func:`compare_runs` corrects for multiple comparisons with Holm–Bonferroni, per test, over
   all pairs of runs, and calls a difference significant when the Holm-adjusted *permutation*
-  p-value is below ``alpha``.
+  p-value is below ``alpha``;
+- :func:`compare_measure` is the one entry point of the CLI ``compare`` command and the Score
+  page: the same table as :func:`compare_runs` plus the per-run means, as a :class:`Comparison`.
+
+The permutation test (:func:`paired_permutation_test`) in one sentence, as the CLI and page state
+it: two-sided paired sign-flip randomization test of the sum of the per-question differences,
+zero differences dropped; exact (all ``2**m`` sign vectors) when ``2**m <= n_resamples``, otherwise
+``n_resamples`` (default 10,000) random sign vectors from ``numpy.random.default_rng(seed)``
+(default seed 0, the same for every pair) with ``p = (1 + #{|T*| >= |T|}) / (1 + n_resamples)``.
+Wins, ties and losses use an absolute tolerance of 1e-12 (:func:`win_tie_loss`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Mapping, Sequence
 
@@ -212,6 +222,61 @@ def compare_runs(per_question: Mapping[str, pd.Series], *, n_resamples: int = 10
         table["significant"] = table["p_permutation_holm"] < alpha
     table["significant"] = table["significant"].astype(bool)
     return table
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Result of :func:`compare_measure`: the runs' means on ``measure`` (input order) and the
+    :func:`compare_runs` table of every pair (``pairs``, columns :data:`COMPARISON_COLUMNS`)."""
+
+    measure: str
+    questions: int
+    runs: dict[str, float]
+    pairs: pd.DataFrame
+    n_resamples: int
+    seed: int
+    alpha: float
+
+    def pair_records(self) -> list[dict]:
+        """The pairs as plain-Python dicts (JSON-ready), in :data:`COMPARISON_COLUMNS` order."""
+        out = []
+        for row in self.pairs.itertuples(index=False):
+            rec = dict(zip(COMPARISON_COLUMNS, row))
+            for key in ("mean_a", "mean_b", "diff", "p_permutation", "p_ttest", "p_permutation_holm", "p_ttest_holm"):
+                rec[key] = float(rec[key])
+            for key in ("wins", "ties", "losses"):
+                rec[key] = int(rec[key])
+            rec["run_a"], rec["run_b"], rec["significant"] = str(rec["run_a"]), str(rec["run_b"]), bool(rec["significant"])
+            out.append(rec)
+        return out
+
+    def to_dict(self) -> dict:
+        """``{"questions", "measure", "runs", "pairs", "permutation"}``; the CLI adds dataset and split."""
+        return {
+            "questions": self.questions, "measure": self.measure, "runs": dict(self.runs), "pairs": self.pair_records(),
+            "permutation": {"n_resamples": self.n_resamples, "seed": self.seed, "alpha": self.alpha,
+                            "p": "(1 + #{|T*| >= |T|}) / (1 + n_resamples); exact when 2**m <= n_resamples"},
+        }
+
+
+def compare_measure(per_question: Mapping[str, pd.Series | pd.DataFrame], measure: str, *, n_resamples: int = 10000,
+                    seed: int = 0, alpha: float = 0.05) -> Comparison:
+    """Compare runs on ``measure``: each value of ``per_question`` is a run's per-question Series
+    of that measure, or its :attr:`bsard_demo.evaluation.Evaluation.per_question` frame (the
+    ``measure`` column is taken). Pairs in input order (A before B), tested by :func:`compare_runs`.
+    Raises ValueError for a frame without the column, or runs not on the same questions."""
+    series = {}
+    for name, values in per_question.items():
+        if isinstance(values, pd.DataFrame):
+            if measure not in values.columns:
+                raise ValueError(f"run {name!r}: no measure {measure!r} (have {', '.join(map(str, values.columns))})")
+            values = values[measure]
+        series[str(name)] = values
+    aligned = _aligned(series)
+    table = compare_runs(aligned, n_resamples=n_resamples, seed=seed, alpha=alpha)
+    means = {name: (float(s.to_numpy(dtype=float).mean()) if len(s) else 0.0) for name, s in aligned.items()}
+    questions = len(next(iter(aligned.values()))) if aligned else 0
+    return Comparison(measure, questions, means, table, n_resamples, seed, alpha)
 
 
 def metric_table_with_ci(per_question_by_run: Mapping[str, pd.DataFrame], metrics: Sequence[str], *,
