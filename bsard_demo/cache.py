@@ -9,20 +9,30 @@ content and settings), so a changed corpus or setting never reuses a stale entry
   never see half an entry and two concurrent builders cannot interleave files.
 - :func:`load` checks every file against the manifest; a missing, truncated or corrupt entry is
   removed and reported as absent (``None``), so the caller rebuilds.
+- Read-only index bundles (:mod:`bsard_demo.bundles`) made active with :func:`set_bundles` are
+  consulted first by :func:`load_or_build`; this module never writes into them. Their entries
+  have the same ``<kind>/<key>/`` layout.
+- Every entry :func:`load_or_build` hands out is recorded (per process, thread-safe) so that
+  :func:`bsard_demo.bundles.export_bundle` can copy the entries a build used
+  (:func:`used_entries`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
+import threading
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, TypeVar
+from typing import Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 T = TypeVar("T")
 MANIFEST = "manifest.json"
+_log = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
@@ -40,6 +50,11 @@ def fingerprint(texts: Iterable[str], settings: Mapping[str, object]) -> str:
         h.update(len(b).to_bytes(8, "little"))
         h.update(b)
     return h.hexdigest()[:24]
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks."""
+    return _sha256(path)
 
 
 def _sha256(path: Path) -> str:
@@ -100,16 +115,99 @@ def verify(folder: Path) -> bool:
     inside ``folder`` (e.g. ``../x`` or a device, which could be read forever), gives False."""
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
-        for name, meta in manifest["files"].items():
-            rel = Path(name)
-            p = folder / rel
-            if rel.is_absolute() or ".." in rel.parts or p.is_symlink() or not p.is_file():
-                return False
-            if p.stat().st_size != meta["size"] or _sha256(p) != meta["sha256"]:
-                return False
-        return True
+        return check_files(folder, manifest["files"]) is None
     except Exception:  # noqa: BLE001 - any malformed manifest means "damaged"
         return False
+
+
+def check_files(folder: Path, files: Mapping[str, Mapping[str, object]], *, follow_links: bool = False) -> str | None:
+    """``None`` when every file named in ``files`` (relative path → ``{"size", "sha256"}``) is a
+    regular file inside ``folder`` with that size and sha256, else a short description of the
+    first problem ("missing file x", "size of x differs", ...). Sizes are checked for all files
+    before any is hashed, so a partial copy is found cheaply. ``follow_links`` accepts symbolic
+    links to regular files (the Hugging Face cache stores snapshots as links to blobs). Never
+    raises."""
+    try:
+        paths = []
+        for name, meta in files.items():
+            rel = Path(name)
+            p = folder / rel
+            if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+                return f"bad file name {name!r}"
+            if (p.is_symlink() and not follow_links) or not p.is_file():
+                return f"missing file {name}" if not os.path.lexists(p) else f"{name} is not a regular file"
+            if p.stat().st_size != int(meta["size"]):
+                return f"size of {name} differs ({p.stat().st_size} bytes, {int(meta['size'])} expected)"
+            paths.append((name, p, str(meta["sha256"])))
+        for name, p, digest in paths:
+            if _sha256(p) != digest:
+                return f"checksum of {name} differs"
+        return None
+    except Exception as exc:  # noqa: BLE001 - unreadable, malformed: a problem, not a crash
+        return f"cannot check the files ({type(exc).__name__}: {exc})"
+
+
+# ------------------------------------------------------------------ read-only bundles, usage log
+
+class BundleSource(Protocol):
+    """What :func:`load_or_build` needs from an active index bundle (see :mod:`bsard_demo.bundles`)."""
+
+    label: str
+
+    def lookup(self, kind: str, key: str, *, what: str = "", describe: Mapping[str, object] | None = None
+               ) -> tuple[Path | None, str | None]:
+        """``(folder, None)`` for a sound entry ``kind/key``; else ``(None, note)`` where ``note``
+        is a one-line explanation (missing, damaged, another corpus...), or ``None`` to stay quiet."""
+
+
+@dataclass(frozen=True)
+class UsedEntry:
+    """An index entry handed out by :func:`load_or_build` in this process. ``source``:
+    ``"bundle"``, ``"cache"`` (loaded), ``"built"`` (built and stored) or ``"unsaved"`` (built,
+    the cache could not be written: ``path`` is ``None``)."""
+
+    kind: str
+    key: str
+    path: Path | None
+    what: str
+    source: str
+    describe: Mapping[str, object] = field(default_factory=dict)
+
+
+_lock = threading.Lock()
+_bundles: tuple[BundleSource, ...] = ()
+_used: dict[tuple[str, str], UsedEntry] = {}
+
+
+def set_bundles(bundles: Sequence[BundleSource]) -> None:
+    """Make ``bundles`` (in order of preference; empty: none) the active index bundles of this
+    process, consulted by every :func:`load_or_build` before the cache."""
+    global _bundles
+    with _lock:
+        _bundles = tuple(bundles)
+
+
+def active_bundles() -> tuple[BundleSource, ...]:
+    with _lock:
+        return _bundles
+
+
+def used_entries() -> list[UsedEntry]:
+    """Entries handed out so far in this process, first use first (one per ``kind/key``)."""
+    with _lock:
+        return list(_used.values())
+
+
+def forget_used() -> None:
+    """Empty the :func:`used_entries` log (e.g. before building what is to be exported)."""
+    with _lock:
+        _used.clear()
+
+
+def _record(entry: UsedEntry) -> None:
+    with _lock:
+        _used.pop((entry.kind, entry.key), None)
+        _used[(entry.kind, entry.key)] = entry
 
 
 def load(kind: str, key: str, read: Callable[[Path], T], root: Path | None = None,
@@ -144,27 +242,66 @@ def load(kind: str, key: str, read: Callable[[Path], T], root: Path | None = Non
 def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Callable[[], T],
                   write: Callable[[T, Path], None], what: str, use_cache: bool = True,
                   root: Path | None = None, notice: Callable[[str], None] | None = None,
-                  progress: Callable[[int, int, str], None] | None = None) -> T:
-    """Entry ``kind/key`` read with ``read`` when cached and sound, else ``build()`` it and store
-    it with ``write(value, folder)``. ``what`` names the entry in progress messages ("BM25
-    index"). A cache that cannot be written is reported through ``notice``; the value is
-    returned anyway and rebuilt next time."""
+                  progress: Callable[[int, int, str], None] | None = None,
+                  describe: Mapping[str, object] | None = None) -> T:
+    """Entry ``kind/key`` read with ``read`` from an active index bundle (:func:`set_bundles`)
+    or the cache when there and sound, else ``build()`` it and store it in the cache with
+    ``write(value, folder)``. ``what`` names the entry in progress messages ("BM25 index");
+    ``describe`` (optional, JSON-able: e.g. ``{"corpus": {...}, "settings": {...}}``) is kept in
+    :func:`used_entries` and lets a bundle say why it has no such entry. A bundle that lacks the
+    entry or holds a damaged one is reported through ``notice`` (one line) and the usual path
+    runs; a bundle is only ever read. A cache that cannot be written is reported through
+    ``notice``; the value is returned anyway and rebuilt next time. ``use_cache=False`` skips
+    bundles and cache alike."""
     def report(done: int, message: str) -> None:
         if progress is not None:
             progress(done, 1, message)
 
+    def say(message: str) -> None:
+        if notice is not None:
+            notice(message)
+        else:
+            _log.warning("%s", message)
+
+    info = dict(describe or {})
     if use_cache:
+        for bundle in active_bundles():
+            try:
+                folder, note = bundle.lookup(kind, key, what=what, describe=info)
+            except Exception as exc:  # noqa: BLE001 - a broken bundle must never stop a build
+                folder, note = None, f"index bundle {getattr(bundle, 'label', '?')}: cannot be read ({_first_line(exc)}); using the cache or building instead"
+            if folder is None:
+                if note:
+                    say(note)
+                continue
+            try:
+                value = read(folder)
+            except Exception as exc:  # noqa: BLE001 - any failure to read means: not from this bundle
+                say(f"index bundle {bundle.label}: its {what} ({kind}/{key}) cannot be read "
+                    f"({_first_line(exc)}); using the cache or building instead")
+                continue
+            _record(UsedEntry(kind, key, folder, what, "bundle", info))
+            report(1, f"loaded {what} from the index bundle")
+            return value
         loaded = load(kind, key, read, root=root, notice=notice)
         if loaded is not None:
+            _record(UsedEntry(kind, key, entry_path(kind, key, root), what, "cache", info))
             report(1, f"loaded cached {what}")
             return loaded
     value = build()
     if use_cache:
         report(0, f"saving {what}")
         try:
-            store(kind, key, lambda folder: write(value, folder), root=root)
+            path = store(kind, key, lambda folder: write(value, folder), root=root)
+            _record(UsedEntry(kind, key, path, what, "built", info))
         except OSError as exc:
+            _record(UsedEntry(kind, key, None, what, "unsaved", info))
             if notice:
                 notice(f"could not save the {what} to the cache ({exc.strerror or exc}); it will be rebuilt next time")
         report(1, f"saving {what}")
     return value
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__
