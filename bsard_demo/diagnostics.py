@@ -1,0 +1,339 @@
+"""BSARD-aware checks of a run: wrong runs that would otherwise score quietly (pure functions).
+
+Each check returns a :class:`Finding` (a warning with a one-line hint and the figure that shows
+it) or ``None``. They take plain data, not files: rankings ``{qid: [article id, ...]}`` in the
+order the run is scored in, the gold of the split ``{qid: {article id, ...}}``, the corpus ids
+or size when known, the question ids of the dataset's other splits, and, for
+:func:`check_scores_ascending`, each question's ``(rank, score)`` pairs in *file* order.
+:func:`check_run` runs them all.
+
+Decisions (the numbers hold for any corpus, not tuned to BSARD or the sample):
+
+- **Depth.** Chance and skill can only be told apart when a random ranking rarely hits the gold.
+  The checks look at the top ``d = min(100, max(1, N // 20))`` of each ranking (``N`` = corpus
+  size): 100 on BSARD (22,633 articles); on a small corpus (the 220-article sample: 11) a
+  single-gold question has at most a 5 % chance of a hit at random. ``ids_shifted`` reports the
+  R@100 the shifted run would have in any case.
+- **ids_shifted** (numeric gold ids only, compared as canonical integers): the gold is shifted
+  by ``-s`` for ``s`` in (-1, +1), which matches run ids shifted by ``+s`` without rewriting the
+  run. It fires for the better shift when (1) its recall@d is at least :data:`SHIFT_RATIO` (2)
+  times the unshifted one, (2) at least :data:`SHIFT_MIN_RECALL` (0.05) in absolute terms, and
+  (3) a one-sided sign test over questions (shift better vs worse) gives p < :data:`SHIFT_P`
+  (0.001), so that noise on a handful of questions never fires. An honest run scores its exact
+  ids best; neighbouring articles (often relevant together in BSARD) make the unshifted recall
+  of a shifted perfect run about 0.25 on the real test labels, hence a ratio rather than "≈ 0".
+- **near_random**: over the split's questions the run answers, the observed hit rate (share of
+  questions with a gold article in the top d) against a random ranking of the same depth: a
+  question with ``g`` gold articles in the corpus and ``d_q`` = min(d, its ranking's length)
+  retrieved hits with probability ``1 - C(N-g, d_q) / C(N, d_q)``. Fires when the observed rate
+  is below the expected rate + :data:`RANDOM_Z` (3) standard errors (Poisson-binomial variance):
+  the run is not significantly better than chance. Without a corpus (size and ids unknown) it
+  uses the span of the numeric ids seen (max - min + 1, the corpus of BSARD-style row-number ids);
+  with non-numeric ids and no corpus it is skipped (no finding).
+- **scores_ascending**: a question counts when it has at least two distinct finite scores; it
+  is ascending when, in the file's rank order (line order when the file has no ranks), more
+  consecutive steps go up than down. Fires when more than half the questions that count are
+  ascending.
+- **wrong_split**: fires when more than half of the run's question ids belong to one other split,
+  that split holds more of them than the scored split, and the run answers fewer than half of the
+  scored split's questions (a run of every question of the dataset is not a wrong split).
+- :func:`check_run` reports ``wrong_split``, ``ids_shifted``, ``scores_ascending`` and
+  ``near_random`` in that order, and leaves ``near_random`` (the catch-all) out when a more
+  specific finding already explains the low score.
+
+Score orientation (``--lower-is-better``): :func:`similarity_score` turns a distance into a
+similarity by negation. Negation is exact for floats and reverses their order, so a reader that
+negates scores before applying :func:`bsard_demo.runs.run.order_entries` orders distances
+ascending with ties broken exactly as for similarities: by article id descending (as strings,
+trec_eval's rule). A distance run read with ``lower_is_better=True`` therefore scores exactly like
+the same ranking given as similarities.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Collection, Iterable, Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+#: The finding codes, in the order :func:`check_run` reports them.
+CODES = ("wrong_split", "ids_shifted", "scores_ascending", "near_random")
+
+SHIFT_RATIO = 2.0
+SHIFT_MIN_RECALL = 0.05
+SHIFT_P = 1e-3
+RANDOM_Z = 3.0
+MAX_DEPTH = 100
+#: A random ranking of the checked depth hits a single gold article with at most this chance.
+RANDOM_HIT_CAP = 0.05
+
+_INT = re.compile(r"0|-?[1-9][0-9]*")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One warning about a run: a stable ``code``, a message saying what is wrong, a one-line
+    ``hint`` saying what to do, the ``figure`` (a short text with the numbers that show it) and
+    the same numbers in ``values`` for JSON output."""
+
+    code: str
+    message: str
+    hint: str
+    figure: str
+    values: Mapping[str, float | int | str] = field(default_factory=dict)
+    severity: str = "warning"
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "severity": self.severity, "message": self.message, "hint": self.hint,
+                "figure": self.figure, "values": dict(self.values)}
+
+
+# --- score orientation ------------------------------------------------------------------------
+
+def similarity_score(score: float, lower_is_better: bool) -> float:
+    """The score a reader orders by (higher = better): ``-score`` for a distance, else ``score``."""
+    return -score if lower_is_better else score
+
+
+def similarity_scores(scores: Mapping[str, Mapping[str, float]], lower_is_better: bool) -> dict[str, dict[str, float]]:
+    """``{qid: {docid: score}}`` with every score turned by :func:`similarity_score`."""
+    return {q: {d: similarity_score(s, lower_is_better) for d, s in docs.items()} for q, docs in scores.items()}
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+def _is_int(s: str) -> bool:
+    return bool(_INT.fullmatch(s))
+
+
+def corpus_size_from(corpus_size: int | None, corpus_ids: Collection[str] | None,
+                     qrels: Mapping[str, Iterable[str]], rankings: Mapping[str, Sequence[str]]) -> int | None:
+    """The corpus size: given, or the number of corpus ids, or the span of the numeric ids seen
+    in the gold and the run's top 100 (max - min + 1); ``None`` when those are not all numeric."""
+    if corpus_size is not None:
+        return int(corpus_size)
+    if corpus_ids is not None:
+        return len(corpus_ids)
+    lo, hi = None, None
+    for ids in list(qrels.values()) + [r[:MAX_DEPTH] for r in rankings.values()]:
+        for d in ids:
+            if not _is_int(d):
+                return None
+            v = int(d)
+            lo = v if lo is None or v < lo else lo
+            hi = v if hi is None or v > hi else hi
+    return None if lo is None else hi - lo + 1
+
+
+def check_depth(n_docs: int | None) -> int:
+    """The depth the checks look at: 100, or N // 20 on a corpus under 2,000 articles."""
+    if n_docs is None:
+        return MAX_DEPTH
+    return max(1, min(MAX_DEPTH, int(n_docs * RANDOM_HIT_CAP)))
+
+
+def _scored(qrels: Mapping[str, Iterable[str]], rankings: Mapping[str, Sequence[str]]) -> list[tuple[frozenset, Sequence[str]]]:
+    """``(gold, ranking)`` of the labelled questions of the split that the run answers."""
+    out = []
+    for qid, gold in qrels.items():
+        g = frozenset(gold)
+        if g and qid in rankings:
+            out.append((g, rankings[qid]))
+    return out
+
+
+def _recall(gold: frozenset, top: Sequence[str]) -> float:
+    return sum(1 for d in set(top) if d in gold) / len(gold)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+# --- ids_shifted --------------------------------------------------------------------------------
+
+def check_ids_shifted(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Iterable[str]], *,
+                      corpus_size: int | None = None, corpus_ids: Collection[str] | None = None) -> Finding | None:
+    """``ids_shifted``: the run matches the gold far better with every article id shifted by +1 or
+    -1 (see the module docstring for the rule). ``values["shift"]`` is what to add to the run's
+    ids; ``values["recall@100_shifted"]`` the R@100 the run would have (all questions counted);
+    ``depth_recall*`` are the recalls at the checked depth over the questions the run answers."""
+    gold_sets = {q: frozenset(g) for q, g in qrels.items() if g}
+    if not gold_sets or not all(_is_int(d) for g in gold_sets.values() for d in g):
+        return None
+    pairs = _scored(gold_sets, rankings)
+    if not pairs:
+        return None
+    depth = check_depth(corpus_size_from(corpus_size, corpus_ids, gold_sets, rankings))
+    shifted = {s: [frozenset(str(int(d) - s) for d in g) for g, _ in pairs] for s in (-1, 1)}
+    base = np.array([_recall(g, r[:depth]) for g, r in pairs])
+    best = None
+    for s in (-1, 1):
+        rec = np.array([_recall(g, r[:depth]) for g, (_, r) in zip(shifted[s], pairs)])
+        if best is None or rec.mean() > best[1].mean():
+            best = (s, rec)
+    s, rec = best
+    r0, r1 = float(base.mean()), float(rec.mean())
+    better, worse = int(np.sum(rec > base)), int(np.sum(rec < base))
+    if better == 0 or r1 < SHIFT_MIN_RECALL or r1 < SHIFT_RATIO * r0:
+        return None
+    p = float(stats.binomtest(better, better + worse, 0.5, alternative="greater").pvalue)
+    if p >= SHIFT_P:
+        return None
+    # the R@100 the run would have, every labelled question counted (missing ones score 0)
+    n = len(gold_sets)
+    shift_gold = dict(zip([q for q in gold_sets if q in rankings], shifted[s]))
+    r100_0 = sum(_recall(g, rankings[q][:100]) for q, g in gold_sets.items() if q in rankings) / n
+    r100_1 = sum(_recall(shift_gold[q], rankings[q][:100]) for q in shift_gold) / n
+    sign = f"{s:+d}"
+    return Finding(
+        code="ids_shifted",
+        message=(f"article ids look shifted by one: with {sign} added to every article id, the run would score "
+                 f"R@100 {r100_1:.3f} instead of {r100_0:.3f}"),
+        hint=("the run's ids look like 0-based row numbers; BSARD article ids are 1-based (id = row + 1)" if s > 0 else
+              "the run's ids look one too high (1-based ids where 0-based ones are expected?)")
+             + "; rewrite the ids or fix the id mapping of the system",
+        figure=f"R@100 {r100_0:.3f} as given, {r100_1:.3f} with ids {sign}",
+        values={"shift": s, "recall@100": r100_0, "recall@100_shifted": r100_1, "depth": depth,
+                "depth_recall": r0, "depth_recall_shifted": r1, "questions_better": better,
+                "questions_worse": worse, "p_sign_test": p},
+    )
+
+
+# --- near_random --------------------------------------------------------------------------------
+
+def random_hit_probability(n_docs: int, n_gold: int, depth: int) -> float:
+    """Chance that a uniformly random ranking of ``depth`` of ``n_docs`` articles holds at least
+    one of ``n_gold`` gold articles: ``1 - C(N - g, d) / C(N, d)``."""
+    if n_docs <= 0 or n_gold <= 0 or depth <= 0:
+        return 0.0
+    depth = min(depth, n_docs)
+    n_gold = min(n_gold, n_docs)
+    if depth > n_docs - n_gold:
+        return 1.0
+    # C(N-g, d) / C(N, d) = C(N-d, g) / C(N, g): a product of min(g, d) factors in (0, 1]
+    short, other = (n_gold, depth) if n_gold <= depth else (depth, n_gold)
+    miss = 1.0
+    for i in range(short):
+        miss *= (n_docs - other - i) / (n_docs - i)
+    return float(1.0 - miss)
+
+
+def check_near_random(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Iterable[str]], *,
+                      corpus_size: int | None = None, corpus_ids: Collection[str] | None = None) -> Finding | None:
+    """``near_random``: the run's hit rate in its top d is not significantly above a random
+    ranking's (see the module docstring). Skipped when the corpus size cannot be known."""
+    pairs = _scored(qrels, rankings)
+    n_docs = corpus_size_from(corpus_size, corpus_ids, qrels, rankings)
+    if not pairs or not n_docs:
+        return None
+    depth = check_depth(n_docs)
+    corpus = None if corpus_ids is None else (corpus_ids if isinstance(corpus_ids, (set, frozenset)) else set(corpus_ids))
+    hits, probs = 0, []
+    for gold, ranking in pairs:
+        top = ranking[:depth]
+        hits += any(d in gold for d in top)
+        g = len(gold) if corpus is None else sum(1 for d in gold if d in corpus)
+        probs.append(random_hit_probability(n_docs, g, len(set(top))))
+    p = np.asarray(probs)
+    n = len(pairs)
+    expected = float(p.mean())
+    if expected <= 0:
+        return None  # no gold article can be hit at all: another problem (ids not in the corpus)
+    se = float(math.sqrt(float(np.sum(p * (1 - p)))) / n)
+    observed = hits / n
+    limit = expected + RANDOM_Z * se
+    if observed >= limit:
+        return None
+    return Finding(
+        code="near_random",
+        message=(f"the run is no better than chance: {hits} of {n} questions ({_pct(observed)}) have a gold article "
+                 f"in their top {depth}; a random ranking of the {n_docs:,} articles gets {_pct(expected)} ± {_pct(se)}"),
+        hint="check the id space (article ids of this corpus?), the split and the dataset the run was made for",
+        figure=f"hit rate@{depth} {_pct(observed)} vs {_pct(expected)} at random",
+        values={"depth": depth, "questions": n, "hits": hits, "hit_rate": observed, "random_hit_rate": expected,
+                "random_se": se, "corpus_size": n_docs},
+    )
+
+
+# --- scores_ascending ---------------------------------------------------------------------------
+
+def check_scores_ascending(file_entries: Mapping[str, Sequence[tuple[int | None, float | None]]]) -> Finding | None:
+    """``scores_ascending``: for most questions the scores grow with the file's rank, i.e. they
+    are distances. ``file_entries`` maps a question id to its ``(rank, score)`` pairs in file
+    order (``rank`` None when the format has none: line order is then the rank order)."""
+    counted = ascending = 0
+    for pairs in file_entries.values():
+        if not pairs:
+            continue
+        ranks = [e[0] for e in pairs]
+        s = np.array([e[1] for e in pairs], dtype=float)  # None → NaN
+        if None not in ranks:  # stable: equal ranks keep file order
+            s = s[np.argsort(np.array(ranks, dtype=np.int64), kind="stable")]
+        s = s[np.isfinite(s)]
+        if len(s) < 2 or s.min() == s.max():
+            continue
+        steps = np.diff(s)
+        counted += 1
+        ascending += int(np.count_nonzero(steps > 0) > np.count_nonzero(steps < 0))
+    if not counted or ascending * 2 <= counted:
+        return None
+    share = ascending / counted
+    return Finding(
+        code="scores_ascending",
+        message=(f"scores grow with rank for {ascending} of {counted} questions ({_pct(share)}): "
+                 "they look like distances (lower = better)"),
+        hint="if lower scores are better (FAISS L2, many distance libraries), score with --lower-is-better",
+        figure=f"{_pct(share)} of questions with ascending scores",
+        values={"questions": counted, "ascending": ascending, "share": share},
+    )
+
+
+# --- wrong_split --------------------------------------------------------------------------------
+
+def check_wrong_split(run_qids: Iterable[str], split: str, split_qids: Collection[str],
+                      other_splits: Mapping[str, Collection[str]] | None) -> Finding | None:
+    """``wrong_split``: most of the run's questions belong to another split of the dataset."""
+    qids = set(run_qids)
+    if not qids or not other_splits:
+        return None
+    here = sum(1 for q in qids if q in split_qids)
+    counts = {name: sum(1 for q in qids if q in ids) for name, ids in other_splits.items() if name != split}
+    if not counts:
+        return None
+    name, there = max(counts.items(), key=lambda kv: kv[1])
+    if there * 2 <= len(qids) or there <= here or here * 2 >= len(split_qids):
+        return None
+    return Finding(
+        code="wrong_split",
+        message=(f"{there} of the run's {len(qids)} questions are {name} questions; only {here} belong to the "
+                 f"{split} split being scored"),
+        hint=f"score it against the {name} split (--split {name}) or use a run of the {split} questions",
+        figure=f"{there}/{len(qids)} {name}, {here}/{len(qids)} {split}",
+        values={"split": split, "other_split": name, "in_other_split": there, "in_split": here,
+                "run_questions": len(qids)},
+    )
+
+
+# --- all checks ---------------------------------------------------------------------------------
+
+def check_run(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Iterable[str]], *,
+              split: str = "test", corpus_size: int | None = None, corpus_ids: Collection[str] | None = None,
+              other_splits: Mapping[str, Collection[str]] | None = None,
+              file_entries: Mapping[str, Sequence[tuple[int | None, float | None]]] | None = None) -> list[Finding]:
+    """Every check, in :data:`CODES` order; ``near_random`` is left out when another finding
+    already explains the score. ``other_splits`` maps a split name to its question ids;
+    ``file_entries`` is the input of :func:`check_scores_ascending` (skipped when None)."""
+    findings = [
+        check_wrong_split(rankings.keys(), split, qrels.keys(), other_splits),
+        check_ids_shifted(rankings, qrels, corpus_size=corpus_size, corpus_ids=corpus_ids),
+        check_scores_ascending(file_entries) if file_entries is not None else None,
+    ]
+    findings = [f for f in findings if f is not None]
+    if not findings:
+        nr = check_near_random(rankings, qrels, corpus_size=corpus_size, corpus_ids=corpus_ids)
+        if nr is not None:
+            findings.append(nr)
+    return findings
