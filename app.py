@@ -2,11 +2,11 @@
 
 Run with ``streamlit run app.py``. The shell: page navigation, the dataset sidebar, and the
 notices every page shows (fictional sample, fallback banner). Pages: ``pages/search.py`` and
-``pages/score.py``; their logic is in the ``bsard_demo`` package.
+``pages/score.py``; their logic is in ``bsard_demo.app``.
 """
 import streamlit as st
 
-from bsard_demo import ui
+from bsard_demo.app import ui
 
 st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",
                    initial_sidebar_state="expanded")

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import pytrec_eval  # noqa: E402
 
 from bsard_demo.evaluation import evaluate  # noqa: E402
-from bsard_demo.run_files import RunFile, read_run_path  # noqa: E402
+from bsard_demo.runs import RunFile, read_run_path  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 from synthetic import BSARD_ARTICLES, generate, make_run  # noqa: E402
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bsard_demo.run_files import read_run_bytes  # noqa: E402
+from bsard_demo.runs import read_run_bytes  # noqa: E402
 
 
 def make_scores(n_questions: int = 222, depth: int = 500, seed: int = 0) -> dict[str, dict[str, float]]:

@@ -4,7 +4,7 @@
     python bench/bm25_quality.py /path/to/bsard    # a folder with articles.csv
 
 Prints recall@k / map@k / mrr@k (macro, in %) per variant and split; used to choose the
-defaults of ``bsard_demo.cli_retrieval`` (``--with-description``) and of BM25.
+defaults of ``bsard_demo.retrievers.batch`` (``--with-description``) and of BM25.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import sys
 import pandas as pd
 
 from bsard_demo.analyzer import TEXT_ONLY
-from bsard_demo.cli_retrieval import question_texts
+from bsard_demo.retrievers.batch import question_texts
 from bsard_demo.evaluation import evaluate
 from bsard_demo.retrievers.bm25 import BM25Retriever
-from bsard_demo.run import Run
+from bsard_demo.runs import Run
 from bsard_demo.sources import load_dataset
 
 VARIANTS = {

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bsard_demo.analyzer import TEXT_ONLY  # noqa: E402
-from bsard_demo.cli_retrieval import question_texts, search_all  # noqa: E402
+from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
 from bsard_demo.dataset import DataError  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.report import FORMATS, is_bsard_test, metrics_table, render_table  # noqa: E402

@@ -14,7 +14,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .evaluation import evaluate  # noqa: E402
-from .run_files import read_run_bytes, read_run_path  # noqa: E402
+from .runs import read_run_bytes, read_run_path  # noqa: E402
 from .sources import load_dataset  # noqa: E402
 
 

@@ -36,6 +36,20 @@ def is_bsard_test(qrels: Mapping[str, frozenset[str]]) -> bool:
     return len(qrels) == 222 and labels_digest(qrels) == BSARD_TEST_LABELS_SHA256
 
 
+#: Display names of the metric families (:func:`metric_label`).
+METRIC_NAMES = {"recall": "R", "map": "MAP", "mrr": "MRR"}
+
+
+def metric_label(metric: str, *, recall: str = METRIC_NAMES["recall"]) -> str:
+    """Display name of a metric column: ``recall@100`` -> ``R@100`` (``recall`` names the
+    family: the app's charts say ``Rappel@100``), ``map@100`` -> ``MAP@100``, ``mrr@100`` ->
+    ``MRR@100``; other names are returned unchanged."""
+    name, sep, k = metric.partition("@")
+    if name not in METRIC_NAMES:
+        return metric
+    return f"{recall if name == 'recall' else METRIC_NAMES[name]}{sep}{k}"
+
+
 def display_columns(ks: Sequence[int]) -> list[str]:
     """The table's metric columns: recall at every cutoff, then MAP and MRR at the smallest."""
     k0 = min(ks)
@@ -94,8 +108,8 @@ def render_table(df: pd.DataFrame, fmt: str) -> str:
     if fmt == "csv":
         return df.to_csv(float_format="%.6f")
     shown = _percent(df.drop(columns=["source"], errors="ignore"))
-    header = ["run"] + [c.replace("recall@", "R@").replace("map@", "MAP@").replace("mrr@", "MRR@")
-                        .replace("missing_questions", "missing").replace("unknown_questions", "unknown") for c in shown.columns]
+    header = ["run"] + [metric_label(c).replace("missing_questions", "missing").replace("unknown_questions", "unknown")
+                        for c in shown.columns]
     rows = [[str(i)] + list(r) for i, r in zip(shown.index, shown.astype(str).values.tolist())]
     if fmt == "markdown":
         esc = lambda s: s.replace("|", r"\|")  # noqa: E731

@@ -1,20 +1,19 @@
 """Score page: upload run files, validate them, score them against a split, compare them."""
 import streamlit as st
 
-from bsard_demo import ui
-from bsard_demo.app_state import display_name
-from bsard_demo.charts import category_breakdown, metric_bars, metric_label, per_question_distribution, recall_curve_chart
+from bsard_demo.app import ui
+from bsard_demo.app.charts import (category_breakdown, metric_bars, metric_label_fr, per_question_distribution,
+                                   recall_curve_chart)
+from bsard_demo.app.highlight import md_escape
+from bsard_demo.app.render import question_box, upload_refused_notice
+from bsard_demo.app.score_page import (MAX_FILES, BuiltinRun, builtin_run_text, ci_frame, comparison_frame, curve_frame,
+                                       display_metrics, drill_down, filter_categories, metrics_frame, problems_frame,
+                                       score_tables, to_csv_bytes, too_many_files)
+from bsard_demo.app.state import display_name
 from bsard_demo.evaluation import DEFAULT_KS
-from bsard_demo.highlight import md_escape
-from bsard_demo.render import question_box, upload_refused_notice
-from bsard_demo.report import display_columns, metrics_table, per_question_table, render_table
+from bsard_demo.report import display_columns, render_table
 from bsard_demo.retrievers import RetrieverSpec
-from bsard_demo.scoring import (BUILTIN_NAME, MAX_FILES, builtin_run_text, ci_frame, comparison_frame, curve_frame,
-                                display_metrics, drill_down, filter_categories, metrics_frame, per_question_frame,
-                                problems_frame, to_csv_bytes, too_many_files)
 
-BUILTIN = "builtin_run"
-WANT_BUILTIN = "builtin_wanted"
 FORMATS_HELP = """
 Formats reconnus (détectés d'après le contenu, fichiers `.gz` acceptés) :
 
@@ -38,29 +37,13 @@ PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie"
                        "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
 
 
-def _request(key: str, value) -> None:
-    """Button callback: set (or, for ``None``, remove) a session value before the script runs."""
-    if value is None:
-        st.session_state.pop(key, None)
-    else:
-        st.session_state[key] = value
-
-
-def _builtin_files(data, split: str) -> list[tuple[str, bytes]]:
-    stored = st.session_state.get(BUILTIN)
-    if stored and stored["key"] == (data.key, split):
-        return [(BUILTIN_NAME, stored["bytes"])]
-    return []
-
-
-def _make_builtin(data, split: str) -> None:
+def _make_builtin(data, split: str) -> bytes:
     bm25 = ui.retriever(data, RetrieverSpec("bm25"), "BM25")
     update, clear = ui.progress_bar(f"BM25 sur les questions du split {split}")
     try:
-        blob = builtin_run_text(data.dataset, split, bm25, progress=update)
+        return builtin_run_text(data.dataset, split, bm25, progress=update)
     finally:
         clear()
-    st.session_state[BUILTIN] = {"key": (data.key, split), "bytes": blob}
 
 
 def page() -> None:
@@ -79,16 +62,14 @@ def page() -> None:
         split = st.selectbox("Split de questions évalué", splits, index=splits.index("test") if "test" in splits else 0,
                              key="score_split", persist_state="session", placeholder="Choisir…",
                              format_func=lambda s: f"{s} ({len(ds.questions(s))} questions)")
-        has_builtin = bool(_builtin_files(data, split))
+        builtin = BuiltinRun(st.session_state, data.key, split)
         st.button("Évaluer un système intégré (BM25)", icon=":material/play_arrow:", key="builtin",
-                  disabled=ds.articles is None or has_builtin, on_click=_request, args=(WANT_BUILTIN, split),
+                  disabled=ds.articles is None or builtin.present, on_click=BuiltinRun.request,
+                  args=(st.session_state, split),
                   help="Classe toutes les questions du split avec BM25 et ajoute ce run à l'évaluation.")
-        if st.session_state.get(WANT_BUILTIN) == split and not has_builtin and ds.articles is not None:
-            _make_builtin(data, split)
-            has_builtin = True
-        st.session_state.pop(WANT_BUILTIN, None)
+        has_builtin = builtin.settle(ds.articles is not None, lambda: _make_builtin(data, split))
         if has_builtin:
-            st.button("Retirer le run intégré", key="drop_builtin", on_click=_request, args=(BUILTIN, None))
+            st.button("Retirer le run intégré", key="drop_builtin", on_click=BuiltinRun.drop, args=(st.session_state,))
     with left:
         uploads = st.file_uploader(f"Fichiers de run (jusqu'à {MAX_FILES} fichiers de "
                                    f"{ui.upload_limit_bytes() // 2**20} Mo chacun)",
@@ -100,7 +81,7 @@ def page() -> None:
     uploads = list(uploads or [])
     if len(uploads) > MAX_FILES:  # the extra files are not read (their bytes stay untouched)
         st.warning(too_many_files([md_escape(u.name) for u in uploads[MAX_FILES:]]), icon=":material/warning:")
-    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]] + _builtin_files(data, split)
+    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]] + builtin.files()
     if not files:
         st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer un système intégré (BM25) » "
                 "pour voir la page fonctionner sans fichier.")
@@ -112,13 +93,14 @@ def page() -> None:
     if not evaluations:
         st.warning("Aucun run utilisable : corrigez les erreurs signalées ci-dessus puis déposez à nouveau le fichier.")
         return
-    _metrics(board, data, split)
-    _charts(board, ds, split)
-    _per_question(board, ds, split)
+    tables = score_tables(board, ds.questions(split))
+    _metrics(board, data, split, tables)
+    _charts(board, tables)
+    _per_question(board, ds, split, tables)
     if len(evaluations) >= 2:
         _comparison(board)
     if has_builtin:
-        st.download_button("Télécharger le run intégré (TREC)", _builtin_files(data, split)[0][1],
+        st.download_button("Télécharger le run intégré (TREC)", builtin.files()[0][1],
                            file_name=f"bm25_{split}.trec", mime="text/plain", key="dl_builtin")
 
 
@@ -142,8 +124,7 @@ def _validation(board) -> None:
                                             "problème": st.column_config.TextColumn("problème", width="large")})
 
 
-def _metrics(board, data, split) -> None:
-    ds = data.dataset
+def _metrics(board, data, split, tables) -> None:
     st.header("Mesures", anchor=False)
     table = metrics_frame(board)
     st.caption(f"{md_escape(display_name(data))} · split {md_escape(split)} · {len(board.qrels)} questions · valeurs en %, "
@@ -152,24 +133,23 @@ def _metrics(board, data, split) -> None:
     shown = display_metrics(table)
     st.dataframe(shown, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format="%.2f") for c in shown.columns if "@" in c})
-    plain = metrics_table(board.evaluations)  # downloads: the CLI's own rows (no published rows)
-    per_q = per_question_table(board.evaluations, ds.questions(split))
+    plain = tables.metrics  # downloads: the CLI's own rows (no published rows)
     row = st.container(horizontal=True)
     row.download_button("Mesures (CSV)", render_table(plain, "csv"), file_name=f"mesures_{split}.csv", mime="text/csv")
     row.download_button("Mesures (Markdown)", render_table(plain, "markdown"), file_name=f"mesures_{split}.md",
                        mime="text/markdown")
     row.download_button("Mesures (LaTeX)", render_table(plain, "latex"), file_name=f"mesures_{split}.tex",
                        mime="application/x-tex")
-    row.download_button("Par question (CSV)", to_csv_bytes(per_q), file_name=f"par_question_{split}.csv",
+    row.download_button("Par question (CSV)", to_csv_bytes(tables.per_question), file_name=f"par_question_{split}.csv",
                        mime="text/csv")
 
 
-def _charts(board, ds, split) -> None:
+def _charts(board, tables) -> None:
     st.header("Graphiques", anchor=False)
     metrics = display_columns(board.ks)
-    per_q = per_question_table(board.evaluations, ds.questions(split))
+    per_q = tables.per_question
     metric = st.columns([1, 2])[0].selectbox("Mesure des graphiques « par catégorie » et « par question »", metrics,
-                                             key="chart_metric", persist_state="session", placeholder="Choisir…", format_func=metric_label)
+                                             key="chart_metric", persist_state="session", placeholder="Choisir…", format_func=metric_label_fr)
     t1, t2, t3, t4 = st.tabs(["Mesures (IC 95 %)", "Rappel@k", "Par catégorie", "Par question"])
     with t1:
         st.altair_chart(metric_bars(ci_frame(board, metrics)), width="stretch")
@@ -184,13 +164,13 @@ def _charts(board, ds, split) -> None:
         st.caption("Nombre de questions par tranche de valeur ; 0 (rien trouvé) et 1 (parfait) ont leur propre barre.")
 
 
-def _per_question(board, ds, split) -> None:
+def _per_question(board, ds, split, tables) -> None:
     st.header("Par question", anchor=False)
-    table = per_question_frame(board, ds.questions(split))
+    table = tables.per_question_text
     categories = sorted(c for c in table["category"].unique() if c) if "category" in table else []
     chosen = st.multiselect("Filtrer par catégorie", categories, key="pq_categories", placeholder="toutes les catégories")
     shown = filter_categories(table, chosen)
-    config = {c: st.column_config.NumberColumn(metric_label(c), format="%.3f") for c in shown.columns if "@" in c}
+    config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns if "@" in c}
     config.update({c: st.column_config.Column(label) for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
     config["question"] = st.column_config.TextColumn("texte", width="medium")
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=320)
@@ -228,7 +208,7 @@ def _comparison(board) -> None:
     st.header("Comparaison deux à deux", anchor=False)
     metrics = display_columns(board.ks)
     metric = st.columns([1, 2])[0].selectbox("Mesure comparée", metrics, key="cmp_metric", persist_state="session", placeholder="Choisir…",
-                                             format_func=metric_label)
+                                             format_func=metric_label_fr)
     table = comparison_frame(board, metric)
     st.dataframe(table.rename(columns=COMPARISON_LABELS), hide_index=True, width="stretch",
                  column_config={v: st.column_config.NumberColumn(v, format="%.4f")

@@ -1,11 +1,11 @@
 """Search page: one question, one or more retrievers side by side, hits with highlights."""
 import streamlit as st
 
-from bsard_demo import ui
-from bsard_demo.highlight import md_escape, query_terms
-from bsard_demo.render import hit_card, missed_list, question_box
+from bsard_demo.app import ui
+from bsard_demo.app.highlight import md_escape, query_terms
+from bsard_demo.app.render import hit_card, missed_list, question_box
+from bsard_demo.app.search_page import KIND_LABELS, article_codes, build_columns, column_specs, examples_of, run_search
 from bsard_demo.retrievers.encoders import DEFAULT_ENCODER, ENCODER_CHOICES
-from bsard_demo.search import KIND_LABELS, article_codes, column_specs, example_questions, run_search
 
 QUESTION = "question"
 EXAMPLE = "example_qid"
@@ -29,17 +29,14 @@ def page() -> None:
                    "La page « Évaluer des runs » fonctionne sans corpus.")
         return
 
-    split = "test" if "test" in ds.splits else (ds.split_names[0] if ds.split_names else None)
-    examples = example_questions(ds, split) if split else example_questions(ds)
-    by_id = dict(zip(examples["id"], examples["question"]))
+    examples = examples_of(ds)
+    split, by_id = examples.split, examples.texts
     st.session_state["_examples"] = by_id
-    labels = {row.id: f"n° {row.id} · {row.category or 'sans catégorie'} · {row.question[:110]}"
-              for row in examples.itertuples()}
 
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.selectbox(f"Exemple de question (split {split or '—'})", list(by_id), key=EXAMPLE, persist_state="session", index=None,
-                     placeholder="Choisir une question du jeu de données…", format_func=labels.get,
+                     placeholder="Choisir une question du jeu de données…", format_func=examples.labels.get,
                      on_change=_fill_from_example, disabled=not by_id)
         st.text_area("Votre question", key=QUESTION, persist_state="session", height=110, max_chars=2000,
                      placeholder="Ex. : Mon propriétaire peut-il garder ma garantie locative ?")
@@ -68,19 +65,11 @@ def page() -> None:
         st.info("Tapez une question ou choisissez un exemple, puis « Rechercher ».")
         return
 
-    chosen = st.session_state.get(EXAMPLE)
-    gold = None
-    if chosen is not None and split and by_id.get(chosen, "").strip() == question:
-        row = examples[examples["id"] == chosen].iloc[0]
-        gold = list(row["article_ids"])
+    example = examples.gold_for(st.session_state.get(EXAMPLE), question)
+    gold = example.article_ids if example is not None else None
 
     specs = column_specs(kinds, encoder=encoder, fusion=fusion, rrf_k=float(rrf_k), alpha=float(alpha))
-    retrievers, failures = {}, {}
-    for label, spec in specs.items():
-        try:
-            retrievers[label] = ui.retriever(data, spec, label)
-        except (ValueError, OSError) as exc:  # an encoder that cannot be loaded here, a full disk…
-            failures[label] = str(exc)
+    retrievers, failures = build_columns(specs, lambda label, spec: ui.retriever(data, spec, label))
     for label, message in failures.items():
         st.error(f"{md_escape(label)} indisponible : {md_escape(message)}")
     if not retrievers:
@@ -94,10 +83,9 @@ def page() -> None:
                  "= : même rang ; nouveau : absent du top-k de la référence.")
     terms = query_terms(question)
     st.html(question_box(question, terms))
-    if gold is not None:
-        row = examples[examples["id"] == chosen].iloc[0]
-        st.caption(f"Question n° {md_escape(chosen)} du split {md_escape(split)} · catégorie "
-                   f"{md_escape(row['category'] or '—')} · {len(gold)} article(s) pertinent(s) selon le jeu de données")
+    if example is not None:
+        st.caption(f"Question n° {md_escape(example.qid)} du split {md_escape(example.split)} · catégorie "
+                   f"{md_escape(example.category or '—')} · {len(gold)} article(s) pertinent(s) selon le jeu de données")
     if code:
         st.caption(f"Filtre : seuls les articles du code « {md_escape(code)} » sont classés.")
 

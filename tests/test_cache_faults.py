@@ -313,7 +313,7 @@ def test_cli_with_a_file_as_cache_folder_still_runs(tmp_path):
 WORKER = """
 import os, sys, time
 from pathlib import Path
-from bsard_demo.cli import main
+from bsard_demo.cli.main import main
 from bsard_demo.retrievers import bm25
 
 barrier, n = Path(sys.argv[1]), int(sys.argv[2])

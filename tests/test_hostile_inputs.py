@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bsard_demo.dataset import DataError
-from bsard_demo.run_files import DEFAULT_MAX_BYTES, FORMATS, UNKNOWN, RunFile, read_run_bytes, read_run_path
+from bsard_demo.runs import DEFAULT_MAX_BYTES, FORMATS, UNKNOWN, RunFile, read_run_bytes, read_run_path
 from bsard_demo.sources import DataUnavailable, HUB_REPO_ID, hub_reachable, load_hub
 
 REPO = Path(__file__).resolve().parents[1]
@@ -203,7 +203,7 @@ def test_the_valid_seeds_are_valid():
 # the time taken.
 MEASURE = r"""
 import json, resource, sys, threading, time
-from bsard_demo.run_files import read_run_path
+from bsard_demo.runs import read_run_path
 path = sys.argv[1]
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 box = {}
@@ -577,11 +577,11 @@ PICKLE_MODULES = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "joblib
 
 def escapers() -> frozenset[str]:
     """Names of the helpers whose result is escaped HTML: every public function of
-    bsard_demo.render (documented as built from escaped text), the escaping functions of
-    bsard_demo.highlight (and its usual alias ``esc``), and ``html.escape``."""
+    bsard_demo.app.render (documented as built from escaped text), the escaping functions of
+    bsard_demo.app.highlight (and its usual alias ``esc``), and ``html.escape``."""
     import inspect
 
-    from bsard_demo import render
+    from bsard_demo.app import render
 
     names = {n for n, f in vars(render).items()
              if inspect.isfunction(f) and f.__module__ == render.__name__ and not n.startswith("_")}

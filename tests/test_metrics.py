@@ -9,7 +9,7 @@ import pytrec_eval
 
 from bsard_demo.evaluation import evaluate, gold_ranks, recall_curve
 from bsard_demo.metrics import compute_metrics
-from bsard_demo.run import Entry, Run
+from bsard_demo.runs import Entry, Run
 
 
 def recipe(relevant, ranked, k):

@@ -11,7 +11,7 @@ import pytest
 
 from bsard_demo.dataset import ARTICLE_COLUMNS, QUESTION_COLUMNS
 from bsard_demo.evaluation import evaluate
-from bsard_demo.run_files import read_run_path
+from bsard_demo.runs import read_run_path
 from bsard_demo.sources import load_dataset
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

@@ -1,0 +1,219 @@
+"""Altair charts of the Score page: DataFrame in, chart out (no Streamlit here).
+
+Conventions: labels are in French; runs keep the order in which they first appear in the input
+(colour legend and bar order); every chart is ``width="container"`` and has tooltips; the data
+each chart draws is the pandas frame documented in its docstring (aggregates are computed here
+in pandas, by :func:`category_means` and :func:`distribution_bins`, not by Vega transforms), so
+what the chart shows can be checked from ``chart.to_dict()``. Metric columns are renamed to
+``value`` inside the charts: names like ``recall@100`` are awkward as Vega-Lite field names.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ..report import metric_label
+
+RUN_TITLE = "Système"
+VALUE_FORMAT = ".3f"
+#: k at which :func:`recall_curve_chart` draws vertical rules (the reported cutoffs).
+CUTOFFS = (100, 200, 500)
+#: Bins of :func:`distribution_bins`: exactly 0, five intervals, exactly 1 (labels in French).
+BIN_LABELS = ("0", "]0 ; 0,2]", "]0,2 ; 0,4]", "]0,4 ; 0,6]", "]0,6 ; 0,8]", "]0,8 ; 1[", "1")
+_BIN_TOL = 1e-12
+RECALL_FR = "Rappel"
+
+
+def metric_label_fr(metric: str) -> str:
+    """French display name (:func:`bsard_demo.report.metric_label` with ``Rappel``):
+    ``recall@100`` → ``Rappel@100``, ``map@100`` → ``MAP@100``, ``mrr@100`` → ``MRR@100``."""
+    return metric_label(metric, recall=RECALL_FR)
+
+
+def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    absent = [c for c in columns if c not in df.columns]
+    if absent:
+        raise ValueError(f"{what}: missing column(s) {', '.join(map(repr, absent))}; expected {', '.join(columns)}")
+
+
+def _runs(df: pd.DataFrame) -> list[str]:
+    return [str(r) for r in pd.unique(df["run"])]
+
+
+def _metric_values(df: pd.DataFrame, metric: str, what: str) -> pd.Series:
+    values = pd.to_numeric(df[metric], errors="coerce")
+    if values.isna().any():
+        raise ValueError(f"{what}: column {metric!r} has missing or non-numeric values")
+    return values.astype(float)
+
+
+def metric_bars(df: pd.DataFrame, *, confidence: float = 0.95) -> alt.LayerChart:
+    """Grouped bars of each metric per run, with the bootstrap interval as an error bar.
+
+    Expects the long table of :func:`bsard_demo.stats.metric_table_with_ci`: columns ``run,
+    metric, value, ci_low, ci_high`` (one row per run and metric). Metrics appear along x in
+    input order (French labels, column ``label``), one bar per run inside each group.
+    ``confidence`` only labels the tooltip.
+    """
+    _require(df, ["run", "metric", "value", "ci_low", "ci_high"], "metric_bars")
+    data = df[["run", "metric", "value", "ci_low", "ci_high"]].copy()
+    data["run"] = data["run"].astype(str)
+    data["label"] = data["metric"].map(metric_label_fr)
+    runs = _runs(data)
+    labels = list(pd.unique(data["label"]))
+    ci = f"IC {confidence:.0%}".replace("%", " %")
+    tooltip = [
+        alt.Tooltip("run:N", title=RUN_TITLE),
+        alt.Tooltip("label:N", title="Mesure"),
+        alt.Tooltip("value:Q", title="Valeur", format=VALUE_FORMAT),
+        alt.Tooltip("ci_low:Q", title=f"{ci} (bas)", format=VALUE_FORMAT),
+        alt.Tooltip("ci_high:Q", title=f"{ci} (haut)", format=VALUE_FORMAT),
+    ]
+    base = alt.Chart(data).encode(
+        x=alt.X("label:N", title="Mesure", sort=labels, axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("run:N", sort=runs),
+        tooltip=tooltip,
+    )
+    bars = base.mark_bar().encode(
+        y=alt.Y("value:Q", title="Valeur"),
+        color=alt.Color("run:N", title=RUN_TITLE, sort=runs),
+    )
+    errors = base.mark_rule(color="black", strokeWidth=1.5).encode(y="ci_low:Q", y2="ci_high:Q")
+    return alt.layer(bars, errors).properties(width="container", height=320)
+
+
+def recall_curve_chart(df: pd.DataFrame, *, cutoffs: Sequence[int] = CUTOFFS) -> alt.LayerChart:
+    """Macro recall@k against k, one line per run, with dashed vertical rules at ``cutoffs``.
+
+    Expects columns ``run, k, recall`` (e.g. :func:`bsard_demo.evaluation.recall_curve` with a
+    ``run`` column added, k = 1 … 500). Rules outside the range of ``k`` in the data are left out.
+    Invisible points on the lines carry the tooltip of each (run, k).
+    """
+    _require(df, ["run", "k", "recall"], "recall_curve_chart")
+    data = df[["run", "k", "recall"]].copy()
+    data["run"] = data["run"].astype(str)
+    runs = _runs(data)
+    x = alt.X("k:Q", title="Nombre d'articles retournés (k)", scale=alt.Scale(nice=False))
+    y = alt.Y("recall:Q", title="Rappel@k", scale=alt.Scale(domain=[0, 1]))
+    color = alt.Color("run:N", title=RUN_TITLE, sort=runs)
+    tooltip = [
+        alt.Tooltip("run:N", title=RUN_TITLE),
+        alt.Tooltip("k:Q", title="k"),
+        alt.Tooltip("recall:Q", title="Rappel@k", format=VALUE_FORMAT),
+    ]
+    lines = alt.Chart(data).mark_line().encode(x=x, y=y, color=color, tooltip=tooltip)
+    points = alt.Chart(data).mark_circle(opacity=0, size=40).encode(x=x, y=y, color=color, tooltip=tooltip)
+    layers = [lines, points]
+    if len(data):
+        low, high = data["k"].min(), data["k"].max()
+        marks = pd.DataFrame({"k": [int(k) for k in cutoffs if low <= k <= high]})
+        if len(marks):
+            layers.append(alt.Chart(marks).mark_rule(strokeDash=[4, 4], color="gray").encode(
+                x=alt.X("k:Q"), tooltip=[alt.Tooltip("k:Q", title="Seuil k")]))
+    return alt.layer(*layers).properties(width="container", height=360)
+
+
+def category_means(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Mean of ``metric`` per run and category, with the number of questions behind each mean.
+
+    Expects one row per (run, question) with columns ``run, category, <metric>``; returns columns
+    ``run, category, value, questions``, runs in input order and categories by decreasing number
+    of questions (then by name).
+    """
+    _require(df, ["run", "category", metric], "category_breakdown")
+    data = pd.DataFrame({
+        "run": df["run"].astype(str).to_numpy(),
+        "category": df["category"].astype(str).to_numpy(),
+        "value": _metric_values(df, metric, "category_breakdown").to_numpy(),
+    })
+    runs = _runs(data)
+    grouped = data.groupby(["run", "category"], sort=False)["value"].agg(["mean", "size"]).reset_index()
+    grouped = grouped.rename(columns={"mean": "value", "size": "questions"})
+    sizes = grouped.groupby("category")["questions"].max()
+    categories = sorted(sizes.index, key=lambda c: (-sizes[c], c))
+    grouped["run"] = pd.Categorical(grouped["run"], categories=runs, ordered=True)
+    grouped["category"] = pd.Categorical(grouped["category"], categories=categories, ordered=True)
+    grouped = grouped.sort_values(["category", "run"]).reset_index(drop=True)
+    grouped["run"] = grouped["run"].astype(str)
+    grouped["category"] = grouped["category"].astype(str)
+    grouped["questions"] = grouped["questions"].astype(int)
+    return grouped[["run", "category", "value", "questions"]]
+
+
+def category_breakdown(df: pd.DataFrame, metric: str) -> alt.Chart:
+    """Horizontal grouped bars: mean of ``metric`` per category (y) and run (colour).
+
+    Expects per-question rows with columns ``run, category, <metric>``; the chart draws
+    :func:`category_means` (columns ``run, category, value, questions``), and the tooltip gives
+    the number of questions of each category.
+    """
+    data = category_means(df, metric)
+    runs = _runs(data)
+    categories = list(pd.unique(data["category"]))
+    label = metric_label_fr(metric)
+    return alt.Chart(data).mark_bar().encode(
+        y=alt.Y("category:N", title="Catégorie", sort=categories),
+        yOffset=alt.YOffset("run:N", sort=runs),
+        x=alt.X("value:Q", title=f"{label} (moyenne par catégorie)", axis=alt.Axis(tickCount=5)),
+        color=alt.Color("run:N", title=RUN_TITLE, sort=runs),
+        tooltip=[
+            alt.Tooltip("run:N", title=RUN_TITLE),
+            alt.Tooltip("category:N", title="Catégorie"),
+            alt.Tooltip("value:Q", title=f"{label} moyen", format=VALUE_FORMAT),
+            alt.Tooltip("questions:Q", title="Questions"),
+        ],
+    ).properties(width="container", height=alt.Step(14, **{"for": "offset"}))
+
+
+def distribution_bins(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Number of questions per run in each bin of :data:`BIN_LABELS`.
+
+    Expects one row per (run, question) with columns ``run, <metric>`` (values in [0, 1]). Bins:
+    exactly 0, ]0 ; 0,2], ]0,2 ; 0,4], ]0,4 ; 0,6], ]0,6 ; 0,8], ]0,8 ; 1[, exactly 1 (0 and 1
+    within 1e-12). Returns columns ``run, bin, order, questions, share`` with every bin present
+    for every run (count 0 included), ``share`` = questions / questions of the run.
+    """
+    _require(df, ["run", metric], "per_question_distribution")
+    values = _metric_values(df, metric, "per_question_distribution").to_numpy()
+    if np.any((values < -_BIN_TOL) | (values > 1 + _BIN_TOL)):
+        raise ValueError(f"per_question_distribution: {metric!r} values must lie in [0, 1]")
+    inner = np.clip(np.ceil(values / 0.2 - 1e-9).astype(int), 1, 5)
+    order = np.where(values <= _BIN_TOL, 0, np.where(values >= 1 - _BIN_TOL, 6, inner))
+    data = pd.DataFrame({"run": df["run"].astype(str).to_numpy(), "order": order})
+    runs = _runs(data)
+    counts = data.groupby(["run", "order"]).size()
+    rows = []
+    for run in runs:
+        total = int((data["run"] == run).sum())
+        for i, label in enumerate(BIN_LABELS):
+            n = int(counts.get((run, i), 0))
+            rows.append({"run": run, "bin": label, "order": i, "questions": n, "share": n / total})
+    return pd.DataFrame(rows, columns=["run", "bin", "order", "questions", "share"])
+
+
+def per_question_distribution(df: pd.DataFrame, metric: str) -> alt.Chart:
+    """Histogram of the per-question values of ``metric``, one bar per run in each bin.
+
+    Expects columns ``run, qid, <metric>`` (one row per run and question; ``qid`` is not drawn).
+    Exact 0 (nothing found) and exact 1 get their own bins so that the many zeros stay readable
+    next to the intermediate values; the chart draws :func:`distribution_bins`.
+    """
+    _require(df, ["run", "qid", metric], "per_question_distribution")
+    data = distribution_bins(df, metric)
+    runs = _runs(data)
+    label = metric_label_fr(metric)
+    return alt.Chart(data).mark_bar().encode(
+        x=alt.X("bin:N", title=f"{label} par question", sort=list(BIN_LABELS), axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("run:N", sort=runs),
+        y=alt.Y("questions:Q", title="Nombre de questions"),
+        color=alt.Color("run:N", title=RUN_TITLE, sort=runs),
+        tooltip=[
+            alt.Tooltip("run:N", title=RUN_TITLE),
+            alt.Tooltip("bin:N", title=label),
+            alt.Tooltip("questions:Q", title="Questions"),
+            alt.Tooltip("share:Q", title="Part des questions", format=".1%"),
+        ],
+    ).properties(width="container", height=320)

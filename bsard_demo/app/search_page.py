@@ -1,0 +1,309 @@
+"""The Search page's logic: run one question through several retrievers and describe the hits.
+
+Conventions:
+- every retriever is searched to ``depth`` = ``max(k, DEFAULT_DEPTH)`` articles (capped at the
+  corpus size), or the whole corpus when a code filter is set; the filter keeps the articles
+  of that code in their order, and the top ``k`` of what remains is shown, ranked 1 … k;
+- rank markers compare a hit's rank in one column with its rank in the *reference* column's
+  shown top k: ``▲n`` (n places higher here), ``▼n`` (lower), ``=`` (same), ``nouveau`` (not in
+  the reference's top k); the reference column itself gets no marker;
+- when the question comes from a labelled split, each hit says whether it is gold, the gold
+  articles not in the top k are listed with their rank within ``depth`` (``None`` beyond), and
+  R@k, AP@k and RR@k are :func:`bsard_demo.metrics.compute_metrics` on the shown ranking;
+- with a code filter, only the gold articles *of that code* can be ranked: the scores are
+  computed on them alone (``QuestionScores.n_relevant``, ``code``; no scores when the code holds
+  none), and the gold articles of other codes (or absent from the corpus) are listed apart
+  (``ColumnResult.outside``), never as missed within the ranking;
+- ``seconds`` is the wall time of the retriever's search call alone (server side);
+- example questions come from the ``test`` split (else the first split, :func:`examples_of`); a
+  question is scored against its gold articles only while its text is the chosen example's
+  (:meth:`Examples.gold_for`: once edited, it is a free question);
+- a retriever that cannot be built (an encoder unavailable here, a full disk) does not stop the
+  others: :func:`build_columns` returns it apart with its message.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import pandas as pd
+
+from ..dataset import Dataset, hierarchy
+from ..metrics import compute_metrics
+from ..retrievers import RetrieverSpec
+from ..retrievers.base import DEFAULT_DEPTH, Hit, Retriever
+
+NEW = "nouveau"
+
+
+@dataclass(frozen=True)
+class RankMarker:
+    """How a hit's rank compares with its rank in the reference column."""
+
+    kind: str  # "up" | "down" | "same" | "new"
+    delta: int = 0
+
+    @property
+    def label(self) -> str:
+        return {"up": f"▲{self.delta}", "down": f"▼{self.delta}", "same": "=", "new": NEW}[self.kind]
+
+
+def rank_marker(rank: int, reference_rank: int | None) -> RankMarker:
+    """Marker of a hit shown at ``rank`` whose rank in the reference top k is ``reference_rank``."""
+    if reference_rank is None:
+        return RankMarker("new")
+    if rank < reference_rank:
+        return RankMarker("up", reference_rank - rank)
+    if rank > reference_rank:
+        return RankMarker("down", rank - reference_rank)
+    return RankMarker("same")
+
+
+@dataclass(frozen=True)
+class ShownHit:
+    """One hit as the page shows it."""
+
+    rank: int
+    article_id: str
+    score: float
+    reference: str
+    breadcrumb: tuple[str, ...]
+    text: str
+    gold: bool | None = None
+    marker: RankMarker | None = None
+
+
+@dataclass(frozen=True)
+class MissedGold:
+    """A gold article absent from the shown top k; ``rank`` within the searched depth or None."""
+
+    article_id: str
+    reference: str
+    rank: int | None
+    in_corpus: bool
+
+
+@dataclass(frozen=True)
+class QuestionScores:
+    """R@k, AP@k, RR@k of one column, computed on ``n_relevant`` gold articles (those of
+    ``code`` when a code filter is set, else all of them)."""
+
+    k: int
+    recall: float
+    ap: float
+    rr: float
+    n_relevant: int = 0
+    code: str | None = None
+
+
+@dataclass
+class ColumnResult:
+    """The results of one retriever for the question."""
+
+    name: str
+    hits: list[ShownHit]
+    seconds: float
+    depth: int
+    scores: QuestionScores | None = None
+    missed: list[MissedGold] | None = None
+    outside: list[MissedGold] | None = None  # gold articles outside the filtered code (filter only)
+
+
+def describe_article(dataset: Dataset, article_id: str) -> tuple[str, tuple[str, ...], str]:
+    """``(reference, breadcrumb, text)`` of an article; unknown ids give ``("", (), "")``."""
+    row = dataset.article(article_id)
+    if row is None:
+        return "", (), ""
+    return str(row.get("reference", "") or ""), tuple(hierarchy(row)), str(row.get("article", "") or "")
+
+
+def search_depth(k: int, corpus_size: int, filtered: bool, depth: int = DEFAULT_DEPTH) -> int:
+    """How many articles to fetch per retriever (see the module conventions)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    return corpus_size if filtered else min(corpus_size, max(k, depth))
+
+
+def filter_by_code(hits: Sequence[Hit], dataset: Dataset, code: str | None) -> list[Hit]:
+    """The hits whose article belongs to ``code`` (all of them when ``code`` is None/empty)."""
+    if not code:
+        return list(hits)
+    a = dataset.articles
+    if a is None or "code" not in a:
+        return []
+    wanted = set(a.loc[a["code"] == code, "id"])
+    return [h for h in hits if h.article_id in wanted]
+
+
+def split_gold_by_code(gold: Sequence[str], dataset: Dataset, code: str | None) -> tuple[list[str], list[str]]:
+    """``(inside, outside)``: the distinct gold ids (in gold order) of ``code`` and the others
+    (other codes, or not in the corpus). Without a code, every gold id is inside."""
+    distinct = list(dict.fromkeys(gold))
+    if not code:
+        return distinct, []
+    a = dataset.articles
+    wanted = set() if a is None or "code" not in a else set(a.loc[a["code"] == code, "id"])
+    return [g for g in distinct if g in wanted], [g for g in distinct if g not in wanted]
+
+
+def article_codes(dataset: Dataset) -> list[str]:
+    """The distinct non-empty codes of the corpus, sorted."""
+    if dataset.articles is None or "code" not in dataset.articles:
+        return []
+    return sorted({c for c in dataset.articles["code"] if str(c).strip()})
+
+
+def run_search(retrievers: Mapping[str, Retriever], dataset: Dataset, question: str, k: int, *,
+               gold: Sequence[str] | None = None, code: str | None = None, reference: str | None = None,
+               depth: int = DEFAULT_DEPTH, clock: Callable[[], float] = time.perf_counter) -> list[ColumnResult]:
+    """Search ``question`` with every retriever (columns in mapping order) and describe the hits.
+
+    ``gold`` (the question's relevant article ids, when it comes from a split) turns on gold
+    marks, missed gold articles and the per-question scores. ``reference`` names the column the
+    rank markers compare with (default: the first); with one column there are no markers.
+    """
+    if dataset.articles is None:
+        raise ValueError(f"{dataset.name}: no article corpus to search")
+    size = len(dataset.articles)
+    fetch = search_depth(k, size, bool(code), depth)
+    k = min(k, size)
+    columns: list[ColumnResult] = []
+    rankings: dict[str, list[Hit]] = {}
+    for name, retriever in retrievers.items():
+        start = clock()
+        hits = retriever.search(question, fetch)
+        seconds = clock() - start
+        rankings[name] = filter_by_code(hits, dataset, code)
+        columns.append(ColumnResult(name=name, hits=[], seconds=seconds, depth=fetch))
+    ref = reference if reference in rankings else (next(iter(rankings)) if rankings else None)
+    ref_ranks = {h.article_id: i for i, h in enumerate(rankings[ref][:k], 1)} if ref is not None else {}
+    gold_set = frozenset(gold) if gold is not None else None
+    inside, outside = split_gold_by_code(gold, dataset, code) if gold is not None else ([], [])
+    known = dataset.article_ids or frozenset()
+    for column in columns:
+        ranked = rankings[column.name]
+        show_marker = len(rankings) > 1 and column.name != ref
+        for rank, hit in enumerate(ranked[:k], 1):
+            reference_text, crumbs, text = describe_article(dataset, hit.article_id)
+            column.hits.append(ShownHit(
+                rank=rank, article_id=hit.article_id, score=float(hit.score), reference=reference_text,
+                breadcrumb=crumbs, text=text,
+                gold=None if gold_set is None else hit.article_id in gold_set,
+                marker=rank_marker(rank, ref_ranks.get(hit.article_id)) if show_marker else None,
+            ))
+        if gold is not None:
+            ids = [h.article_id for h in ranked]
+            if inside or not code:
+                recall, ap, rr = compute_metrics(inside, ids, k)
+                column.scores = QuestionScores(k, recall, ap, rr, len(inside), code or None)
+            column.missed = missed_gold(inside, ids, k, dataset)
+            if code:
+                column.outside = [MissedGold(doc, describe_article(dataset, doc)[0], None, doc in known)
+                                  for doc in outside]
+    return columns
+
+
+def missed_gold(gold: Sequence[str], ranking: Sequence[str], k: int, dataset: Dataset) -> list[MissedGold]:
+    """The gold articles not in ``ranking[:k]``, in gold order, with their rank in ``ranking``."""
+    position = {doc: i for i, doc in reversed(list(enumerate(ranking, 1)))}
+    known = dataset.article_ids or frozenset()
+    out = []
+    for doc in dict.fromkeys(gold):
+        rank = position.get(doc)
+        if rank is not None and rank <= k:
+            continue
+        out.append(MissedGold(doc, describe_article(dataset, doc)[0], rank, doc in known))
+    return out
+
+
+def example_questions(dataset: Dataset, split: str = "test") -> pd.DataFrame:
+    """The split's questions with labels: columns ``id, question, category, article_ids``
+    (questions with an empty text dropped), in split order."""
+    if split not in dataset.splits:
+        return pd.DataFrame(columns=["id", "question", "category", "article_ids"])
+    q = dataset.questions(split)
+    q = q[q["question"].str.strip() != ""]
+    return q[["id", "question", "category", "article_ids"]].reset_index(drop=True)
+
+
+
+KIND_LABELS = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybride"}
+
+
+def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = "rrf", rrf_k: float = 60,
+                 alpha: float = 0.5) -> dict[str, RetrieverSpec]:
+    """One :class:`RetrieverSpec` per chosen kind, keyed by its French column label.
+
+    The hybrid fuses BM25 (defaults) with the dense ``encoder``: ``fusion="rrf"`` (reciprocal
+    rank fusion with constant ``rrf_k``) or ``"weighted"`` (min-max normalised scores, ``alpha``
+    the weight of BM25)."""
+    out: dict[str, RetrieverSpec] = {}
+    for kind in dict.fromkeys(kinds):
+        if kind == "bm25":
+            out["BM25"] = RetrieverSpec("bm25")
+        elif kind == "dense":
+            out[f"Dense ({encoder})"] = RetrieverSpec("dense", {"encoder": encoder})
+        elif kind == "hybrid":
+            parts = [RetrieverSpec("bm25"), RetrieverSpec("dense", {"encoder": encoder})]
+            if fusion == "rrf":
+                out[f"Hybride RRF k={rrf_k:g} ({encoder})"] = RetrieverSpec("hybrid", {"retrievers": parts, "method": "rrf", "rrf_k": rrf_k})
+            elif fusion == "weighted":
+                out[f"Hybride pondéré α={alpha:g} ({encoder})"] = RetrieverSpec(
+                    "hybrid", {"retrievers": parts, "method": "weighted", "alpha": alpha})
+            else:
+                raise ValueError(f"unknown fusion {fusion!r}; choose rrf or weighted")
+        else:
+            raise ValueError(f"unknown retriever kind {kind!r}; choose {', '.join(KIND_LABELS)}")
+    return out
+
+
+@dataclass(frozen=True)
+class ExampleGold:
+    """The labels of the chosen example question, while the question box still holds its text."""
+
+    qid: str
+    split: str
+    category: str
+    article_ids: list[str]
+
+
+@dataclass
+class Examples:
+    """The example questions offered on the Search page: those of ``split`` (None: no split)."""
+
+    split: str | None
+    frame: pd.DataFrame
+    texts: dict[str, str] = field(default_factory=dict)  # qid -> question text
+    labels: dict[str, str] = field(default_factory=dict)  # qid -> the selectbox line
+
+    def gold_for(self, chosen: str | None, question: str) -> ExampleGold | None:
+        """The labels of example ``chosen`` when ``question`` is its text (stripped), else None."""
+        if chosen is None or not self.split or self.texts.get(chosen, "").strip() != question:
+            return None
+        row = self.frame[self.frame["id"] == chosen].iloc[0]
+        return ExampleGold(str(chosen), self.split, str(row["category"] or ""), list(row["article_ids"]))
+
+
+def examples_of(dataset: Dataset) -> Examples:
+    """The example questions of ``dataset``: its ``test`` split, else its first split."""
+    split = "test" if "test" in dataset.splits else (dataset.split_names[0] if dataset.split_names else None)
+    frame = example_questions(dataset, split) if split else example_questions(dataset)
+    texts = dict(zip(frame["id"], frame["question"]))
+    labels = {row.id: f"n° {row.id} · {row.category or 'sans catégorie'} · {row.question[:110]}"
+              for row in frame.itertuples()}
+    return Examples(split, frame, texts, labels)
+
+
+def build_columns(specs: Mapping[str, RetrieverSpec], build: Callable[[str, RetrieverSpec], Retriever]
+                  ) -> tuple[dict[str, Retriever], dict[str, str]]:
+    """``(retrievers, failures)``: ``build(label, spec)`` for every column, in order; a build
+    raising ``ValueError`` or ``OSError`` puts the label and its message in ``failures``."""
+    retrievers: dict[str, Retriever] = {}
+    failures: dict[str, str] = {}
+    for label, spec in specs.items():
+        try:
+            retrievers[label] = build(label, spec)
+        except (ValueError, OSError) as exc:  # an encoder that cannot be loaded here, a full disk…
+            failures[label] = str(exc)
+    return retrievers, failures

@@ -1,0 +1,309 @@
+"""Process-wide state of the Streamlit app: which dataset is active, loaded datasets and built
+indexes, shared by every rerun and every browser session (``st.cache_resource``).
+
+Conventions:
+- a dataset is named by a *spec*, the CLI's ``--data`` word: ``"hub"``, ``"sample"`` or a folder
+  path; the default is ``$BSARD_DATA``, else ``"hub"`` (:func:`bsard_demo.sources.default_spec`);
+- :func:`open_data` never fails: when the requested dataset cannot be loaded it keeps the
+  dataset the session already had (``fallback``), else falls back to the bundled sample, and says
+  why (``fallback_reason``: a French sentence naming the cause — hub unreachable, no answer in
+  time, damaged or partial files — and ``detail``: the loader's message without the CLI's
+  ``--data`` advice); a failure is remembered for :data:`FAILURE_TTL_S` seconds so reruns do not
+  probe the hub again;
+- indexes are built once per process in a :class:`BuildOnce` registry (one lock per key: two
+  sessions asking for the same index wait for one build). Building happens *outside* any
+  ``st.cache_*`` function so that a progress bar can be drawn (Streamlit replays elements drawn
+  inside cached functions);
+- a visitor may load a local folder only when the server allows it (:func:`folder_access`):
+  ``BSARD_ALLOW_FOLDERS=1`` allows any folder the server can read; otherwise only the folder
+  ``BSARD_DATA`` names (if any) is offered, so a hosted demo does not read arbitrary paths;
+- the key of a local folder includes the size and modification time of its CSV files, so an
+  edited folder is reloaded;
+- each registry build logs ``building <kind> index over <spec>`` then ``built … in <s> s`` on the
+  ``bsard_demo.app.state`` logger (INFO; the app prints it on the server console).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Generic, Hashable, Mapping, TypeVar
+
+from ..dataset import DataError, Dataset
+from ..retrievers import Retriever, RetrieverSpec, build_retriever
+from ..retrievers.base import Progress
+from ..retrievers.registry import hybrid_parts, make_hybrid
+from ..sources import ALTERNATIVES, DataUnavailable, default_spec, load_dataset
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+FAILURE_TTL_S = 300.0
+SOURCE_LABELS = {"hub": "BSARD (hub Hugging Face)", "sample": "Échantillon fictif (démo)", "local": "Dossier local"}
+FICTIONAL_NOTICE = ("Échantillon de démonstration : ces articles sont FICTIFS, inventés pour montrer "
+                    "l'application. Ce ne sont pas des textes de loi belges ; ne vous y fiez pas.")
+
+FICTIONAL_SHORT = "Articles FICTIFS : échantillon de démonstration, pas du droit belge."
+
+
+class BuildOnce(Generic[T]):
+    """A keyed memo that builds each value at most once, even under concurrent callers.
+
+    Failures are not stored: the next caller tries again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._locks: dict[Hashable, threading.Lock] = {}
+        self._items: dict[Hashable, T] = {}
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        if key in self._items:
+            return self._items[key]
+        with self._lock:
+            key_lock = self._locks.setdefault(key, threading.Lock())
+        with key_lock:
+            if key not in self._items:
+                self._items[key] = build()
+            return self._items[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._locks.clear()
+
+
+class FailureMemo:
+    """Recent failures per key (message, time), forgotten after ``ttl`` seconds."""
+
+    def __init__(self, ttl: float = FAILURE_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl, self.clock = ttl, clock
+        self._items: dict[Hashable, tuple[DataError, float]] = {}
+
+    def recent(self, key: Hashable) -> DataError | None:
+        hit = self._items.get(key)
+        if hit is None or self.clock() - hit[1] > self.ttl:
+            self._items.pop(key, None)
+            return None
+        return hit[0]
+
+    def remember(self, key: Hashable, error: DataError) -> None:
+        self._items[key] = (error, self.clock())
+
+    def forget(self, key: Hashable) -> None:
+        self._items.pop(key, None)
+
+
+def source_kind(spec: str) -> str:
+    """``"hub"``, ``"sample"`` or ``"local"`` for a spec."""
+    return spec if spec in ("hub", "sample") else "local"
+
+
+ALLOW_FOLDERS_ENV = "BSARD_ALLOW_FOLDERS"
+FOLDERS_DISABLED = ("Dossier local désactivé sur ce serveur. Pour l'activer, démarrez l'application avec "
+                    "`BSARD_DATA=/chemin/du/dossier` (ce dossier seul) ou `BSARD_ALLOW_FOLDERS=1` (tout dossier "
+                    "lisible par le serveur : à réserver à un usage local).")
+
+
+@dataclass(frozen=True)
+class FolderAccess:
+    """Which local folders visitors may load: any (``free``), else only ``fixed`` (the folder
+    named by ``BSARD_DATA``), else none."""
+
+    free: bool = False
+    fixed: str | None = None
+
+    @property
+    def offered(self) -> bool:
+        return self.free or self.fixed is not None
+
+    def allows(self, spec: str) -> bool:
+        """Whether ``spec`` may be loaded (``"hub"`` and ``"sample"`` always may)."""
+        return source_kind(spec) != "local" or self.free or spec == self.fixed
+
+
+def folder_access(environ: Mapping[str, str] | None = None) -> FolderAccess:
+    """The folder policy from ``BSARD_ALLOW_FOLDERS`` (``1``, ``true`` or ``yes``) and
+    ``BSARD_DATA`` (default: the process environment)."""
+    env = os.environ if environ is None else environ
+    free = env.get(ALLOW_FOLDERS_ENV, "").strip().lower() in ("1", "true", "yes")
+    data = env.get("BSARD_DATA", "").strip()
+    return FolderAccess(free, data if data and source_kind(data) == "local" else None)
+
+
+def data_key(spec: str) -> tuple:
+    """What identifies the content behind ``spec`` (see the module conventions)."""
+    if spec in ("hub", "sample"):
+        return (spec,)
+    folder = Path(spec).expanduser()
+    try:
+        stamps = tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.glob("*.csv")))
+        return (str(folder.resolve()), stamps)
+    except OSError:
+        return (str(folder), ())
+
+
+@dataclass(frozen=True)
+class ActiveData:
+    """The dataset in use. ``spec`` is what was loaded, ``requested`` what was asked for; when
+    they differ, ``fallback_reason`` (French) and ``detail`` (the loader's message) say why."""
+
+    dataset: Dataset
+    spec: str
+    requested: str
+    fallback_reason: str | None = None
+    detail: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        return data_key(self.spec)
+
+
+def spec_name(spec: str) -> str:
+    """French name of a dataset spec: the source label, plus the folder for a local one."""
+    kind = source_kind(spec)
+    return SOURCE_LABELS[kind] if kind != "local" else f"{SOURCE_LABELS['local']} : {spec}"
+
+
+def display_name(data: ActiveData) -> str:
+    """French name of the active dataset (:func:`spec_name` of what was loaded)."""
+    return spec_name(data.spec)
+
+
+#: The French words for :attr:`~bsard_demo.sources.DataUnavailable.cause`, shown in the banner.
+HUB_CAUSES = {
+    "offline": "hub injoignable et aucune copie en cache local",
+    "timeout": "le hub n'a pas répondu à temps",
+    "damaged": "fichiers reçus incomplets ou endommagés",
+}
+
+
+def hub_cause(error: Exception) -> str | None:
+    """The French cause of a hub failure, ``None`` when the error does not name a known one."""
+    return HUB_CAUSES.get(getattr(error, "cause", None))
+
+
+def fallback_reason(requested: str, error: DataError, kept: str = "sample") -> str:
+    """The French banner shown when ``requested`` could not be loaded and ``kept`` is used instead."""
+    if source_kind(requested) == "hub":
+        cause = hub_cause(error)
+        what = "Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face" + (f" ({cause})" if cause else "")
+    else:
+        what = f"Le dossier « {requested} » n'a pas pu être chargé"
+    instead = ("l'échantillon fictif fourni avec elle" if kept == "sample"
+               else f"le jeu de données déjà chargé ({spec_name(kept)})")
+    return f"{what} : l'application utilise {instead}."
+
+
+def failure_detail(error: Exception) -> str:
+    """The loader's message for the banner, without the CLI's ``--data …`` advice."""
+    if isinstance(error, DataUnavailable):
+        return error.detail
+    return str(error).replace(f" ({ALTERNATIVES.replace('use ', 'or ')})", "")
+
+
+def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None,
+              fallback: str | None = None) -> ActiveData:
+    """Load ``requested`` (default :func:`default_spec`) with ``load``; when it fails, load
+    ``fallback`` (the dataset the session had: a failed switch keeps it), else the sample.
+
+    ``load`` is the (cached) loader; a requested dataset that failed within the memo's TTL is not
+    tried again. The sample itself failing is a bug and raises.
+    """
+    spec = (requested or "").strip() or default_spec()
+    if spec == "sample":
+        return ActiveData(load("sample"), "sample", spec)
+    error = failures.recent(data_key(spec)) if failures else None
+    if error is None:
+        try:
+            return ActiveData(load(spec), spec, spec)
+        except DataError as exc:
+            error = exc
+            if failures:
+                failures.remember(data_key(spec), exc)
+    if fallback and fallback not in (spec, "sample"):
+        try:
+            return ActiveData(load(fallback), fallback, spec, fallback_reason(spec, error, fallback), failure_detail(error))
+        except DataError:
+            pass  # the kept dataset went away too (a deleted folder): the sample it is
+    return ActiveData(load("sample"), "sample", spec, fallback_reason(spec, error), failure_detail(error))
+
+
+def load_uncached(spec: str) -> Dataset:
+    """:func:`bsard_demo.sources.load_dataset`: the hub with its corpus (searching needs it); a
+    local folder may lack ``articles.csv`` (scoring works without it, the Search page says so)."""
+    return load_dataset(spec, need_corpus=source_kind(spec) != "local")
+
+
+def dataset_summary(dataset: Dataset) -> dict[str, int]:
+    """Counts shown in the sidebar: ``articles`` and questions per split (in split order)."""
+    out = {"articles": 0 if dataset.articles is None else len(dataset.articles)}
+    for split in dataset.split_names:
+        out[f"questions_{split}"] = len(dataset.questions(split))
+    return out
+
+
+def _logged(what: str, build: Callable[[], T]) -> Callable[[], T]:
+    """``build`` that logs one line before it starts and one when it is done (with its duration)."""
+    def run() -> T:
+        log.info("building %s", what)
+        start = time.perf_counter()
+        value = build()
+        log.info("built %s in %.2f s", what, time.perf_counter() - start)
+        return value
+    return run
+
+
+def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *, progress: Progress | None = None,
+                  notice: Callable[[str], None] | None = None) -> Retriever:
+    """The retriever ``spec`` over the active dataset, built once per process.
+
+    A hybrid is composed from its parts' registry entries (so BM25 and dense indexes are shared
+    with the single-retriever columns) and is itself cheap to make.
+    """
+    if spec.kind == "hybrid":
+        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in hybrid_parts(spec)]
+        size = len(data.dataset.articles) if data.dataset.articles is not None else None
+        return registry.get((data.key, spec.key()),
+                            _logged(f"hybrid index over {data.spec}", lambda: make_hybrid(spec, built, corpus_size=size)))
+    return registry.get((data.key, spec.key()),
+                        _logged(f"{spec.kind} index over {data.spec}",
+                                lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice)))
+
+
+def is_built(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec) -> bool:
+    return (data.key, spec.key()) in registry
+
+
+PROGRESS_WORDS = {
+    "analysing articles": "analyse des articles",
+    "indexing": "indexation",
+    "saving BM25 index": "enregistrement de l'index BM25",
+    "loaded cached BM25 index": "index BM25 chargé depuis le cache",
+    "saving embeddings": "enregistrement des plongements",
+    "embedding articles": "encodage des articles",
+    "embedding questions": "encodage des questions",
+    "loaded cached embeddings": "plongements chargés depuis le cache",
+    "searching questions": "recherche des questions",
+}
+
+
+def progress_text(message: str) -> str:
+    """French wording of a library progress message (its known prefix translated, the rest kept)."""
+    for english, french in PROGRESS_WORDS.items():
+        if message.startswith(english):
+            return french + message[len(english):]
+    return message
+
+
+def progress_fraction(done: int, total: int) -> float:
+    """``done / total`` clipped to [0, 1] (0 when ``total`` is not positive)."""
+    return 0.0 if total <= 0 else min(1.0, max(0.0, done / total))

@@ -1,0 +1,284 @@
+"""Streamlit glue shared by the app's pages: cached resources, the dataset sidebar, the fictional
+notice, progress bars and the error guard. Logic lives in :mod:`bsard_demo.app.state`,
+:mod:`bsard_demo.app.search_page` and :mod:`bsard_demo.app.score_page`; this module only draws.
+
+Conventions: all text shown is French; every value from the data or the user goes through
+:mod:`bsard_demo.app.highlight` (HTML escaping, Markdown neutralised) before it is rendered.
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import streamlit as st
+
+from .state import (FICTIONAL_NOTICE, FICTIONAL_SHORT, FOLDERS_DISABLED, SOURCE_LABELS, ActiveData, BuildOnce,
+                        FailureMemo, data_key, dataset_summary, display_name, folder_access, get_retriever, is_built,
+                        load_uncached, open_data, progress_fraction, progress_text, source_kind)
+from ..dataset import DataError, Dataset
+from .highlight import md_escape
+from ..retrievers import Retriever, RetrieverSpec
+
+log = logging.getLogger("bsard_demo.app")
+
+
+def _console_logging() -> None:
+    """Show the package's INFO lines (index builds, unexpected errors) on the server console; once
+    per process."""
+    package = logging.getLogger("bsard_demo")
+    if not any(getattr(h, "bsard_console", False) for h in package.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.bsard_console = True
+        package.addHandler(handler)
+        package.setLevel(logging.INFO)
+
+
+_console_logging()
+DATA_KEY = "data_spec"          # session: the requested dataset spec (None = default)
+FOLDER_KEY = "data_folder"      # session: the folder typed in the sidebar
+CHOICE_KEY = "data_choice"      # session: the source radio
+LOADED_KEY = "data_loaded"      # session: the spec actually loaded last (kept when a switch fails)
+ERROR_MESSAGE = ("Une erreur inattendue est survenue ({what}). La page reste utilisable : modifiez les réglages "
+                 "ou rechargez la page. Si le problème persiste, signalez-le avec les étapes qui y mènent.")
+
+STYLE = """
+<style>
+[data-testid="stMainBlockContainer"] {padding-top: 2.2rem;}
+[data-testid="stMetricValue"] {font-size: 1.5rem;}
+/* long unbroken strings (ids, junk text, 5,000-letter words) wrap instead of widening the page */
+.bsard-hit, .bsard-question, .bsard-missed {overflow-wrap: anywhere; min-width: 0;}
+.bsard-hit {border: 1px solid rgba(49,51,63,.15); border-radius: .5rem; padding: .6rem .8rem; margin-bottom: .6rem;
+            background: rgba(255,255,255,.6);}
+.bsard-hit.gold {border-left: 5px solid #2e7d32; background: rgba(46,125,50,.06);}
+.bsard-head {display: flex; flex-wrap: wrap; gap: .4rem; align-items: baseline; font-size: .92rem;}
+.bsard-rank {font-weight: 700; color: #31333f;}
+/* a reference or breadcrumb of junk length is cut after three lines (its title attribute keeps it whole) */
+.bsard-ref {font-weight: 600; min-width: 0; display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 3;
+            overflow: hidden;}
+.bsard-score {color: #6b6f76; font-size: .8rem; margin-left: auto; font-variant-numeric: tabular-nums;}
+.bsard-badge {border-radius: .7rem; padding: 0 .45rem; font-size: .75rem; font-weight: 600; white-space: nowrap;}
+.bsard-badge.gold {background: #2e7d32; color: #fff;}
+.bsard-badge.up {background: #e3f2e5; color: #1b5e20;}
+.bsard-badge.down {background: #fdecea; color: #b71c1c;}
+.bsard-badge.same {background: #eceff1; color: #455a64;}
+.bsard-badge.new {background: #e8eaf6; color: #283593;}
+.bsard-crumbs {color: #6b6f76; font-size: .78rem; margin: .15rem 0 .35rem 0; display: -webkit-box; -webkit-box-orient: vertical;
+               -webkit-line-clamp: 3; overflow: hidden;}
+.bsard-text {font-size: .88rem; line-height: 1.45;}
+.bsard-text mark, .bsard-full mark {background: #fff59d; padding: 0 .1rem; border-radius: .15rem;}
+.bsard-hit details summary {cursor: pointer; color: #0068c9; font-size: .8rem; margin-top: .3rem;}
+.bsard-full {font-size: .86rem; line-height: 1.45; margin-top: .3rem; white-space: normal;}
+.bsard-missed {font-size: .86rem;}
+.bsard-upload-refused {display: none; color: #7d1a1a; background: #fdecea; border-radius: .5rem; padding: .6rem .8rem;
+                       font-size: .9rem;}
+/* Streamlit refuses a file above server.maxUploadSize in the browser (red file chip): say so */
+[data-testid="stMain"]:has([data-testid="stFileChip"][aria-invalid="true"]) .bsard-upload-refused {display: block;}
+.bsard-question {font-size: 1rem; padding: .5rem .8rem; border-left: 4px solid #0068c9; background: rgba(0,104,201,.05);
+                 border-radius: .3rem; margin-bottom: .6rem; white-space: pre-wrap;}
+</style>
+"""
+
+
+# --------------------------------------------------------------------------- cached resources
+
+@st.cache_resource(show_spinner=False)
+def index_registry() -> BuildOnce:
+    """Built retrievers, shared by every session of this process."""
+    return BuildOnce()
+
+
+@st.cache_resource(show_spinner=False)
+def failure_memo() -> FailureMemo:
+    return FailureMemo()
+
+
+@st.cache_resource(show_spinner="Chargement des données…", max_entries=8)
+def _load(spec: str, key: tuple) -> Dataset:  # noqa: ARG001 - key is part of the cache key
+    return load_uncached(spec)
+
+
+def cached_load(spec: str) -> Dataset:
+    return _load(spec, data_key(spec))
+
+
+def active_data() -> ActiveData:
+    """The dataset of this session: the requested one or, when it cannot be loaded, the one the
+    session already had (else the sample), with the reason."""
+    access = folder_access()
+    requested, kept = st.session_state.get(DATA_KEY), st.session_state.get(LOADED_KEY)
+    data = open_data(requested if requested and access.allows(requested) else None, cached_load, failure_memo(),
+                     fallback=kept if kept and access.allows(kept) else None)
+    st.session_state[LOADED_KEY] = data.spec
+    return data
+
+
+# --------------------------------------------------------------------------- shell
+
+def inject_style() -> None:
+    st.html(STYLE)
+
+
+def fictional_notice(data: ActiveData, *, short: bool = False, where=st) -> None:
+    """The warning that the sample's articles are invented (when the sample is active)."""
+    if data.dataset.fictional:
+        where.warning(FICTIONAL_SHORT if short else FICTIONAL_NOTICE, icon=":material/warning:")
+
+
+def fallback_banner(data: ActiveData) -> None:
+    if data.fallback_reason:
+        st.info(md_escape(data.fallback_reason) + "  \n" + "Raison : " + md_escape(data.detail or ""), icon=":material/info:")
+
+
+def sidebar_data(data: ActiveData) -> None:
+    """Sidebar: the active dataset with its counts, and the controls to switch."""
+    sb = st.sidebar
+    sb.subheader("Données")
+    summary = dataset_summary(data.dataset)
+    lines = [f"**{md_escape(display_name(data))}**", f"{summary['articles']:,} articles".replace(",", "\u202f")]
+    for split in data.dataset.split_names:
+        lines.append(f"{summary[f'questions_{split}']} questions ({md_escape(split)})")
+    sb.markdown("  \n".join(lines))
+    fictional_notice(data, short=True, where=sb)
+    if data.fallback_reason:
+        sb.button("Réessayer la source demandée", key="data_retry", on_click=_switch, args=(data.requested,))
+    access = folder_access()
+    choices = ["hub", "sample"] + (["local"] if access.offered else [])
+    if st.session_state.get(CHOICE_KEY) not in choices:
+        kind = source_kind(data.requested)
+        st.session_state[CHOICE_KEY] = kind if kind in choices else source_kind(data.spec)
+    if access.free and source_kind(data.requested) == "local" and FOLDER_KEY not in st.session_state:
+        st.session_state[FOLDER_KEY] = data.requested
+    choice = sb.radio("Changer de source", choices, format_func=SOURCE_LABELS.get, key=CHOICE_KEY,
+                      on_change=_on_choice)
+    if not access.offered:
+        sb.caption(FOLDERS_DISABLED)
+    elif choice == "local" and access.free:
+        folder = sb.text_input("Chemin du dossier", key=FOLDER_KEY,
+                               placeholder="/chemin/vers/bsard (articles.csv, questions_test.csv…)")
+        sb.button("Charger ce dossier", key="load_folder", disabled=not (folder or "").strip(), on_click=_load_folder)
+    elif choice == "local":
+        sb.caption("Dossier choisi au démarrage (`BSARD_DATA`) : " + md_escape(access.fixed))
+
+
+# Widget callbacks run before the script, so the new dataset is used by the same run (no rerun,
+# and no button state lost on the way).
+
+def _switch(spec: str) -> None:
+    if not folder_access().allows(spec):  # the sidebar does not offer it; nothing else may
+        return
+    failure_memo().forget(data_key(spec))  # an explicit choice is always tried again
+    st.session_state[DATA_KEY] = spec
+
+
+def _on_choice() -> None:
+    choice = st.session_state.get(CHOICE_KEY)
+    access = folder_access()
+    if choice in ("hub", "sample"):
+        _switch(choice)
+    elif choice == "local" and not access.free and access.fixed:
+        _switch(access.fixed)  # the one folder offered: no path to type
+
+
+def _load_folder() -> None:
+    folder = (st.session_state.get(FOLDER_KEY) or "").strip()
+    if folder:
+        _switch(folder)
+
+
+# --------------------------------------------------------------------------- building indexes
+
+def progress_bar(label: str) -> tuple[Callable[[int, int, str], None], Callable[[], None]]:
+    """A progress bar drawn now; returns ``(callback, clear)``."""
+    holder = st.empty()
+    bar = holder.progress(0.0, text=label)
+
+    def update(done: int, total: int, message: str) -> None:
+        bar.progress(progress_fraction(done, total), text=f"{label} — {progress_text(message)}")
+
+    return update, holder.empty
+
+
+def retriever(data: ActiveData, spec: RetrieverSpec, label: str) -> Retriever:
+    """The retriever, built once per process; its first build shows a progress bar."""
+    registry = index_registry()
+    if is_built(registry, data, spec):
+        return get_retriever(registry, data, spec)
+    update, clear = progress_bar(f"Construction de l'index « {label} » (une seule fois par serveur)")
+    notices: list[str] = []
+    try:
+        return get_retriever(registry, data, spec, progress=update, notice=notices.append)
+    finally:
+        clear()
+        for n in notices:
+            st.caption("Note : " + md_escape(n))
+
+
+# --------------------------------------------------------------------------- errors
+
+@contextmanager
+def guard(what: str) -> Iterator[None]:
+    """Run a page body; an unexpected error shows a short French message instead of a traceback.
+
+    Data errors (:class:`DataError`, :class:`ValueError`) show their own message."""
+    try:
+        yield
+    except DataError as exc:
+        st.error("Données inutilisables : " + md_escape(exc))
+    except ValueError as exc:
+        st.error("Réglage ou donnée invalide : " + md_escape(exc))
+    except MemoryError:
+        st.error("Mémoire insuffisante pour cette opération. Essayez avec moins de fichiers ou un k plus petit.")
+    except Exception as exc:  # noqa: BLE001 - last resort: no traceback reaches the user
+        log.exception("unexpected error in %s", what)
+        st.error(ERROR_MESSAGE.format(what=md_escape(what)) + f"  \nDétail : {md_escape(type(exc).__name__)}")
+
+
+def current_data() -> ActiveData:
+    """The dataset chosen by the shell (``app.py``) for this run."""
+    data = st.session_state.get("active_data")
+    return data if data is not None else active_data()
+
+
+# --------------------------------------------------------------------------- scoring
+
+def upload_limit_bytes() -> int:
+    """``server.maxUploadSize`` (MB) in bytes."""
+    return int(st.get_option("server.maxUploadSize")) * 2**20
+
+
+#: Scoreboards kept per process (each holds its files' bytes and evaluations): a few recent ones, an hour.
+SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
+
+
+@st.cache_resource(show_spinner="Lecture et évaluation des runs…", max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
+def _scoreboard(key: tuple, _dataset: Dataset, _files: tuple, split: str, limit: int):  # noqa: ARG001
+    from .score_page import score_files
+
+    return score_files(list(_files), _dataset, split, limit_bytes=limit)
+
+
+def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]]):
+    """:func:`bsard_demo.app.score_page.score_files`, memoised on the dataset, split and file digests."""
+    import hashlib
+
+    digests = tuple((name, hashlib.sha256(blob).hexdigest(), len(blob)) for name, blob in files)
+    limit = upload_limit_bytes()
+    return _scoreboard((data.key, split, digests, limit), data.dataset, tuple(files), split, limit)
+
+
+def ensure_shell() -> None:
+    """Make sure the page runs inside ``app.py`` (navigation, sidebar, notices).
+
+    Streamlit runs a script in its legacy "pages/ folder" mode until ``st.navigation`` has been
+    called once in the process (and at every ``AppTest`` run): a first visitor arriving straight
+    at ``/score`` would get the page without the shell. The page then switches the legacy mode
+    off and reruns once; the rerun goes through ``app.py``'s ``st.navigation``, which keeps the
+    requested page.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()

@@ -1,0 +1,1 @@
+"""The command line ``python -m bsard_demo ...`` (see :mod:`bsard_demo.cli.main`)."""

@@ -1,0 +1,79 @@
+"""What every command shares: the one-line-error parser, one-line messages, the ``--data``
+option, and the tqdm progress callback.
+
+Convention: an error the user can fix is one line on stderr, ``bsard_demo <command>: <message>``
+(even when the message names a path holding a line break), and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..sources import default_spec
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose usage errors are one line on stderr (exit 2),
+    pointing to ``--help`` instead of printing the usage block. Subparsers inherit the class."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(text: object) -> str:
+    """``text`` with its line breaks (and the blanks around them) turned into single spaces, so
+    that a message naming a hostile path stays one line."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def add_data_argument(p: argparse.ArgumentParser) -> None:
+    """The ``--data hub|sample|PATH`` option every subcommand shares."""
+    p.add_argument("--data", default=None, metavar="hub|sample|PATH",
+                   help="dataset: the Hugging Face hub (default, or $BSARD_DATA), the bundled fictional sample, "
+                        "or a folder with articles.csv and questions_<split>.csv")
+
+
+def data_spec(args: argparse.Namespace) -> str:
+    """The dataset asked for: ``--data``, else ``$BSARD_DATA``, else the hub."""
+    return args.data if args.data is not None else default_spec()
+
+
+def say(command: str, message: str) -> None:
+    """One line on stderr, even for a message naming a path that holds a line break."""
+    print(one_line(f"bsard_demo {command}: {message}"), file=sys.stderr)
+
+
+def fail(command: str, message: str) -> int:
+    """:func:`say` the message; the exit code of an error the user can fix (2)."""
+    say(command, message)
+    return 2
+
+
+class TqdmProgress:
+    """A :data:`~bsard_demo.retrievers.base.Progress` callback drawing one tqdm bar per message on stderr."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._bar = None
+        self._message = None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        done = max(0, min(done, total))
+        if message != self._message or self._bar is None or total != self._bar.total:
+            self.close()
+            # disable=None: no bar when stderr is not a terminal (logs, CI)
+            self._bar = tqdm(total=total, initial=done, desc=message, file=sys.stderr, leave=False,
+                             dynamic_ncols=True, disable=None)
+            self._message = message
+        elif done > self._bar.n:
+            self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+            self._message = None

@@ -1,0 +1,123 @@
+"""The ``data`` and ``evaluate`` commands: summarise a dataset, score run files against a split.
+
+``evaluate`` reads each run with :func:`bsard_demo.runs.read_run_path` (every problem of a file
+on stderr, one line each), scores it with :func:`bsard_demo.evaluation.evaluate` and prints the
+:mod:`bsard_demo.report` table (or JSON, CSV, Markdown, LaTeX).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..dataset import DataError
+from ..evaluation import DEFAULT_KS, evaluate
+from ..report import FORMATS, is_bsard_test, json_report, metrics_table, per_question_table, render_table
+from ..runs import read_run_path
+from ..sources import load_dataset
+from .common import add_data_argument, data_spec, one_line
+
+CONVENTIONS = """\
+conventions:
+  Every question of the split counts: a question missing from a run scores 0.
+  Questions of a run that are not in the split are ignored (and counted).
+  Within a question, documents are ordered by score descending, ties broken by document id
+  descending compared as strings (trec_eval's rule); a run with ranks only is ordered by rank.
+  A document listed twice keeps its best position. recall@k, map@k and mrr@k equal
+  trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k.
+  Runs with errors are not scored (exit 2); warnings are reported and the run is scored.
+"""
+
+
+def add_data_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``data``: summarise a dataset."""
+    p = subparsers.add_parser("data", help="summarise a dataset", description="Summarise a dataset: counts, relevant articles per question, questions per category.")
+    add_data_argument(p)
+    p.set_defaults(func=cmd_data)
+    return p
+
+
+def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``evaluate``: score run files."""
+    p = subparsers.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines; optionally gzipped) "
+                                   "against a split: recall@k, map@k and mrr@k, macro-averaged over all questions.")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
+    add_data_argument(p)
+    p.add_argument("--split", default="test", help="question split to score against (default: test)")
+    p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K", help="cutoffs (default: 100 200 500)")
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
+    p.set_defaults(func=cmd_evaluate)
+    return p
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    ds = load_dataset(data_spec(args), need_corpus=False)
+    out = [f"dataset: {ds.name}" + ("  [articles are FICTIONAL, for demonstration only]" if ds.fictional else "")]
+    out.append(f"articles: {len(ds.articles) if ds.articles is not None else 'not loaded (no articles.csv)'}")
+    if ds.articles is not None and "code" in ds.articles:
+        out.append(f"codes: {ds.articles['code'].replace('', '(none)').nunique()}")
+    for split in ds.split_names:
+        q = ds.questions(split)
+        n_rel = q["article_ids"].map(len)
+        out.append(f"split {split}: {len(q)} questions; relevant articles per question: "
+                   f"mean {n_rel.mean():.2f}, median {n_rel.median():g}, max {n_rel.max() if len(q) else 0}"
+                   f"; {int((n_rel == 1).sum())} with exactly one")
+        if (n_rel == 0).any():
+            out.append(f"  note: {int((n_rel == 0).sum())} question(s) without any relevant article: searchable, "
+                       "but left out of every score (as trec_eval does)")
+        if ds.articles is not None:
+            known = ds.article_ids
+            unknown = {a for ids in q["article_ids"] for a in ids if a not in known}
+            if unknown:
+                out.append(f"  warning: {len(unknown)} gold article id(s) not in the corpus, e.g. {', '.join(sorted(unknown)[:5])}")
+        cats = q["category"].replace("", "(none)").value_counts()
+        out.append("  per category: " + ", ".join(f"{c} {n}" for c, n in cats.items()))
+    print("\n".join(out))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    if any(k < 1 for k in args.k):
+        raise DataError("--k takes positive integers")
+    ds = load_dataset(data_spec(args), need_corpus=False)
+    qrels = ds.qrels(args.split)
+    labelled = sum(1 for gold in qrels.values() if gold)
+    if labelled < len(qrels) and args.format != "json":
+        print(f"bsard_demo evaluate: note: {len(qrels) - labelled} question(s) of split {args.split} have no relevant "
+              "article and are left out of the averages (as trec_eval does)", file=sys.stderr)
+    corpus = ds.article_ids
+    evaluations, problems, unusable = {}, {}, []
+    failed = False
+    for path in args.runs:
+        name = Path(path).name
+        if name in evaluations or name in problems:
+            name = path  # two runs with one base name: fall back to the path as given
+        rf = read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=max(args.k))
+        problems[name] = [p.as_dict() for p in rf.problems]
+        lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}: {p.message}")
+                 for p in rf.problems]
+        if rf.run is None and len(lines) == 1 and args.format != "json":
+            print(f"bsard_demo evaluate: {lines[0]}; not scored", file=sys.stderr)  # one problem: one line
+            failed = True
+            continue
+        if args.format != "json" and lines:
+            print("\n".join(lines), file=sys.stderr)
+        if rf.run is None:
+            unusable.append(one_line(f"{name} ({rf.problems.count('error')} error(s))"))
+            continue
+        evaluations[name] = evaluate(qrels, rf.run, args.k)
+    if args.format == "json":
+        print(json_report(ds.name, args.split, labelled, evaluations, problems))
+    elif evaluations:
+        table = metrics_table(evaluations, published=is_bsard_test(qrels) and args.format == "table")
+        if args.format == "table":
+            print(f"{ds.name} · split {args.split} · {labelled} questions · values in %")
+        print(render_table(table, args.format), end="")
+    if args.per_query and evaluations:
+        per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False, float_format="%.6f")
+    if unusable:
+        print(f"bsard_demo evaluate: unusable run file(s), not scored: {', '.join(unusable)}", file=sys.stderr)
+    return 2 if unusable or failed else 0

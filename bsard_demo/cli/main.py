@@ -1,0 +1,51 @@
+"""Command line: ``python -m bsard_demo {data,evaluate,run,index} ...``: the parser and :func:`main`.
+
+Each command lives in its own module, which adds its subparser and handler: ``data`` and
+``evaluate`` in :mod:`.evaluate`, ``run`` and ``index`` in :mod:`.retrieval`. A new command gets
+a new module, registered in :func:`build_parser`.
+
+Exit codes: 0 success (warnings allowed); 2 unusable input, data or usage (one line on stderr,
+never a traceback; ``evaluate`` prints one line per problem of a run file, then a summary line,
+or a single line when the file has a single problem); 1 an internal error (a bug).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from ..dataset import DataError
+from .common import OneLineParser, one_line
+from .evaluate import add_data_parser, add_evaluate_parser
+from .retrieval import add_index_parser, add_run_parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="python -m bsard_demo",
+                           description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{data,evaluate,run,index}")
+    add_data_parser(sub)
+    add_evaluate_parser(sub)
+    add_run_parser(sub)
+    add_index_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except DataError as exc:
+        print(one_line(f"bsard_demo {args.command}: {exc}"), file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(one_line(f"bsard_demo {args.command}: {where}{exc.strerror or exc}"), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last resort: never show a traceback
+        print(one_line(f"bsard_demo {args.command}: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
+        return 1

@@ -1,0 +1,175 @@
+"""The ``run`` and ``index`` commands: search every question of a split, or prebuild an index.
+
+``run`` writes one ranking of ``--depth`` articles for every question of the split (TREC by
+default, tagged with the retriever and its settings; or JSON ``{qid: {docid: score}}``), in the
+order convention of :mod:`bsard_demo.runs.run`, so the file reads back with no problem through
+:func:`bsard_demo.runs.read_run_path`. Progress bars go to stderr; errors the user can fix
+(data, options, output path) are one line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from ..dataset import DataError
+from ..retrievers import RetrieverSpec, build_retriever
+from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, ranked_pairs, run_tag, search_all
+from ..retrievers.hybrid import FUSION_METHODS
+from ..runs import format_run, write_text_atomic
+from ..sources import load_dataset
+from .common import TqdmProgress, add_data_argument, data_spec, fail, say
+
+
+def _common_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25",
+                   help="bm25 (default), dense (an encoder), or hybrid (BM25 + dense, fused)")
+    p.add_argument("--encoder", default=None, metavar="NAME",
+                   help="dense encoder: use (default), minilm, a sentence-transformers model id or folder")
+    add_data_argument(p)
+    bm25 = p.add_argument_group("BM25")
+    bm25.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.0)")
+    bm25.add_argument("--b", type=float, default=None, help="BM25 b (default 0.6)")
+    bm25.add_argument("--bm25-method", choices=("lucene", "robertson"), default=None,
+                      help="BM25 idf variant (default lucene)")
+    bm25.add_argument("--no-headers", action="store_true",
+                      help="index the article text only, not its reference and headers")
+    bm25.add_argument("--no-stem", action="store_true", help="no Snowball stemming")
+    hybrid = p.add_argument_group("hybrid")
+    hybrid.add_argument("--fusion", choices=FUSION_METHODS, default="rrf",
+                        help="rrf: reciprocal rank fusion (default); weighted: weighted sum of min-max scores")
+    hybrid.add_argument("--rrf-k", type=float, default=60.0, help="RRF constant k (default 60)")
+    hybrid.add_argument("--alpha", type=float, default=0.5,
+                        help="weighted fusion: weight of BM25, 1 - alpha that of the dense retriever (default 0.5)")
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="index cache folder (default $BSARD_CACHE or ~/.cache/bsard_demo)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+
+
+def add_run_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``run``: search every question of a split and write a run file."""
+    p = subparsers.add_parser(
+        "run", help="search every question of a split and write a run file",
+        description="Search every question of a split with a retriever and write the rankings as a run file "
+                    "(TREC 'qid Q0 docid rank score tag' by default, or JSON {qid: {docid: score}}).")
+    _common_arguments(p)
+    p.add_argument("--split", default="test", help="question split (default: test)")
+    p.add_argument("--depth", type=int, default=500, help="articles per question (default: 500)")
+    p.add_argument("--out", required=True, metavar="FILE", help="run file to write ('-' for stdout)")
+    p.add_argument("--format", choices=("trec", "json"), default=None,
+                   help="trec (default) or json; a FILE ending in .json defaults to json")
+    p.add_argument("--with-description", action=argparse.BooleanOptionalAction, default=DEFAULT_WITH_DESCRIPTION,
+                   help="append each question's extra_description to it "
+                        f"(default: {'on' if DEFAULT_WITH_DESCRIPTION else 'off'})")
+    p.add_argument("--tag", default=None, help="run tag (default: the retriever and its settings)")
+    p.set_defaults(func=cmd_run)
+    return p
+
+
+def add_index_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``index``: build a retriever's index into the cache, so later searches start fast."""
+    p = subparsers.add_parser("index", help="prebuild a retriever's index into the cache",
+                              description="Build (or check) a retriever's cached index over a dataset's articles.")
+    _common_arguments(p)
+    p.set_defaults(func=cmd_index)
+    return p
+
+
+def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
+    """The retriever asked for on the command line."""
+    bm25: dict[str, object] = {}
+    if args.k1 is not None:
+        bm25["k1"] = args.k1
+    if args.b is not None:
+        bm25["b"] = args.b
+    if args.bm25_method is not None:
+        bm25["method"] = args.bm25_method
+    if args.no_headers:
+        bm25["fields"] = ("article",)
+    if args.no_stem:
+        bm25["stem"] = False
+    dense = {"encoder": args.encoder} if args.encoder else {}
+    if args.retriever == "bm25":
+        return RetrieverSpec("bm25", bm25)
+    if args.retriever == "dense":
+        return RetrieverSpec("dense", dense)
+    return RetrieverSpec("hybrid", {
+        "retrievers": [RetrieverSpec("bm25", bm25), RetrieverSpec("dense", dense)],
+        "method": args.fusion, "rrf_k": args.rrf_k, "alpha": args.alpha,
+    })
+
+
+def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
+    """(dataset, retriever) or an exit code."""
+    try:
+        spec = spec_from_args(args)
+        dataset = load_dataset(data_spec(args))
+    except (DataError, ValueError) as exc:
+        return fail(command, str(exc))
+    def notice(message: str) -> None:
+        say(command, f"note: {message}")
+
+    cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else None
+    try:
+        retriever = build_retriever(spec, dataset, cache_root=cache_root, progress=progress, notice=notice)
+    except (DataError, ValueError) as exc:  # includes EncoderUnavailable
+        return fail(command, str(exc))
+    finally:
+        progress.close()
+    return dataset, retriever
+
+
+def _write(out: str, text: str) -> None:
+    if out == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_text_atomic(out, text)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Handler of ``run``; returns the exit code."""
+    if args.depth < 1:
+        return fail("run", "--depth must be at least 1")
+    fmt = args.format or ("json" if str(args.out).lower().endswith(".json") else "trec")
+    if args.tag is not None and (not args.tag.strip() or re.search(r"\s", args.tag)):
+        return fail("run", "--tag must be one word (no spaces)")
+    progress = TqdmProgress(enabled=not args.no_progress)
+    built = _build(args, "run", progress)
+    if isinstance(built, int):
+        return built
+    dataset, retriever = built
+    try:
+        questions = dataset.questions(args.split)
+    except DataError as exc:
+        return fail("run", str(exc))
+    qids = [str(q) for q in questions["id"]]
+    texts = question_texts(questions, args.with_description)
+    try:
+        hits = search_all(retriever, texts, args.depth, progress)
+    except ValueError as exc:
+        return fail("run", str(exc))
+    finally:
+        progress.close()
+    tag = run_tag(args.tag or retriever.name)
+    try:
+        _write(args.out, format_run(qids, ranked_pairs(hits), fmt, tag))
+    except OSError as exc:
+        return fail("run", f"cannot write {args.out}: {exc.strerror or exc}")
+    where = "stdout" if args.out == "-" else args.out
+    print(f"bsard_demo run: {len(qids)} questions × up to {min(args.depth, len(dataset.articles))} articles "
+          f"({retriever.name}) written to {where} as {fmt}", file=sys.stderr)
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Handler of ``index``; returns the exit code."""
+    progress = TqdmProgress(enabled=not args.no_progress)
+    built = _build(args, "index", progress)
+    if isinstance(built, int):
+        return built
+    dataset, retriever = built
+    print(f"bsard_demo index: {retriever.name} ready over {len(dataset.articles)} articles of {dataset.name}",
+          file=sys.stderr)
+    return 0

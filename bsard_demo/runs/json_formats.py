@@ -1,0 +1,253 @@
+"""Text -> columns for JSON runs (``{qid: {docid: score}}``, ``{qid: [docid, ...]}``) and JSON Lines.
+
+:func:`parse_json` reads either (see :mod:`bsard_demo.runs.read` for the layouts and rules);
+``result`` is the :class:`~bsard_demo.runs.read.RunFile` being read: its ``format`` is set and
+its ``problems`` filled. JSON objects keep repeated keys (:class:`_Obj`), so a question or
+article given twice is reported, not silently overwritten.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from .text_formats import DOC_NAMES, QID_NAMES, split_lines, whole
+from .validate import Columns
+
+LIST_NAMES = ("docids", "doc_ids", "article_ids")
+
+
+class _Obj(list):
+    """A JSON object kept as its ``(key, value)`` pairs, so repeated keys are not lost."""
+
+
+def _id(value) -> str | None:
+    """A JSON question/article id as a string: strings (non-empty) and whole numbers only."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _json_type(value) -> str:
+    if isinstance(value, _Obj):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def _shown(value) -> str:
+    try:
+        text = json.dumps(dict(value) if isinstance(value, _Obj) else value)
+    except (TypeError, ValueError, RecursionError):
+        text = "..."
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_score(value) -> tuple[float | None, str | None]:
+    """``(score, None)`` or ``(None, reason)``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None, f"score {_shown(value)} is {_json_type(value)}, not a number"
+    try:
+        x = float(value)
+    except OverflowError:
+        return None, f"score {_shown(value)} is too large"
+    if not math.isfinite(x):
+        return None, f"score {value} is not a finite number"
+    return x, None
+
+
+def _loads(text: str):
+    return json.loads(text, object_pairs_hook=_Obj)
+
+
+def parse_json(text: str, result):
+    problems = result.problems
+    try:
+        value = _loads(text)
+    except RecursionError:
+        problems.error("the JSON is nested too deeply to be a run")
+        return None
+    except json.JSONDecodeError as exc:
+        first = text.lstrip().split("\n", 1)[0]
+        try:
+            first_value = _loads(first)
+        except (json.JSONDecodeError, RecursionError):
+            first_value = None
+        if isinstance(first_value, _Obj):
+            return _parse_jsonl(split_lines(text), result)
+        problems.error(f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno)
+        return None
+    if isinstance(value, _Obj) and any(k in QID_NAMES for k, _ in value) and not any(
+        isinstance(v, (_Obj, list)) and k not in LIST_NAMES for k, v in value
+    ):
+        return _parse_jsonl(split_lines(text), result)  # a JSON Lines file of one record
+    if not isinstance(value, _Obj):
+        problems.error(
+            f"the JSON top level is {_json_type(value)}; expected an object "
+            '{"qid": {"docid": score}} or {"qid": ["docid", ...]} (for one record per line, use JSON Lines)'
+        )
+        return None
+    return _parse_json_dict(value, result)
+
+
+def _parse_json_dict(obj: _Obj, result):
+    problems = result.problems
+    if not obj:
+        problems.error("the JSON object is empty: no questions")
+        return None
+    first_kind = next((type(v) for _, v in obj if isinstance(v, (_Obj, list))), None)
+    if first_kind is None:
+        problems.error(
+            f"the JSON values are {_json_type(obj[0][1])}; expected for each question an object "
+            '{"docid": score} or a list ["docid", ...]'
+        )
+        return None
+    by = "score" if first_kind is _Obj else "rank"
+    result.format = "json-scores" if by == "score" else "json-ranked"
+    expected = "an object {docid: score}" if by == "score" else "a list [docid, ...]"
+    cols = Columns(scores=[] if by == "score" else None, ranks=[] if by == "rank" else None)
+    next_rank: dict[str, int] = {}
+    for key, value in obj:
+        qid = key.strip()
+        if not qid:
+            problems.error("empty question id", kind="empty question id")
+            continue
+        if type(value) is not first_kind:
+            problems.error(f"question {qid!r}: expected {expected} like the first question, found {_json_type(value)}",
+                           kind="question of the wrong JSON type")
+            continue
+        if by == "score":
+            for doc_key, raw in value:
+                docid = doc_key.strip()
+                if not docid:
+                    problems.error(f"question {qid!r}: empty article id", kind="empty article id")
+                    continue
+                score, why = _json_score(raw)
+                if why:
+                    problems.error(f"question {qid!r}, article {docid!r}: {why}", kind="score is not a finite number")
+                    continue
+                cols.qids.append(qid)
+                cols.docs.append(docid)
+                cols.scores.append(score)
+        else:
+            start = next_rank.get(qid, 0)
+            for pos, raw in enumerate(value, 1):
+                docid = _id(raw)
+                if docid is None:
+                    problems.error(f"question {qid!r}, position {pos}: article id {_shown(raw)} "
+                                   "is not a string or whole number", kind="bad article id")
+                    continue
+                cols.qids.append(qid)
+                cols.docs.append(docid)
+                cols.ranks.append(start + pos)
+            next_rank[qid] = start + len(value)
+    return cols, by, False, {}
+
+
+def _parse_jsonl(lines: list[str], result):
+    problems = result.problems
+    result.format = "jsonl"
+    cols = Columns(scores=[], ranks=[], lines=[])
+    mode = None  # "score", "rank" or "lists", fixed by the first valid record
+    mode_line = 0
+    next_rank: dict[str, int] = {}
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            value = _loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            problems.error(f"not valid JSON ({reason})", line=lineno, kind="line is not valid JSON")
+            continue
+        if not isinstance(value, _Obj):
+            problems.error(f"expected a JSON object, found {_json_type(value)}", line=lineno,
+                           kind="line is not a JSON object")
+            continue
+        rec = dict(value)
+        qkey = next((k for k in QID_NAMES if k in rec), None)
+        if qkey is None:
+            problems.error(f"no question id (expected a key {', '.join(QID_NAMES)})", line=lineno,
+                           kind="record without question id")
+            continue
+        qid = _id(rec[qkey])
+        if qid is None:
+            problems.error(f"question id {_shown(rec[qkey])} is not a string or whole number", line=lineno,
+                           kind="bad question id")
+            continue
+        lkey = next((k for k in LIST_NAMES if k in rec), None)
+        dkey = next((k for k in DOC_NAMES if k in rec), None)
+        if dkey is None and lkey is None:
+            problems.error(f"no article id (expected a key {', '.join(DOC_NAMES)}, or a list under "
+                           f"{', '.join(LIST_NAMES)})", line=lineno, kind="record without article id")
+            continue
+        kind = "lists" if lkey is not None else "score" if "score" in rec else "rank" if "rank" in rec else None
+        if kind is None:
+            problems.error("no score or rank", line=lineno, kind="record without score or rank")
+            continue
+        if mode is None:
+            mode, mode_line = kind, lineno
+        if (mode == "lists") != (kind == "lists") or (mode == "score" and kind != "score"):
+            want = {"lists": f"a list of article ids ({', '.join(LIST_NAMES)})", "score": "a score",
+                    "rank": "a rank"}[mode]
+            problems.error(f"expected {want}, like the first record (line {mode_line})", line=lineno,
+                           kind="record unlike the first")
+            continue
+        if mode == "lists":
+            docs = rec[lkey]
+            if not isinstance(docs, list):
+                problems.error(f"{lkey} is {_json_type(docs)}, not a list", line=lineno, kind="bad article list")
+                continue
+            start = next_rank.get(qid, 0)
+            for pos, raw in enumerate(docs, 1):
+                docid = _id(raw)
+                if docid is None:
+                    problems.error(f"article id {_shown(raw)} at position {pos} is not a string or whole number",
+                                   line=lineno, kind="bad article id")
+                    continue
+                cols.qids.append(qid)
+                cols.docs.append(docid)
+                cols.ranks.append(start + pos)
+                cols.lines.append(lineno)
+            next_rank[qid] = start + len(docs)
+            continue
+        docid = _id(rec[dkey])
+        if docid is None:
+            problems.error(f"article id {_shown(rec[dkey])} is not a string or whole number", line=lineno,
+                           kind="bad article id")
+            continue
+        if mode == "score":
+            score, why = _json_score(rec["score"])
+            if why:
+                problems.error(why, line=lineno, kind="score is not a finite number")
+                continue
+            cols.scores.append(score)
+        else:
+            raw = rec["rank"]
+            rank = None if isinstance(raw, bool) or not isinstance(raw, (int, float)) else whole(str(raw))
+            if rank is None:
+                problems.error(f"rank {_shown(raw)} is not a whole number", line=lineno,
+                               kind="rank is not a whole number")
+                continue
+            cols.ranks.append(rank)
+        cols.qids.append(qid)
+        cols.docs.append(docid)
+        cols.lines.append(lineno)
+    by = "score" if mode == "score" else "rank"
+    if by == "score":
+        cols.ranks = None
+    else:
+        cols.scores = None
+    return cols, by, False, {}

@@ -1,0 +1,170 @@
+"""Read and validate run files of any common layout, reporting every problem at once.
+
+:func:`read_run_bytes` (and :func:`read_run_path`) never raise: whatever the bytes, they return
+a :class:`RunFile` whose ``problems`` list every error (the run cannot be used, ``run`` is
+``None``) and warning (the run is scored anyway), each with its 1-based line (``None`` for the
+file as a whole).
+
+Formats, detected from the content (never from the file name). A text file without a header
+line is a whitespace-separated table whose layout is the field count (6 or 3) of at least half
+of its lines; lines with another count are errors.
+
+- ``trec``: 6 fields ``qid Q0 docid rank score tag``. Articles are ordered by score, as
+  trec_eval does (ties by article id descending); ranks must be whole numbers (``3.0`` is 3) but
+  only serve to warn when their order contradicts the scores.
+- ``3col-rank`` / ``3col-score``: 3 fields ``qid docid value``. The value is read as a **rank**
+  when more than half of the values are plain whole numbers (digits only) and, for every
+  question, those numbers are distinct and start at 1 — unless every question with two lines or
+  more lists them in decreasing order, which is how a file of whole-number *scores* (best
+  first) looks. Otherwise the value is a **score** (higher is better). Values that do not fit
+  the reading chosen are errors (a rank must be a whole number ≥ 1).
+- ``csv``: a header line naming the columns, separated by commas, semicolons, tabs or (with at
+  least two known names) whitespace. Question id column ``qid``/``query_id``/``question_id``,
+  article id column ``docid``/``doc_id``/``article_id``, plus ``score`` and/or ``rank`` (score
+  wins when both are present; ranks are then only checked), optional ``tag``. Names are
+  case-insensitive; other columns are ignored.
+- ``json-scores``: ``{"qid": {"docid": score, ...}, ...}``; ``json-ranked``:
+  ``{"qid": ["docid", ...], ...}`` (first = best). Scores must be JSON numbers; article ids
+  strings or integers.
+- ``jsonl``: one JSON object per line, either ``{"qid": .., "docid": .., "score": ..}`` (same
+  key names and rules as the CSV columns; ``rank`` instead of ``score`` also works) or
+  ``{"qid": .., "docids": [..]}`` (also ``doc_ids``/``article_ids``; first = best; a second
+  record for the same question continues its list). The first valid record fixes which.
+
+Any of these may be gzip-compressed (detected by its magic bytes; ``RunFile.compressed``); it is
+inflated in a streaming way and abandoned as soon as it exceeds ``max_decompressed_bytes``
+(which also caps uncompressed files). Text is UTF-8, with or without BOM (UTF-16/32 with a BOM
+are accepted too), any line ending and any whitespace between fields. Blank lines are skipped.
+
+Problems of JSON object files have no line (``None``); their message names the question and
+article. Each repeated problem has a ``kind`` (e.g. ``"score is not a number"``), so a file
+with 100,000 bad lines keeps the first few with their lines and counts the rest.
+
+Warnings (the run is still scored): an article listed twice for a question (its best position
+is kept), question ids not in ``qids``, article ids not in ``corpus_ids``, rank order that
+contradicts the scores, tied scores whose ranks disagree with the trec_eval tie-break, several run
+tags in one file, questions with fewer than ``k`` articles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Collection
+
+from .decode import DEFAULT_MAX_BYTES, SizeMessage, size_problem, to_text
+from .json_formats import parse_json
+from .problems import ProblemList
+from .run import Run
+from .text_formats import parse_table, split_lines
+from .validate import add_warnings, build_run
+
+FORMATS = ("trec", "3col-rank", "3col-score", "csv", "json-scores", "json-ranked", "jsonl")
+UNKNOWN = "unknown"
+
+__all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "RunFile", "read_run_bytes", "read_run_path"]
+
+
+@dataclass
+class RunFile:
+    """A run file as read: its detected format, the run (``None`` when the file has any error)
+    and all of its problems."""
+
+    name: str
+    format: str
+    run: Run | None
+    problems: ProblemList
+    tags: tuple[str, ...] = ()
+    compressed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when the run can be scored (no errors; warnings allowed)."""
+        return self.run is not None
+
+
+def read_run_bytes(
+    data: bytes,
+    name: str,
+    *,
+    qids: Collection[str] | None = None,
+    corpus_ids: Collection[str] | None = None,
+    k: int = 100,
+    max_decompressed_bytes: int = DEFAULT_MAX_BYTES,
+    size_message: SizeMessage | None = None,
+) -> RunFile:
+    """Detect the format of ``data``, parse it and validate it; never raises.
+
+    ``max_decompressed_bytes`` caps the bytes, raw or inflated from gzip; ``size_message``
+    words the error of a file above it (default: "the file is 2.0 MB, above the limit of
+    1.0 MB")."""
+    result = RunFile(name=str(name), format=UNKNOWN, run=None, problems=ProblemList())
+    try:
+        _read(bytes(data), result, qids, corpus_ids, k, max_decompressed_bytes, size_message)
+    except Exception as exc:  # never let odd bytes escape as a traceback
+        result.problems.error(
+            f"unexpected failure while reading the file ({type(exc).__name__}: {exc}); "
+            "please report it with the file"
+        )
+    if result.problems.has_errors:
+        result.run = None
+    return result
+
+
+def read_run_path(
+    path: str | Path,
+    *,
+    qids: Collection[str] | None = None,
+    corpus_ids: Collection[str] | None = None,
+    k: int = 100,
+    max_decompressed_bytes: int = DEFAULT_MAX_BYTES,
+    size_message: SizeMessage | None = None,
+) -> RunFile:
+    """Read a run file from disk (see :func:`read_run_bytes`); a missing, unreadable or
+    non-regular file is an error problem, and a file above the limit is not read."""
+    p = Path(path)
+    problems = ProblemList()
+    try:
+        if not p.exists():
+            problems.error(f"file not found: {p}")
+        elif p.is_dir():
+            problems.error(f"{p} is a folder, not a run file")
+        elif not p.is_file():
+            problems.error(f"{p} is not a regular file")
+        elif (too_big := size_problem(p.stat().st_size, max_decompressed_bytes, size_message)) is not None:
+            problems.error(too_big)
+        else:
+            with open(p, "rb") as f:
+                data = f.read(max_decompressed_bytes + 1)
+            return read_run_bytes(
+                data, p.name, qids=qids, corpus_ids=corpus_ids, k=k,
+                max_decompressed_bytes=max_decompressed_bytes, size_message=size_message,
+            )
+    except OSError as exc:
+        problems.error(f"cannot read {p}: {exc.strerror or exc}")
+    except Exception as exc:
+        problems.error(f"cannot read {p} ({type(exc).__name__}: {exc})")
+    return RunFile(name=p.name, format=UNKNOWN, run=None, problems=problems)
+
+
+def _read(data: bytes, result: RunFile, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None) -> None:
+    """bytes -> text (:mod:`.decode`) -> columns (:mod:`.text_formats`, :mod:`.json_formats`)
+    -> Run and warnings (:mod:`.validate`), filling ``result``."""
+    problems = result.problems
+    text, result.compressed = to_text(data, problems, cap, size_message)
+    if text is None:
+        return
+    if text[:4096].lstrip()[:1] in ("{", "["):
+        parsed = parse_json(text, result)
+    else:
+        parsed = parse_table(text, split_lines(text), result)
+    if parsed is None:
+        return
+    cols, by, check_ranks, tags = parsed
+    result.tags = tuple(tags)
+    if not cols.qids:
+        if not problems.has_errors:
+            problems.error("the file has no usable run lines")
+        return
+    run = build_run(cols, by, problems, name=result.name, tags=result.tags, check_ranks=check_ranks)
+    add_warnings(run, result, qids, corpus_ids, k)
+    result.run = run

@@ -1,0 +1,119 @@
+"""The app in a real browser: ``streamlit run app.py`` driven by Debian's Chromium via Playwright.
+
+Skipped when /usr/bin/chromium is missing, unless ``BSARD_REQUIRE_BROWSER=1`` (CI), which turns
+the skip into a failure. Screenshots go to ``test-artifacts/``; with ``BSARD_UPDATE_SCREENSHOTS=1``
+they are also copied to ``docs/screenshots/`` (referenced by the README).
+Never run ``playwright install``: the system Chromium is used.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _app_helpers import CLI_ENV, sample_run_trec
+from _browser import REPO, STEP_MS, browser_context, serve_app, table_cells
+from _browser import choose as _choose
+from _browser import wait_idle as _wait_idle
+
+ARTIFACTS = REPO / "test-artifacts"
+SCREENSHOTS = REPO / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A ``streamlit run app.py`` on a free port with the sample and a fresh cache; always stopped."""
+    yield from serve_app("sample", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def browser(server, tmp_path_factory):
+    yield from browser_context(tmp_path_factory)
+
+
+def _screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    if os.environ.get("BSARD_UPDATE_SCREENSHOTS") == "1" and not name.endswith("-failure"):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, SCREENSHOTS / f"{name}.png")
+    return path
+
+
+def test_search_page_shows_hits(server, browser):
+    page = browser.new_page()
+    try:
+        page.goto(server, wait_until="domcontentloaded", timeout=STEP_MS)
+        box = page.get_by_label("Votre question")
+        box.wait_for(timeout=STEP_MS)
+        expect_text = "FICTIFS"
+        page.get_by_text(expect_text, exact=False).first.wait_for(timeout=STEP_MS)
+        box.fill("Mon propriétaire peut-il garder ma garantie locative ?")
+        page.get_by_role("button", name="Rechercher").click()
+        page.locator(".bsard-hit").first.wait_for(timeout=STEP_MS)
+        _wait_idle(page)
+        hits = page.locator(".bsard-hit")
+        assert hits.count() == 10
+        assert page.locator(".bsard-hit mark").count() > 0  # the question's terms are highlighted
+        # the script never ran into an error or exception element
+        assert page.locator("[data-testid='stException']").count() == 0
+
+        # For the screenshot: an example question (gold marks) with BM25 and the hybrid side by side.
+        _choose(page, "Exemple de question", "n° 4 ·")
+        _choose(page, "Systèmes (côte à côte)", "Hybride")
+        page.get_by_role("heading", name=re.compile("^Hybride")).wait_for(timeout=STEP_MS)
+        page.locator(".bsard-missed").nth(1).wait_for(timeout=STEP_MS)
+        _wait_idle(page)
+        assert page.locator(".bsard-badge.gold").count() >= 1
+        assert page.locator(".bsard-badge.up, .bsard-badge.down, .bsard-badge.same, .bsard-badge.new").count() >= 1
+        page.get_by_text("Exemple de question").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        _screenshot(page, "search")
+    except Exception:
+        _screenshot(page, "search-failure")
+        raise
+    finally:
+        page.close()
+
+
+def test_score_page_upload_matches_cli(server, browser, tmp_path):
+    run_file = tmp_path / "systeme_a.trec"
+    run_file.write_text(sample_run_trec(seed=3))
+    other = tmp_path / "systeme_b.trec"
+    other.write_text(sample_run_trec(seed=4, drop=2))
+    cli = subprocess.run([sys.executable, "-m", "bsard_demo", "evaluate", "--data", "sample", "--format", "json",
+                          str(run_file)], cwd=REPO, env={**os.environ, **CLI_ENV}, capture_output=True, text=True,
+                         timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    expected = f"{100 * json.loads(cli.stdout)['runs']['systeme_a.trec']['recall@100']:.2f}"
+
+    page = browser.new_page()
+    try:
+        page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
+        page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(run_file), str(other)])
+        page.get_by_text("Validation des fichiers").wait_for(timeout=STEP_MS)
+        _wait_idle(page)
+        table = page.locator("[data-testid='stDataFrame']").filter(has_text="R@100").first
+        table.wait_for(timeout=STEP_MS)
+        table.scroll_into_view_if_needed()
+        # Glide data grid draws on a canvas; its accessible table mirror holds the cell text.
+        texts = table_cells(table)
+        assert expected in texts, (expected, texts)
+        assert page.locator("[data-testid='stException']").count() == 0
+        page.get_by_text("Comparaison deux à deux").wait_for(timeout=STEP_MS)
+        page.get_by_role("heading", name="Mesures", exact=True).evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(1000)  # let the Vega charts draw
+        _screenshot(page, "score")
+    except Exception:
+        _screenshot(page, "score-failure")
+        raise
+    finally:
+        page.close()

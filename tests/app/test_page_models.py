@@ -1,0 +1,125 @@
+"""The decisions the pages used to take themselves, now in bsard_demo.app and tested without
+Streamlit: the Search page's gold lookup and retriever failures, the Score page's built-in-run
+session protocol and its per-question table (computed once per page run)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from _app_helpers import sample_run_trec
+from bsard_demo.app import score_page
+from bsard_demo.app.score_page import BUILTIN_NAME, BuiltinRun, score_files, score_tables, to_csv_bytes
+from bsard_demo.app.search_page import build_columns, column_specs, examples_of
+from bsard_demo.dataset import Dataset
+from bsard_demo.report import metrics_table, per_question_table
+from bsard_demo.sources import load_sample
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return load_sample()
+
+
+def test_examples_come_from_test_then_the_first_split(sample):
+    ex = examples_of(sample)
+    test = sample.questions("test")
+    assert ex.split == "test" and list(ex.texts) == list(test["id"])
+    first = test.iloc[0]
+    assert ex.labels[first["id"]].startswith(f"n° {first['id']} · {first['category'] or 'sans catégorie'} · ")
+    only_train = Dataset(name="x", kind="local", articles=sample.articles, splits={"train": sample.questions("train")})
+    assert examples_of(only_train).split == "train"
+    none = examples_of(Dataset(name="y", kind="local", articles=sample.articles, splits={}))
+    assert none.split is None and none.texts == {} and none.gold_for("1", "q") is None
+
+
+def test_gold_only_while_the_question_is_the_examples_text(sample):
+    ex = examples_of(sample)
+    row = sample.questions("test").iloc[3]
+    gold = ex.gold_for(row["id"], row["question"].strip())
+    assert gold is not None and gold.qid == row["id"] and gold.split == "test"
+    assert gold.article_ids == list(row["article_ids"]) and gold.category == row["category"]
+    assert ex.gold_for(row["id"], row["question"].strip() + " modifiée") is None  # edited: a free question
+    assert ex.gold_for(None, row["question"].strip()) is None
+    assert ex.gold_for("no such id", row["question"].strip()) is None
+
+
+def test_a_failing_retriever_does_not_stop_the_others():
+    specs = column_specs(["bm25", "dense", "hybrid"], encoder="nope")
+    built = []
+
+    def build(label, spec):
+        built.append(label)
+        if spec.kind == "dense":
+            raise ValueError("encoder 'nope' unavailable")
+        if spec.kind == "hybrid":
+            raise OSError(28, "No space left on device")
+        return f"retriever {label}"
+
+    retrievers, failures = build_columns(specs, build)
+    assert built == list(specs)
+    assert retrievers == {"BM25": "retriever BM25"}
+    assert failures == {"Dense (nope)": "encoder 'nope' unavailable",
+                        "Hybride RRF k=60 (nope)": "[Errno 28] No space left on device"}
+
+    def crash(label, spec):
+        raise RuntimeError("a bug")
+
+    with pytest.raises(RuntimeError):  # a bug is not a "retriever unavailable" message
+        build_columns(specs, crash)
+
+
+def test_builtin_run_protocol():
+    session: dict = {}
+    calls = []
+
+    def build():
+        calls.append(1)
+        return b"1 Q0 a 1 1.0 bm25\n"
+
+    run = BuiltinRun(session, "data-key", "test")
+    assert run.files() == [] and not run.settle(True, build) and calls == []  # not asked for
+    BuiltinRun.request(session, "train")  # asked for on another split: not built here
+    assert not BuiltinRun(session, "data-key", "test").settle(True, build) and calls == []
+    assert BuiltinRun.WANTED not in session  # the request is forgotten either way
+    BuiltinRun.request(session, "test")
+    assert not BuiltinRun(session, "data-key", "test").settle(False, build) and calls == []  # no corpus
+    BuiltinRun.request(session, "test")
+    assert BuiltinRun(session, "data-key", "test").settle(True, build) and calls == [1]
+    again = BuiltinRun(session, "data-key", "test")
+    assert again.present and again.files() == [(BUILTIN_NAME, b"1 Q0 a 1 1.0 bm25\n")]
+    BuiltinRun.request(session, "test")  # a second click while present: not rebuilt
+    assert again.settle(True, build) and calls == [1]
+    assert BuiltinRun(session, "other-data", "test").files() == []  # another dataset
+    assert BuiltinRun(session, "data-key", "train").files() == []  # another split
+    BuiltinRun.drop(session)
+    assert BuiltinRun(session, "data-key", "test").files() == [] and BuiltinRun.STORED not in session
+    BuiltinRun.drop(session)  # dropping twice is harmless
+
+
+def test_per_question_table_is_computed_once(sample, monkeypatch):
+    files = [("a.trec", sample_run_trec(0).encode()), ("b.trec", sample_run_trec(1, drop=3).encode())]
+    board = score_files(files, sample, "test")
+    questions = sample.questions("test")
+    calls = []
+    real = score_page.per_question_table
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(score_page, "per_question_table", counting)
+    tables = score_tables(board, questions)
+    assert len(calls) == 1
+    expected = per_question_table(board.evaluations, questions)
+    pd.testing.assert_frame_equal(tables.per_question, expected)
+    assert to_csv_bytes(tables.per_question) == to_csv_bytes(expected)  # the download, byte for byte
+    assert list(tables.per_question_text.columns) == list(expected.columns[:3]) + ["question"] + list(expected.columns[3:])
+    text = questions.set_index("id")["question"]
+    assert list(tables.per_question_text["question"]) == [text[q] for q in expected["qid"]]
+    pd.testing.assert_frame_equal(tables.metrics, metrics_table(board.evaluations))
+
+
+def test_score_tables_without_usable_runs(sample):
+    board = score_files([("bad.trec", b"not a run")], sample, "test")
+    tables = score_tables(board, sample.questions("test"))
+    assert tables.per_question.empty and tables.per_question_text.empty and tables.metrics.empty

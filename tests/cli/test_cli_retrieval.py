@@ -1,0 +1,182 @@
+"""The ``run`` and ``index`` commands: a valid run for every question, errors as exit code 2."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import bm25s
+import pandas as pd
+import pytest
+
+from bsard_demo.cli.retrieval import add_index_parser, add_run_parser
+from bsard_demo.retrievers.batch import question_texts, run_tag
+from bsard_demo.evaluation import evaluate
+from bsard_demo.retrievers.bm25 import BM25Retriever
+from bsard_demo.runs import read_run_path
+from bsard_demo.sources import load_dataset
+
+ARTICLES = pd.DataFrame({
+    "id": [str(i) for i in range(1, 9)],
+    "reference": [f"Art. {i}" for i in range(1, 9)],
+    "article": [
+        "Le bail de résidence principale est conclu pour neuf ans.",
+        "La garantie locative ne peut excéder deux mois de loyer.",
+        "Le locataire peut résilier le bail moyennant un préavis de trois mois.",
+        "Les enfants doivent des aliments à leurs parents dans le besoin.",
+        "Le divorce est prononcé lorsque la désunion des époux est irrémédiable.",
+        "L'étranger peut acquérir la nationalité belge par déclaration.",
+        "Le bailleur enregistre le bail dans les deux mois.",
+        "La pension alimentaire est fixée selon les besoins de l'enfant.",
+    ],
+    "code": ["Code du logement"] * 3 + ["Code civil"] * 2 + ["Code de la nationalité"] + ["Code du logement", "Code civil"],
+})
+QUESTIONS = pd.DataFrame({
+    "id": ["10", "11", "12", "13"],
+    "category": ["Logement", "Logement", "Famille", "Famille"],
+    "subcategory": [""] * 4,
+    "question": ["Quel est le montant maximal de la garantie locative ?", "Comment résilier mon bail ?",
+                 "Comment obtenir le divorce ?", "xyzzy"],
+    "extra_description": ["Mon propriétaire demande trois mois de loyer.", "", "Nous sommes mariés.", ""],
+    "article_ids": ["2", "3,7", "5", "4"],
+})
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    ARTICLES.to_csv(folder / "articles.csv", index=False)
+    QUESTIONS.to_csv(folder / "questions_test.csv", index=False)
+    return folder
+
+
+def run_cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="bsard_demo")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_run_parser(sub)
+    add_index_parser(sub)
+    args = parser.parse_args(list(argv))
+    return args.func(args)
+
+
+def read_back(path: Path, dataset, k: int):
+    rf = read_run_path(path, qids=dataset.qrels("test").keys(), corpus_ids=dataset.article_ids, k=k)
+    assert rf.ok, [str(p) for p in rf.problems]
+    assert len(rf.problems) == 0, [str(p) for p in rf.problems]
+    return rf
+
+
+@pytest.mark.parametrize("fmt,suffix", [("trec", ".trec"), ("json", ".json"), (None, ".json"), (None, ".txt")])
+def test_run_writes_a_valid_run_for_every_question(tmp_path, data_dir, fmt, suffix, capsys):
+    out = tmp_path / f"run{suffix}"
+    extra = ["--format", fmt] if fmt else []
+    rc = run_cli("run", "--data", str(data_dir), "--out", str(out), "--depth", "5", "--cache-dir", str(tmp_path / "cache"),
+                 "--no-progress", *extra)
+    assert rc == 0
+    dataset = load_dataset(data_dir)
+    rf = read_back(out, dataset, k=5)
+    assert rf.format == ("trec" if (fmt or "trec") == "trec" and suffix != ".json" else "json-scores")
+    assert list(rf.run) == list(QUESTIONS["id"])  # every question, in split order
+    assert all(len(rf.run[q]) == 5 for q in rf.run)
+    # the same rankings as the retriever itself
+    retriever = BM25Retriever.build(dataset.articles, use_cache=False)
+    for qid, text in zip(QUESTIONS["id"], QUESTIONS["question"]):
+        assert list(rf.run[qid]) == [h.article_id for h in retriever.search(text, k=5)]
+    if rf.format == "trec":
+        assert rf.tags == ("bm25_k1=1_b=0.6_lucene",)
+        assert all(len(line.split()) == 6 for line in out.read_text().splitlines())
+    else:
+        data = json.loads(out.read_text())
+        assert set(data) == set(QUESTIONS["id"]) and all(len(v) == 5 for v in data.values())
+    assert "4 questions" in capsys.readouterr().err
+
+
+def test_run_options_change_the_tag_and_the_ranking(tmp_path, data_dir):
+    out = tmp_path / "run.trec"
+    rc = run_cli("run", "--data", str(data_dir), "--out", str(out), "--depth", "8", "--no-progress", "--cache-dir",
+                 str(tmp_path / "c"), "--k1", "1.2", "--b", "0.75", "--bm25-method", "robertson", "--no-stem", "--no-headers")
+    assert rc == 0
+    rf = read_back(out, load_dataset(data_dir), k=8)
+    assert rf.tags == ("bm25_k1=1.2_b=0.75_robertson_fields=article_nostem",)
+    assert evaluate(load_dataset(data_dir).qrels(), rf.run).means["recall@100"] > 0
+
+
+def test_with_description_appends_extra_description():
+    texts = question_texts(QUESTIONS, with_description=True)
+    assert texts[0] == "Quel est le montant maximal de la garantie locative ?\nMon propriétaire demande trois mois de loyer."
+    assert texts[1] == "Comment résilier mon bail ?"
+    assert question_texts(QUESTIONS, with_description=False) == list(QUESTIONS["question"])
+
+
+def test_run_tag_has_no_spaces():
+    assert run_tag("hybrid rrf k=60 (bm25 k1=1 b=0.6 lucene + dense use)") == "hybrid_rrf_k=60_bm25_k1=1_b=0.6_lucene_+_dense_use"
+    assert run_tag("  ") == "run"
+
+
+def test_index_prebuilds_the_cache_then_run_reuses_it(tmp_path, data_dir, monkeypatch, capsys):
+    calls = []
+    original = bm25s.BM25.index
+    monkeypatch.setattr(bm25s.BM25, "index", lambda self, *a, **k: (calls.append(1), original(self, *a, **k))[1])
+    cache = tmp_path / "cache"
+    assert run_cli("index", "--data", str(data_dir), "--cache-dir", str(cache), "--no-progress") == 0
+    assert "ready" in capsys.readouterr().err and len(calls) == 1
+    assert run_cli("run", "--data", str(data_dir), "--cache-dir", str(cache), "--out", str(tmp_path / "r.trec"),
+                   "--no-progress") == 0
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("options,needle", [
+    ({"--data": "{tmp}/nope"}, "no such folder"),
+    ({"--split": "dev"}, "no split 'dev'"),
+    ({"--k1": "-1"}, "k1"),
+    ({"--depth": "0"}, "--depth"),
+    ({"--tag": "two words"}, "--tag"),
+    ({"--out": "{tmp}/nodir/run.trec"}, "cannot write"),
+])
+def test_errors_are_one_line_and_exit_2(tmp_path, data_dir, capsys, options, needle):
+    argv = {"--data": str(data_dir), "--out": str(tmp_path / "run.trec"), "--cache-dir": str(tmp_path / "c")}
+    argv.update({flag: value.format(tmp=tmp_path) for flag, value in options.items()})
+    rc = run_cli("run", "--no-progress", *[x for pair in argv.items() for x in pair])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1 and err[0].startswith("bsard_demo run: ") and needle in err[0]
+    assert not (tmp_path / "run.trec").exists()
+
+
+def test_unavailable_hub_is_exit_2(tmp_path, monkeypatch, capsys):
+    from bsard_demo.cli import retrieval as cli_retrieval
+    from bsard_demo.sources import DataUnavailable
+
+    def unavailable(spec):
+        raise DataUnavailable("cannot download articles.csv from the Hugging Face hub")
+
+    monkeypatch.setattr(cli_retrieval, "load_dataset", unavailable)
+    assert run_cli("run", "--data", "hub", "--out", str(tmp_path / "r"), "--no-progress") == 2
+    assert "hugging face hub" in capsys.readouterr().err.lower()
+
+
+def _sample():
+    return load_dataset("sample")  # shipped in the package: its absence is a failure, not a skip
+
+
+def test_run_on_the_sample(tmp_path):
+    dataset = _sample()
+    out = tmp_path / "sample.trec"
+    assert run_cli("run", "--data", "sample", "--out", str(out), "--depth", "100", "--cache-dir", str(tmp_path / "c"),
+                   "--no-progress") == 0
+    depth = min(100, len(dataset.articles))
+    rf = read_back(out, dataset, k=depth)
+    assert list(rf.run) == list(dataset.questions("test")["id"])
+    assert all(len(docs) == depth for docs in rf.run.values())
+    assert evaluate(dataset.qrels("test"), rf.run).means["recall@100"] > 0.3
+
+
+def test_hybrid_run_with_the_real_dense_encoder(tmp_path, data_dir):
+    out = tmp_path / "hybrid.trec"
+    assert run_cli("run", "--retriever", "hybrid", "--data", str(data_dir), "--out", str(out), "--depth", "8",
+                   "--cache-dir", str(tmp_path / "c"), "--no-progress") == 0
+    rf = read_back(out, load_dataset(data_dir), k=8)
+    assert rf.tags == ("hybrid_rrf_k=60_bm25_k1=1_b=0.6_lucene_+_dense_use",)
+    assert list(rf.run) == list(QUESTIONS["id"]) and all(len(d) == 8 for d in rf.run.values())
+    assert {p.name for p in (tmp_path / "c").iterdir()} == {"bm25s", "dense"}

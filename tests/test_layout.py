@@ -1,0 +1,153 @@
+"""The package's shape (issue 8): no import cycle, even through a function-level import; no module
+over 600 lines; the pages import no private names. Read from the source with ``ast``."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "bsard_demo"
+MAX_LINES = 600
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """``{module: modules of the package it imports}``, counting every import statement wherever
+    it stands (module level, inside a function, under ``if TYPE_CHECKING``). ``from p import x``
+    imports ``p.x`` when that is a module, else ``p``."""
+    paths = {module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in paths}
+    for name, path in paths.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = name.split(".")
+                    base = base[:len(base) - node.level + (1 if is_package else 0)]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in paths else mod for a in node.names]
+            for target in targets:
+                while target and target not in paths:  # "pkg.mod.attr" -> "pkg.mod"
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle ``[a, b, ..., a]`` of ``graph``, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycle():
+    graph = import_graph(PACKAGE)
+    # the graph is the real one (a parser that saw no import would pass vacuously)
+    assert {"bsard_demo.cli.evaluate", "bsard_demo.cli.retrieval"} <= graph["bsard_demo.cli.main"]
+    assert "bsard_demo.app.score_page" in graph["bsard_demo.app.ui"]  # a function-level import
+    assert "bsard_demo.runs.write" in graph["bsard_demo.runs.run"]
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def test_the_app_does_not_import_the_cli():
+    graph = import_graph(PACKAGE)
+    app = [m for m in graph if m.startswith("bsard_demo.app")]
+    assert app and not {t for m in app for t in graph[m] if t.startswith("bsard_demo.cli")}
+
+
+def test_cycle_finder_sees_lazy_cycles(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from ..a import g\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    graph = import_graph(pkg)
+    assert graph["pkg.a"] == {"pkg.sub.b"} and graph["pkg.sub.b"] == {"pkg.a"} and graph["pkg.c"] == {"pkg.a"}
+    assert find_cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.a"]
+    (pkg / "sub" / "b.py").write_text("def f():\n    return 1\n")
+    assert find_cycle(import_graph(pkg)) is None
+
+
+#: Modules known to be over the limit, each with who splits it. Strict xfail: once a module is
+#: split, its entry fails the suite until it is removed from here.
+KNOWN_LONG = {
+    "bsard_demo/bundles.py": "added over the limit (633 lines) while issue 8 landed; its owner (issue 9) splits it",
+}
+
+
+def _sized(path: Path):
+    reason = KNOWN_LONG.get(str(path.relative_to(REPO)))
+    return pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else path
+
+
+@pytest.mark.parametrize("path", [_sized(p) for p in sorted(PACKAGE.rglob("*.py"))], ids=lambda p: str(p.relative_to(REPO)))
+def test_no_module_over_600_lines(path):
+    n = len(path.read_text(encoding="utf-8").splitlines())
+    assert n <= MAX_LINES, f"{path.relative_to(REPO)} has {n} lines; split it by what its sections do"
+
+
+def private_imports(path: Path) -> list[str]:
+    """Private names a page imports (``from m import _x``, ``import m._x``) or reaches in a
+    module it imported (``ui._x``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found, modules = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if any(part.startswith("_") for part in (node.module or "").split(".")):
+                found.append(f"{node.lineno}: from {node.module}")
+            for alias in node.names:
+                modules.add(alias.asname or alias.name)
+                if alias.name.startswith("_"):
+                    found.append(f"{node.lineno}: {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                modules.add(alias.asname or alias.name.split(".")[0])
+                if any(part.startswith("_") for part in alias.name.split(".")):
+                    found.append(f"{node.lineno}: import {alias.name}")
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and node.value.id != "st"):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("page", sorted((REPO / "pages").glob("*.py")) + [REPO / "app.py"], ids=lambda p: p.name)
+def test_pages_import_no_private_names(page):
+    assert private_imports(page) == []
+
+
+def test_private_import_check_can_fail(tmp_path):
+    page = tmp_path / "p.py"
+    page.write_text("from bsard_demo.app import ui\nfrom bsard_demo.app.score_page import _reference\n"
+                    "import bsard_demo._x\nui._switch('x')\n")
+    assert private_imports(page) == ["2: _reference", "3: import bsard_demo._x", "4: ui._switch"]
