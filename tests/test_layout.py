@@ -151,3 +151,10 @@ def test_private_import_check_can_fail(tmp_path):
     page.write_text("from bsard_demo.app import ui\nfrom bsard_demo.app.score_page import _reference\n"
                     "import bsard_demo._x\nui._switch('x')\n")
     assert private_imports(page) == ["2: _reference", "3: import bsard_demo._x", "4: ui._switch"]
+
+
+def test_test_basenames_are_unique():
+    """pytest imports the test modules by basename (no ``__init__.py`` in tests/): two files of
+    one name in two folders would stop the collection."""
+    names = [p.name for p in (REPO / "tests").rglob("test_*.py")]
+    assert len(names) > 20 and sorted(n for n in set(names) if names.count(n) > 1) == []
