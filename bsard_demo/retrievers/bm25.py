@@ -19,6 +19,9 @@ Conventions:
 - tokens come from :class:`~bsard_demo.analyzer.Analyzer` (bm25s never re-tokenises). Searching
   scores every article with one sparse product per batch of questions over bm25s's precomputed
   score matrix, then orders exactly (``bm25s.retrieve`` would cut ties at ``k`` arbitrarily).
+- runs are bit-reproducible across processes and hash seeds: terms are numbered in sorted order
+  (:func:`sorted_vocabulary`), so a query's term scores are always summed in the same order
+  (rank_bm25 sums in query order over insertion-ordered dicts, already seed-free);
 - the bm25s engine is cached (``bm25s`` save/load inside a :mod:`bsard_demo.cache` entry keyed
   by the article ids, the indexed texts, every setting and the analyzer/bm25s versions).
 
@@ -44,7 +47,8 @@ from .base import Hit, Progress, clip_k, id_ranks, rank_all
 ENGINES = ("bm25s", "rank_bm25")
 METHODS = ("lucene", "robertson")
 CACHE_KIND = "bm25s"
-_CACHE_FORMAT = 1
+#: 2: terms numbered in sorted order (:func:`sorted_vocabulary`), not in hash order.
+_CACHE_FORMAT = 2
 _QUERY_BATCH = 64
 
 
@@ -203,11 +207,12 @@ class BM25Retriever:
             scale = 1.0 / (self.settings.k1 + 1.0)
             return np.array([self._okapi.get_scores(list(q)) * scale for q in query_tokens]).reshape(len(query_tokens), self.size)
         vocab = self._bm25s.vocab_dict
+        n_terms = self._matrix_t.shape[0]
         rows, cols = [], []
         for i, q in enumerate(query_tokens):
             for t in q:
                 j = vocab.get(t)
-                if j is not None:
+                if j is not None and j < n_terms:  # bm25s's extra empty term "" has no column
                     rows.append(i)
                     cols.append(j)
         counts = sp.csr_matrix((np.ones(len(rows), dtype=self._matrix_t.dtype), (rows, cols)),
@@ -223,12 +228,29 @@ def cache_key(ids: Sequence[str], texts: Sequence[str], settings: BM25Settings) 
     return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
 
 
+def sorted_vocabulary(tokens: Sequence[Sequence[str]]) -> dict[str, int]:
+    """``{term: id}`` over every term of ``tokens``, ids in ascending code-point order of the terms.
+
+    bm25s would number terms in the iteration order of a ``set`` of strings, i.e. by Python's
+    per-process hash seed (``PYTHONHASHSEED``): the term ids, hence the column order of the score
+    matrix and the order in which a query's term scores are summed, changed from one process to
+    the next, and so did the last bits of the scores (near-ties flipped between a CLI run, a rerun
+    and the Search page). Sorted terms give every process the same ids, matrix and sums."""
+    vocabulary: set[str] = set()
+    for doc in tokens:
+        vocabulary.update(doc)
+    return {term: i for i, term in enumerate(sorted(vocabulary))}
+
+
 def _bm25s_index(tokens: list[list[str]], settings: BM25Settings, progress: Progress | None):
     import bm25s
 
     _report(progress, 0, 1, "indexing (bm25s)")
     index = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method, dtype="float64")
-    index.index(tokens, show_progress=False)  # pre-tokenised: bm25s does not re-tokenise
+    vocab = sorted_vocabulary(tokens)
+    token_ids = [[vocab[t] for t in doc] for doc in tokens]
+    # (ids, vocabulary): bm25s takes our numbering as it is (no re-tokenising, no set order)
+    index.index((token_ids, vocab), show_progress=False)
     _report(progress, 1, 1, "indexing (bm25s)")
     return index
 
