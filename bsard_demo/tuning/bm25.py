@@ -16,7 +16,7 @@ from ..analyzer import article_texts
 from ..dataset import Dataset
 from ..retrievers.base import Hit, Progress, id_ranks
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
-from ..retrievers.bm25 import BM25Settings
+from ..retrievers.bm25 import BM25Settings, sorted_vocabulary
 from ..retrievers.registry import RetrieverSpec
 from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _pick_best, _report, _split_questions, run_command
 
@@ -26,16 +26,6 @@ K1_GRID: tuple[float, ...] = tuple(i / 2 for i in range(17))
 B_GRID: tuple[float, ...] = tuple(i / 10 for i in range(11))
 #: Questions scored per sparse product (bounds memory: this many × the corpus size in float64).
 _QUERY_BATCH = 128
-
-
-def vocabulary(tokens: Sequence[Sequence[str]]) -> dict[str, int]:
-    """Term → column, in the order the product's BM25 index numbers its terms.
-
-    The order decides the order in which a question's term scores are summed, hence the last
-    bits of the scores; it must be the BM25 retriever's for the rankings to be identical."""
-    import bm25s
-
-    return {t: i for i, t in enumerate(bm25s.get_unique_tokens(tokens, show_progress=False))}
 
 
 class TermMatrix:
@@ -57,7 +47,7 @@ class TermMatrix:
         self.analyzer = settings.analyzer()
         self.article_ids = [str(a) for a in article_ids]
         self.id_rank = id_ranks(self.article_ids)
-        self.vocab = vocabulary(tokens)
+        self.vocab = sorted_vocabulary(tokens)  # the retriever's numbering: same summation order
         n_docs, n_terms = len(self.article_ids), len(self.vocab)
         lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=n_docs)
         total = int(lengths.sum())

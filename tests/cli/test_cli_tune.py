@@ -1,0 +1,68 @@
+"""The tune command: BM25 and hybrid on the sample, its output files, and one-line errors."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from bsard_demo.cli.common import OneLineParser
+from bsard_demo.cli.retrieval import add_run_parser, spec_from_args
+from bsard_demo.cli.tune import add_tune_parser
+from bsard_demo.retrievers.bm25 import BM25Settings
+
+
+def _main(argv: list[str]) -> int:
+    """The tune command through a parser of its own (``cli/main.py`` registers the same function)."""
+    parser = OneLineParser(prog="python -m bsard_demo")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_tune_parser(sub)
+    add_run_parser(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("BSARD_CACHE", str(tmp_path / "cache"))
+
+
+def test_tune_bm25_prints_the_best_and_a_run_command_that_works(tmp_path, capsys):
+    out = tmp_path / "tuned"
+    assert _main(["tune", "--data", "sample", "--measure", "map@100", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "best: k1=" in printed and "map@100" in printed
+    command = next(line.split("use it: ", 1)[1] for line in printed.splitlines() if line.startswith("use it: "))
+    record = json.loads((out / "best.json").read_text())
+    assert record["command"] == command and record["settings_tried"] == 187
+    assert {p.name for p in out.iterdir()} >= {"grid.csv", "grid.md", "best.json", "heatmap.html"}
+    run_file = tmp_path / "run.trec"
+    argv = shlex.split(command)[3:]
+    argv[argv.index("--out") + 1] = str(run_file)
+    assert _main(argv + ["--no-progress"]) == 0
+    assert run_file.stat().st_size > 0
+    parser = OneLineParser(prog="x")
+    add_run_parser(parser.add_subparsers(dest="command"))
+    spec = spec_from_args(parser.parse_args(argv))
+    assert BM25Settings(**spec.options) == BM25Settings(k1=record["best"]["k1"], b=record["best"]["b"])
+
+
+def test_tune_hybrid_of_bm25_and_use_on_a_small_grid(capsys):
+    code = _main(["tune", "--retriever", "hybrid", "--data", "sample", "--rrf-k-values", "10", "60",
+                  "--weight-values", "0.5", "1", "--alpha-values", "0.5", "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "tuned hybrid" in printed and "5 settings" in printed and "use it: python -m bsard_demo run --retriever hybrid" in printed
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--retriever", "dense"], "no settings to grid-search"),
+    (["--measure", "precision@5"], "unknown measure"),
+    (["--split", "dev"], "no split 'dev'"),
+    (["--b-values", "1.5"], "b must be between 0 and 1"),
+    (["--k1-values", "-1"], "k1 must be >= 0"),
+])
+def test_errors_are_one_line(argv, message, capsys):
+    assert _main(["tune", "--data", "sample", "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("bsard_demo tune: ")
