@@ -20,12 +20,24 @@ Conventions:
 - embeddings are computed once and kept in a :mod:`bsard_demo.cache` entry (``dense/<key>``:
   ``embeddings.npy`` saved without pickle, ``ids.json``) keyed by the article ids, the embedded
   texts and every setting (encoder name and version, passage prefix, fields, pooling, window,
-  chunk overlap, chunking version); a reload never re-encodes the articles, and the flat index
-  is rebuilt from the array (a memory copy).
+  chunk overlap, chunking version, shard size); a reload never re-encodes the articles, and the
+  flat index is rebuilt from the array (a memory copy);
+- a build is resumable (:func:`embed_resumable`): articles are embedded in shards of
+  :data:`SHARD_DOCS`, each checkpointed under ``dense-partial/<key>/`` in the cache as it is
+  done, so an interrupted build (Ctrl-C, a crash, a closed browser tab) restarts from the first
+  missing shard. Every build goes shard by shard, cache or not, resumed or not, so its
+  embeddings are the same bit for bit whatever the interruptions. Progress reports articles
+  done out of the corpus (a resumed build starts at what its shards hold), so a bar's ETA holds.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import os
+import re
+import shutil
+import uuid
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -40,7 +52,15 @@ from .encoders import (
 )
 
 CACHE_KIND = "dense"
-_CACHE_FORMAT = 1
+#: Shards of an unfinished build live in ``<cache root>/dense-partial/<key>/``.
+PARTIAL_KIND = CACHE_KIND + "-partial"
+#: 2: built shard by shard (:data:`SHARD_DOCS`, part of the key).
+_CACHE_FORMAT = 2
+#: Articles per checkpointed shard: about a minute of e5 work on 2 busy cores (measured
+#: 1.2-2.3 articles/s, docs/benchmarks.md "e5"), a few seconds of USE. A multiple of the
+#: default batch size (64), so that shards cut no batch of an unchunked corpus.
+SHARD_DOCS = 128
+_SHARD_NAME = re.compile(r"^shard-(\d{6,})-([0-9a-f]{16})\.npy$")
 #: Extra neighbours fetched beyond ``k`` so that ties at the cut can be seen and ordered.
 _TIE_MARGIN = 16
 
@@ -80,12 +100,14 @@ class DenseRetriever:
     def build(cls, articles, *, encoder: str | Encoder = DEFAULT_ENCODER, fields: Sequence[str] = DEFAULT_FIELDS,
               pooling: str = DEFAULT_POOLING, window: int | None = None, batch_size: int = 64,
               cache_root: Path | None = None, use_cache: bool = True, progress: Progress | None = None,
-              notice: Callable[[str], None] | None = None) -> "DenseRetriever":
+              notice: Callable[[str], None] | None = None, shard_docs: int = SHARD_DOCS) -> "DenseRetriever":
         """Embed ``articles`` (a DataFrame in the dataset schema) or load their embeddings from the
         cache. ``encoder``: a name for :func:`~.encoders.resolve_encoder` or an :class:`Encoder`.
-        ``window`` (tokens) overrides the encoder's own (e.g. to chunk for USE, which has none).
-        Raises :class:`~.encoders.EncoderUnavailable` (a ``ValueError``) when the encoder cannot
-        be loaded, :class:`ValueError` on bad settings or an empty corpus."""
+        ``window`` (tokens) overrides the encoder's own (e.g. to chunk for USE, which has none);
+        it may not exceed an encoder's ``native_window`` (e5: 512) when it has one. A build
+        checkpoints every ``shard_docs`` articles in the cache and resumes from there (module
+        docstring). Raises :class:`~.encoders.EncoderUnavailable` (a ``ValueError``) when the
+        encoder cannot be loaded, :class:`ValueError` on bad settings or an empty corpus."""
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
         fields = (fields,) if isinstance(fields, str) else tuple(fields)
@@ -97,19 +119,32 @@ class DenseRetriever:
         window = enc.max_tokens if window is None else int(window)
         if window is not None and window < 2:
             raise ValueError(f"window must be at least 2 tokens, not {window}")
+        native = getattr(enc, "native_window", None)
+        if window is not None and native and window > native:
+            raise ValueError(f"window must be at most {native} tokens for the {enc.name} encoder (its own limit), not {window}")
+        shard_docs = int(shard_docs)
+        if shard_docs < 1:
+            raise ValueError(f"shard_docs must be at least 1, not {shard_docs}")
         effective = pooling if window is not None else "whole"  # no window: every text is embedded whole
         ids = [str(a) for a in articles["id"]]
         texts = article_texts(articles, fields)
-        key = cache_key(ids, texts, enc, fields, effective, window)
+        key = cache_key(ids, texts, enc, fields, effective, window, shard_docs)
+        partial = cache.entry_path(PARTIAL_KIND, key, cache_root) if use_cache else None
 
         def make(embeddings: np.ndarray) -> "DenseRetriever":
             return cls(ids, embeddings, enc, fields=fields, pooling=effective, window=window, query_batch_size=batch_size)
 
-        return cache.load_or_build(
-            CACHE_KIND, key, read=lambda folder: make(_read(folder, ids, enc.dim)),
-            build=lambda: make(embed_documents(enc, texts, pooling=pooling, window=window, batch_size=batch_size, progress=progress)),
+        def build() -> "DenseRetriever":
+            return make(embed_resumable(enc, texts, partial, shard_docs=shard_docs, pooling=pooling, window=window,
+                                        batch_size=batch_size, progress=progress, notice=notice))
+
+        retriever = cache.load_or_build(
+            CACHE_KIND, key, read=lambda folder: make(_read(folder, ids, enc.dim)), build=build,
             write=lambda retriever, folder: retriever._write(folder), what=f"embeddings ({enc.name})",
             use_cache=use_cache, root=cache_root, notice=notice, progress=progress)
+        if partial is not None and cache.entry_path(CACHE_KIND, key, cache_root).is_dir():
+            _discard_partial(partial)  # the whole entry is stored: its shards are no longer needed
+        return retriever
 
     def _write(self, folder: Path) -> None:
         np.save(folder / "embeddings.npy", self.embeddings, allow_pickle=False)
@@ -156,12 +191,143 @@ def label(encoder_name: str, pooling: str, fields: Sequence[str]) -> str:
 
 
 def cache_key(ids: Sequence[str], texts: Sequence[str], encoder: Encoder, fields: Sequence[str],
-              pooling: str, window: int | None) -> str:
-    """Fingerprint of the ids, the embedded texts and everything that shapes the vectors."""
+              pooling: str, window: int | None, shard_docs: int = SHARD_DOCS) -> str:
+    """Fingerprint of the ids, the embedded texts and everything that shapes the vectors (the
+    shard size too: a batched encoder's last bits depend on which texts share a batch)."""
     meta = {"encoder": encoder.name, "encoder_version": getattr(encoder, "version", ""), "dim": encoder.dim,
-            "passage_prefix": getattr(encoder, "passage_prefix", ""), "fields": list(fields), "pooling": pooling,
-            "window": window, "chunk_overlap": CHUNK_OVERLAP, "chunking": CHUNKING_VERSION, "format": _CACHE_FORMAT}
+            "passage_prefix": getattr(encoder, "passage_prefix", ""),
+            "model_prefixes": list(getattr(encoder, "model_prefixes", ())), "fields": list(fields), "pooling": pooling,
+            "window": window, "chunk_overlap": CHUNK_OVERLAP, "chunking": CHUNKING_VERSION,
+            "shard_docs": int(shard_docs), "format": _CACHE_FORMAT}
     return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
+
+
+# -- resumable builds --------------------------------------------------------------------------
+
+def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None, *, shard_docs: int = SHARD_DOCS,
+                    pooling: str = DEFAULT_POOLING, window: int | None = None, batch_size: int = 64,
+                    progress: Progress | None = None, notice: Callable[[str], None] | None = None) -> np.ndarray:
+    """:func:`~.encoders.embed_documents` of ``texts``, shard by shard of ``shard_docs`` texts.
+
+    With a ``partial`` folder, a shard already there (complete: its name holds the sha256 of its
+    bytes, which must match, and its shape must fit) is read instead of embedded, and each new
+    shard is written there atomically (temporary file, then rename) as soon as it is done. The
+    result is the same bit for bit as without ``partial`` and whatever the interruptions: each
+    shard is embedded on its own either way. ``progress(done, total, message)`` counts texts,
+    with one message throughout ("embedding articles (<encoder>)"); a resumed build first
+    reports what its shards hold. A folder that cannot be written is reported once through
+    ``notice`` and the build goes on without checkpoints."""
+    texts = [str(t) for t in texts]
+    n, dim = len(texts), int(encoder.dim)
+    shard_docs = max(1, int(shard_docs))
+    out = np.empty((n, dim), dtype=np.float32)
+    message = f"embedding articles ({encoder.name})"
+    bounds = [(start, min(start + shard_docs, n)) for start in range(0, n, shard_docs)]
+    todo = []
+    done = 0
+    for number, (a, b) in enumerate(bounds):
+        stored = _read_shard(partial, number, b - a, dim) if partial is not None else None
+        if stored is None:
+            todo.append(number)
+        else:
+            out[a:b] = stored
+            done += b - a
+    if done and notice:
+        notice(f"resuming the {encoder.name} embeddings: {done} of {n} articles already in the cache")
+    _report(progress, done, n, message)
+    for number in todo:
+        a, b = bounds[number]
+        base = done
+
+        def within(d: int, t: int, _m: str, base=base, size=b - a) -> None:
+            if t > 0:
+                _report(progress, base + min(size, size * d // t), n, message)
+
+        vectors = embed_documents(encoder, texts[a:b], pooling=pooling, window=window, batch_size=batch_size,
+                                  progress=within)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.shape != (b - a, dim):
+            raise ValueError(f"the {encoder.name} encoder returned {vectors.shape} vectors for {b - a} texts")
+        out[a:b] = vectors
+        if partial is not None:
+            try:
+                _write_shard(partial, number, vectors)
+            except OSError as exc:
+                if notice:
+                    notice(f"cannot checkpoint the {encoder.name} embeddings in the cache ({exc.strerror or exc}); "
+                           "an interrupted build will start over")
+                partial = None
+        done += b - a
+        _report(progress, done, n, message)
+    return out
+
+
+def _shard_bytes(vectors: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, vectors, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _write_shard(folder: Path, number: int, vectors: np.ndarray) -> None:
+    """Write shard ``number`` as ``shard-NNNNNN-<sha256[:16]>.npy`` via a temporary file + rename
+    (a reader sees a whole shard or none; concurrent writers of the same shard write the same bytes)."""
+    data = _shard_bytes(vectors)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"shard-{number:06d}-{hashlib.sha256(data).hexdigest()[:16]}.npy"
+    tmp = folder / f".shard-{number:06d}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
+def _read_shard(folder: Path, number: int, rows: int, dim: int) -> np.ndarray | None:
+    """Shard ``number`` if a complete, intact one of ``rows`` × ``dim`` float32 is in ``folder``;
+    damaged candidates are removed. Never raises."""
+    try:
+        candidates = sorted(folder.glob(f"shard-{number:06d}-*.npy"))
+    except OSError:
+        return None
+    for path in candidates:
+        match = _SHARD_NAME.match(path.name)
+        try:
+            if match is None or int(match.group(1)) != number or path.is_symlink() or not path.is_file():
+                raise ValueError("not a shard")
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest()[:16] != match.group(2):
+                raise ValueError("checksum mismatch")
+            vectors = np.load(io.BytesIO(data), allow_pickle=False)
+            if vectors.dtype != np.float32 or vectors.shape != (rows, dim) or not np.isfinite(vectors).all():
+                raise ValueError("wrong shape or values")
+            return vectors
+        except Exception:  # noqa: BLE001 - a damaged shard is embedded again
+            try:
+                path.unlink()
+            except OSError:
+                pass
+    return None
+
+
+def _discard_partial(folder: Path) -> None:
+    try:
+        stale = folder.with_name(f".{folder.name}.done-{uuid.uuid4().hex[:8]}")
+        os.rename(folder, stale)
+    except OSError:
+        return
+    shutil.rmtree(stale, ignore_errors=True)
+
+
+def _report(progress: Progress | None, done: int, total: int, message: str) -> None:
+    if progress is not None:
+        progress(done, total, message)
 
 
 def _read(folder: Path, ids: list[str], dim: int) -> np.ndarray:
