@@ -1,0 +1,81 @@
+"""The ``train`` command: fine-tune a sentence-transformers bi-encoder on a train split.
+
+It writes a model folder usable as ``--encoder DIR`` by ``run``, ``index`` and the app (put it
+under ``$BSARD_MODELS``, default ``~/.cache/bsard_demo/models``, for the app to list it), with a
+``bsard_training.json`` record; it prints what was trained and the ``run`` lines that use it.
+Progress bars go to stderr; errors the user can fix are one line on stderr and exit code 2. See
+:mod:`bsard_demo.training`.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..dataset import DataError
+from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
+from ..sources import load_dataset
+from ..training import (
+    DEFAULT_BASE, DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_LR, DEFAULT_MAX_SEQ, DEFAULT_SEED, DEFAULT_WARMUP,
+    TrainOptions, train,
+)
+from .common import TqdmProgress, add_data_argument, data_spec, fail, say
+
+
+def add_train_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``train``."""
+    p = subparsers.add_parser(
+        "train", help="fine-tune a bi-encoder on a train split (usable as --encoder DIR)",
+        description="Fine-tune a sentence-transformers model on (question, gold article with its headers) pairs of a "
+                    "split with in-batch negatives (MultipleNegativesRankingLoss), optionally with BM25 hard negatives; "
+                    "write a model folder usable as --encoder DIR.")
+    add_data_argument(p)
+    p.add_argument("--split", default="train", help="question split to train on (default: train)")
+    p.add_argument("--out", required=True, metavar="DIR", help="model folder to write (must not exist or be empty)")
+    p.add_argument("--base", default=DEFAULT_BASE, metavar="minilm|MODEL",
+                   help="model to start from: minilm (default, offline), a sentence-transformers id in the local "
+                        "Hugging Face cache, or a model folder")
+    p.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS, help=f"passes over the pairs (default {DEFAULT_EPOCHS})")
+    p.add_argument("--batch", type=int, default=DEFAULT_BATCH,
+                   help=f"pairs per batch; each question's negatives are the batch's other articles (default {DEFAULT_BATCH})")
+    p.add_argument("--max-seq", type=int, default=DEFAULT_MAX_SEQ,
+                   help=f"tokens per text in training, and the saved model's window (default {DEFAULT_MAX_SEQ})")
+    p.add_argument("--hard-negatives", type=int, default=0, metavar="K",
+                   help="add the K best BM25 hits that are not gold as negatives of each pair (default 0)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of everything (default {DEFAULT_SEED})")
+    p.add_argument("--lr", type=float, default=DEFAULT_LR, help=f"peak learning rate (default {DEFAULT_LR:g})")
+    p.add_argument("--warmup", type=float, default=DEFAULT_WARMUP,
+                   help=f"fraction of the steps with a rising learning rate (default {DEFAULT_WARMUP:g})")
+    p.add_argument("--with-description", action=argparse.BooleanOptionalAction, default=DEFAULT_WITH_DESCRIPTION,
+                   help="append each question's extra_description to it, as run --with-description "
+                        f"(default: {'on' if DEFAULT_WITH_DESCRIPTION else 'off'})")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="index cache for the hard negatives' BM25 (default $BSARD_CACHE or ~/.cache/bsard_demo)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    p.set_defaults(func=cmd_train)
+    return p
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Handler of ``train``; returns the exit code."""
+    options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base, epochs=args.epochs,
+                           batch=args.batch, max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
+                           lr=args.lr, warmup=args.warmup, with_description=args.with_description,
+                           overwrite=args.overwrite,
+                           cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
+    try:
+        options.check()
+        dataset = load_dataset(data_spec(args))
+    except (DataError, ValueError) as exc:
+        return fail("train", str(exc))
+    progress = TqdmProgress(enabled=not args.no_progress)
+    try:
+        result = train(options, dataset, progress=progress, notice=lambda m: say("train", f"note: {m}"))
+    except (DataError, ValueError) as exc:  # includes EncoderUnavailable
+        return fail("train", str(exc))
+    except ImportError as exc:
+        return fail("train", f"training needs sentence-transformers, torch, datasets and accelerate ({exc})")
+    finally:
+        progress.close()
+    print(result.summary())
+    return 0

