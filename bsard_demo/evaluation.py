@@ -10,7 +10,8 @@ Conventions:
   cut to its top k, which the tests check with pytrec_eval;
 - ``ndcg@10`` (binary gains, :func:`bsard_demo.metrics.ndcg_from_positions`) equals trec_eval's
   ``ndcg_cut_10``; it does not depend on ``ks``. It is an *extra* column, added when asked for
-  (``evaluate(..., extra=("ndcg@10",))``) or by default when :data:`DEFAULT_EXTRA` holds it.
+  (``evaluate(..., extra=("ndcg@10",))``) and by default (:data:`DEFAULT_EXTRA` holds it);
+  ``extra=()`` leaves it out.
 """
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
 METRICS = ("recall", "map", "mrr")
 #: Measures computed beside the cutoff metrics, independent of ``ks``, in column order.
 EXTRA_MEASURES: tuple[str, ...] = ("ndcg@10",)
-#: The extra measures :func:`evaluate` adds when ``extra`` is not given.
-DEFAULT_EXTRA: tuple[str, ...] = ()
+#: The extra measures :func:`evaluate` adds when ``extra`` is not given: nDCG@10, the figure MTEB
+#: and most papers quote, is on everywhere (CLI tables and JSON, exports, the Score page).
+DEFAULT_EXTRA: tuple[str, ...] = ("ndcg@10",)
 
 
 def metric_columns(ks: Sequence[int] = DEFAULT_KS) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .evaluation import Evaluation
+from .evaluation import EXTRA_MEASURES, Evaluation
 
 #: Published results on the BSARD test split (Louis & Spanakis, ACL 2022, Table 3): R@100/200/500 in %.
 PUBLISHED = {
@@ -37,31 +37,43 @@ def is_bsard_test(qrels: Mapping[str, frozenset[str]]) -> bool:
 
 
 #: Display names of the metric families (:func:`metric_label`).
-METRIC_NAMES = {"recall": "R", "map": "MAP", "mrr": "MRR"}
+METRIC_NAMES = {"recall": "R", "map": "MAP", "mrr": "MRR", "ndcg": "nDCG"}
+#: What nDCG@10 is, said beside every table that shows it.
+NDCG_NOTE = "nDCG@10: binary gains, trec_eval ndcg_cut_10 on the top 10, every question counted; the figure MTEB reports"
 
 
 def metric_label(metric: str, *, recall: str = METRIC_NAMES["recall"]) -> str:
     """Display name of a metric column: ``recall@100`` -> ``R@100`` (``recall`` names the
     family: the app's charts say ``Rappel@100``), ``map@100`` -> ``MAP@100``, ``mrr@100`` ->
-    ``MRR@100``; other names are returned unchanged."""
+    ``MRR@100``, ``ndcg@10`` -> ``nDCG@10``; other names are returned unchanged."""
     name, sep, k = metric.partition("@")
     if name not in METRIC_NAMES:
         return metric
     return f"{recall if name == 'recall' else METRIC_NAMES[name]}{sep}{k}"
 
 
-def display_columns(ks: Sequence[int]) -> list[str]:
-    """The table's metric columns: recall at every cutoff, then MAP and MRR at the smallest."""
+def extra_columns(evaluations: Mapping[str, Evaluation]) -> list[str]:
+    """The extra measures (:data:`~bsard_demo.evaluation.EXTRA_MEASURES`, e.g. ``ndcg@10``) that
+    every evaluation has, in their column order."""
+    evs = list(evaluations.values())
+    return [m for m in EXTRA_MEASURES if evs and all(m in ev.means for ev in evs)]
+
+
+def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
+    """The table's metric columns: recall at every cutoff, then MAP and MRR at the smallest, then
+    the ``extra`` measures (``ndcg@10``) in :data:`~bsard_demo.evaluation.EXTRA_MEASURES` order."""
     k0 = min(ks)
-    return [f"recall@{k}" for k in sorted(ks)] + [f"map@{k0}", f"mrr@{k0}"]
+    return ([f"recall@{k}" for k in sorted(ks)] + [f"map@{k0}", f"mrr@{k0}"]
+            + [m for m in EXTRA_MEASURES if m in extra])
 
 
 def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = False) -> pd.DataFrame:
-    """One row per run (index ``run``): display metric columns as fractions, then
-    ``missing_questions`` and ``unknown_questions``; with ``published`` the paper's rows
-    follow (only recall at 100/200/500, labelled "(published)")."""
+    """One row per run (index ``run``): display metric columns as fractions (with the extra
+    measures every run has, :func:`extra_columns`), then ``missing_questions`` and
+    ``unknown_questions``; with ``published`` the paper's rows follow (only recall at
+    100/200/500, labelled "(published)")."""
     ks = next(iter(evaluations.values())).ks if evaluations else (100, 200, 500)
-    cols = display_columns(ks)
+    cols = display_columns(ks, extra_columns(evaluations))
     rows = {name: {**{c: ev.means[c] for c in cols}, "missing_questions": ev.missing_questions,
                    "unknown_questions": ev.unknown_questions} for name, ev in evaluations.items()}
     df = pd.DataFrame.from_dict(rows, orient="index", columns=cols + ["missing_questions", "unknown_questions"])
@@ -79,7 +91,7 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
 def json_report(dataset: str, split: str, questions: int, evaluations: Mapping[str, Evaluation],
                 problems: Mapping[str, list[dict]]) -> str:
     """The CLI's ``--format json`` object (see README): metrics are fractions, every cutoff's
-    recall/map/mrr is present, plus missing/unknown question counts per run."""
+    recall/map/mrr is present, then ``ndcg@10``, plus missing/unknown question counts per run."""
     runs = {name: {**{c: round(v, 12) for c, v in ev.means.items()}, "missing_questions": ev.missing_questions,
                    "unknown_questions": ev.unknown_questions} for name, ev in evaluations.items()}
     return json.dumps({"dataset": dataset, "split": split, "questions": questions, "runs": runs,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS, evaluate
-from ..report import FORMATS, is_bsard_test, json_report, metrics_table, per_question_table, render_table
+from ..report import FORMATS, NDCG_NOTE, is_bsard_test, json_report, metrics_table, per_question_table, render_table
 from ..runs import read_run_path
 from ..sources import load_dataset
 from .common import add_data_argument, data_spec, one_line
@@ -24,7 +24,8 @@ conventions:
   Within a question, documents are ordered by score descending, ties broken by document id
   descending compared as strings (trec_eval's rule); a run with ranks only is ordered by rank.
   A document listed twice keeps its best position. recall@k, map@k and mrr@k equal
-  trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k.
+  trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k;
+  ndcg@10 (binary gains) equals trec_eval's ndcg_cut_10, the figure MTEB reports.
   Runs with errors are not scored (exit 2); warnings are reported and the run is scored.
 """
 
@@ -42,7 +43,7 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines; optionally gzipped) "
-                                   "against a split: recall@k, map@k and mrr@k, macro-averaged over all questions.")
+                                   "against a split: recall@k, map@k, mrr@k and ndcg@10, macro-averaged over all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
     add_data_argument(p)
     p.add_argument("--split", default="test", help="question split to score against (default: test)")
@@ -116,6 +117,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.format == "table":
             print(f"{ds.name} · split {args.split} · {labelled} questions · values in %")
         print(render_table(table, args.format), end="")
+        if args.format == "table" and "ndcg@10" in table.columns:
+            print(NDCG_NOTE)
     if args.per_query and evaluations:
         per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False, float_format="%.6f")
     if unusable:
