@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..dataset import DataError
 from ..retrievers import RetrieverSpec, build_retriever
-from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, ranked_pairs, run_tag, search_all
+from ..retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS, question_texts, ranked_pairs, run_tag, search_all
 from ..retrievers.hybrid import FUSION_METHODS
 from ..runs import format_run, write_text_atomic
 from ..sources import load_dataset
@@ -59,9 +59,13 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE", help="run file to write ('-' for stdout)")
     p.add_argument("--format", choices=("trec", "json"), default=None,
                    help="trec (default) or json; a FILE ending in .json defaults to json")
-    p.add_argument("--with-description", action=argparse.BooleanOptionalAction, default=DEFAULT_WITH_DESCRIPTION,
-                   help="append each question's extra_description to it "
-                        f"(default: {'on' if DEFAULT_WITH_DESCRIPTION else 'off'})")
+    p.add_argument("--query-text", choices=QUERY_TEXTS, default=DEFAULT_QUERY_TEXT,
+                   help="text searched: the question alone (default: the BSARD paper's protocol) or the question "
+                        "followed by its extra_description (what MTEB's BSARDRetrieval searches)")
+    p.add_argument("--with-description", dest="query_text", action="store_const", const="question+description",
+                   help="alias of --query-text question+description")
+    p.add_argument("--no-with-description", dest="query_text", action="store_const", const="question",
+                   help="alias of --query-text question")
     p.add_argument("--tag", default=None, help="run tag (default: the retriever and its settings)")
     p.set_defaults(func=cmd_run)
     return p
@@ -145,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except DataError as exc:
         return fail("run", str(exc))
     qids = [str(q) for q in questions["id"]]
-    texts = question_texts(questions, args.with_description)
+    texts = question_texts(questions, query_text=args.query_text)
     try:
         hits = search_all(retriever, texts, args.depth, progress)
     except ValueError as exc:

@@ -13,6 +13,11 @@ from .base import Hit, Retriever
 #: ``bench/bm25_quality.py sample``), but there the fictional articles' ``description`` headers
 #: copy the questions' topic paths, so that gain is inflated.
 DEFAULT_WITH_DESCRIPTION = False
+#: The texts a built-in run may search (``--query-text``): the question alone (the BSARD paper's
+#: protocol) or the question followed by its ``extra_description`` (what MTEB's BSARDRetrieval
+#: searches).
+QUERY_TEXTS = ("question", "question+description")
+DEFAULT_QUERY_TEXT = QUERY_TEXTS[1] if DEFAULT_WITH_DESCRIPTION else QUERY_TEXTS[0]
 _SEARCH_BATCH = 64
 
 
@@ -23,8 +28,19 @@ def run_tag(name: str) -> str:
     return tag or "run"
 
 
-def question_texts(questions, with_description: bool) -> list[str]:
-    """The text searched for each question: ``question``, plus ``extra_description`` if asked."""
+def with_description_of(query_text: str) -> bool:
+    """Whether a :data:`QUERY_TEXTS` choice appends the ``extra_description``; ValueError else."""
+    if query_text not in QUERY_TEXTS:
+        raise ValueError(f"unknown query text {query_text!r}; choose from {', '.join(QUERY_TEXTS)}")
+    return query_text == "question+description"
+
+
+def question_texts(questions, with_description: bool = DEFAULT_WITH_DESCRIPTION, *,
+                   query_text: str | None = None) -> list[str]:
+    """The text searched for each question: ``question``, plus ``extra_description`` if asked
+    (``with_description``, or ``query_text`` from :data:`QUERY_TEXTS`, which wins when given)."""
+    if query_text is not None:
+        with_description = with_description_of(query_text)
     texts = []
     for q, extra in zip(questions["question"], questions["extra_description"]):
         q, extra = str(q or "").strip(), str(extra or "").strip()

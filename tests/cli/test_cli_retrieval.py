@@ -109,6 +109,40 @@ def test_with_description_appends_extra_description():
     assert question_texts(QUESTIONS, with_description=False) == list(QUESTIONS["question"])
 
 
+def test_query_text_choice_and_its_alias(tmp_path, data_dir):
+    texts = {"question": question_texts(QUESTIONS, query_text="question"),
+             "question+description": question_texts(QUESTIONS, query_text="question+description")}
+    assert texts["question"] == question_texts(QUESTIONS, with_description=False)
+    assert texts["question+description"] == question_texts(QUESTIONS, with_description=True)
+    with pytest.raises(ValueError, match="unknown query text"):
+        question_texts(QUESTIONS, query_text="description")
+    dataset = load_dataset(data_dir)
+    retriever = BM25Retriever.build(dataset.articles, use_cache=False)
+    written = {}
+    for name, flags in {"default": [], "question": ["--query-text", "question"],
+                        "question+description": ["--query-text", "question+description"],
+                        "alias": ["--with-description"], "no-alias": ["--no-with-description"]}.items():
+        out = tmp_path / f"{name}.trec"
+        assert run_cli("run", "--data", str(data_dir), "--out", str(out), "--depth", "8", "--no-progress",
+                       "--cache-dir", str(tmp_path / "c"), *flags) == 0
+        written[name] = out.read_text()
+        if name in texts:  # the rankings of the text searched
+            rf = read_back(out, dataset, k=8)
+            for qid, text in zip(QUESTIONS["id"], texts[name]):
+                assert list(rf.run[qid]) == [h.article_id for h in retriever.search(text, k=8)]
+    assert written["default"] == written["question"] == written["no-alias"]  # the paper's protocol by default
+    assert written["alias"] == written["question+description"] != written["question"]
+
+
+def test_bad_query_text_is_one_line_exit_2(tmp_path, data_dir, capsys):
+    from bsard_demo.cli.main import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--data", str(data_dir), "--out", str(tmp_path / "x.trec"), "--query-text", "description"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and "--query-text" in err
+
+
 def test_run_tag_has_no_spaces():
     assert run_tag("hybrid rrf k=60 (bm25 k1=1 b=0.6 lucene + dense use)") == "hybrid_rrf_k=60_bm25_k1=1_b=0.6_lucene_+_dense_use"
     assert run_tag("  ") == "run"
