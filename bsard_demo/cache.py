@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
+from .dataset import first_line
+
 T = TypeVar("T")
 MANIFEST = "manifest.json"
 _log = logging.getLogger(__name__)
@@ -269,7 +271,7 @@ def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Call
             try:
                 folder, note = bundle.lookup(kind, key, what=what, describe=info)
             except Exception as exc:  # noqa: BLE001 - a broken bundle must never stop a build
-                folder, note = None, f"index bundle {getattr(bundle, 'label', '?')}: cannot be read ({_first_line(exc)}); using the cache or building instead"
+                folder, note = None, f"index bundle {getattr(bundle, 'label', '?')}: cannot be read ({first_line(exc, limit=200)}); using the cache or building instead"
             if folder is None:
                 if note:
                     say(note)
@@ -278,7 +280,7 @@ def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Call
                 value = read(folder)
             except Exception as exc:  # noqa: BLE001 - any failure to read means: not from this bundle
                 say(f"index bundle {bundle.label}: its {what} ({kind}/{key}) cannot be read "
-                    f"({_first_line(exc)}); using the cache or building instead")
+                    f"({first_line(exc, limit=200)}); using the cache or building instead")
                 continue
             _record(UsedEntry(kind, key, folder, what, "bundle", info))
             report(1, f"loaded {what} from the index bundle")
@@ -300,8 +302,3 @@ def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Call
                 notice(f"could not save the {what} to the cache ({exc.strerror or exc}); it will be rebuilt next time")
         report(1, f"saving {what}")
     return value
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__

@@ -100,9 +100,7 @@ def test_cycle_finder_sees_lazy_cycles(tmp_path):
 
 #: Modules known to be over the limit, each with who splits it. Strict xfail: once a module is
 #: split, its entry fails the suite until it is removed from here.
-KNOWN_LONG = {
-    "bsard_demo/bundles.py": "added over the limit (633 lines) while issue 8 landed; its owner (issue 9) splits it",
-}
+KNOWN_LONG: dict[str, str] = {}
 
 
 def _sized(path: Path):

