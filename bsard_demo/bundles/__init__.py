@@ -35,7 +35,7 @@ import os
 from typing import Callable
 
 from .. import cache
-from .export import describe_retriever, export_bundle
+from .export import check_export_target, describe_retriever, export_bundle
 from .hub import (DOWNLOAD_DEADLINE_S, HUB_SCHEME, HUB_TIMEOUT_S, TOKEN_ENV_VAR, Downloader, HubRef, hub_token,
                   is_hub_ref, parse_hub_ref, push_bundle, resolve_bundle)
 from .model import (BUNDLE_FILE, FORMAT, FORMAT_VERSION, README_FILE, Bundle, BundleEntry, BundleError, CorpusId,
@@ -43,7 +43,7 @@ from .model import (BUNDLE_FILE, FORMAT, FORMAT_VERSION, README_FILE, Bundle, Bu
 
 __all__ = ["BUNDLE_FILE", "DOWNLOAD_DEADLINE_S", "ENV_VAR", "FORMAT", "FORMAT_VERSION", "HUB_SCHEME", "HUB_TIMEOUT_S",
            "README_FILE", "TOKEN_ENV_VAR", "Bundle", "BundleEntry", "BundleError", "CorpusId", "Downloader", "HubRef",
-           "activate", "active", "corpus_id", "deactivate", "describe_retriever", "export_bundle", "hub_token",
+           "activate", "active", "check_export_target", "corpus_id", "deactivate", "describe_retriever", "export_bundle", "hub_token",
            "is_hub_ref", "open_bundle", "parse_hub_ref", "push_bundle", "resolve_bundle"]
 
 ENV_VAR = "BSARD_INDEX"

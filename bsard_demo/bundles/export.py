@@ -83,7 +83,7 @@ def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *
         if e.path is None:
             raise BundleError(f"cannot export the {e.what}: it could not be saved to the cache; "
                               "fix the cache folder (BSARD_CACHE) and build again", "empty")
-    _check_dest(dest, replace)
+    check_export_target(dest, replace)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
@@ -125,7 +125,10 @@ def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *
     return open_bundle(dest)
 
 
-def _check_dest(dest: Path, replace: bool) -> None:
+def check_export_target(dest: str | os.PathLike, replace: bool = False) -> None:
+    """Raise :class:`BundleError` (cause ``"exists"``) when :func:`export_bundle` could not write
+    to ``dest`` (checked before a long build: the same rule as the export's)."""
+    dest = Path(dest).expanduser()
     if not os.path.lexists(dest):
         return
     if dest.is_dir() and not dest.is_symlink():
@@ -133,7 +136,7 @@ def _check_dest(dest: Path, replace: bool) -> None:
             return
         if replace and (dest / BUNDLE_FILE).is_file():
             return
-        hint = " (pass replace to overwrite that bundle)" if (dest / BUNDLE_FILE).is_file() else ""
+        hint = " (index --replace, or replace=True, overwrites that bundle)" if (dest / BUNDLE_FILE).is_file() else ""
         raise BundleError(f"{dest}: exists and is not empty{hint}; choose a new folder", "exists")
     raise BundleError(f"{dest}: exists and is not a folder; choose a new folder", "exists")
 

@@ -1,5 +1,5 @@
-"""What every command shares: the one-line-error parser, one-line messages, the ``--data``
-option, and the tqdm progress callback.
+"""What every command shares: the one-line-error parser, one-line messages, the ``--data`` and
+``--index`` options, and the tqdm progress callback.
 
 Convention: an error the user can fix is one line on stderr, ``bsard_demo <command>: <message>``
 (even when the message names a path holding a line break), and exit code 2.
@@ -7,6 +7,7 @@ Convention: an error the user can fix is one line on stderr, ``bsard_demo <comma
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..sources import default_spec
@@ -36,6 +37,40 @@ def add_data_argument(p: argparse.ArgumentParser) -> None:
 def data_spec(args: argparse.Namespace) -> str:
     """The dataset asked for: ``--data``, else ``$BSARD_DATA``, else the hub."""
     return args.data if args.data is not None else default_spec()
+
+
+def add_index_argument(p: argparse.ArgumentParser) -> None:
+    """The ``--index DIR|hf://OWNER/NAME[@REV]`` option of every command that builds retrievers
+    (see :func:`activate_index`)."""
+    p.add_argument("--index", default=None, metavar="DIR|hf://OWNER/NAME[@REV]",
+                   help="prebuilt index bundle (made by 'index --export'), used instead of building when it matches "
+                        "the data and settings; default $BSARD_INDEX; '' for none. A hub bundle is fetched with HF_TOKEN")
+
+
+def activate_index(args: argparse.Namespace, command: str, dataset) -> object | None:
+    """Make the bundle of ``--index`` (else ``$BSARD_INDEX``) the process's bundle for
+    ``dataset``. Every problem is one ``note:`` line on stderr and the usual cache/build path runs:
+    a bundle that cannot be had, or one built for another corpus (then not used at all). Returns
+    the active :class:`~bsard_demo.bundles.Bundle` or ``None``."""
+    from .. import bundles
+
+    value = getattr(args, "index", None)
+    if value is None:
+        value = os.environ.get(bundles.ENV_VAR, "")
+    if not str(value).strip():
+        bundles.deactivate()
+        return None
+    corpus = bundles.corpus_id(dataset.articles, dataset.name) if dataset.articles is not None else None
+    bundle = bundles.activate(value, corpus=corpus, on_error=lambda m: say(command, f"note: {m}"))
+    if bundle is None:
+        return None
+    note = bundle.corpus_note(corpus) if corpus is not None else None
+    if note:
+        bundles.deactivate()
+        say(command, f"note: {note}")
+        return None
+    say(command, f"using index bundle {bundle.label}: {bundle.summary()}")
+    return bundle
 
 
 def say(command: str, message: str) -> None:

@@ -19,7 +19,8 @@ from ..retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS, question_texts, 
 from ..retrievers.hybrid import FUSION_METHODS
 from ..runs import format_run, write_text_atomic
 from ..sources import load_dataset
-from .common import TqdmProgress, add_data_argument, data_spec, fail, say
+from .common import TqdmProgress, activate_index, add_data_argument, add_index_argument, data_spec, fail, say
+from .export import add_export_arguments, check_export_arguments, export_and_push, wants_export
 
 
 def _common_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,6 +29,7 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoder", default=None, metavar="NAME",
                    help="dense encoder: use (default), minilm, a sentence-transformers model id or folder")
     add_data_argument(p)
+    add_index_argument(p)
     bm25 = p.add_argument_group("BM25")
     bm25.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.0)")
     bm25.add_argument("--b", type=float, default=None, help="BM25 b (default 0.6)")
@@ -73,9 +75,11 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
 
 def add_index_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``index``: build a retriever's index into the cache, so later searches start fast."""
-    p = subparsers.add_parser("index", help="prebuild a retriever's index into the cache",
-                              description="Build (or check) a retriever's cached index over a dataset's articles.")
+    p = subparsers.add_parser("index", help="prebuild a retriever's index into the cache, or export it as a bundle",
+                              description="Build (or check) a retriever's cached index over a dataset's articles; "
+                                          "--export DIR writes it as an index bundle, --push-to-hub publishes that.")
     _common_arguments(p)
+    add_export_arguments(p)
     p.set_defaults(func=cmd_index)
     return p
 
@@ -111,6 +115,8 @@ def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
         dataset = load_dataset(data_spec(args))
     except (DataError, ValueError) as exc:
         return fail(command, str(exc))
+    activate_index(args, command, dataset)
+
     def notice(message: str) -> None:
         say(command, f"note: {message}")
 
@@ -169,6 +175,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Handler of ``index``; returns the exit code."""
+    refused = check_export_arguments(args)
+    if refused is not None:
+        return refused
     progress = TqdmProgress(enabled=not args.no_progress)
     built = _build(args, "index", progress)
     if isinstance(built, int):
@@ -176,4 +185,4 @@ def cmd_index(args: argparse.Namespace) -> int:
     dataset, retriever = built
     print(f"bsard_demo index: {retriever.name} ready over {len(dataset.articles)} articles of {dataset.name}",
           file=sys.stderr)
-    return 0
+    return export_and_push(args, dataset, spec_from_args(args), retriever) if wants_export(args) else 0

@@ -18,7 +18,7 @@ from ..tuning import DEFAULT_MEASURE, TuneOptions, fusion_grid, tune
 from ..tuning.bm25 import B_GRID, K1_GRID
 from ..tuning.fusion import ALPHA_GRID, RRF_KS, WEIGHT_GRID
 from ..tuning.result import Measure
-from .common import TqdmProgress, data_spec, fail, say
+from .common import TqdmProgress, activate_index, data_spec, fail, say
 from .retrieval import _common_arguments, spec_from_args
 
 
@@ -77,6 +77,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         dataset = load_dataset(data_spec(args))
     except (DataError, ValueError) as exc:
         return fail("tune", str(exc))
+    activate_index(args, "tune", dataset)  # --index / $BSARD_INDEX (from _common_arguments)
     progress = TqdmProgress(enabled=not args.no_progress)
     try:
         result = tune(options, dataset, progress=progress, notice=lambda m: say("tune", f"note: {m}"))
