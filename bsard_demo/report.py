@@ -123,22 +123,76 @@ def render_table(df: pd.DataFrame, fmt: str) -> str:
     header = ["run"] + [metric_label(c).replace("missing_questions", "missing").replace("unknown_questions", "unknown")
                         for c in shown.columns]
     rows = [[str(i)] + list(r) for i, r in zip(shown.index, shown.astype(str).values.tolist())]
+    return render_rows(header, rows, fmt)
+
+
+def render_rows(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str, *, left: int = 1) -> str:
+    """Text cells as ``table`` (aligned, the first ``left`` columns to the left, the others to
+    the right), ``markdown`` (``|`` escaped) or ``latex`` (special characters escaped)."""
+    header, rows = list(header), [list(r) for r in rows]
     if fmt == "markdown":
         esc = lambda s: s.replace("|", r"\|")  # noqa: E731
-        lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        lines = ["| " + " | ".join(esc(h) for h in header) + " |",
+                 "|" + "|".join(["---"] * left + ["---:"] * (len(header) - left)) + "|"]
         lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
         return "\n".join(lines) + "\n"
     if fmt == "latex":
-        lines = [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
+        lines = [r"\begin{tabular}{" + "l" * left + "r" * (len(header) - left) + "}", r"\toprule",
                  " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
         lines += [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
     if fmt == "table":
         widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-        fmt_row = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        fmt_row = lambda r: "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
         return "\n".join([fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]) + "\n"
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+#: The fields of one pair in ``compare --format json``, in order (values of
+#: :meth:`bsard_demo.stats.Comparison.pair_records`).
+PAIR_FIELDS = ("run_a", "run_b", "mean_a", "mean_b", "diff", "wins", "ties", "losses", "p_ttest", "p_permutation",
+               "p_ttest_holm", "p_permutation_holm", "significant")
+
+
+def comparison_report(comparison, dataset: str, split: str) -> dict:
+    """``compare --format json``: ``{"dataset", "split", "questions", "measure", "runs": {NAME:
+    mean}, "pairs": [{PAIR_FIELDS}], "permutation": {"n_resamples", "seed", "alpha", "p"}}``
+    from a :class:`bsard_demo.stats.Comparison` (means and differences as fractions)."""
+    d = comparison.to_dict()
+    out = {"dataset": dataset, "split": split, "questions": d["questions"], "measure": d["measure"],
+           "runs": d["runs"], "pairs": [{k: pair[k] for k in PAIR_FIELDS} for pair in d["pairs"]]}
+    if "permutation" in d:
+        out["permutation"] = d["permutation"]
+    return out
+
+
+def _p(value: float) -> str:
+    return f"{value:.4f}" if value >= 1e-4 or value == 0 else f"{value:.1e}"
+
+
+def render_comparison(comparison, fmt: str, *, dataset: str = "", split: str = "") -> str:
+    """``compare``'s output: ``json`` (:func:`comparison_report`), ``csv`` (one row per pair,
+    :data:`PAIR_FIELDS`, fractions and p-values at full precision), or ``table`` / ``markdown`` /
+    ``latex`` (means and differences in %, p-values to 4 decimals; ``table`` also lists each
+    run's mean first)."""
+    if fmt == "json":
+        return json.dumps(comparison_report(comparison, dataset, split), ensure_ascii=False, indent=2) + "\n"
+    records = comparison.pair_records()
+    if fmt == "csv":
+        return pd.DataFrame([{k: r[k] for k in PAIR_FIELDS} for r in records], columns=list(PAIR_FIELDS)) \
+            .to_csv(index=False)
+    label = metric_label(comparison.measure)
+    header = ["run A", "run B", f"{label} A", f"{label} B", "A - B", "wins", "ties", "losses", "p t-test",
+              "p permutation", "p t-test (Holm)", "p permutation (Holm)", "significant"]
+    rows = [[r["run_a"], r["run_b"], f"{100 * r['mean_a']:.2f}", f"{100 * r['mean_b']:.2f}", f"{100 * r['diff']:+.2f}",
+             str(r["wins"]), str(r["ties"]), str(r["losses"]), _p(r["p_ttest"]), _p(r["p_permutation"]),
+             _p(r["p_ttest_holm"]), _p(r["p_permutation_holm"]), "yes" if r["significant"] else "no"] for r in records]
+    pairs = render_rows(header, rows, fmt, left=2)
+    if fmt != "table":
+        return pairs
+    means = render_rows(["run", label], [[name, f"{100 * v:.2f}"] for name, v in comparison.runs.items()], "table")
+    return means + "\n" + pairs
 
 
 def per_question_table(evaluations: Mapping[str, Evaluation], questions: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -191,12 +191,18 @@ def filter_categories(df: pd.DataFrame, categories: Sequence[str] | None) -> pd.
     return df[df["category"].isin(list(categories))]
 
 
-def comparison_frame(board: Scoreboard, metric: str, *, n_resamples: int = 10000, seed: int = 0) -> pd.DataFrame:
-    """:func:`bsard_demo.stats.compare_runs` of every pair of usable runs on ``metric``."""
-    from ..stats import compare_runs
+def comparison(board: Scoreboard, metric: str, *, n_resamples: int = 10000, seed: int = 0):
+    """:func:`bsard_demo.stats.compare_measure` of the usable runs on ``metric``: the function
+    and settings of ``python -m bsard_demo compare``, so the page's numbers are the CLI's."""
+    from ..stats import compare_measure
 
-    return compare_runs({n: ev.per_question[metric] for n, ev in board.evaluations.items()},
-                        n_resamples=n_resamples, seed=seed)
+    return compare_measure({n: ev.per_question for n, ev in board.evaluations.items()}, metric,
+                           n_resamples=n_resamples, seed=seed)
+
+
+def comparison_frame(board: Scoreboard, metric: str, *, n_resamples: int = 10000, seed: int = 0) -> pd.DataFrame:
+    """The pairs of :func:`comparison` (:func:`bsard_demo.stats.compare_runs`'s table)."""
+    return comparison(board, metric, n_resamples=n_resamples, seed=seed).pairs
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping, Sequence
 
-from ..dataset import DataError
-from ..evaluation import DEFAULT_KS, evaluate
+from ..dataset import DataError, Dataset
+from ..evaluation import DEFAULT_KS, Evaluation, evaluate
 from ..report import FORMATS, NDCG_NOTE, is_bsard_test, json_report, metrics_table, per_question_table, render_table
+from ..run_checks import SplitContext, check_run_file, problem_code, problem_record
 from ..runs import read_run_path
 from ..sources import load_dataset
-from .common import add_data_argument, data_spec, one_line
+from .common import add_data_argument, data_spec, one_line, say
 
 CONVENTIONS = """\
 conventions:
@@ -27,6 +30,9 @@ conventions:
   trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k;
   ndcg@10 (binary gains) equals trec_eval's ndcg_cut_10, the figure MTEB reports.
   Runs with errors are not scored (exit 2); warnings are reported and the run is scored.
+  BSARD-aware checks add warnings with a code: ids_shifted (ids off by one), near_random (no
+  better than chance), wrong_split (questions of another split), scores_ascending (distances:
+  use --lower-is-better). With --lower-is-better, scores are distances, ordered ascending.
 """
 
 
@@ -45,8 +51,7 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
                        description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines; optionally gzipped) "
                                    "against a split: recall@k, map@k, mrr@k and ndcg@10, macro-averaged over all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
-    add_data_argument(p)
-    p.add_argument("--split", default="test", help="question split to score against (default: test)")
+    add_run_arguments(p)
     p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K", help="cutoffs (default: 100 200 500)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
@@ -80,47 +85,102 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass
+class ScoredRuns:
+    """Run files read, checked and scored against one split (:func:`score_run_paths`)."""
+
+    dataset: Dataset
+    split: str
+    qrels: Mapping[str, frozenset[str]]
+    evaluations: dict[str, Evaluation] = field(default_factory=dict)
+    problems: dict[str, list[dict]] = field(default_factory=dict)
+    unusable: list[str] = field(default_factory=list)
+    failed: bool = False
+
+    @property
+    def labelled(self) -> int:
+        """Questions of the split with at least one relevant article (the ones scored)."""
+        return sum(1 for gold in self.qrels.values() if gold)
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.unusable or self.failed else 0
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """The options every command reading run files shares: ``--data``, ``--split``, ``--lower-is-better``."""
+    add_data_argument(p)
+    p.add_argument("--split", default="test", help="question split to score against (default: test)")
+    p.add_argument("--lower-is-better", action="store_true",
+                   help="the files' scores are distances (lower = better): articles are ordered by score "
+                        "ascending, ties as for similarities (article id descending)")
+
+
+def _read(path: str, qrels, corpus, k: int, lower_is_better: bool):
+    options = {"lower_is_better": True} if lower_is_better else {}
+    return read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=k, **options)
+
+
+def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace, ks: Sequence[int], *,
+                    quiet: bool = False) -> ScoredRuns:
+    """Read every run file of ``paths`` (:func:`bsard_demo.runs.read_run_path`), add the
+    BSARD-aware checks' warnings (:func:`bsard_demo.run_checks.check_run_file`) and score the
+    usable ones at ``ks`` (:func:`bsard_demo.evaluation.evaluate`). A run is named by its base
+    name (its path as given when two share one). Unless ``quiet`` (JSON output), each problem is
+    one line on stderr and a file whose single problem is an error gets one line ``…; not scored``."""
+    ds = load_dataset(data_spec(args), need_corpus=False)
+    qrels = ds.qrels(args.split)
+    out = ScoredRuns(ds, args.split, qrels)
+    if out.labelled < len(qrels) and not quiet:
+        say(command, f"note: {len(qrels) - out.labelled} question(s) of split {args.split} have no relevant "
+                     "article and are left out of the averages (as trec_eval does)")
+    context = SplitContext.of(ds, args.split)
+    for path in paths:
+        name = Path(path).name
+        if name in out.problems:
+            name = path  # two runs with one base name: fall back to the path as given
+        n = 1
+        while name in out.problems:  # the same path twice
+            n += 1
+            name = f"{path} ({n})"
+        rf = _read(path, qrels, context.corpus_ids, max(ks), args.lower_is_better)
+        check_run_file(rf, context)
+        out.problems[name] = [problem_record(p) for p in rf.problems]
+        lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}"
+                          f"{f' [{problem_code(p)}]' if problem_code(p) else ''}: {p.message}") for p in rf.problems]
+        if rf.run is None and len(lines) == 1 and not quiet:
+            say(command, f"{lines[0]}; not scored")  # one problem: one line
+            out.failed = True
+            continue
+        if not quiet and lines:
+            print("\n".join(lines), file=sys.stderr)
+        if rf.run is None:
+            out.unusable.append(one_line(f"{name} ({rf.problems.count('error')} error(s))"))
+            continue
+        out.evaluations[name] = evaluate(qrels, rf.run, ks)
+    return out
+
+
+def report_unusable(command: str, scored: ScoredRuns) -> None:
+    if scored.unusable:
+        say(command, f"unusable run file(s), not scored: {', '.join(scored.unusable)}")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if any(k < 1 for k in args.k):
         raise DataError("--k takes positive integers")
-    ds = load_dataset(data_spec(args), need_corpus=False)
-    qrels = ds.qrels(args.split)
-    labelled = sum(1 for gold in qrels.values() if gold)
-    if labelled < len(qrels) and args.format != "json":
-        print(f"bsard_demo evaluate: note: {len(qrels) - labelled} question(s) of split {args.split} have no relevant "
-              "article and are left out of the averages (as trec_eval does)", file=sys.stderr)
-    corpus = ds.article_ids
-    evaluations, problems, unusable = {}, {}, []
-    failed = False
-    for path in args.runs:
-        name = Path(path).name
-        if name in evaluations or name in problems:
-            name = path  # two runs with one base name: fall back to the path as given
-        rf = read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=max(args.k))
-        problems[name] = [p.as_dict() for p in rf.problems]
-        lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}: {p.message}")
-                 for p in rf.problems]
-        if rf.run is None and len(lines) == 1 and args.format != "json":
-            print(f"bsard_demo evaluate: {lines[0]}; not scored", file=sys.stderr)  # one problem: one line
-            failed = True
-            continue
-        if args.format != "json" and lines:
-            print("\n".join(lines), file=sys.stderr)
-        if rf.run is None:
-            unusable.append(one_line(f"{name} ({rf.problems.count('error')} error(s))"))
-            continue
-        evaluations[name] = evaluate(qrels, rf.run, args.k)
+    scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json")
+    ds, evaluations = scored.dataset, scored.evaluations
     if args.format == "json":
-        print(json_report(ds.name, args.split, labelled, evaluations, problems))
+        print(json_report(ds.name, args.split, scored.labelled, evaluations, scored.problems))
     elif evaluations:
-        table = metrics_table(evaluations, published=is_bsard_test(qrels) and args.format == "table")
+        table = metrics_table(evaluations, published=is_bsard_test(scored.qrels) and args.format == "table")
         if args.format == "table":
-            print(f"{ds.name} · split {args.split} · {labelled} questions · values in %")
+            print(f"{ds.name} · split {args.split} · {scored.labelled} questions · values in %")
         print(render_table(table, args.format), end="")
         if args.format == "table" and "ndcg@10" in table.columns:
             print(NDCG_NOTE)
     if args.per_query and evaluations:
         per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False, float_format="%.6f")
-    if unusable:
-        print(f"bsard_demo evaluate: unusable run file(s), not scored: {', '.join(unusable)}", file=sys.stderr)
-    return 2 if unusable or failed else 0
+    report_unusable("evaluate", scored)
+    return scored.exit_code

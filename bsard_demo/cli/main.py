@@ -1,7 +1,8 @@
-"""Command line: ``python -m bsard_demo {data,evaluate,run,index} ...``: the parser and :func:`main`.
+"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index} ...``: the parser and :func:`main`.
 
 Each command lives in its own module, which adds its subparser and handler: ``data`` and
-``evaluate`` in :mod:`.evaluate`, ``run`` and ``index`` in :mod:`.retrieval`. A new command gets
+``evaluate`` in :mod:`.evaluate`, ``compare`` in :mod:`.compare`, ``run`` and ``index`` in
+:mod:`.retrieval`. A new command gets
 a new module, registered in :func:`build_parser`.
 
 Exit codes: 0 success (warnings allowed); 2 unusable input, data or usage (one line on stderr,
@@ -16,6 +17,7 @@ from typing import Sequence
 
 from ..dataset import DataError
 from .common import OneLineParser, one_line
+from .compare import add_compare_parser
 from .evaluate import add_data_parser, add_evaluate_parser
 from .retrieval import add_index_parser, add_run_parser
 
@@ -23,9 +25,10 @@ from .retrieval import add_index_parser, add_run_parser
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m bsard_demo",
                            description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{data,evaluate,run,index}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{data,evaluate,compare,run,index}")
     add_data_parser(sub)
     add_evaluate_parser(sub)
+    add_compare_parser(sub)
     add_run_parser(sub)
     add_index_parser(sub)
     return parser

@@ -24,7 +24,7 @@ from bsard_demo.runs import read as run_read
 from bsard_demo.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
-COMMANDS = ("data", "evaluate", "run", "index")
+COMMANDS = ("data", "evaluate", "compare", "run", "index")
 
 ARTICLES = pd.DataFrame({"id": ["1", "2", "3"], "article": ["Le bail est conclu pour neuf ans.",
                                                            "La garantie locative est de deux mois.",
@@ -52,6 +52,10 @@ def argv(command: str, data: str, tmp: Path, run: str | None = None) -> list[str
             run = str(tmp / "good.trec")
             Path(run).write_text(GOOD_RUN)
         return ["evaluate", run, "--data", data, "--k", "1"]
+    if command == "compare":
+        good = tmp / "good.trec"
+        good.write_text(GOOD_RUN)
+        return ["compare", str(good), run or str(good), "--data", data, "--measure", "recall@1"]
     common = ["--data", data, "--cache-dir", str(tmp / "cache"), "--no-progress"]
     if command == "run":
         return ["run", *common, "--out", str(tmp / "out.trec"), "--depth", "3"]
@@ -186,8 +190,9 @@ RUN_FAULTS = {
 }
 
 
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
 @pytest.mark.parametrize("fault", sorted(RUN_FAULTS))
-def test_broken_run_file(tmp_path, capsys, fault):
+def test_broken_run_file(tmp_path, capsys, fault, command):
     import gzip
 
     data = str(good_folder(tmp_path))
@@ -201,7 +206,7 @@ def test_broken_run_file(tmp_path, capsys, fault):
         run.write_bytes(gzip.compress(GOOD_RUN.encode() * 50)[:-20])
     elif content is not None:
         run.write_bytes(content)
-    line = one_line_failure(capsys, argv("evaluate", data, tmp_path, run=str(run)), "bsard_demo evaluate: r.trec", phrase)
+    line = one_line_failure(capsys, argv(command, data, tmp_path, run=str(run)), f"bsard_demo {command}: r.trec", phrase)
     assert line.endswith("; not scored")
 
 

@@ -1,0 +1,84 @@
+"""The ``compare`` command: the Score page's pairwise comparison of runs, from the command line.
+
+Run files are read, checked and scored exactly as ``evaluate`` does it (the same function,
+:func:`bsard_demo.cli.evaluate.score_run_paths`: every problem one line on stderr, unusable files
+not scored, exit code 2), then compared on one measure by
+:func:`bsard_demo.stats.compare_measure`, the function the Score page calls.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+
+from ..evaluation import DEFAULT_KS, EXTRA_MEASURES, METRICS
+from ..report import FORMATS, render_comparison
+from ..stats import compare_measure
+from .common import fail
+from .evaluate import add_run_arguments, report_unusable, score_run_paths
+
+DEFAULT_MEASURE = "recall@100"
+N_RESAMPLES, SEED, ALPHA = 10000, 0, 0.05
+TESTS = f"""\
+tests (the Score page's, same numbers):
+  For each pair of runs (A, B) over every question of the split: mean_a, mean_b, diff = mean_a -
+  mean_b; wins / ties / losses = questions where A is above / equal to (within 1e-12) / below B.
+  p_ttest: scipy.stats.ttest_rel, two-sided.
+  p_permutation: two-sided paired sign-flip randomization test of the sum of the per-question
+  differences, zero differences dropped; exact (all 2**m sign vectors) when 2**m <= {N_RESAMPLES:,},
+  otherwise {N_RESAMPLES:,} random sign vectors from numpy.random.default_rng(seed={SEED}), the same
+  for every pair, with p = (1 + #{{|T*| >= |T|}}) / (1 + {N_RESAMPLES:,}).
+  *_holm: Holm-Bonferroni over all pairs, per test. significant: p_permutation_holm < {ALPHA}.
+"""
+
+
+def measure_type(text: str) -> str:
+    """An ``evaluate`` column: ``recall@K``, ``map@K``, ``mrr@K`` (K a positive integer) or an
+    extra measure (``ndcg@10``); argparse's type check (a bad one is a one-line usage error)."""
+    value = text.strip().lower()
+    m = re.fullmatch(r"([a-z]+)@([0-9]+)", value)
+    if value in EXTRA_MEASURES or (m and m.group(1) in METRICS and int(m.group(2)) >= 1):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"unknown measure {text!r}: use recall@K, map@K, mrr@K (K a positive integer) or {', '.join(EXTRA_MEASURES)}")
+
+
+def measure_cutoff(measure: str) -> int:
+    """The cutoff to score ``measure`` at (an extra measure: its own k, e.g. 10 for ``ndcg@10``)."""
+    return int(measure.rpartition("@")[2])
+
+
+def add_compare_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``compare``: pairwise significance tests of run files on one measure."""
+    p = subparsers.add_parser(
+        "compare", help="compare run files pairwise on one measure (significance tests)", epilog=TESTS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Score two or more run files as evaluate does and compare every pair on one measure: means, "
+                    "wins/ties/losses, paired t-test and paired permutation test, Holm-corrected over all pairs.")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run files")
+    add_run_arguments(p)
+    p.add_argument("--measure", type=measure_type, default=DEFAULT_MEASURE,
+                   help=f"measure compared: recall@K, map@K, mrr@K or ndcg@10 (default: {DEFAULT_MEASURE})")
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    p.set_defaults(func=cmd_compare)
+    return p
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if len(args.runs) < 2:
+        return fail("compare", f"needs at least two run files, got {len(args.runs)}")
+    ks = (min(DEFAULT_KS),) if args.measure in EXTRA_MEASURES else (measure_cutoff(args.measure),)
+    scored = score_run_paths("compare", args.runs, args, ks)
+    if len(scored.evaluations) < 2:  # the unusable files were just named, one line each when they have one problem
+        report_unusable("compare", scored)
+        return 2
+    comparison = compare_measure({name: ev.per_question for name, ev in scored.evaluations.items()}, args.measure,
+                                 n_resamples=N_RESAMPLES, seed=SEED, alpha=ALPHA)
+    if args.format == "table":
+        print(f"{scored.dataset.name} · split {args.split} · {comparison.questions} questions · {args.measure} "
+              "· values in %")
+    print(render_comparison(comparison, args.format, dataset=scored.dataset.name, split=args.split), end="")
+    if args.format == "table":
+        print(f"p permutation: paired sign-flip test, {N_RESAMPLES:,} resamples (exact when 2**m <= {N_RESAMPLES:,}), "
+              f"seed {SEED}, p = (1 + #{{|T*| >= |T|}}) / (1 + n); significant: Holm-adjusted p permutation < {ALPHA}")
+    report_unusable("compare", scored)
+    return scored.exit_code

@@ -1,0 +1,92 @@
+"""The BSARD-aware checks of :mod:`bsard_demo.diagnostics`, wired to a read run file: one
+function for ``python -m bsard_demo evaluate``/``compare`` and the Score page alike.
+
+:func:`check_run_file` runs :func:`bsard_demo.diagnostics.check_run` on a usable run against a
+split (its labels, the corpus ids when the corpus is loaded, the question ids of the dataset's
+other splits) and adds each finding to the file's problems as a *warning* carrying the
+finding's code (``ids_shifted``, ``near_random``, ``wrong_split``; ``scores_ascending`` is the
+reader's own warning, which sees the file's order). A clean run gets none. The warning's message
+is the finding's message, then its hint: ``"<message>; <hint>"``, one line.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Mapping
+
+from .dataset import Dataset
+from .diagnostics import Finding, check_run
+from .runs import Problem, ProblemList, RunFile
+
+
+@dataclass(frozen=True)
+class SplitContext:
+    """What the checks need to know about the split a run is scored against."""
+
+    split: str
+    qrels: Mapping[str, frozenset[str]]
+    corpus_ids: frozenset[str] | None
+    other_splits: Mapping[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, dataset: Dataset, split: str) -> "SplitContext":
+        """The context of ``split`` of ``dataset`` (its other splits' question ids included)."""
+        others = {name: frozenset(str(q) for q in dataset.questions(name)["id"])
+                  for name in dataset.split_names if name != split}
+        return cls(split, dataset.qrels(split), dataset.article_ids, others)
+
+
+def finding_text(finding: Finding) -> str:
+    """The one-line warning of a finding: its message, then its hint."""
+    return f"{finding.message}; {finding.hint}"
+
+
+# The reader's ProblemList.add(severity, code, message, line, kind); a reader from before problem
+# codes took (severity, message, line, kind): then the code is kept on a Problem subclass.
+_CODED = list(inspect.signature(ProblemList.add).parameters)[2:3] == ["code"]
+
+
+@dataclass(frozen=True)
+class _CodedProblem(Problem):
+    """A problem with a code, for a reader whose :class:`Problem` has none (transition only)."""
+
+    code: str | None = None
+
+    def as_dict(self) -> dict:
+        return {**super().as_dict(), "code": self.code}
+
+
+def add_finding(problems: ProblemList, finding: Finding) -> None:
+    """Add ``finding`` to ``problems`` as a warning of the whole file, with its code."""
+    text = finding_text(finding)
+    if _CODED:
+        problems.warning(finding.code, text, None, kind=finding.code)
+        return
+    kept = len(problems.items)
+    problems.add("warning", text, None, kind=finding.code)
+    if len(problems.items) > kept:  # kept (not only counted): give it its code
+        problems.items[-1] = _CodedProblem("warning", text, None, code=finding.code)
+
+
+def check_run_file(rf: RunFile, context: SplitContext) -> list[Finding]:
+    """The findings of ``rf``'s run against ``context`` (none for an unusable file), each also
+    added to ``rf.problems`` (:func:`add_finding`)."""
+    if rf.run is None:
+        return []
+    findings = check_run(rf.run, context.qrels, split=context.split, corpus_ids=context.corpus_ids,
+                         other_splits=context.other_splits)
+    for finding in findings:
+        add_finding(rf.problems, finding)
+    return findings
+
+
+def problem_code(problem) -> str | None:
+    """The code of a problem (``None`` when the reader gave it none)."""
+    return getattr(problem, "code", None) or None
+
+
+def problem_record(problem) -> dict:
+    """A problem as JSON: ``{"severity", "line", "message", "code"}``."""
+    record = dict(problem.as_dict())
+    record.setdefault("code", problem_code(problem))
+    return record
