@@ -27,7 +27,9 @@ Decisions (the numbers hold for any corpus, not tuned to BSARD or the sample):
   question with ``g`` gold articles in the corpus and ``d_q`` = min(d, its ranking's length)
   retrieved hits with probability ``1 - C(N-g, d_q) / C(N, d_q)``. Fires when the observed rate
   is below the expected rate + :data:`RANDOM_Z` (3) standard errors (Poisson-binomial variance):
-  the run is not significantly better than chance. Without a corpus (size and ids unknown) it
+  the run is not significantly better than chance. When that bound reaches 100 % (a handful of
+  questions over a tiny corpus) no run could pass it, and a run hitting every question is not
+  flagged. Without a corpus (size and ids unknown) it
   uses the span of the numeric ids seen (max - min + 1, the corpus of BSARD-style row-number ids);
   with non-numeric ids and no corpus it is skipped (no finding).
 - **scores_ascending**: a question counts when it has at least two distinct finite scores; it
@@ -245,7 +247,7 @@ def check_near_random(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str,
     se = float(math.sqrt(float(np.sum(p * (1 - p)))) / n)
     observed = hits / n
     limit = expected + RANDOM_Z * se
-    if observed >= limit:
+    if observed >= min(limit, 1.0):  # above chance, or too few questions to tell (even a perfect run could not pass)
         return None
     return Finding(
         code="near_random",

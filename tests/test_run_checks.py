@@ -1,0 +1,69 @@
+"""bsard_demo.run_checks: the BSARD-aware checks wired to a read run file, as the CLI and the Score
+page use them (one function for both)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from bsard_demo.dataset import Dataset
+from bsard_demo.diagnostics import check_near_random
+from bsard_demo.run_checks import SplitContext, check_run_file, finding_text, problem_code, problem_record
+from bsard_demo.runs import read_run_bytes
+from bsard_demo.sources import load_sample
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return load_sample()
+
+
+def trec(rankings) -> bytes:
+    return "".join(f"{q} Q0 {d} {r} {100 - r} t\n" for q, docs in rankings.items() for r, d in enumerate(docs, 1)).encode()
+
+
+def read(sample, blob, split="test"):
+    qrels = sample.qrels(split)
+    return read_run_bytes(blob, "r.trec", qids=qrels.keys(), corpus_ids=sample.article_ids, k=10)
+
+
+def test_context_holds_the_other_splits_question_ids(sample):
+    ctx = SplitContext.of(sample, "test")
+    assert ctx.split == "test" and ctx.qrels == sample.qrels("test") and ctx.corpus_ids == sample.article_ids
+    assert set(ctx.other_splits) == {"train"} and ctx.other_splits["train"] == set(sample.questions("train")["id"])
+
+
+def test_findings_become_coded_file_warnings_once(sample):
+    qrels = sample.qrels("test")
+    shifted = {q: [str(int(d) - 1) for d in sorted(g, key=int)] for q, g in qrels.items()}
+    rf = read(sample, trec(shifted))
+    before = list(rf.problems)
+    findings = check_run_file(rf, SplitContext.of(sample, "test"))
+    assert [f.code for f in findings] == ["ids_shifted"]
+    added = [p for p in rf.problems if p not in before]
+    assert len(added) == 1
+    (p,) = added
+    assert (p.severity, p.line, problem_code(p), p.message) == ("warning", None, "ids_shifted", finding_text(findings[0]))
+    assert problem_record(p) == {"severity": "warning", "code": "ids_shifted", "line": None, "message": p.message}
+
+
+def test_a_clean_run_and_an_unusable_file_get_nothing(sample):
+    qrels = sample.qrels("test")
+    clean = read(sample, trec({q: sorted(g, key=int) for q, g in qrels.items()}))
+    n = len(clean.problems)
+    assert check_run_file(clean, SplitContext.of(sample, "test")) == [] and len(clean.problems) == n
+    bad = read(sample, b"not a run at all\n")
+    assert bad.run is None and check_run_file(bad, SplitContext.of(sample, "test")) == []
+
+
+def test_a_perfect_run_on_a_tiny_corpus_is_not_near_random():
+    """Two questions over three articles: chance alone hits 33 % ± 33 %, so no run could beat the
+    3-sigma bound; a run hitting every question is not called random (it once was)."""
+    qrels = {"10": frozenset({"2"}), "11": frozenset({"3"})}
+    run = {"10": ("2", "1", "3"), "11": ("3", "2", "1")}
+    assert check_near_random(run, qrels, corpus_ids={"1", "2", "3"}) is None
+    articles = pd.DataFrame({"id": ["1", "2", "3"], "article": ["a", "b", "c"]})
+    questions = pd.DataFrame({"id": ["10", "11"], "question": ["x", "y"], "article_ids": [("2",), ("3",)],
+                              "category": ["", ""], "subcategory": ["", ""], "extra_description": ["", ""]})
+    ds = Dataset(name="tiny", kind="local", articles=articles, splits={"test": questions})
+    rf = read_run_bytes(trec(run), "r.trec", qids=qrels.keys(), corpus_ids=ds.article_ids, k=3)
+    assert check_run_file(rf, SplitContext.of(ds, "test")) == []
