@@ -72,7 +72,7 @@ def _inflate(data: bytes, cap: int, problems: ProblemList, *, keep: bool) -> byt
                 if not rest.strip(b"\x00"):
                     break
                 if rest[:2] != b"\x1f\x8b":
-                    problems.warning(f"{size_text(len(rest))} of data after the end of the gzip stream were ignored")
+                    problems.warning("gzip_trailing_data", f"{size_text(len(rest))} of data after the end of the gzip stream were ignored")
                     break
                 d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # another gzip member follows
                 data, pos = rest, 0
@@ -86,7 +86,7 @@ def _inflate(data: bytes, cap: int, problems: ProblemList, *, keep: bool) -> byt
             piece = d.decompress(inp, min(1 << 20, cap - total + 1))  # bounded output per call
             total += len(piece)
             if total > cap:
-                problems.error(
+                problems.error("gzip_too_large",
                     f"the decompressed content is larger than the limit of {size_text(cap)}; "
                     "decompression was stopped"
                 )
@@ -96,10 +96,10 @@ def _inflate(data: bytes, cap: int, problems: ProblemList, *, keep: bool) -> byt
             if not inp and not piece:
                 break
         if not d.eof:
-            problems.error("the gzip file is truncated: its compressed data ends too early")
+            problems.error("gzip_truncated", "the gzip file is truncated: its compressed data ends too early")
             return None
     except zlib.error as exc:
-        problems.error(f"the gzip file is corrupt ({exc})")
+        problems.error("gzip_corrupt", f"the gzip file is corrupt ({exc})")
         return None
     return b"".join(out)
 
@@ -118,7 +118,7 @@ def _decode(data: bytes, problems: ProblemList) -> str | None:
                 return data.decode(codec)
             except UnicodeDecodeError as exc:
                 name = codec.upper()
-                problems.error(f"the file starts with a {name} byte-order mark but is not valid {name} ({exc.reason})")
+                problems.error("not_utf8", f"the file starts with a {name} byte-order mark but is not valid {name} ({exc.reason})")
                 return None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
@@ -137,25 +137,25 @@ def _decode(data: bytes, problems: ProblemList) -> str | None:
                 hint = " (the file may be Latin-1/Windows-1252: save it as UTF-8)"
             except UnicodeDecodeError:
                 pass
-            problems.error(
+            problems.error("not_utf8",
                 f"not valid UTF-8: byte 0x{bad} at character {exc.start + 1}{hint}",
                 line=lineno, kind="line is not valid UTF-8",
             )
     return data.decode("utf-8", "replace")
 
 
-def _binary_kind(data: bytes) -> str | None:
-    """An error message when ``data`` is a known binary file (or plainly not text), else None."""
+def _binary_kind(data: bytes) -> tuple[str, str] | None:
+    """``(code, error message)`` when ``data`` is a known binary file (or plainly not text), else None."""
     for magic, what in _MAGIC:
         if data.startswith(magic):
-            return f"this is {what}, not a run file"
+            return "binary_file", f"this is {what}, not a run file"
     if data[:3] == b"BZh" and data[4:10] == b"1AY&SY":
-        return "this is a bzip2 archive (only gzip compression is supported), not a run file"
+        return "binary_file", "this is a bzip2 archive (only gzip compression is supported), not a run file"
     head = data[:8192]
     if b"\x00" in head:
         if len(head) >= 4 and (head[1::2].count(0) > len(head) // 4 or head[0::2].count(0) > len(head) // 4):
-            return "this looks like UTF-16 text without a byte-order mark; save the file as UTF-8"
-        return "this is a binary file (it contains NUL bytes), not a run file"
+            return "not_utf8", "this looks like UTF-16 text without a byte-order mark; save the file as UTF-8"
+        return "binary_file", "this is a binary file (it contains NUL bytes), not a run file"
     return None
 
 
@@ -175,42 +175,42 @@ def to_text(data: bytes, problems: ProblemList, cap: int = DEFAULT_MAX_BYTES,
     run (empty, above ``cap`` raw or inflated, a known binary or HTML/XML file, ...), with the
     reason added to ``problems``."""
     if not data:
-        problems.error("the file is empty (0 bytes)")
+        problems.error("empty_file", "the file is empty (0 bytes)")
         return None, False
     compressed = data[:2] == b"\x1f\x8b"
     too_big = size_problem(len(data), cap, size_message)
     if too_big is not None:
-        problems.error(too_big)
+        problems.error("file_too_large", too_big)
         return None, compressed
     if compressed:
         inflated = _gunzip(data, cap, problems)
         if inflated is None:
             return None, True
         if not inflated:
-            problems.error("the gzip file is empty: it decompresses to 0 bytes")
+            problems.error("empty_file", "the gzip file is empty: it decompresses to 0 bytes")
             return None, True
         if inflated[:2] == b"\x1f\x8b":
-            problems.error("the file is gzip-compressed twice; decompress it once")
+            problems.error("gzip_twice", "the file is gzip-compressed twice; decompress it once")
             return None, True
         data = inflated
     bom_16_32 = data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
     what = None if bom_16_32 else _binary_kind(data)
     if what is not None:
-        problems.error(what)
+        problems.error(*what)
         return None, compressed
     text = _decode(data, problems)
     if text is None:
         return None, compressed
     stripped = text.strip()
     if not stripped:
-        problems.error("the file contains only whitespace: no run lines")
+        problems.error("whitespace_only", "the file contains only whitespace: no run lines")
         return None, compressed
     head = stripped[:200].lower()
     if head.startswith(("<!doctype html", "<html", "<head", "<body")):
-        problems.error("this is an HTML web page, not a run file "
+        problems.error("html_page", "this is an HTML web page, not a run file "
                        "(did you save a download page instead of the raw file?)")
         return None, compressed
     if head.startswith("<"):
-        problems.error("this is an XML/HTML document, not a run file")
+        problems.error("html_page", "this is an XML/HTML document, not a run file")
         return None, compressed
     return text, compressed

@@ -77,7 +77,7 @@ def parse_json(text: str, result):
     try:
         value = _loads(text)
     except RecursionError:
-        problems.error("the JSON is nested too deeply to be a run")
+        problems.error("json_too_deep", "the JSON is nested too deeply to be a run")
         return None
     except json.JSONDecodeError as exc:
         first = text.lstrip().split("\n", 1)[0]
@@ -87,14 +87,14 @@ def parse_json(text: str, result):
             first_value = None
         if isinstance(first_value, _Obj):
             return _parse_jsonl(split_lines(text), result)
-        problems.error(f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno)
+        problems.error("invalid_json", f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno)
         return None
     if isinstance(value, _Obj) and any(k in QID_NAMES for k, _ in value) and not any(
         isinstance(v, (_Obj, list)) and k not in LIST_NAMES for k, v in value
     ):
         return _parse_jsonl(split_lines(text), result)  # a JSON Lines file of one record
     if not isinstance(value, _Obj):
-        problems.error(
+        problems.error("json_not_a_run",
             f"the JSON top level is {_json_type(value)}; expected an object "
             '{"qid": {"docid": score}} or {"qid": ["docid", ...]} (for one record per line, use JSON Lines)'
         )
@@ -105,11 +105,11 @@ def parse_json(text: str, result):
 def _parse_json_dict(obj: _Obj, result):
     problems = result.problems
     if not obj:
-        problems.error("the JSON object is empty: no questions")
+        problems.error("no_run_lines", "the JSON object is empty: no questions")
         return None
     first_kind = next((type(v) for _, v in obj if isinstance(v, (_Obj, list))), None)
     if first_kind is None:
-        problems.error(
+        problems.error("json_not_a_run",
             f"the JSON values are {_json_type(obj[0][1])}; expected for each question an object "
             '{"docid": score} or a list ["docid", ...]'
         )
@@ -122,21 +122,21 @@ def _parse_json_dict(obj: _Obj, result):
     for key, value in obj:
         qid = key.strip()
         if not qid:
-            problems.error("empty question id", kind="empty question id")
+            problems.error("bad_id", "empty question id", kind="empty question id")
             continue
         if type(value) is not first_kind:
-            problems.error(f"question {qid!r}: expected {expected} like the first question, found {_json_type(value)}",
+            problems.error("json_mixed_layout", f"question {qid!r}: expected {expected} like the first question, found {_json_type(value)}",
                            kind="question of the wrong JSON type")
             continue
         if by == "score":
             for doc_key, raw in value:
                 docid = doc_key.strip()
                 if not docid:
-                    problems.error(f"question {qid!r}: empty article id", kind="empty article id")
+                    problems.error("bad_id", f"question {qid!r}: empty article id", kind="empty article id")
                     continue
                 score, why = _json_score(raw)
                 if why:
-                    problems.error(f"question {qid!r}, article {docid!r}: {why}", kind="score is not a finite number")
+                    problems.error("bad_score", f"question {qid!r}, article {docid!r}: {why}", kind="score is not a finite number")
                     continue
                 cols.qids.append(qid)
                 cols.docs.append(docid)
@@ -146,7 +146,7 @@ def _parse_json_dict(obj: _Obj, result):
             for pos, raw in enumerate(value, 1):
                 docid = _id(raw)
                 if docid is None:
-                    problems.error(f"question {qid!r}, position {pos}: article id {_shown(raw)} "
+                    problems.error("bad_id", f"question {qid!r}, position {pos}: article id {_shown(raw)} "
                                    "is not a string or whole number", kind="bad article id")
                     continue
                 cols.qids.append(qid)
@@ -170,51 +170,51 @@ def _parse_jsonl(lines: list[str], result):
             value = _loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            problems.error(f"not valid JSON ({reason})", line=lineno, kind="line is not valid JSON")
+            problems.error("invalid_json", f"not valid JSON ({reason})", line=lineno, kind="line is not valid JSON")
             continue
         if not isinstance(value, _Obj):
-            problems.error(f"expected a JSON object, found {_json_type(value)}", line=lineno,
+            problems.error("json_not_a_run", f"expected a JSON object, found {_json_type(value)}", line=lineno,
                            kind="line is not a JSON object")
             continue
         rec = dict(value)
         qkey = next((k for k in QID_NAMES if k in rec), None)
         if qkey is None:
-            problems.error(f"no question id (expected a key {', '.join(QID_NAMES)})", line=lineno,
+            problems.error("missing_field", f"no question id (expected a key {', '.join(QID_NAMES)})", line=lineno,
                            kind="record without question id")
             continue
         qid = _id(rec[qkey])
         if qid is None:
-            problems.error(f"question id {_shown(rec[qkey])} is not a string or whole number", line=lineno,
+            problems.error("bad_id", f"question id {_shown(rec[qkey])} is not a string or whole number", line=lineno,
                            kind="bad question id")
             continue
         lkey = next((k for k in LIST_NAMES if k in rec), None)
         dkey = next((k for k in DOC_NAMES if k in rec), None)
         if dkey is None and lkey is None:
-            problems.error(f"no article id (expected a key {', '.join(DOC_NAMES)}, or a list under "
+            problems.error("missing_field", f"no article id (expected a key {', '.join(DOC_NAMES)}, or a list under "
                            f"{', '.join(LIST_NAMES)})", line=lineno, kind="record without article id")
             continue
         kind = "lists" if lkey is not None else "score" if "score" in rec else "rank" if "rank" in rec else None
         if kind is None:
-            problems.error("no score or rank", line=lineno, kind="record without score or rank")
+            problems.error("missing_field", "no score or rank", line=lineno, kind="record without score or rank")
             continue
         if mode is None:
             mode, mode_line = kind, lineno
         if (mode == "lists") != (kind == "lists") or (mode == "score" and kind != "score"):
             want = {"lists": f"a list of article ids ({', '.join(LIST_NAMES)})", "score": "a score",
                     "rank": "a rank"}[mode]
-            problems.error(f"expected {want}, like the first record (line {mode_line})", line=lineno,
+            problems.error("json_mixed_layout", f"expected {want}, like the first record (line {mode_line})", line=lineno,
                            kind="record unlike the first")
             continue
         if mode == "lists":
             docs = rec[lkey]
             if not isinstance(docs, list):
-                problems.error(f"{lkey} is {_json_type(docs)}, not a list", line=lineno, kind="bad article list")
+                problems.error("bad_article_list", f"{lkey} is {_json_type(docs)}, not a list", line=lineno, kind="bad article list")
                 continue
             start = next_rank.get(qid, 0)
             for pos, raw in enumerate(docs, 1):
                 docid = _id(raw)
                 if docid is None:
-                    problems.error(f"article id {_shown(raw)} at position {pos} is not a string or whole number",
+                    problems.error("bad_id", f"article id {_shown(raw)} at position {pos} is not a string or whole number",
                                    line=lineno, kind="bad article id")
                     continue
                 cols.qids.append(qid)
@@ -225,20 +225,20 @@ def _parse_jsonl(lines: list[str], result):
             continue
         docid = _id(rec[dkey])
         if docid is None:
-            problems.error(f"article id {_shown(rec[dkey])} is not a string or whole number", line=lineno,
+            problems.error("bad_id", f"article id {_shown(rec[dkey])} is not a string or whole number", line=lineno,
                            kind="bad article id")
             continue
         if mode == "score":
             score, why = _json_score(rec["score"])
             if why:
-                problems.error(why, line=lineno, kind="score is not a finite number")
+                problems.error("bad_score", why, line=lineno, kind="score is not a finite number")
                 continue
             cols.scores.append(score)
         else:
             raw = rec["rank"]
             rank = None if isinstance(raw, bool) or not isinstance(raw, (int, float)) else whole(str(raw))
             if rank is None:
-                problems.error(f"rank {_shown(raw)} is not a whole number", line=lineno,
+                problems.error("bad_rank", f"rank {_shown(raw)} is not a whole number", line=lineno,
                                kind="rank is not a whole number")
                 continue
             cols.ranks.append(rank)

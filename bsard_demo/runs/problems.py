@@ -3,26 +3,105 @@
 Every reader gathers *all* problems of a file into one :class:`ProblemList` instead of stopping
 at the first: a user fixes a file once, not once per line. Severity ``error`` means the line or
 the file cannot be used; ``warning`` means it was used anyway.
+
+Every problem has a stable ``code`` (snake_case, one per kind of problem, never renamed once
+released), declared with its severity and a one-line meaning in :data:`CODES`; the codes of the
+BSARD-aware checks of :mod:`bsard_demo.diagnostics` that the reader does not emit itself are in
+:data:`CHECK_CODES`. :func:`codes_markdown` renders both as the README's table.
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator, Literal
+from typing import Iterator, Literal, Mapping
 
 Severity = Literal["error", "warning"]
+
+#: code -> (severity, meaning): every problem the run reader reports.
+CODES: dict[str, tuple[Severity, str]] = {
+    # the file as a whole
+    "file_not_found": ("error", "the path does not exist"),
+    "not_a_file": ("error", "the path is a folder or a special file, not a regular file"),
+    "unreadable_file": ("error", "the file cannot be read (permissions, I/O error)"),
+    "empty_file": ("error", "the file, or its gzip content, is 0 bytes"),
+    "file_too_large": ("error", "the file is above the size limit; it is not read"),
+    "gzip_too_large": ("error", "the gzip content inflates beyond the size limit (a decompression bomb, or too "
+                                "large); inflating is stopped there"),
+    "gzip_truncated": ("error", "the gzip data ends before the end of its compressed stream"),
+    "gzip_corrupt": ("error", "the gzip data is damaged (invalid deflate data or checksum)"),
+    "gzip_trailing_data": ("warning", "bytes after the end of the gzip stream were ignored"),
+    "gzip_twice": ("error", "the content is gzip-compressed twice"),
+    "binary_file": ("error", "a binary file, not text; the message names the kind (image, PDF, ZIP/Excel, "
+                             "another archive, NumPy, SQLite, other bytes with NUL)"),
+    "not_utf8": ("error", "a line is not valid UTF-8, UTF-16 text has no byte-order mark, or a file with a "
+                          "UTF-16/32 byte-order mark is not valid in that encoding"),
+    "whitespace_only": ("error", "the file holds only whitespace"),
+    "html_page": ("error", "an HTML or XML document (often a saved download page), not a run"),
+    # layout
+    "not_a_run": ("error", "the lines do not have a run's layout: most have neither 6 (TREC) nor 3 fields"),
+    "qrels_file": ("error", "a qrels file (qid 0 docid relevance: the gold labels), not a run"),
+    "csv_without_header": ("error", "comma-separated values without a header line naming the columns"),
+    "missing_columns": ("error", "the CSV header or parquet schema has no question id, article id, or score/rank "
+                                 "column"),
+    "csv_syntax_error": ("error", "a CSV syntax error (e.g. an unclosed quote); the rest is not read"),
+    "no_run_lines": ("error", "no usable run line (a header without data, an empty JSON object, every line "
+                              "rejected)"),
+    "invalid_json": ("error", "the JSON, or one JSON Lines line, does not parse"),
+    "json_too_deep": ("error", "the JSON is nested too deeply to be a run"),
+    "json_not_a_run": ("error", "the JSON, or a JSON Lines record, does not have a run's shape"),
+    "json_mixed_layout": ("error", "a JSON question or record unlike the first (object vs list, score vs rank)"),
+    "missing_field": ("error", "a JSON Lines record without question id, article id, or score/rank"),
+    # one line
+    "bad_field_count": ("error", "a line has another number of fields than the file's layout"),
+    "bad_id": ("error", "an empty question or article id, or a JSON id that is not a string or whole number"),
+    "bad_article_list": ("error", "a JSON Lines record's article list is not a list"),
+    "bad_score": ("error", "a score that is not a finite number"),
+    "bad_rank": ("error", "a rank that is not a whole number (at least 1 when the third column holds ranks)"),
+    # warnings: the run is scored
+    "duplicate_article": ("warning", "an article listed twice for a question; its better-ranked copy is kept"),
+    "rank_score_order": ("warning", "ranks contradict the scores (a better score with a worse rank); articles "
+                                    "are ordered by score"),
+    "tie_order": ("warning", "tied scores ranked otherwise than trec_eval's tie-break (article id descending)"),
+    "several_tags": ("warning", "several run tags in one file; all its lines are read as one run"),
+    "unknown_questions": ("warning", "question ids that are not questions of the split; they are ignored"),
+    "unknown_articles": ("warning", "article ids that are not in the corpus; they can never be relevant"),
+    "short_rankings": ("warning", "questions with fewer articles than the deepest cutoff"),
+    "internal_error": ("error", "an unexpected failure of the reader (a bug: please report it with the file)"),
+}
+
+#: The BSARD-aware checks of :mod:`bsard_demo.diagnostics` that the CLI and the Score page report
+#: after reading (``scores_ascending``, which the reader emits itself, is in :data:`CODES`).
+CHECK_CODES: dict[str, tuple[Severity, str]] = {
+    "wrong_split": ("warning", "most of the run's questions belong to another split of the dataset"),
+    "ids_shifted": ("warning", "the run matches the gold far better with every article id shifted by +1 or -1 "
+                               "(0-based row numbers?)"),
+    "near_random": ("warning", "the run is no better than a random ranking of the corpus (wrong id space, split "
+                               "or dataset?)"),
+    "scores_ascending": ("warning", "scores grow with rank for most questions: distances? score with "
+                                    "--lower-is-better"),
+}
+
+
+def codes_markdown(codes: Mapping[str, tuple[str, str]] | None = None) -> str:
+    """The README's table ``code | severity | meaning`` of :data:`CODES` then :data:`CHECK_CODES`."""
+    rows = codes if codes is not None else {**CODES, **CHECK_CODES}
+    lines = ["| code | severity | meaning |", "| --- | --- | --- |"]
+    lines += [f"| `{code}` | {severity} | {meaning} |" for code, (severity, meaning) in rows.items()]
+    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One problem of an input; ``line`` is 1-based, ``None`` for the file as a whole."""
+    """One problem of an input; ``line`` is 1-based, ``None`` for the file as a whole; ``code`` is
+    its stable kind (a key of :data:`CODES`)."""
 
     severity: Severity
     message: str
     line: int | None = None
+    code: str = field(default="", kw_only=True)
 
     def as_dict(self) -> dict:
-        return {"severity": self.severity, "line": self.line, "message": self.message}
+        return {"severity": self.severity, "code": self.code, "line": self.line, "message": self.message}
 
     def __str__(self) -> str:
         where = f"line {self.line}: " if self.line is not None else ""
@@ -35,32 +114,48 @@ class ProblemList:
 
     ``kind`` groups repeated problems (e.g. the same bad field on 100,000 lines): the first
     ``cap`` of each kind are kept with their line numbers, the rest are only counted so that a
-    huge bad file cannot exhaust memory, and :meth:`summary` reports the totals.
+    huge bad file cannot exhaust memory, and :meth:`omitted` reports the totals, each with the
+    code of its kind. A code must be declared (:data:`CODES`, :data:`CHECK_CODES`) with the
+    severity it is reported with, else ``ValueError``.
     """
 
     cap: int = 50
     items: list[Problem] = field(default_factory=list)
     totals: Counter = field(default_factory=Counter)
     _severity_of: dict = field(default_factory=dict)
+    _code_of: dict = field(default_factory=dict)
+    _keys: list = field(default_factory=list)  # the kind of each kept item
 
-    def add(self, severity: Severity, message: str, line: int | None = None, kind: str | None = None) -> None:
+    def add(self, severity: Severity, code: str, message: str, line: int | None = None,
+            kind: str | None = None) -> None:
+        declared = CODES.get(code) or CHECK_CODES.get(code)
+        if declared is None or declared[0] != severity:
+            raise ValueError(f"undeclared problem code {code!r} for a {severity}")
         key = kind or message
         self.totals[key] += 1
         self._severity_of[key] = severity
+        self._code_of[key] = code
         if self.totals[key] <= self.cap:
-            self.items.append(Problem(severity, message, line))
+            self.items.append(Problem(severity, message, line, code=code))
+            self._keys.append(key)
 
-    def error(self, message: str, line: int | None = None, kind: str | None = None) -> None:
-        self.add("error", message, line, kind)
+    def error(self, code: str, message: str, line: int | None = None, kind: str | None = None) -> None:
+        self.add("error", code, message, line, kind)
 
-    def warning(self, message: str, line: int | None = None, kind: str | None = None) -> None:
-        self.add("warning", message, line, kind)
+    def warning(self, code: str, message: str, line: int | None = None, kind: str | None = None) -> None:
+        self.add("warning", code, message, line, kind)
 
     def extend(self, other: "ProblemList") -> None:
+        """Add ``other``'s problems after these, still keeping at most ``cap`` per kind."""
+        for key, p in zip(other._keys, other.items):
+            if self.totals[key] < self.cap:
+                self.items.append(p)
+                self._keys.append(key)
+            self.totals[key] += 1
         for key, n in other.totals.items():
-            self.totals[key] += n
+            self.totals[key] += n - min(n, other.cap)  # the occurrences ``other`` only counted
             self._severity_of[key] = other._severity_of[key]
-        self.items.extend(other.items)
+            self._code_of[key] = other._code_of[key]
 
     @property
     def has_errors(self) -> bool:
@@ -72,7 +167,8 @@ class ProblemList:
     def omitted(self) -> list[Problem]:
         """One summary problem per kind whose occurrences went beyond the display cap."""
         return [
-            Problem(self._severity_of[k], f"… and {n - self.cap} more like this ({n} in all): {k}")
+            Problem(self._severity_of[k], f"… and {n - self.cap} more like this ({n} in all): {k}",
+                    code=self._code_of[k])
             for k, n in self.totals.items()
             if n > self.cap
         ]

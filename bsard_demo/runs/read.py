@@ -101,7 +101,7 @@ def read_run_bytes(
     try:
         _read(bytes(data), result, qids, corpus_ids, k, max_decompressed_bytes, size_message)
     except Exception as exc:  # never let odd bytes escape as a traceback
-        result.problems.error(
+        result.problems.error("internal_error",
             f"unexpected failure while reading the file ({type(exc).__name__}: {exc}); "
             "please report it with the file"
         )
@@ -125,13 +125,13 @@ def read_run_path(
     problems = ProblemList()
     try:
         if not p.exists():
-            problems.error(f"file not found: {p}")
+            problems.error("file_not_found", f"file not found: {p}")
         elif p.is_dir():
-            problems.error(f"{p} is a folder, not a run file")
+            problems.error("not_a_file", f"{p} is a folder, not a run file")
         elif not p.is_file():
-            problems.error(f"{p} is not a regular file")
+            problems.error("not_a_file", f"{p} is not a regular file")
         elif (too_big := size_problem(p.stat().st_size, max_decompressed_bytes, size_message)) is not None:
-            problems.error(too_big)
+            problems.error("file_too_large", too_big)
         else:
             with open(p, "rb") as f:
                 data = f.read(max_decompressed_bytes + 1)
@@ -140,9 +140,9 @@ def read_run_path(
                 max_decompressed_bytes=max_decompressed_bytes, size_message=size_message,
             )
     except OSError as exc:
-        problems.error(f"cannot read {p}: {exc.strerror or exc}")
+        problems.error("unreadable_file", f"cannot read {p}: {exc.strerror or exc}")
     except Exception as exc:
-        problems.error(f"cannot read {p} ({type(exc).__name__}: {exc})")
+        problems.error("unreadable_file", f"cannot read {p} ({type(exc).__name__}: {exc})")
     return RunFile(name=p.name, format=UNKNOWN, run=None, problems=problems)
 
 
@@ -163,7 +163,7 @@ def _read(data: bytes, result: RunFile, qids, corpus_ids, k: int, cap: int, size
     result.tags = tuple(tags)
     if not cols.qids:
         if not problems.has_errors:
-            problems.error("the file has no usable run lines")
+            problems.error("no_run_lines", "the file has no usable run lines")
         return
     run = build_run(cols, by, problems, name=result.name, tags=result.tags, check_ranks=check_ranks)
     add_warnings(run, result, qids, corpus_ids, k)

@@ -59,14 +59,14 @@ def parse_table(text: str, lines: list[str], result):
     fields = first.split()
     if max(n6, n3) * 2 < total:
         if len(fields) == 4 and fields[1] in ("0", "Q0"):
-            problems.error("this looks like a qrels file (qid 0 docid relevance: the gold labels), not a run",
+            problems.error("qrels_file", "this looks like a qrels file (qid 0 docid relevance: the gold labels), not a run",
                            line=first_i + 1)
         elif "," in first and len(fields) in (1, 2):
-            problems.error("comma-separated values without a header line; add a header such as "
+            problems.error("csv_without_header", "comma-separated values without a header line; add a header such as "
                            "qid,docid,score (or qid,docid,rank)", line=first_i + 1)
         else:
             common = max(counts, key=counts.get)
-            problems.error(
+            problems.error("not_a_run",
                 f"this does not look like a run file: most lines have {common} fields, expected 6 "
                 f"({TREC_FIELDS}) or 3 (qid docid rank|score), or a CSV/JSON run", line=first_i + 1)
         return None
@@ -100,7 +100,7 @@ def _split_columns(text: str, lines: list[str], widths: list[int], width: int, m
     bad_lines = [i for i, n in enumerate(widths) if n != width and n] if mixed else []
     if bad_lines:
         for i in bad_lines:
-            problems.error(f"expected {expected}, found {widths[i]}", line=i + 1, kind="wrong number of fields")
+            problems.error("bad_field_count", f"expected {expected}, found {widths[i]}", line=i + 1, kind="wrong number of fields")
         skip = set(bad_lines)
         text = "\n".join(line for i, line in enumerate(lines) if i not in skip)
     tokens = text.split()  # all fields at once; every kept line has exactly ``width`` of them
@@ -143,12 +143,12 @@ def _floats(values: list[str], lines: Sequence[int], problems: ProblemList) -> t
         try:
             x = float(v)
         except ValueError:
-            problems.error(_number_problem("score", v), line=lines[i], kind="score is not a number")
+            problems.error("bad_score", _number_problem("score", v), line=lines[i], kind="score is not a number")
             x = 0.0
             bad.add(i)
         else:
             if not math.isfinite(x):
-                problems.error(f"score {v!r} is not a finite number", line=lines[i], kind="score is NaN or infinite")
+                problems.error("bad_score", f"score {v!r} is not a finite number", line=lines[i], kind="score is NaN or infinite")
                 bad.add(i)
         out.append(x)
     return out, bad
@@ -172,7 +172,7 @@ def _ints(values: list[str], lines: Sequence[int], problems: ProblemList, note: 
         except ValueError:
             r = whole(v)
         if r is None or positive and r < 1:
-            problems.error(f"rank {v!r} is not {what}{note}", line=lines[i], kind="rank is not a whole number")
+            problems.error("bad_rank", f"rank {v!r} is not {what}{note}", line=lines[i], kind="rank is not a whole number")
             r = 0
             bad.add(i)
         out.append(r)
@@ -229,7 +229,7 @@ def _parse_csv(lines: list[str], header_i: int, delim: str | None, names: list[s
     if scol is None and rcol is None:
         missing.append("no score or rank column")
     if missing:
-        problems.error(f"the header has {'; '.join(missing)}; found columns: {shown}", line=header_i + 1)
+        problems.error("missing_columns", f"the header has {'; '.join(missing)}; found columns: {shown}", line=header_i + 1)
         return None
     width = len(names)
     cols = Columns(lines=[])
@@ -244,13 +244,13 @@ def _parse_csv(lines: list[str], header_i: int, delim: str | None, names: list[s
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != width:
-            problems.error(f"expected {width} fields as in the header ({shown}), found {len(row)}",
+            problems.error("bad_field_count", f"expected {width} fields as in the header ({shown}), found {len(row)}",
                            line=lineno, kind="wrong number of fields")
             continue
         qid, docid = row[qcol].strip(), row[dcol].strip()
         if not qid or not docid:
             what = "question" if not qid else "article"
-            problems.error(f"empty {what} id", line=lineno, kind=f"empty {what} id")
+            problems.error("bad_id", f"empty {what} id", line=lineno, kind=f"empty {what} id")
             continue
         cols.qids.append(qid)
         cols.docs.append(docid)
@@ -269,7 +269,7 @@ def _parse_csv(lines: list[str], header_i: int, delim: str | None, names: list[s
         bad |= bad_r
     cols.drop(bad)
     if not cols.qids and not problems.has_errors:
-        problems.error("the CSV file has a header but no data lines", line=header_i + 1)
+        problems.error("no_run_lines", "the CSV file has a header but no data lines", line=header_i + 1)
     by = "score" if scol is not None else "rank"
     return cols, by, scol is not None and rcol is not None, tags
 
@@ -283,6 +283,6 @@ def _csv_rows(body: str, delim: str, offset: int, problems: ProblemList):
         except StopIteration:
             return
         except csv.Error as exc:
-            problems.error(f"CSV syntax error: {exc}; the rest of the file was not read", line=offset + reader.line_num)
+            problems.error("csv_syntax_error", f"CSV syntax error: {exc}; the rest of the file was not read", line=offset + reader.line_num)
             return
         yield offset + reader.line_num, row

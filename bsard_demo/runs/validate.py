@@ -110,13 +110,13 @@ def build_run(cols: Columns, by: str, problems: ProblemList, *, name: str, tags:
     repeats.sort(key=lambda r: (r[0] is not None, r[0] or 0))
     for line, qid, docid, first_line in repeats:
         copy = f"line {first_line}" if first_line is not None else "the first"
-        problems.warning(f"article {docid!r} is listed again for question {qid!r}; its better-ranked copy "
+        problems.warning("duplicate_article", f"article {docid!r} is listed again for question {qid!r}; its better-ranked copy "
                          f"({copy}) is kept", line=line, kind="article listed twice for a question")
     contradictions.sort(key=lambda c: c[0])
     for line, message in contradictions:
-        problems.warning(message, line=line, kind="rank order contradicts score order")
+        problems.warning("rank_score_order", message, line=line, kind="rank order contradicts score order")
     if tie_questions:
-        problems.warning(
+        problems.warning("tie_order",
             f"{len(tie_questions)} question(s) have tied scores whose ranks are in another order than "
             f"trec_eval's tie-break (article id descending), e.g. {_examples(tie_questions)}; "
             "tied articles are ordered by article id, as trec_eval does")
@@ -177,16 +177,16 @@ def _as_set(ids: Collection) -> set[str] | frozenset[str]:
 def add_warnings(run: Run, result, qids, corpus_ids, k: int) -> None:
     problems = result.problems
     if len(result.tags) > 1:
-        problems.warning(f"the file has {len(result.tags)} run tags ({_examples(result.tags)}); "
+        problems.warning("several_tags", f"the file has {len(result.tags)} run tags ({_examples(result.tags)}); "
                          "all its lines are read as one run")
     if qids is not None:
         known = _as_set(qids)
         unknown = [q for q in run if q not in known]
         if unknown and len(unknown) == len(run):
-            problems.warning(f"none of the run's {len(run)} question ids is a question of the dataset "
+            problems.warning("unknown_questions", f"none of the run's {len(run)} question ids is a question of the dataset "
                              f"(e.g. {_examples(unknown)}); is this a run for these questions?")
         elif unknown:
-            problems.warning(f"{len(unknown)} of the run's {len(run)} question ids are not questions of the "
+            problems.warning("unknown_questions", f"{len(unknown)} of the run's {len(run)} question ids are not questions of the "
                              f"dataset (e.g. {_examples(unknown)}); they are ignored when scoring")
     if corpus_ids is not None:
         corpus = _as_set(corpus_ids)
@@ -200,7 +200,7 @@ def add_warnings(run: Run, result, qids, corpus_ids, k: int) -> None:
                 n_entries += len(missing)
                 outside.update(dict.fromkeys(missing))
         if outside:
-            problems.warning(f"{len(outside)} article id(s) ({n_entries} entries) are not in the corpus "
+            problems.warning("unknown_articles", f"{len(outside)} article id(s) ({n_entries} entries) are not in the corpus "
                              f"(e.g. {_examples(outside)}); they can never be relevant")
     if corpus_ids is not None and k:
         k = min(k, len(corpus))  # a complete ranking of a small corpus is not short
@@ -208,6 +208,6 @@ def add_warnings(run: Run, result, qids, corpus_ids, k: int) -> None:
         short = [(len(docs), q) for q, docs in run.rankings.items() if len(docs) < k]
         if short:
             fewest, fewest_q = min(short)
-            problems.warning(f"{len(short)} of {len(run)} questions have fewer than {k} articles "
+            problems.warning("short_rankings", f"{len(short)} of {len(run)} questions have fewer than {k} articles "
                              f"(fewest: {fewest}, question {fewest_q!r}); metrics at {k} count the missing "
                              "ones as not found")
