@@ -231,28 +231,71 @@ def example_questions(dataset: Dataset, split: str = "test") -> pd.DataFrame:
 KIND_LABELS = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybride"}
 
 
+def _number(x: float) -> str:
+    return f"{float(x):g}"
+
+
+def hybrid_column(encoders: Sequence[str], *, fusion: str = "rrf", rrf_k: float = 60, alpha: float = 0.5,
+                  weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None
+                  ) -> tuple[str, RetrieverSpec]:
+    """``(label, spec)`` of a hybrid column fusing BM25 with a dense part per encoder (keys,
+    mapped to what the dense retriever takes by ``targets``; default: the key itself).
+
+    ``fusion="rrf"``: reciprocal rank fusion with constant ``rrf_k`` and optional ``weights``
+    (one per system, BM25 first; all 1 when ``None``); ``"weighted"``: min-max normalised scores,
+    ``alpha`` the weight of BM25 when there are two systems and no ``weights``, else ``weights``
+    (default all 1). Raises :class:`ValueError` on an unknown fusion, no encoder, or a wrong
+    number of weights."""
+    encoders = list(dict.fromkeys(encoders))
+    if not encoders:
+        raise ValueError("a hybrid needs at least one dense encoder")
+    targets = targets or {}
+    parts = [RetrieverSpec("bm25")] + [RetrieverSpec("dense", {"encoder": targets.get(e, e)}) for e in encoders]
+    if weights is not None:
+        weights = [float(w) for w in weights]
+        if len(weights) != len(parts):
+            raise ValueError(f"{len(weights)} weights for {len(parts)} systems (BM25, {', '.join(encoders)})")
+        if all(w == 1 for w in weights):
+            weights = None
+    shown_w = "" if weights is None else " w=" + ",".join(_number(w) for w in weights)
+    names = " + ".join(encoders)
+    if fusion == "rrf":
+        options = {"retrievers": parts, "method": "rrf", "rrf_k": float(rrf_k)}
+        label = f"Hybride RRF k={_number(rrf_k)}{shown_w} ({names})"
+    elif fusion == "weighted":
+        options = {"retrievers": parts, "method": "weighted", "normalisation": "minmax"}
+        if weights is None and len(parts) == 2:
+            options["alpha"] = float(alpha)
+            label = f"Hybride pondéré α={_number(alpha)} ({names})"
+        else:
+            label = f"Hybride pondéré w={','.join(_number(w) for w in weights or [1.0] * len(parts))} ({names})"
+    else:
+        raise ValueError(f"unknown fusion {fusion!r}; choose rrf or weighted")
+    if weights is not None:
+        options["weights"] = weights
+    return label, RetrieverSpec("hybrid", options)
+
+
 def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = "rrf", rrf_k: float = 60,
-                 alpha: float = 0.5) -> dict[str, RetrieverSpec]:
+                 alpha: float = 0.5, hybrid_encoders: Sequence[str] | None = None,
+                 weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None
+                 ) -> dict[str, RetrieverSpec]:
     """One :class:`RetrieverSpec` per chosen kind, keyed by its French column label.
 
-    The hybrid fuses BM25 (defaults) with the dense ``encoder``: ``fusion="rrf"`` (reciprocal
-    rank fusion with constant ``rrf_k``) or ``"weighted"`` (min-max normalised scores, ``alpha``
-    the weight of BM25)."""
+    The dense column uses ``encoder``; the hybrid fuses BM25 with ``hybrid_encoders`` (default:
+    ``[encoder]``), see :func:`hybrid_column`. ``targets`` maps an encoder key to what the dense
+    retriever takes (a trained model's folder)."""
+    targets = targets or {}
     out: dict[str, RetrieverSpec] = {}
     for kind in dict.fromkeys(kinds):
         if kind == "bm25":
             out["BM25"] = RetrieverSpec("bm25")
         elif kind == "dense":
-            out[f"Dense ({encoder})"] = RetrieverSpec("dense", {"encoder": encoder})
+            out[f"Dense ({encoder})"] = RetrieverSpec("dense", {"encoder": targets.get(encoder, encoder)})
         elif kind == "hybrid":
-            parts = [RetrieverSpec("bm25"), RetrieverSpec("dense", {"encoder": encoder})]
-            if fusion == "rrf":
-                out[f"Hybride RRF k={rrf_k:g} ({encoder})"] = RetrieverSpec("hybrid", {"retrievers": parts, "method": "rrf", "rrf_k": rrf_k})
-            elif fusion == "weighted":
-                out[f"Hybride pondéré α={alpha:g} ({encoder})"] = RetrieverSpec(
-                    "hybrid", {"retrievers": parts, "method": "weighted", "alpha": alpha})
-            else:
-                raise ValueError(f"unknown fusion {fusion!r}; choose rrf or weighted")
+            label, spec = hybrid_column(hybrid_encoders or [encoder], fusion=fusion, rrf_k=rrf_k, alpha=alpha,
+                                        weights=weights, targets=targets)
+            out[label] = spec
         else:
             raise ValueError(f"unknown retriever kind {kind!r}; choose {', '.join(KIND_LABELS)}")
     return out

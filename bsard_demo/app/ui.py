@@ -17,6 +17,7 @@ from .state import (FICTIONAL_NOTICE, FICTIONAL_SHORT, FOLDERS_DISABLED, SOURCE_
                         FailureMemo, data_key, dataset_summary, display_name, folder_access, get_retriever, is_built,
                         load_uncached, open_data, progress_fraction, progress_text, source_kind)
 from ..dataset import DataError, Dataset
+from . import hosting_ui
 from .highlight import md_escape
 from ..retrievers import Retriever, RetrieverSpec
 
@@ -191,11 +192,15 @@ def _load_folder() -> None:
 
 def progress_bar(label: str) -> tuple[Callable[[int, int, str], None], Callable[[], None]]:
     """A progress bar drawn now; returns ``(callback, clear)``."""
+    from .builds import BuildEta
+
     holder = st.empty()
     bar = holder.progress(0.0, text=label)
+    eta = BuildEta()
 
     def update(done: int, total: int, message: str) -> None:
-        bar.progress(progress_fraction(done, total), text=f"{label} — {progress_text(message)}")
+        bar.progress(progress_fraction(done, total),
+                     text=f"{label} — {md_escape(progress_text(message))}{eta.text(done, total, message)}")
 
     return update, holder.empty
 
@@ -205,13 +210,13 @@ def retriever(data: ActiveData, spec: RetrieverSpec, label: str) -> Retriever:
     registry = index_registry()
     if is_built(registry, data, spec):
         return get_retriever(registry, data, spec)
-    update, clear = progress_bar(f"Construction de l'index « {label} » (une seule fois par serveur)")
+    update, clear = progress_bar(f"Construction de l'index « {md_escape(label)} » (une seule fois par serveur)")
     notices: list[str] = []
     try:
         return get_retriever(registry, data, spec, progress=update, notice=notices.append)
     finally:
         clear()
-        for n in notices:
+        for n in hosting_ui.build_notes(data, notices):
             st.caption("Note : " + md_escape(n))
 
 
@@ -265,7 +270,9 @@ def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]]):
 
     digests = tuple((name, hashlib.sha256(blob).hexdigest(), len(blob)) for name, blob in files)
     limit = upload_limit_bytes()
-    return _scoreboard((data.key, split, digests, limit), data.dataset, tuple(files), split, limit)
+    key = (data.key, split, digests, limit)
+    with hosting_ui.large_upload_slot(files, key):  # one large scoring at a time per process
+        return _scoreboard(key, data.dataset, tuple(files), split, limit)
 
 
 def ensure_shell() -> None:

