@@ -10,7 +10,6 @@ is the finding's message, then its hint: ``"<message>; <hint>"``, one line.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -41,31 +40,9 @@ def finding_text(finding: Finding) -> str:
     return f"{finding.message}; {finding.hint}"
 
 
-# The reader's ProblemList.add(severity, code, message, line, kind); a reader from before problem
-# codes took (severity, message, line, kind): then the code is kept on a Problem subclass.
-_CODED = list(inspect.signature(ProblemList.add).parameters)[2:3] == ["code"]
-
-
-@dataclass(frozen=True)
-class _CodedProblem(Problem):
-    """A problem with a code, for a reader whose :class:`Problem` has none (transition only)."""
-
-    code: str | None = None
-
-    def as_dict(self) -> dict:
-        return {**super().as_dict(), "code": self.code}
-
-
 def add_finding(problems: ProblemList, finding: Finding) -> None:
     """Add ``finding`` to ``problems`` as a warning of the whole file, with its code."""
-    text = finding_text(finding)
-    if _CODED:
-        problems.warning(finding.code, text, None, kind=finding.code)
-        return
-    kept = len(problems.items)
-    problems.add("warning", text, None, kind=finding.code)
-    if len(problems.items) > kept:  # kept (not only counted): give it its code
-        problems.items[-1] = _CodedProblem("warning", text, None, code=finding.code)
+    problems.warning(finding.code, finding_text(finding), None, kind=finding.code)
 
 
 def check_run_file(rf: RunFile, context: SplitContext) -> list[Finding]:
@@ -80,13 +57,11 @@ def check_run_file(rf: RunFile, context: SplitContext) -> list[Finding]:
     return findings
 
 
-def problem_code(problem) -> str | None:
-    """The code of a problem (``None`` when the reader gave it none)."""
-    return getattr(problem, "code", None) or None
+def problem_code(problem: Problem) -> str:
+    """The code of a problem (a key of :data:`bsard_demo.runs.problems.CODES` or ``CHECK_CODES``)."""
+    return problem.code
 
 
-def problem_record(problem) -> dict:
-    """A problem as JSON: ``{"severity", "line", "message", "code"}``."""
-    record = dict(problem.as_dict())
-    record.setdefault("code", problem_code(problem))
-    return record
+def problem_record(problem: Problem) -> dict:
+    """A problem as JSON: ``{"severity", "code", "line", "message"}``."""
+    return problem.as_dict()
