@@ -1,0 +1,331 @@
+"""Shareable links of the Search page: a search as URL parameters, and back.
+
+Conventions:
+- :data:`LINK_PARAMS` names the parameters; lists (``systems``, ``henc``, ``w``) are read
+  repeated (``systems=bm25&systems=dense``) or comma-separated (``systems=bm25,dense``) and
+  written repeated;
+- only the settings the chosen systems use are written (a BM25-only link holds no encoder), so
+  a link keeps its results when a default changes: ``parse_link(link_params(s), choices) ==
+  s.canonical()`` for every valid ``s``;
+- a value that is not valid here (unknown system, encoder not installed on this server, code
+  absent from this corpus, k out of range, …) is replaced by its default with a French note:
+  :func:`parse_link` never raises. Notes are plain text; the page escapes them.
+"""
+from __future__ import annotations
+
+import re
+import urllib.parse
+from dataclasses import dataclass, field, replace
+from typing import Collection, Mapping, Sequence
+
+from .search_page import KIND_LABELS
+
+
+DEFAULT_SYSTEMS = ("bm25",)
+DEFAULT_K, MAX_K = 10, 100
+MAX_QUESTION_CHARS = 2000
+FUSIONS = ("rrf", "weighted")
+DEFAULT_RRF_K, MAX_RRF_K = 60, 1000
+DEFAULT_ALPHA = 0.5
+MAX_WEIGHT = 100.0
+#: URL parameter -> what it holds. Lists (``systems``, ``henc``, ``w``) are read repeated
+#: (``systems=bm25&systems=dense``) or comma-separated (``systems=bm25,dense``) and written repeated.
+LINK_PARAMS = {
+    "q": "la question", "systems": "les systèmes (bm25, dense, hybrid)", "k": f"top-k (1 à {MAX_K})",
+    "code": "le filtre par code", "enc": "l'encodeur du système dense", "henc": "les encodeurs de l'hybride",
+    "fusion": "la fusion hybride (rrf, weighted)", "rrfk": f"la constante k de RRF (1 à {MAX_RRF_K})",
+    "alpha": "α, poids de BM25 (fusion pondérée de deux systèmes)", "w": f"un poids par système de l'hybride (0 à {MAX_WEIGHT:g})",
+    "ex": "l'exemple de question (son identifiant)",
+}
+_LIST_PARAMS = frozenset({"systems", "henc", "w"})
+#: Streamlit's own parameters: never ours to complain about.
+_STREAMLIT_PARAMS = frozenset({"embed", "embed_options"})
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Everything a search link holds. ``weights``: one per hybrid system (BM25 first, then
+    ``hybrid_encoders``), ``None`` for all 1; a weighted fusion of two systems takes ``alpha``
+    (the weight of BM25) instead (:attr:`uses_alpha`)."""
+
+    question: str = ""
+    systems: tuple[str, ...] = DEFAULT_SYSTEMS
+    k: int = DEFAULT_K
+    code: str | None = None
+    encoder: str = "use"
+    hybrid_encoders: tuple[str, ...] = ("use",)
+    fusion: str = "rrf"
+    rrf_k: int = DEFAULT_RRF_K
+    alpha: float = DEFAULT_ALPHA
+    weights: tuple[float, ...] | None = None
+    example: str | None = None
+
+    @property
+    def uses_alpha(self) -> bool:
+        """A weighted fusion of two systems is set by α; every other hybrid by its weights."""
+        return self.fusion == "weighted" and len(self.hybrid_encoders) == 1
+
+    def canonical(self, default_encoder: str = "use") -> "SearchSettings":
+        """The same search with the settings its systems do not use reset to their defaults (and
+        no example without a question: a link's example fills an absent question)."""
+        s, hybrid = self, "hybrid" in self.systems
+        if not s.question.strip():
+            s = replace(s, example=None)
+        if "dense" not in s.systems:
+            s = replace(s, encoder=default_encoder)
+        if not hybrid:
+            return replace(s, hybrid_encoders=(default_encoder,), fusion="rrf", rrf_k=DEFAULT_RRF_K,
+                           alpha=DEFAULT_ALPHA, weights=None)
+        if s.fusion != "rrf":
+            s = replace(s, rrf_k=DEFAULT_RRF_K)
+        return replace(s, weights=None) if s.uses_alpha else replace(s, alpha=DEFAULT_ALPHA)
+
+
+@dataclass(frozen=True)
+class LinkChoices:
+    """The valid values of a link here: the corpus's codes, the encoders offered (the first is
+    the default) and the example questions (id -> text)."""
+
+    codes: Collection[str] = ()
+    encoders: Sequence[str] = ("use",)
+    examples: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def default_encoder(self) -> str:
+        return self.encoders[0] if self.encoders else "use"
+
+
+def _number_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def link_params(settings: SearchSettings, default_encoder: str = "use") -> dict[str, str | list[str]]:
+    """The URL parameters of a search (its :meth:`~SearchSettings.canonical` form)."""
+    s = settings.canonical(default_encoder)
+    out: dict[str, str | list[str]] = {}
+    if s.question:
+        out["q"] = s.question
+    out["systems"] = list(s.systems)
+    out["k"] = str(s.k)
+    if s.code:
+        out["code"] = s.code
+    if "dense" in s.systems:
+        out["enc"] = s.encoder
+    if "hybrid" in s.systems:
+        out["henc"] = list(s.hybrid_encoders)
+        out["fusion"] = s.fusion
+        if s.fusion == "rrf":
+            out["rrfk"] = str(s.rrf_k)
+        if s.uses_alpha:
+            out["alpha"] = _number_text(s.alpha)
+        elif s.weights is not None:
+            out["w"] = [_number_text(w) for w in s.weights]
+    if s.example:
+        out["ex"] = s.example
+    return out
+
+
+def link_query(settings: SearchSettings, default_encoder: str = "use") -> str:
+    """``?q=…&systems=…``: the query string of :func:`link_params` (spaces as ``%20``)."""
+    return "?" + urllib.parse.urlencode(link_params(settings, default_encoder), doseq=True, quote_via=urllib.parse.quote)
+
+
+def share_url(base: str | None, settings: SearchSettings, default_encoder: str = "use") -> str:
+    """The full link: ``base`` (the page's address without its query, e.g. ``st.context.url``)
+    followed by :func:`link_query`; only the query when ``base`` is unknown."""
+    base = (base or "").split("?", 1)[0].split("#", 1)[0]
+    return base + link_query(settings, default_encoder)
+
+
+def _shown(value: str, limit: int = 40) -> str:
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
+def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) -> tuple[SearchSettings, list[str]]:
+    """The search a link holds and the notes (French, one line each) on what it held that is not
+    valid here: each such value is replaced by its default, nothing raises. ``params``: name ->
+    value or list of values (a repeated parameter)."""
+    notes: list[str] = []
+    default_encoder = choices.default_encoder
+
+    def values(name: str) -> list[str]:
+        raw = params.get(name)
+        return [] if raw is None else [raw] if isinstance(raw, str) else [str(v) for v in raw]
+
+    def single(name: str) -> str | None:
+        got = values(name)
+        if len(got) > 1:
+            notes.append(f"« {name} » figure {len(got)} fois dans le lien : la dernière valeur est prise.")
+        return got[-1] if got else None
+
+    def items(name: str, whole: Collection[str] = ()) -> list[str]:
+        # a value that is itself a choice stays whole (a trained model's name may hold a comma)
+        return [part.strip() for v in values(name) for part in ([v] if v.strip() in whole else v.split(","))
+                if part.strip()]
+
+    def number(name: str, text: str | None, lo: float, hi: float, default, integer: bool):
+        if text is None or not text.strip():
+            return default
+        t = text.strip()
+        ok = re.fullmatch(r"\d+", t) if integer else _NUMBER.fullmatch(t)
+        value = (int(t) if integer else float(t)) if ok else None
+        if value is None or not lo <= value <= hi:
+            kind = "un entier" if integer else "un nombre"
+            notes.append(f"{name}=« {_shown(t)} » n'est pas {kind} de {_number_text(lo)} à {_number_text(hi)} : "
+                         f"{_number_text(default)} est pris.")
+            return default
+        return value
+
+    unknown = [n for n in params if n not in LINK_PARAMS and n not in _STREAMLIT_PARAMS]
+    if unknown:
+        notes.append("Paramètre(s) inconnu(s) ignoré(s) : " + ", ".join(f"« {_shown(n)} »" for n in unknown) + ".")
+
+    question = single("q") or ""
+    if len(question) > MAX_QUESTION_CHARS:
+        notes.append(f"Question tronquée à {MAX_QUESTION_CHARS} caractères.")
+        question = question[:MAX_QUESTION_CHARS]
+    example = (single("ex") or "").strip() or None
+    if example is not None and example not in choices.examples:
+        notes.append(f"Exemple n° « {_shown(example)} » absent de ce jeu de données : ignoré.")
+        example = None
+    if example is not None and not question.strip():
+        question = choices.examples[example]
+
+    def pick(name: str, offered: Sequence[str], default: tuple[str, ...], what: str) -> tuple[str, ...]:
+        asked = items(name, offered)
+        if not values(name):
+            return default
+        good = tuple(dict.fromkeys(v for v in asked if v in offered))
+        bad = [v for v in dict.fromkeys(asked) if v not in offered]
+        instead = "" if good else f" ; {', '.join(default)} est pris"
+        if bad:
+            notes.append(f"{what} inconnu(s) ou indisponible(s) ici, ignoré(s) : "
+                         + ", ".join(f"« {_shown(b)} »" for b in bad) + f" (choix : {', '.join(offered)}){instead}.")
+        elif not good:
+            notes.append(f"« {name} » est vide{instead}.")
+        return good or default
+
+    systems = pick("systems", list(KIND_LABELS), DEFAULT_SYSTEMS, "Système(s)")
+    k = number("k", single("k"), 1, MAX_K, DEFAULT_K, True)
+    code = single("code")
+    if code is not None and not code.strip():
+        code = None
+    elif code is not None and code not in choices.codes:
+        notes.append(f"Code « {_shown(code)} » absent de ce corpus : tous les codes sont pris.")
+        code = None
+    encoder = pick("enc", list(choices.encoders), (default_encoder,), "Encodeur(s)")
+    if len(encoder) > 1:
+        notes.append(f"Un seul encodeur pour le système dense : « {encoder[0]} » est pris.")
+    hybrid_encoders = pick("henc", list(choices.encoders), (default_encoder,), "Encodeur(s)")
+    fusion = single("fusion")
+    if fusion is None or not fusion.strip():
+        fusion = "rrf"
+    elif fusion.strip() not in FUSIONS:
+        notes.append(f"Fusion « {_shown(fusion)} » inconnue (choix : {', '.join(FUSIONS)}) : rrf est prise.")
+        fusion = "rrf"
+    fusion = fusion.strip()
+    rrf_k = number("rrfk", single("rrfk"), 1, MAX_RRF_K, DEFAULT_RRF_K, True)
+    alpha = number("alpha", single("alpha"), 0, 1, DEFAULT_ALPHA, False)
+    weights = None
+    if values("w"):
+        asked = items("w")
+        parsed = [float(w) if _NUMBER.fullmatch(w) else None for w in asked]
+        n = 1 + len(hybrid_encoders)
+        if any(w is None or not 0 <= w <= MAX_WEIGHT for w in parsed):
+            notes.append("Poids « " + _shown(",".join(asked)) + f" » : des nombres de 0 à {MAX_WEIGHT:g} sont attendus ; "
+                         "poids égaux pris.")
+        elif len(parsed) != n:
+            notes.append(f"{len(parsed)} poids pour {n} systèmes de l'hybride (BM25 puis "
+                         f"{', '.join(hybrid_encoders)}) : poids égaux pris.")
+        elif not any(w > 0 for w in parsed):
+            notes.append("Poids tous nuls : poids égaux pris.")
+        else:
+            weights = tuple(parsed)
+        if weights is not None and fusion == "weighted" and len(hybrid_encoders) == 1:
+            notes.append("Fusion pondérée de deux systèmes : α fixe leurs poids, « w » est ignoré.")
+            weights = None
+    settings = SearchSettings(question=question, systems=systems, k=k, code=code, encoder=encoder[0],
+                              hybrid_encoders=hybrid_encoders, fusion=fusion, rrf_k=rrf_k, alpha=float(alpha),
+                              weights=weights, example=example)
+    return settings, notes
+
+
+def query_params_dict(query_params) -> dict[str, list[str]]:
+    """``{name: [values]}`` of a Streamlit ``st.query_params`` (or any mapping with ``get_all``)."""
+    return {name: list(query_params.get_all(name)) for name in query_params}
+
+
+def same_params(a: Mapping[str, str | Sequence[str]], b: Mapping[str, str | Sequence[str]]) -> bool:
+    """Whether two parameter mappings hold the same values (a lone value equals a list of it)."""
+    def norm(m):
+        return {k: [v] if isinstance(v, str) else list(v) for k, v in m.items()}
+    return norm(a) == norm(b)
+
+
+# --------------------------------------------------------------------------- the page's widgets
+
+#: Session-state keys of the Search page's widgets, by setting.
+WIDGET_KEYS = {"question": "question", "systems": "kinds", "k": "top_k", "code": "code", "encoder": "encoder",
+               "hybrid_encoders": "hybrid_encoders", "fusion": "fusion", "rrf_k": "rrf_k", "alpha": "alpha",
+               "example": "example_qid"}
+
+
+def weight_key(system: str) -> str:
+    """Session-state key of a hybrid system's weight (``"bm25"`` or an encoder key)."""
+    return f"weight:{system}"
+
+
+def hybrid_systems(settings: SearchSettings) -> list[str]:
+    """The hybrid's systems in weight order: BM25, then its encoders."""
+    return ["bm25", *settings.hybrid_encoders]
+
+
+def state_from_settings(settings: SearchSettings, encoders: Sequence[str] = ()) -> dict[str, object]:
+    """The widget values showing ``settings``. Every weight is set (1 unless ``settings`` has
+    one for it), those of the other ``encoders`` too, so no earlier weight survives a link."""
+    s = settings
+    state: dict[str, object] = {WIDGET_KEYS["question"]: s.question, WIDGET_KEYS["systems"]: list(s.systems),
+                                WIDGET_KEYS["k"]: s.k, WIDGET_KEYS["code"]: s.code, WIDGET_KEYS["encoder"]: s.encoder,
+                                WIDGET_KEYS["hybrid_encoders"]: list(s.hybrid_encoders), WIDGET_KEYS["fusion"]: s.fusion,
+                                WIDGET_KEYS["rrf_k"]: s.rrf_k, WIDGET_KEYS["alpha"]: s.alpha,
+                                WIDGET_KEYS["example"]: s.example}
+    for system in dict.fromkeys(["bm25", *encoders, *s.hybrid_encoders]):
+        state[weight_key(system)] = 1.0
+    if s.weights is not None:
+        for system, w in zip(hybrid_systems(s), s.weights):
+            state[weight_key(system)] = float(w)
+    return state
+
+
+def settings_from_state(state: Mapping[str, object], choices: LinkChoices) -> SearchSettings:
+    """The search the widgets show, every value checked against ``choices`` (a value no longer
+    valid, e.g. a code of another dataset, becomes its default; no hybrid encoder: the default
+    one). ``weights`` is ``None`` when all are 1."""
+    def get(name, default):
+        value = state.get(WIDGET_KEYS[name])
+        return default if value is None else value
+
+    offered = list(choices.encoders)
+    default = choices.default_encoder
+    systems = tuple(k for k in dict.fromkeys(get("systems", list(DEFAULT_SYSTEMS))) if k in KIND_LABELS)
+    code = get("code", None)
+    encoder = get("encoder", default)
+    hybrid = tuple(e for e in dict.fromkeys(get("hybrid_encoders", [default])) if e in offered) or (default,)
+    example = get("example", None)
+    s = SearchSettings(
+        question=str(get("question", "")), systems=systems, k=int(get("k", DEFAULT_K)),
+        code=code if code in choices.codes else None, encoder=encoder if encoder in offered else default,
+        hybrid_encoders=hybrid, fusion=get("fusion", "rrf") if get("fusion", "rrf") in FUSIONS else "rrf",
+        rrf_k=int(get("rrf_k", DEFAULT_RRF_K)), alpha=float(get("alpha", DEFAULT_ALPHA)),
+        example=example if example in choices.examples else None)
+    if s.uses_alpha:
+        return s
+    weights = tuple(float(state.get(weight_key(system), 1.0) or 0.0) for system in hybrid_systems(s))
+    return replace(s, weights=None if all(w == 1 for w in weights) else weights)
+
+
+def should_apply(current: Mapping[str, str | Sequence[str]], written: Mapping[str, str | Sequence[str]] | None) -> bool:
+    """Whether the page must take its settings from the URL: it holds a search (not empty: a
+    visit from the other page comes back without one) that this session did not write itself."""
+    return bool(current) and (written is None or not same_params(current, written))
