@@ -6,10 +6,11 @@ notices every page shows (fictional sample, fallback banner). Pages: ``pages/sea
 """
 import streamlit as st
 
-from bsard_demo.app import ui
+from bsard_demo.app import hosting_ui, ui
 
 st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",
                    initial_sidebar_state="expanded")
+hosting_ui.hide_error_details()  # Community Cloud forces a value that shows tracebacks on 1.67
 ui.inject_style()
 
 pages = st.navigation([
@@ -23,6 +24,7 @@ with ui.guard("chargement des données"):
     ui.sidebar_data(data)
     ui.fallback_banner(data)
     ui.fictional_notice(data)
+    hosting_ui.show_bundle_notices(data)  # the index bundle (BSARD_INDEX), activated once per process
 st.session_state["active_data"] = data
 
 if data is not None:

@@ -292,12 +292,15 @@ PROGRESS_WORDS = {
     "embedding articles": "encodage des articles",
     "embedding questions": "encodage des questions",
     "loaded cached embeddings": "plongements chargés depuis le cache",
+    "loaded BM25 index": "index BM25 chargé",
+    "loaded embeddings": "plongements chargés",
     "searching questions": "recherche des questions",
 }
 
 
 def progress_text(message: str) -> str:
     """French wording of a library progress message (its known prefix translated, the rest kept)."""
+    message = message.replace(" from the index bundle", " depuis les index préconstruits")
     for english, french in PROGRESS_WORDS.items():
         if message.startswith(english):
             return french + message[len(english):]

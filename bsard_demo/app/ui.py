@@ -17,6 +17,7 @@ from .state import (FICTIONAL_NOTICE, FICTIONAL_SHORT, FOLDERS_DISABLED, SOURCE_
                         FailureMemo, data_key, dataset_summary, display_name, folder_access, get_retriever, is_built,
                         load_uncached, open_data, progress_fraction, progress_text, source_kind)
 from ..dataset import DataError, Dataset
+from . import hosting_ui
 from .highlight import md_escape
 from ..retrievers import Retriever, RetrieverSpec
 
@@ -215,7 +216,7 @@ def retriever(data: ActiveData, spec: RetrieverSpec, label: str) -> Retriever:
         return get_retriever(registry, data, spec, progress=update, notice=notices.append)
     finally:
         clear()
-        for n in notices:
+        for n in hosting_ui.build_notes(data, notices):
             st.caption("Note : " + md_escape(n))
 
 
@@ -269,7 +270,9 @@ def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]]):
 
     digests = tuple((name, hashlib.sha256(blob).hexdigest(), len(blob)) for name, blob in files)
     limit = upload_limit_bytes()
-    return _scoreboard((data.key, split, digests, limit), data.dataset, tuple(files), split, limit)
+    key = (data.key, split, digests, limit)
+    with hosting_ui.large_upload_slot(files, key):  # one large scoring at a time per process
+        return _scoreboard(key, data.dataset, tuple(files), split, limit)
 
 
 def ensure_shell() -> None:

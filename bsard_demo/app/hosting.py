@@ -1,0 +1,191 @@
+"""What a hosted demo needs beyond the pages, without Streamlit: the index bundle of the server
+(``BSARD_INDEX``) and what to tell visitors about it, and one slot for scoring large uploads.
+
+Conventions:
+- settings are read by a ``lookup(name)`` function (the app passes one reading ``st.secrets``,
+  then the environment); a missing value and an empty one both mean "not set";
+- the bundle is opened once per process (:func:`setup_bundle`, memoised by the app) and checked in
+  full (sizes and sha256 of every file), so a damaged bundle is said on the first page, not halfway
+  through a search; it stays active for its sound entries. It serves every dataset whose corpus it
+  was built for (:func:`bundle_notices` says when the active dataset is another one: its indexes
+  are then read from the cache or built, as without a bundle, and the bundle is never written);
+- notices are ``(level, French text)`` pairs, ``level`` ``"info"`` or ``"warning"``; texts quote
+  library messages verbatim: render them escaped;
+- :class:`UploadSlot`: at most ``slots`` large scorings at a time in this process (uploads whose
+  total size is at least :data:`LARGE_UPLOAD_BYTES`), so that concurrent large uploads do not
+  stack their memory peaks; the others wait, polling, and are told so (:data:`WAIT_NOTICE`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Iterator
+
+from .. import bundles
+from ..bundles import Bundle, CorpusId
+
+INDEX_SETTING = bundles.ENV_VAR        # "BSARD_INDEX"
+TOKEN_SETTING = bundles.TOKEN_ENV_VAR  # "HF_TOKEN"
+FALLBACK = "les index sont lus dans le cache du serveur ou construits (la première recherche peut alors prendre plusieurs minutes)"
+
+
+@dataclass
+class BundleSetup:
+    """The process's index bundle: ``value`` as configured (``""``: none), the active ``bundle``
+    (``None`` when none or when it could not be had: ``problem`` says why, in English), and the
+    problems of its files found by the full check (``damaged``)."""
+
+    value: str = ""
+    bundle: Bundle | None = None
+    problem: str | None = None
+    damaged: tuple[str, ...] = ()
+    _corpora: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def corpus_of(self, key: Hashable, articles, name: str) -> CorpusId:
+        """:func:`bsard_demo.bundles.corpus_id` of a dataset, memoised on its key (0.2 s at BSARD scale)."""
+        with self._lock:
+            hit = self._corpora.get(key)
+        if hit is None:
+            hit = bundles.corpus_id(articles, name)
+            with self._lock:
+                self._corpora[key] = hit
+        return hit
+
+    def serves(self, key: Hashable, articles, name: str = "") -> bool:
+        """Whether the bundle was built for this dataset's corpus."""
+        return (self.bundle is not None and articles is not None
+                and self.bundle.corpus.same_corpus(self.corpus_of(key, articles, name)))
+
+
+def setup_bundle(lookup: Callable[[str], str | None], *, activate: Callable[..., Bundle | None] | None = None
+                 ) -> BundleSetup:
+    """Activate the bundle named by ``lookup("BSARD_INDEX")`` (a folder or ``hf://…``, fetched with
+    ``lookup("HF_TOKEN")``) for this process, check its files, and say what went wrong. Never
+    raises: a bundle that cannot be had leaves none active."""
+    value = (lookup(INDEX_SETTING) or "").strip()
+    if not value:
+        bundles.deactivate()
+        return BundleSetup()
+    problems: list[str] = []
+    bundle = (activate or bundles.activate)(value, token=(lookup(TOKEN_SETTING) or "").strip() or None, on_error=problems.append)
+    if bundle is None:
+        return BundleSetup(value, None, problems[0] if problems else f"index bundle {value}: not usable")
+    try:
+        damaged = tuple(bundle.check())
+    except Exception as exc:  # noqa: BLE001 - a check that fails is a damaged bundle, never a crash
+        damaged = (f"cannot check the files ({type(exc).__name__})",)
+    return BundleSetup(value, bundle, None, damaged)
+
+
+def _label(setup: BundleSetup) -> str:
+    return f"« {setup.bundle.label if setup.bundle is not None else setup.value} »"
+
+
+def bundle_notices(setup: BundleSetup, key: Hashable, articles, name: str = "") -> list[tuple[str, str]]:
+    """What the pages say about the bundle for the dataset ``(key, articles, name)``."""
+    if not setup.value:
+        return []
+    if setup.bundle is None:
+        return [("warning", f"Index préconstruits ({INDEX_SETTING}) inutilisables : {setup.problem}. "
+                            f"En attendant, {FALLBACK}.")]
+    out = []
+    if setup.damaged:
+        more = f" ; {len(setup.damaged) - 1} autre(s)" if len(setup.damaged) > 1 else ""
+        out.append(("warning", f"Index préconstruits {_label(setup)} endommagés ({setup.damaged[0]}{more}) : "
+                               f"les index touchés sont lus dans le cache ou reconstruits, les autres servent."))
+    if articles is not None and not setup.serves(key, articles, name):
+        out.append(("info", f"Les index préconstruits {_label(setup)} ont été faits pour un autre corpus "
+                            f"({setup.bundle.corpus.describe()} ; celui-ci : "
+                            f"{setup.corpus_of(key, articles, name).describe()}) : ils ne servent pas pour ce jeu de "
+                            f"données, dont {FALLBACK}."))
+    return out
+
+
+def bundle_caption(setup: BundleSetup) -> str | None:
+    """One line for the sidebar when a bundle is in use."""
+    if setup.bundle is None:
+        return None
+    return f"Index préconstruits : {setup.bundle.summary()}."
+
+
+def keep_build_note(setup: BundleSetup, serves: bool, note: str) -> bool:
+    """Whether a build's note is worth a caption: a bundle note is dropped when the bundle does not
+    serve this dataset (the page already says so once, above)."""
+    return serves or setup.bundle is None or not note.startswith("index bundle")
+
+
+# --------------------------------------------------------------------------- large uploads
+
+#: Uploads (one request's files together) from this size on are scored one at a time per process.
+#: A 222 × 5,000 TREC run is 29 MB; a 222 × 500 one about 3 MB stays below.
+LARGE_UPLOAD_BYTES = 8 * 2**20
+WAIT_NOTICE = "Un autre fichier volumineux est en cours d'évaluation, patientez…"
+
+
+class UploadSlot:
+    """At most ``slots`` holders at a time. :meth:`hold` waits in steps of ``poll`` seconds,
+    calling ``on_wait(seconds waited)`` after each (the app redraws its notice there, which also
+    lets Streamlit stop a script whose visitor left). Scorings already done (their keys noted by
+    :meth:`done`: the last ``remember`` ones, for ``ttl`` seconds, as the app's scoreboard cache
+    keeps them) are served from that cache and skip the slot; should the cache have dropped one
+    sooner, it is scored again outside the slot."""
+
+    def __init__(self, slots: int = 1, *, threshold: int = LARGE_UPLOAD_BYTES, poll: float = 0.25,
+                 remember: int = 4, ttl: float = 3600.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.threshold, self.poll, self.remember, self.ttl, self.clock = threshold, poll, remember, ttl, clock
+        self._sem = threading.BoundedSemaphore(slots)
+        self._lock = threading.Lock()
+        self._done: OrderedDict[Hashable, float] = OrderedDict()
+        self.waits = 0  # how many holders had to wait (for tests and the load bench)
+
+    def needed(self, size: int, key: Hashable | None = None) -> bool:
+        if size < self.threshold:
+            return False
+        with self._lock:
+            when = self._done.get(key) if key is not None else None
+            if when is not None and self.clock() - when > self.ttl:
+                del self._done[key]
+                when = None
+        return when is None
+
+    def done(self, key: Hashable) -> None:
+        with self._lock:
+            self._done.pop(key, None)
+            self._done[key] = self.clock()
+            while len(self._done) > self.remember:
+                self._done.popitem(last=False)
+
+    @contextmanager
+    def hold(self, size: int, key: Hashable | None = None, on_wait: Callable[[float], None] | None = None
+             ) -> Iterator[bool]:
+        """Hold a slot while the block runs when ``size`` is large (yields whether it waited)."""
+        if not self.needed(size, key):
+            yield False
+            return
+        start, waited = self.clock(), False
+        while not self._sem.acquire(timeout=self.poll):
+            if not waited:
+                waited = True
+                with self._lock:
+                    self.waits += 1
+            if on_wait is not None:
+                on_wait(self.clock() - start)
+        try:
+            yield waited
+            if key is not None:
+                self.done(key)
+        finally:
+            self._sem.release()
+
+
+def upload_size(files) -> int:
+    """Total bytes of ``[(name, bytes), …]``."""
+    return sum(len(blob) for _, blob in files)
+
+
+__all__ = ["BundleSetup", "LARGE_UPLOAD_BYTES", "UploadSlot", "WAIT_NOTICE", "bundle_caption",
+           "bundle_notices", "keep_build_note", "setup_bundle", "upload_size"]

@@ -1,0 +1,113 @@
+"""Streamlit glue of :mod:`bsard_demo.app.hosting`: settings from ``st.secrets`` (then the
+environment), the index bundle activated once per process and its notices, the Cloud-safe error
+setting, and the large-upload slot's waiting notice.
+
+Conventions: every text drawn is escaped (:func:`~bsard_demo.app.highlight.md_escape`); nothing
+here raises on a missing or malformed ``secrets.toml`` (that file is optional: without it
+``st.secrets`` raises ``FileNotFoundError`` on first use).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import contextmanager
+from typing import Hashable, Iterator
+
+import streamlit as st
+
+from .hosting import (WAIT_NOTICE, BundleSetup, UploadSlot, bundle_caption, bundle_notices, keep_build_note,
+                      setup_bundle, upload_size)
+from .highlight import md_escape
+from .state import ActiveData
+
+log = logging.getLogger(__name__)
+
+
+def secret(name: str) -> str | None:
+    """``st.secrets[name]`` when a secrets file sets it (Streamlit Community Cloud: the app's
+    "Secrets" box), else ``$name``, else ``None``. A missing or unreadable secrets file is "not
+    set" (an unreadable one is logged once per process on the console)."""
+    try:
+        value = st.secrets.get(name)
+    except FileNotFoundError:  # no secrets.toml anywhere: the usual local case
+        value = None
+    except Exception as exc:  # noqa: BLE001 - a malformed secrets.toml must not take the app down
+        _log_once(f"secrets.toml unreadable ({type(exc).__name__}); using the environment")
+        value = None
+    if value is None or (isinstance(value, str) and not value.strip()):
+        value = os.environ.get(name)
+    return None if value is None else str(value)
+
+
+_logged: set[str] = set()
+
+
+def _log_once(message: str) -> None:
+    if message not in _logged:
+        _logged.add(message)
+        log.warning("%s", message)
+
+
+def hide_error_details() -> None:
+    """Community Cloud forces ``client.showErrorDetails = false``, which Streamlit 1.67 reads as
+    "stacktrace" (the deprecated spelling): set "none" again, at run time, on every run."""
+    if st.get_option("client.showErrorDetails") != "none":
+        st.set_option("client.showErrorDetails", "none")
+
+
+@st.cache_resource(show_spinner="Préparation des index préconstruits…")
+def bundle_setup() -> BundleSetup:
+    """The process's index bundle, activated (and, from the hub, downloaded) once per process."""
+    setup = setup_bundle(secret)
+    if setup.bundle is not None:
+        log.info("index bundle %s: %s%s", setup.bundle.label, setup.bundle.summary(),
+                 f"; damaged: {setup.damaged[0]}" if setup.damaged else "")
+    elif setup.value:
+        log.warning("index bundle not used: %s", setup.problem)
+    return setup
+
+
+def show_bundle_notices(data: ActiveData) -> None:
+    """The bundle's notices for the active dataset, on every page; its summary in the sidebar."""
+    setup = bundle_setup()
+    ds = data.dataset
+    for level, text in bundle_notices(setup, data.key, ds.articles, ds.name):
+        (st.warning if level == "warning" else st.info)(md_escape(text), icon=":material/inventory_2:")
+    caption = bundle_caption(setup)
+    if caption and setup.serves(data.key, ds.articles, ds.name):
+        st.sidebar.caption(md_escape(caption))
+
+
+def build_notes(data: ActiveData, notes: list[str]) -> list[str]:
+    """The build notes worth a caption (a bundle's "not for this corpus" notes are said once above)."""
+    setup = bundle_setup()
+    serves = setup.serves(data.key, data.dataset.articles, data.dataset.name)
+    return [n for n in notes if keep_build_note(setup, serves, n)]
+
+
+#: As :data:`bsard_demo.app.ui.SCOREBOARD_ENTRIES` / ``SCOREBOARD_TTL_S`` (the scoreboards the
+#: app's cache keeps): scorings the slot may take as already done.
+SCORED_REMEMBERED, SCORED_TTL_S = 4, 3600
+
+
+@st.cache_resource(show_spinner=False)
+def upload_slot() -> UploadSlot:
+    """One large scoring at a time in this server process."""
+    return UploadSlot(1, remember=SCORED_REMEMBERED, ttl=SCORED_TTL_S)
+
+
+@contextmanager
+def large_upload_slot(files, key: Hashable | None = None) -> Iterator[None]:
+    """Hold the process's large-upload slot while the block scores ``files`` (when they are large
+    and not already scored under ``key``); while waiting, a notice says so."""
+    holder = st.empty()
+
+    def waiting(seconds: float) -> None:
+        holder.info(f"{WAIT_NOTICE} ({seconds:.0f} s)", icon=":material/hourglass_top:")
+
+    try:
+        with upload_slot().hold(upload_size(files), key, on_wait=waiting):
+            holder.empty()
+            yield
+    finally:
+        holder.empty()
