@@ -50,7 +50,7 @@ def _sync_state(choices: LinkChoices, encoder_keys: list[str]) -> None:
 def _weights_inputs(systems: list[str]) -> None:
     cols = st.columns(min(len(systems), 4))
     for i, system in enumerate(systems):
-        cols[i % len(cols)].number_input(f"Poids {system}", 0.0, MAX_WEIGHT, step=0.1, key=weight_key(system),
+        cols[i % len(cols)].number_input(f"Poids {md_escape(system)}", 0.0, MAX_WEIGHT, step=0.1, key=weight_key(system),
                                          persist_state="session")
 
 

@@ -30,7 +30,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, sample_run_trec, set_app_env, start
-from _hostile_data import (BOLD_MD, CATEGORY, EVIL_ARTICLE, EVIL_QID, IMG, LONG, MARKUP, QUESTION, RUN_IMG, RUN_MD,
+from _hostile_data import (A_JS, BOLD_MD, CATEGORY, EVIL_ARTICLE, EVIL_QID, IMG, LONG, MARKUP, QUESTION, RUN_IMG, RUN_MD,
                            SCRIPT, SVG, articles, questions, run_json, run_trec, write_dataset)
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import breadcrumb, hit_card, missed_list, question_box, upload_refused_notice
@@ -222,6 +222,41 @@ def test_typed_long_hostile_question(hostile_dir):
     boxes = [html_text(f) for f in html_bodies(at) if f.startswith('<div class="bsard-question"')]
     assert boxes == [question]
     assert cards(at)
+
+
+def test_a_hostile_link_is_shown_as_text(hostile_dir, tmp_path, monkeypatch):
+    """Query parameters are visitor input too: a link's question, values and parameter names, and
+    the trained models' folder names and records, are shown as text (Search page links)."""
+    import urllib.parse
+
+    models = tmp_path / "models"
+    good = models / f"m {IMG}"
+    good.mkdir(parents=True)
+    (good / "bsard_training.json").write_text(json.dumps({"dataset": {"name": SCRIPT, "split": BOLD_MD}, "base": {"name": IMG}}))
+    (good / "modules.json").write_text("[]")
+    broken = models / f"{BOLD_MD} {IMG}"
+    broken.mkdir()
+    (broken / "bsard_training.json").write_text(SCRIPT)
+    monkeypatch.setenv("BSARD_MODELS", str(models))
+    code = f"Code {SCRIPT}"
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"q": SCRIPT, "systems": ["bm25", IMG], "k": BOLD_MD, "code": code, "enc": IMG, "henc": SVG,
+                            "ex": EVIL_QID, IMG: BOLD_MD, "fusion": A_JS})
+    at.run()
+    assert_no_live_markup(at)
+    assert [html_text(f) for f in html_bodies(at) if f.startswith('<div class="bsard-question"')] == [SCRIPT]
+    assert at.selectbox(key="code").value == code and at.selectbox(key="example_qid").value == EVIL_QID
+    (note,) = [unmd(w.value) for w in at.warning if "Lien corrigé" in w.value]
+    for payload in (IMG, BOLD_MD, SVG):  # the unknown values and the unknown parameter's name, as text
+        assert payload in note, payload
+    captions = " ".join(unmd(c.value) for c in at.caption)
+    assert f"{BOLD_MD} {IMG} (illisible" in captions  # the unreadable model, named as text
+    labels = at.selectbox(key="encoder").options
+    assert f"m {IMG} — {IMG} affiné sur {SCRIPT} (split {BOLD_MD}, ? paires, ? époque(s))" in labels
+    (link,) = [c.value for c in at.code]
+    assert "<" not in link and urllib.parse.parse_qs(link[1:])["q"] == [SCRIPT]
+    # the address bar holds the corrected search: the hostile question and code, nothing else
+    assert at.query_params["q"] == SCRIPT and at.query_params["code"] == code and IMG not in at.query_params
 
 
 def test_score_page_shows_hostile_runs_as_text():
