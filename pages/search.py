@@ -14,6 +14,7 @@ from bsard_demo.app.search_links import (FUSIONS, MAX_K, MAX_QUESTION_CHARS, MAX
 from bsard_demo.app.search_page import KIND_LABELS, article_codes, build_columns, column_specs, examples_of, run_search
 from bsard_demo.app.state import is_built
 from bsard_demo.retrievers import RetrieverSpec
+from bsard_demo.training import articles_fingerprint, list_trained_models
 
 QUESTION, EXAMPLE = WIDGET_KEYS["question"], WIDGET_KEYS["example"]
 WRITTEN = "_link_written"     # session: the URL parameters this session wrote last
@@ -27,6 +28,12 @@ def _fill_from_example() -> None:
     examples = st.session_state.get("_examples", {})
     if qid is not None and qid in examples:
         st.session_state[QUESTION] = examples[qid]
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _corpus_sha256(key: tuple, _articles) -> str:  # noqa: ARG001 - key is the cache key
+    """The corpus fingerprint trained models record (to say whether they were trained on it)."""
+    return articles_fingerprint(_articles)
 
 
 def _confirm(encoder: str) -> None:
@@ -68,7 +75,8 @@ def page() -> None:
     examples = examples_of(ds)
     split, by_id = examples.split, examples.texts
     st.session_state["_examples"] = by_id
-    options = encoder_options()
+    models = list_trained_models()
+    options = encoder_options(models, corpus_sha256=_corpus_sha256(data.key, ds.articles) if models else None)
     menu = offered(options)
     keys = [o.key for o in menu]
     labels, targets = {o.key: o.label for o in menu}, {o.key: o.target for o in menu}

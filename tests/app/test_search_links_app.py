@@ -17,7 +17,7 @@ from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
 from bsard_demo.app.search_links import parse_link, LinkChoices, same_params
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.sources import load_dataset, load_sample
-from bsard_demo.training import METADATA_FILE
+from bsard_demo.training import METADATA_FILE, articles_fingerprint
 
 QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
 
@@ -190,14 +190,15 @@ def test_a_trained_model_is_an_encoder_of_the_menu_and_of_links(small_folder, tm
     models = tmp_path / "models"
     model = models / "bsard-minilm"
     shutil.copytree(gt.get_model_path(), model, copy_function=os.symlink)  # a model folder, weights linked
-    (model / METADATA_FILE).write_text(json.dumps({"dataset": {"name": "bsard", "split": "train"}, "base": {"name": "minilm"},
-                                                   "settings": {"epochs": 1}, "pairs": 4399}))
+    ds = load_dataset(str(small_folder))
+    (model / METADATA_FILE).write_text(json.dumps({"dataset": {"name": "bsard", "split": "train",
+                                                               "articles_sha256": articles_fingerprint(ds.articles)},
+                                                   "base": {"name": "minilm"}, "settings": {"epochs": 1}, "pairs": 4399}))
     monkeypatch.setenv("BSARD_MODELS", str(models))
     at = open_link({"q": QUESTION, "systems": "dense", "enc": "trained:bsard-minilm", "k": "4"})
     assert_clean(at) and not warnings(at)
-    label = "bsard-minilm — minilm affiné sur bsard (split train, 4399 paires, 1 époque(s))"
+    label = "bsard-minilm — minilm affiné sur bsard (split train, 4399 paires, 1 époque(s)) · ce corpus"
     assert at.selectbox(key="encoder").options[-1] == label and at.selectbox(key="encoder").value == "trained:bsard-minilm"
     assert at.multiselect(key="hybrid_encoders").options[-1] == label
     assert [s.value for s in at.main.subheader] == ["Dense \\(trained\\:bsard\\-minilm\\)"]
-    ds = load_dataset(str(small_folder))
     assert hit_ids(at) == top(RetrieverSpec("dense", {"encoder": str(model)}), QUESTION, 4, ds)
