@@ -1,7 +1,8 @@
 """Benchmark: the Streamlit app's speed in a real browser (docs/benchmarks.md, section "App").
 
-    /work/venv/bin/python bench/bench_app.py [--rounds 3] [--searches 20] [--only sample|full]
-        [--synthetic DIR] [--dense-cache ROOT] [--no-dense] [--workdir bench/out/app]
+    /work/venv/bin/python bench/bench_app.py [--rounds 3] [--searches 20] [--only sample|full|cold]
+        [--synthetic DIR] [--articles N] [--dense-cache ROOT] [--warm-cache ROOT] [--bundle DIR] [--no-dense]
+        [--workdir bench/out/app]
 
 A real ``streamlit run app.py`` on 127.0.0.1 (free port) driven by Debian's Chromium through
 Playwright (helpers in ``tests/_browser.py``); nothing leaves the loopback interface. Chromium is
@@ -22,6 +23,17 @@ launched once, before the timed rounds; every round starts a new server and a ne
   searches. The server's memory (VmRSS and VmHWM of the streamlit process and its children,
   from /proc) is read at the end of each server's round (target ≤ 1 GB).
 
+- **cold** (issue 9's hosted cold start; the synthetic corpus, ``--articles`` of them, 29,115 by
+  default as the issue's real corpus): every measurement is a new server opened straight on a
+  shared link, ``/?q=…&systems=bm25`` (*first BM25 hits*) or ``/?q=…&systems=bm25&systems=hybrid``
+  (*first hybrid hits*: BM25 + dense ``use``, RRF), timed from the server process start to the
+  question box (*first page*) and to all hit cards drawn. Three set-ups: an index bundle
+  (``BSARD_INDEX``, exported once with ``python -m bsard_demo index --retriever hybrid --export``)
+  with an **empty** ``BSARD_CACHE`` (the hosted cold start; target ≤ 45 s for the hybrid link, and
+  nothing may be built: the cache must stay empty), no bundle with the warm cache (a developer
+  machine), and no bundle with an empty cache for BM25 (its build; the dense build without a bundle
+  is the encoding time of ``index``, printed, not repeated). The hit ids of every set-up must equal.
+
 ``--dense-cache ROOT`` copies ``ROOT/dense/*`` (embeddings computed elsewhere, e.g. by
 ``bench/bench_retrieval.py``) into the full-scale cache before prebuilding: the cache key is a
 fingerprint of the corpus and the encoder, so only the matching entry is used, and it is checked
@@ -38,6 +50,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -55,6 +68,7 @@ from bsard_demo.sources import load_dataset  # noqa: E402
 FIRST_PAGE_TARGET_S = 5.0
 SEARCH_TARGET_MS = 300.0
 FIRST_HITS_TARGET_S = 10.0
+COLD_LINK_TARGET_S = 45.0
 RSS_TARGET_MB = 1024.0
 VIEWPORT = {"width": 1440, "height": 1000}
 QUESTION_BOX = "Votre question"
@@ -209,6 +223,110 @@ def full_round(browser, workdir: Path, n: int, data: Path, cache: Path, searches
         server.stop()
 
 
+# --------------------------------------------------------------------------- cold start (shared links)
+
+COLD_SETUPS = ("bundle, empty cache", "no bundle, warm cache", "no bundle, empty cache")
+
+
+def link_path(question: str, systems: Sequence[str]) -> str:
+    return "/?" + urllib.parse.urlencode([("q", question)] + [("systems", s) for s in systems])
+
+
+def export_bundle(data: Path, cache: Path, dest: Path) -> dict:
+    """The hybrid bundle of ``data``, exported from ``cache`` (built there first when missing)."""
+    if (dest / "bundle.json").is_file():
+        return {"bundle_s": None}
+    start = time.perf_counter()
+    done = cli(["index", "--retriever", "hybrid", "--data", str(data), "--no-progress", "--index", "",
+                "--export", str(dest)], cache, timeout=7200)
+    return {"bundle_s": time.perf_counter() - start, "bundle_log": done.stderr.strip().splitlines()[-1:]}
+
+
+def cold_link(browser, workdir: Path, name: str, data: Path, cache: Path, bundle: Path | None, question: str,
+              systems: Sequence[str]) -> dict:
+    """A new server on ``data`` opened straight on the link of ``question`` × ``systems``."""
+    extra = {"BSARD_INDEX": str(bundle) if bundle else ""}
+    server = AppServer(app_env(str(data), cache, **extra), workdir / f"cold-{name}.log").start()
+    context = browser.new_context(viewport=VIEWPORT, locale="fr-BE")
+    columns = len(systems)
+    try:
+        server.wait_healthy()
+        page = context.new_page()
+        page.goto(server.url + link_path(question, systems), wait_until="commit", timeout=STEP_MS)
+        page.get_by_label(QUESTION_BOX).wait_for(state="visible", timeout=10 * STEP_MS)
+        first_page = time.perf_counter() - server.started
+        page.wait_for_function(RESULTS_READY_JS, arg=[question, columns, columns * TOP_K], timeout=30 * STEP_MS,
+                               polling=50)
+        first_hits = time.perf_counter() - server.started
+        hits = page.evaluate("""() => [...document.querySelectorAll('.bsard-hit')].map(e => e.dataset.article)""")
+        notes = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stAlertContentInfo'],"
+            + "[data-testid='stAlertContentWarning']")].map(e => e.innerText.slice(0, 160))""")
+        return {"first_page_s": first_page, "first_hits_s": first_hits, "hits": hits, "memory": server.memory_kb(),
+                "notes": [n for n in notes if "FICTIFS" not in n], "log": server.log_text()}
+    finally:
+        context.close()
+        server.stop()
+
+
+def cache_entries(cache: Path) -> list[str]:
+    return sorted(f"{p.parent.name}/{p.name}" for p in cache.glob("*/[!.]*") if p.is_dir())
+
+
+def cold_round(browser, workdir: Path, n: int, data: Path, warm: Path, bundle: Path, question: str) -> dict:
+    out = {}
+    for setup in COLD_SETUPS:
+        for systems in (("bm25",), ("bm25", "hybrid")):
+            if setup == "no bundle, empty cache" and "hybrid" in systems:
+                continue  # the corpus would be encoded: that is the index build time, printed apart
+            cache = warm if setup == "no bundle, warm cache" else fresh_dir(workdir / f"cold-cache-{n}")
+            name = f"{n}-{setup.replace(', ', '-').replace(' ', '_')}-{'+'.join(systems)}"
+            got = cold_link(browser, workdir, name, data, cache, bundle if setup.startswith("bundle") else None,
+                            question, systems)
+            got["cache_after"] = cache_entries(cache) if cache != warm else None
+            out[(setup, systems)] = got
+    return out
+
+
+def report_cold(rounds: list[dict], facts: dict) -> tuple[str, bool]:
+    ok = True
+    rows = []
+    for setup in COLD_SETUPS:
+        for systems in (("bm25",), ("bm25", "hybrid")):
+            runs = [r[(setup, systems)] for r in rounds if (setup, systems) in r]
+            if not runs:
+                continue
+            pages = [x["first_page_s"] for x in runs]
+            hits = [x["first_hits_s"] for x in runs]
+            target = COLD_LINK_TARGET_S if setup.startswith("bundle") and "hybrid" in systems else None
+            verdict_text = "" if target is None else verdict(statistics.median(hits), target)
+            ok &= verdict_text != "MISSED"
+            rows.append([f"{setup}: {' + '.join(systems)}", f"{statistics.median(pages):.2f}",
+                         " / ".join(f"{v:.1f}" for v in hits), f"{statistics.median(hits):.2f}",
+                         "" if target is None else f"≤ {target:g}", verdict_text,
+                         f"{max(mb(x['memory']['rss']) for x in runs):.0f}"])
+    lines = [table(rows, ["cold server opened on a shared link", "first page s (median)", "first hits s (rounds)",
+                          "median", "target", "", "RSS max MB"]), ""]
+    reference = {systems: rounds[0][("no bundle, warm cache", systems)]["hits"] for systems in (("bm25",), ("bm25", "hybrid"))}
+    for r_i, r in enumerate(rounds, 1):
+        for (setup, systems), x in r.items():
+            same = x["hits"] == reference[systems]
+            ok &= same
+            if not same:
+                lines.append(f"round {r_i}: {setup} {systems}: hits DIFFER from the warm cache's")
+            if setup.startswith("bundle"):
+                built = x["cache_after"]
+                ok &= not built and not x["notes"]
+                if built or x["notes"]:
+                    lines.append(f"round {r_i}: {setup} {systems}: cache written {built}, notices {x['notes']}")
+    lines.append("hit ids identical in every set-up and round: " + ("yes" if all(
+        x["hits"] == reference[s] for r in rounds for (_, s), x in r.items()) else "NO"))
+    lines.append("bundle rounds: empty cache stayed empty and no notice was shown: " + ("yes" if all(
+        not x["cache_after"] and not x["notes"] for r in rounds for (st, _), x in r.items() if st.startswith("bundle"))
+        else "NO"))
+    lines.append(facts["text"])
+    return "\n".join(lines), ok
+
+
 # --------------------------------------------------------------------------- report
 
 def verdict(value: float, target: float) -> str:
@@ -274,11 +392,43 @@ def report_full(bm25: list[dict], both: list[dict], prebuilt: dict) -> str:
     return pre + "\n" + "\n".join(out)
 
 
+def run_cold(browser, args, workdir: Path) -> bool:
+    data = (args.synthetic or workdir / f"synth-{args.articles}").resolve()
+    if not (data / "articles.csv").is_file():
+        subprocess.run([sys.executable, str(REPO / "bench" / "synthetic.py"), "--out", str(data), "--articles",
+                        str(args.articles)], check=True, timeout=600)
+    warm = (args.warm_cache or workdir / f"cache-{args.articles}").resolve()
+    if args.dense_cache is not None:
+        prebuild_full(data, warm, args.dense_cache, True)
+    bundle = (args.bundle or workdir / f"bundle-{args.articles}").resolve()
+    made = export_bundle(data, warm, bundle)
+    from bsard_demo import bundles
+
+    opened = bundles.open_bundle(bundle)
+    ds = load_dataset(data)
+    question = str(ds.questions("test")["question"].iloc[0])
+    facts = {"text": f"corpus {data} ({len(ds.articles):,} articles); bundle {bundle}: {opened.summary()}"
+                     + (f"; exported in {made['bundle_s']:.1f} s" if made.get("bundle_s") else "")}
+    rounds = []
+    for n in range(args.rounds):
+        rounds.append(cold_round(browser, workdir, n, data, warm, bundle, question))
+        print(f"  cold round {n + 1}: load average {load_average()}", flush=True)
+    text, ok = report_cold(rounds, facts)
+    print("\n" + text, flush=True)
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--searches", type=int, default=20, help="timed searches per round and setting")
-    ap.add_argument("--only", choices=["sample", "full"])
+    ap.add_argument("--only", choices=["sample", "full", "cold"])
+    ap.add_argument("--articles", type=int, default=29115, help="cold: synthetic articles (default 29,115, the "
+                    "issue's real corpus; 22,633 is BSARD)")
+    ap.add_argument("--warm-cache", type=Path, default=None, help="cold: a cache root holding (or to hold) the "
+                    "corpus's BM25 and dense use indexes (default <workdir>/cache-<articles>)")
+    ap.add_argument("--bundle", type=Path, default=None, help="cold: an exported hybrid bundle of the corpus "
+                    "(default: exported into <workdir>/bundle-<articles> from the warm cache)")
     ap.add_argument("--synthetic", type=Path, default=None, help="full-scale dataset folder (default: generated "
                     "into <workdir>/synth with bench/synthetic.py)")
     ap.add_argument("--dense-cache", type=Path, help="a cache root whose dense/ entries are copied first")
@@ -327,6 +477,10 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  full round {n + 1}: load average {load_average()}", flush=True)
                 full_out = report_full(bm25, both, prebuilt)
                 print("\n" + full_out, flush=True)
+            if args.only == "cold":
+                ok = run_cold(browser, args, workdir)
+                if not ok:
+                    print("\nCOLD START: FAIL", flush=True)
         finally:
             browser.close()
     print(f"\nfinished {time.strftime('%Y-%m-%d %H:%M:%S')}, load average {load_average()}")
