@@ -2,6 +2,8 @@
 
     /work/venv/bin/python bench/load_app.py [--sessions 10] [--searches 2] [--rounds 1]
         [--timeout 600] [--workdir bench/out/app-load]
+    /work/venv/bin/python bench/load_app.py --scenario uploads --data DIR --bundle DIR [--sessions 10]
+        [--depth 5000] [--slots 1]      (large uploads at once: bench/load_uploads.py)
 
 One ``streamlit run app.py`` with the bundled sample (``BSARD_DATA=sample``) and a fresh,
 empty ``BSARD_CACHE`` on 127.0.0.1 (free port); one headless Debian Chromium with one browser
@@ -298,11 +300,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1, help="rounds, each on a new server with an empty cache")
     ap.add_argument("--timeout", type=float, default=600, help="overall seconds per round")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "app-load")
+    ap.add_argument("--scenario", choices=("visits", "uploads"), default="visits",
+                    help="visits: the sample, searches and scoring (default); uploads: large uploads at once "
+                         "(bench/load_uploads.py)")
+    ap.add_argument("--data", type=Path, help="uploads: the synthetic corpus folder")
+    ap.add_argument("--bundle", type=Path, help="uploads: its hybrid index bundle (index --export)")
+    ap.add_argument("--depth", type=int, default=5000, help="uploads: articles per question of each run (default 5000)")
+    ap.add_argument("--slots", type=int, default=1, help="uploads: BSARD_LARGE_UPLOADS of the server (default 1)")
     args = ap.parse_args(argv)
     missing = browser_missing()
     if missing:
         print(f"cannot run: {missing}", file=sys.stderr)
         return 2
+    if args.scenario == "uploads":
+        if args.data is None or args.bundle is None:
+            ap.error("--scenario uploads needs --data and --bundle")
+        import load_uploads
+
+        workdir = args.workdir.resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        print(machine_facts())
+        return load_uploads.run(args, workdir)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     print(machine_facts())

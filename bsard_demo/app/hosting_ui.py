@@ -90,10 +90,26 @@ def build_notes(data: ActiveData, notes: list[str]) -> list[str]:
 SCORED_REMEMBERED, SCORED_TTL_S = 4, 3600
 
 
+#: Setting (secret or environment): how many large uploads one server process scores at once (default 1).
+SLOTS_SETTING = "BSARD_LARGE_UPLOADS"
+
+
 @st.cache_resource(show_spinner=False)
 def upload_slot() -> UploadSlot:
-    """One large scoring at a time in this server process."""
-    return UploadSlot(1, remember=SCORED_REMEMBERED, ttl=SCORED_TTL_S)
+    """The large scorings this server process runs at once: ``BSARD_LARGE_UPLOADS`` (default 1)."""
+    return UploadSlot(slot_count(secret(SLOTS_SETTING)), remember=SCORED_REMEMBERED, ttl=SCORED_TTL_S)
+
+
+def slot_count(value: str | None) -> int:
+    """A positive integer setting, else 1 (a bad value is logged once)."""
+    try:
+        n = int(str(value).strip()) if value is not None and str(value).strip() else 1
+    except ValueError:
+        n = 0
+    if n < 1:
+        _log_once(f"{SLOTS_SETTING}={value!r} is not a positive integer; 1 large upload at a time")
+        return 1
+    return n
 
 
 @contextmanager

@@ -273,6 +273,10 @@ def test_slot_is_released_on_errors_and_forgets_old_scorings():
     assert slot.needed(5, "b") and not slot.needed(5, "d")
 
 
+def test_slot_count_setting():
+    assert [hosting_ui.slot_count(v) for v in (None, "", "3", " 2 ", "0", "-1", "x")] == [1, 1, 3, 2, 1, 1, 1]
+
+
 def test_constants_match_the_scoreboard_cache():
     assert (hosting_ui.SCORED_REMEMBERED, hosting_ui.SCORED_TTL_S) == (ui.SCOREBOARD_ENTRIES, ui.SCOREBOARD_TTL_S)
     assert 3 * 2**20 < LARGE_UPLOAD_BYTES < 29 * 10**6
@@ -294,11 +298,16 @@ def test_score_page_waits_for_the_slot_and_then_scores(tmp_path):
 
     def other_visitor():
         with slot.hold(LARGE_UPLOAD_BYTES, key="other"):
-            release.wait(5)
+            release.wait(60)
+    def release_once_waited():  # the other visitor finishes once this one is seen waiting
+        deadline = time.monotonic() + 60
+        while slot.waits == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        release.set()
     t = threading.Thread(target=other_visitor)
     t.start()
-    time.sleep(0.1)
-    threading.Timer(1.0, release.set).start()
+    threading.Thread(target=release_once_waited).start()
     at = AppTest.from_file(str(script), default_timeout=TIMEOUT).run()
     t.join()
     assert_clean(at)
