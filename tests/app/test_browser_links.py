@@ -105,3 +105,23 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
             other.close()
     finally:
         page.close()
+
+
+def test_a_hostile_link_runs_nothing(server, browser):
+    """``q`` and the other values of a link are shown as text, and the note on the invalid ones too."""
+    script, img = "<script>window.__xss=1</script>", "<img src=x onerror=window.__xss=1>"
+    link = f"{server}/?" + urllib.parse.urlencode([("q", f"{script} garantie"), ("systems", f"bm25,{img}"), (img, "1")])
+    page = browser.new_page()
+    try:
+        page.goto(link, wait_until="domcontentloaded", timeout=STEP_MS)
+        wait_results(page, f"{script} garantie", 1, 1)
+        assert page.locator(".bsard-question").inner_text().strip() == f"{script} garantie"
+        note = page.get_by_text("Lien corrigé").first
+        note.wait_for(timeout=STEP_MS)
+        assert img in note.inner_text()
+        assert page.evaluate("() => window.__xss") is None
+        assert page.locator("img[src='x']").count() == 0
+        assert page.evaluate("() => [...document.scripts].every(s => !s.textContent.includes('__xss'))")
+        assert query(page.url) == {"q": [f"{script} garantie"], "systems": ["bm25"], "k": ["10"]}
+    finally:
+        page.close()
