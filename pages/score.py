@@ -1,18 +1,24 @@
-"""Score page: upload run files, validate them, score them against a split, compare them."""
+"""Score page: upload run files (or build a built-in system's run), validate them, score them against a
+split, compare them; wiring only (the decisions are in bsard_demo.app.score_page)."""
+from functools import partial
+
 import streamlit as st
 
 from bsard_demo.app import ui
-from bsard_demo.app.charts import (category_breakdown, metric_bars, metric_label_fr, per_question_distribution,
-                                   recall_curve_chart)
-from bsard_demo.app.highlight import md_escape
+from bsard_demo.app.charts import (ab_scatter, category_breakdown, metric_bars, metric_label_fr,
+                                   per_question_distribution, recall_curve_chart)
+from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import question_box, upload_refused_notice
-from bsard_demo.app.score_page import (MAX_FILES, BuiltinRun, builtin_run_text, ci_frame, comparison_frame, curve_frame,
-                                       display_metrics, drill_down, filter_categories, metrics_frame, problems_frame,
-                                       score_tables, to_csv_bytes, too_many_files)
+from bsard_demo.app.score_page import (DD_QID, DD_RUN, MAX_FILES, NDCG_HELP, PQ_FILTER, QUERY_TEXT_FR, SELECTION,
+                                       BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_run_text,
+                                       chart_clicked, chart_key, ci_frame, comparison, curve_frame, display_metrics,
+                                       drill_down, filter_categories, gold_ranks_frame, is_long, metrics_frame,
+                                       problems_frame, score_tables, shown_metrics, to_csv_bytes, too_many_files)
 from bsard_demo.app.state import display_name
+from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
-from bsard_demo.report import display_columns, render_table
-from bsard_demo.retrievers import RetrieverSpec
+from bsard_demo.report import render_table
+from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
 
 FORMATS_HELP = """
 Formats reconnus (détectés d'après le contenu, fichiers `.gz` acceptés) :
@@ -24,8 +30,9 @@ Formats reconnus (détectés d'après le contenu, fichiers `.gz` acceptés) :
 - **JSON Lines** : `{"qid": …, "docid": …, "score": …}` par ligne.
 
 Chaque question du split compte (absente du run : 0). Les articles sont classés par score décroissant,
-égalités départagées par identifiant décroissant (règle de trec_eval). Les valeurs sont celles de
-`python -m bsard_demo evaluate`.
+égalités départagées par identifiant décroissant (règle de trec_eval) ; cochez « scores = distances » sous
+un fichier dont les scores sont des distances (plus petit = meilleur) : ses articles sont alors classés
+par score croissant. Les valeurs sont celles de `python -m bsard_demo evaluate`.
 """
 COMPARISON_LABELS = {
     "run_a": "run A", "run_b": "run B", "mean_a": "moyenne A", "mean_b": "moyenne B", "diff": "A − B",
@@ -35,23 +42,50 @@ COMPARISON_LABELS = {
 }
 PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie", "question": "texte",
                        "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
+BUILD_ERRORS = (DataError, ValueError, OSError)
 
 
-def _make_builtin(data, split: str) -> bytes:
-    bm25 = ui.retriever(data, RetrieverSpec("bm25"), "BM25")
-    update, clear = ui.progress_bar(f"BM25 sur les questions du split {split}")
+def _make_builtin(data, split: str, label: str, query_text: str) -> bytes | None:
     try:
-        return builtin_run_text(data.dataset, split, bm25, progress=update)
+        retriever = ui.retriever(data, baseline_specs()[label], label)
+    except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
+        st.error(f"Système intégré « {md_escape(label)} » indisponible : {md_escape(exc)}")
+        return None
+    update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
+    try:
+        return builtin_run_text(data.dataset, split, retriever, progress=update, query_text=query_text)
     finally:
         clear()
+
+
+def _builtins(data, split: str) -> BuiltinRun:
+    ds = data.dataset
+    builtin = BuiltinRun(st.session_state, data.key, split)
+    st.markdown("**Systèmes intégrés**", help="Les systèmes de la page Rechercher (mêmes index), appliqués à toutes "
+                "les questions du split comme `python -m bsard_demo run` ; le run obtenu est évalué comme un fichier "
+                "déposé. Un index déjà construit (ou fourni dans un paquet d'index) rend le calcul immédiat ; sinon "
+                "sa construction s'affiche.")
+    label = st.selectbox("Système intégré", list(baseline_specs()), key="builtin_system", placeholder="Choisir…")
+    query_text = st.radio("Texte des questions", QUERY_TEXTS, index=QUERY_TEXTS.index(DEFAULT_QUERY_TEXT),
+                          format_func=QUERY_TEXT_FR.get, key="builtin_query_text",
+                          help="`--query-text` de `python -m bsard_demo run` : l'article BSARD interroge avec la "
+                               "question seule, MTEB avec la question suivie de sa description.")
+    builtin.settle(ds.articles is not None, lambda lb, qt: _make_builtin(data, split, lb, qt))  # a click's request
+    st.button("Évaluer ce système intégré", icon=":material/play_arrow:", key="builtin",
+              disabled=ds.articles is None or builtin.has(label, query_text), on_click=BuiltinRun.request,
+              args=(st.session_state, split, label, query_text),
+              help="Classe toutes les questions du split avec ce système et ajoute ce run à l'évaluation.")
+    if builtin.present:
+        st.button("Retirer les runs intégrés", key="drop_builtin", on_click=BuiltinRun.drop, args=(st.session_state,))
+    return builtin
 
 
 def page() -> None:
     data = ui.current_data()
     ds = data.dataset
     st.title("Évaluer des runs")
-    st.caption("Déposez les classements produits par vos systèmes : l'application les valide, calcule R@k, MAP et MRR, "
-               "et compare les systèmes question par question.")
+    st.caption("Déposez les classements produits par vos systèmes : l'application les valide, calcule R@k, MAP, MRR "
+               "et nDCG@10, et compare les systèmes question par question.")
     if not ds.split_names:
         st.warning("Ce jeu de données n'a aucun split de questions : rien à évaluer.")
         return
@@ -62,32 +96,30 @@ def page() -> None:
         split = st.selectbox("Split de questions évalué", splits, index=splits.index("test") if "test" in splits else 0,
                              key="score_split", persist_state="session", placeholder="Choisir…",
                              format_func=lambda s: f"{s} ({len(ds.questions(s))} questions)")
-        builtin = BuiltinRun(st.session_state, data.key, split)
-        st.button("Évaluer un système intégré (BM25)", icon=":material/play_arrow:", key="builtin",
-                  disabled=ds.articles is None or builtin.present, on_click=BuiltinRun.request,
-                  args=(st.session_state, split),
-                  help="Classe toutes les questions du split avec BM25 et ajoute ce run à l'évaluation.")
-        has_builtin = builtin.settle(ds.articles is not None, lambda: _make_builtin(data, split))
-        if has_builtin:
-            st.button("Retirer le run intégré", key="drop_builtin", on_click=BuiltinRun.drop, args=(st.session_state,))
+        builtin = _builtins(data, split)
     with left:
         uploads = st.file_uploader(f"Fichiers de run (jusqu'à {MAX_FILES} fichiers de "
                                    f"{ui.upload_limit_bytes() // 2**20} Mo chacun)",
                                    accept_multiple_files=True, key="runs")
         st.html(upload_refused_notice(ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
+        uploads = list(uploads or [])
+        lower = [st.checkbox(f"« {md_escape(u.name)} » : scores = distances (plus petit = meilleur)",
+                             key=f"lower_{u.file_id}",
+                             help="`--lower-is-better` : les articles sont classés par score croissant (égalités "
+                                  "comme pour des similarités).") for u in uploads[:MAX_FILES]]
         with st.expander("Formats acceptés et conventions"):
             st.markdown(FORMATS_HELP)
 
-    uploads = list(uploads or [])
     if len(uploads) > MAX_FILES:  # the extra files are not read (their bytes stay untouched)
         st.warning(too_many_files([md_escape(u.name) for u in uploads[MAX_FILES:]]), icon=":material/warning:")
-    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]] + builtin.files()
+    built = builtin.files()
+    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]] + built
     if not files:
-        st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer un système intégré (BM25) » "
-                "pour voir la page fonctionner sans fichier.")
+        st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer ce système intégré » pour voir la "
+                "page fonctionner sans fichier.")
         return
 
-    board = ui.scoreboard(data, split, files)
+    board = ui.scoreboard(data, split, files, lower + [False] * len(built))
     _validation(board)
     evaluations = board.evaluations
     if not evaluations:
@@ -99,9 +131,9 @@ def page() -> None:
     _per_question(board, ds, split, tables)
     if len(evaluations) >= 2:
         _comparison(board)
-    if has_builtin:
-        st.download_button("Télécharger le run intégré (TREC)", builtin.files()[0][1],
-                           file_name=f"bm25_{split}.trec", mime="text/plain", key="dl_builtin")
+    for i, (name, blob) in enumerate(built):
+        st.download_button(f"Télécharger le run intégré « {md_escape(name)} » (TREC)", blob,
+                           file_name=f"integre_{i + 1}_{split}.trec", mime="text/plain", key=f"dl_builtin_{i}")
 
 
 def _validation(board) -> None:
@@ -121,6 +153,8 @@ def _validation(board) -> None:
             with st.expander(f"Problèmes de {md_escape(run.name)}", expanded=bool(n_err)):
                 st.dataframe(problems_frame(problems), hide_index=True, width="stretch",
                              column_config={"ligne": st.column_config.NumberColumn("ligne", format="%d"),
+                                            "code": st.column_config.TextColumn(
+                                                "code", help="Code stable du problème (README, tableau des codes)"),
                                             "problème": st.column_config.TextColumn("problème", width="large")})
 
 
@@ -131,8 +165,11 @@ def _metrics(board, data, split, tables) -> None:
                "identiques à `python -m bsard_demo evaluate`"
                + (" · lignes « published » : résultats publiés (Louis & Spanakis, ACL 2022)" if board.published else ""))
     shown = display_metrics(table)
-    st.dataframe(shown, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(c, format="%.2f") for c in shown.columns if "@" in c})
+    config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in shown.columns if "@" in c}
+    if "nDCG@10" in config:
+        config["nDCG@10"] = st.column_config.NumberColumn("nDCG@10", format="%.2f", help=NDCG_HELP)
+    st.dataframe(shown, width="stretch", column_config=config)
+    st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles).", help=NDCG_HELP)
     plain = tables.metrics  # downloads: the CLI's own rows (no published rows)
     row = st.container(horizontal=True)
     row.download_button("Mesures (CSV)", render_table(plain, "csv"), file_name=f"mesures_{split}.csv", mime="text/csv")
@@ -146,7 +183,7 @@ def _metrics(board, data, split, tables) -> None:
 
 def _charts(board, tables) -> None:
     st.header("Graphiques", anchor=False)
-    metrics = display_columns(board.ks)
+    metrics = shown_metrics(board)
     per_q = tables.per_question
     metric = st.columns([1, 2])[0].selectbox("Mesure des graphiques « par catégorie » et « par question »", metrics,
                                              key="chart_metric", persist_state="session", placeholder="Choisir…", format_func=metric_label_fr)
@@ -168,14 +205,38 @@ def _per_question(board, ds, split, tables) -> None:
     st.header("Par question", anchor=False)
     table = tables.per_question_text
     categories = sorted(c for c in table["category"].unique() if c) if "category" in table else []
-    chosen = st.multiselect("Filtrer par catégorie", categories, key="pq_categories", placeholder="toutes les catégories")
+    chosen = st.multiselect("Filtrer par catégorie", categories, key=PQ_FILTER, placeholder="toutes les catégories")
     shown = filter_categories(table, chosen)
     config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns if "@" in c}
     config.update({c: st.column_config.Column(label) for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
     config["question"] = st.column_config.TextColumn("texte", width="medium")
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=320)
     st.caption("Cliquez sur un en-tête pour trier.")
+    if len(board.evaluations) >= 2:
+        _a_versus_b(board, tables)
+    _drill_down(board, ds, split, table, shown)
 
+
+def _a_versus_b(board, tables) -> None:
+    st.subheader("Run A contre run B, question par question", anchor=False)
+    runs = list(board.evaluations)
+    c1, c2, c3 = st.columns(3)
+    metric = c1.selectbox("Mesure", shown_metrics(board), key="ab_metric", format_func=metric_label_fr)
+    a = c2.selectbox("Run A", runs, key="ab_a")
+    b = c3.selectbox("Run B", [r for r in runs if r != a], key="ab_b")
+    view = ab_view(board, tables.per_question_text, a, b, metric)
+    current = st.session_state.get(DD_QID)
+    key = chart_key(view, current)
+    st.altair_chart(ab_scatter(view.points, metric, current=current), width="stretch", key=key,
+                    on_select=partial(chart_clicked, st.session_state, key, view), selection_mode=SELECTION)
+    st.markdown(f"A = **{md_escape(a)}**, B = **{md_escape(b)}** · {md_escape(metric_label_fr(metric))} : "
+                f"A meilleur sur **{view.wins}** questions, égalité sur **{view.ties}**, B meilleur sur "
+                f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")
+    st.caption("Un point par question ; au-dessus de la diagonale, B fait mieux. Cliquez sur un point pour examiner "
+               "la question ci-dessous (cerclée) ; des questions de mêmes valeurs se superposent.")
+
+
+def _drill_down(board, ds, split, table, shown) -> None:
     st.subheader("Examiner une question", anchor=False)
     runs = list(board.evaluations)
     qids = list(dict.fromkeys(shown["qid"]))
@@ -184,38 +245,47 @@ def _per_question(board, ds, split, tables) -> None:
         return
     texts = dict(zip(table["qid"], table["question"]))
     c1, c2 = st.columns([1, 3])
-    run_name = c1.selectbox("Run", runs, key="dd_run", placeholder="Choisir…")
-    qid = c2.selectbox("Question", qids, key="dd_qid", placeholder="Choisir…", format_func=lambda q: f"n° {q} · {texts.get(q, '')[:120]}")
-    run = next(r for r in board.runs if r.name == run_name).file.run
-    dd = drill_down(ds, split, qid, run)
+    run_name = c1.selectbox("Run", runs, key=DD_RUN, placeholder="Choisir…")
+    qid = c2.selectbox("Question", qids, key=DD_QID, placeholder="Choisir…",
+                       format_func=lambda q: f"n° {q} · {texts.get(q, '')[:120]}")
+    usable = {r.name: r.file.run for r in board.runs if r.usable}
+    dd = drill_down(ds, split, qid, usable[run_name])
     st.html(question_box(dd.question, ()))
     st.caption(f"Catégorie : {md_escape(dd.category or '—')}" + ("" if dd.in_run else " · question absente du run (score 0)"))
-    g, t = st.columns([2, 3])
-    with g:
-        st.markdown("**Articles pertinents et leur rang dans le run**")
-        st.dataframe([{"article": a.article_id, "référence": a.reference,
-                       "rang": "absent du run" if a.rank is None else str(a.rank)} for a in dd.gold],
-                     hide_index=True, width="stretch")
-    with t:
-        st.markdown(f"**Premiers articles du run** ({len(dd.top)})")
-        st.dataframe([{"rang": r.rank, "article": r.article_id, "score": r.score, "référence": r.reference,
-                       "pertinent": r.gold} for r in dd.top], hide_index=True, width="stretch")
+    st.markdown("**Articles pertinents et leur rang dans chaque run** (— : absent du classement)")
+    st.dataframe(gold_ranks_frame(dd, usable), hide_index=True, width="stretch")
     if ds.articles is None:
-        st.caption("Références indisponibles : ce jeu de données n'a pas de corpus d'articles.")
+        st.caption("Textes et références indisponibles : ce jeu de données n'a pas de corpus d'articles.")
+    else:
+        terms = query_terms(dd.question)
+        for g in dd.gold:
+            st.markdown(f"**{md_escape(g.reference or 'Article ' + g.article_id)}** · id {md_escape(g.article_id)}"
+                        + (" · rang " + str(g.rank) if g.rank is not None else " · absent du run")
+                        + f" dans « {md_escape(run_name)} »")
+            if not g.text:
+                st.caption("Article absent du corpus.")
+                continue
+            st.html(article_text_html(g.text, terms))
+            if is_long(g.text):
+                with st.expander("Lire l'article entier"):
+                    st.html(article_text_html(g.text, terms, max_chars=None))
+    st.markdown(f"**Premiers articles du run « {md_escape(run_name)} »** ({len(dd.top)})")
+    st.dataframe([{"rang": r.rank, "article": r.article_id, "score": r.score, "référence": r.reference,
+                   "pertinent": r.gold} for r in dd.top], hide_index=True, width="stretch")
 
 
 def _comparison(board) -> None:
     st.header("Comparaison deux à deux", anchor=False)
-    metrics = display_columns(board.ks)
-    metric = st.columns([1, 2])[0].selectbox("Mesure comparée", metrics, key="cmp_metric", persist_state="session", placeholder="Choisir…",
-                                             format_func=metric_label_fr)
-    table = comparison_frame(board, metric)
+    metric = st.columns([1, 2])[0].selectbox("Mesure comparée", shown_metrics(board), key="cmp_metric",
+                                             persist_state="session", placeholder="Choisir…", format_func=metric_label_fr)
+    table = comparison(board, metric).pairs
     st.dataframe(table.rename(columns=COMPARISON_LABELS), hide_index=True, width="stretch",
                  column_config={v: st.column_config.NumberColumn(v, format="%.4f")
                                 for k, v in COMPARISON_LABELS.items() if k.startswith(("mean", "diff", "p_"))})
-    st.caption("Test de permutation apparié (10 000 tirages) et test t apparié, p-valeurs corrigées par Holm sur "
-               "toutes les paires ; « significatif » : p permutation (Holm) < 0,05. « A gagne / égalités / A perd » : "
-               "nombre de questions où A fait mieux, pareil ou moins bien que B.")
+    st.caption("Test de permutation apparié (10 000 tirages, graine 0, p = (1 + #{|T*| ≥ |T|}) / (1 + 10 000), exact "
+               "quand 2^m ≤ 10 000) et test t apparié (scipy), p-valeurs corrigées par Holm sur toutes les paires ; "
+               "« significatif » : p permutation (Holm) < 0,05. « A gagne / égalités / A perd » : nombre de questions "
+               "où A fait mieux, pareil ou moins bien que B. Les mêmes nombres que `python -m bsard_demo compare`.")
 
 
 ui.ensure_shell()

@@ -217,3 +217,53 @@ def per_question_distribution(df: pd.DataFrame, metric: str) -> alt.Chart:
             alt.Tooltip("share:Q", title="Part des questions", format=".1%"),
         ],
     ).properties(width="container", height=320)
+
+
+#: Colours of the A-vs-B outcomes (A better, tie, B better).
+OUTCOME_COLOURS = ("#2e7d32", "#9e9e9e", "#c62828")
+
+
+def ab_scatter(points: pd.DataFrame, metric: str, *, current: str | None = None, selection: str = "question",
+               outcomes: Sequence[str] = ("A meilleur", "égalité", "B meilleur")) -> alt.LayerChart:
+    """Run A (x) against run B (y) on ``metric``, one point per question, with the diagonal.
+
+    Expects :class:`bsard_demo.app.score_page.ABView`'s ``points``: columns ``qid, category,
+    question, run_a, run_b, a, b, outcome``. Points are coloured by ``outcome`` (in ``outcomes``
+    order) and carry a point selection named ``selection`` on the ``qid`` field (a click selects
+    one question: the page opens its drill-down). ``current`` (a qid) is ringed: the question the
+    drill-down shows. Run names and question texts are data (tooltips), never titles.
+    """
+    _require(points, ["qid", "category", "question", "run_a", "run_b", "a", "b", "outcome"], "ab_scatter")
+    data = points[["qid", "category", "question", "run_a", "run_b", "a", "b", "outcome"]].copy()
+    for c in ("qid", "category", "question", "run_a", "run_b", "outcome"):
+        data[c] = data[c].astype(str)
+    data["a"] = _metric_values(data, "a", "ab_scatter")
+    data["b"] = _metric_values(data, "b", "ab_scatter")
+    label = metric_label_fr(metric)
+    scale = alt.Scale(domain=[0, 1], nice=False)
+    x = alt.X("a:Q", title=f"{label} du run A", scale=scale)
+    y = alt.Y("b:Q", title=f"{label} du run B", scale=scale)
+    pick = alt.selection_point(name=selection, fields=["qid"], on="click", clear="dblclick")
+    tooltip = [
+        alt.Tooltip("qid:N", title="Question n°"),
+        alt.Tooltip("category:N", title="Catégorie"),
+        alt.Tooltip("question:N", title="Texte"),
+        alt.Tooltip("run_a:N", title="Run A"),
+        alt.Tooltip("a:Q", title=f"{label} A", format=VALUE_FORMAT),
+        alt.Tooltip("run_b:N", title="Run B"),
+        alt.Tooltip("b:Q", title=f"{label} B", format=VALUE_FORMAT),
+    ]
+    dots = alt.Chart(data).mark_circle(size=70).encode(
+        x=x, y=y, tooltip=tooltip,
+        color=alt.Color("outcome:N", title="Résultat", sort=list(outcomes),
+                        scale=alt.Scale(domain=list(outcomes), range=list(OUTCOME_COLOURS))),
+        opacity=alt.condition(pick, alt.value(0.85), alt.value(0.35)),
+    ).add_params(pick)
+    diagonal = alt.Chart(pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]})).mark_line(
+        color="gray", strokeDash=[4, 4]).encode(x="a:Q", y="b:Q")
+    layers = [diagonal, dots]
+    ring = data[data["qid"] == str(current)] if current is not None else data.iloc[0:0]
+    if len(ring):
+        layers.append(alt.Chart(ring).mark_point(size=260, filled=False, color="black", strokeWidth=2)
+                      .encode(x=x, y=y, tooltip=tooltip))
+    return alt.layer(*layers).properties(width="container", height=380)

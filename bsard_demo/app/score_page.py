@@ -26,15 +26,24 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..evaluation import DEFAULT_KS, Evaluation, evaluate, gold_ranks, recall_curve
-from ..report import display_columns, is_bsard_test, metric_label, metrics_table, per_question_table
+from ..report import display_columns, extra_columns, is_bsard_test, metric_label, metrics_table, per_question_table
+from ..retrievers import RetrieverSpec
 from ..retrievers.base import Retriever
-from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, ranked_pairs, run_tag, search_all
+from ..retrievers.batch import DEFAULT_QUERY_TEXT, question_texts, ranked_pairs, run_tag, search_all
+from ..run_checks import SplitContext, check_run_file
 from ..runs import DEFAULT_MAX_BYTES, ProblemList, Run, RunFile, format_run, read_run_bytes
+from .highlight import highlight_html
 
 SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
-PROBLEM_COLUMNS = ["ligne", "gravité", "problème"]
+PROBLEM_COLUMNS = ["ligne", "gravité", "code", "problème"]
 SHORT_NAMES = {"missing_questions": "manquantes", "unknown_questions": "inconnues", "source": "source"}
-BUILTIN_NAME = "BM25 intégré"
+#: What the page says about nDCG@10 and MTEB's figures (behind a help icon).
+NDCG_HELP = ("nDCG@10 : gains binaires, les 10 premiers articles, chaque question comptée (`trec_eval -m ndcg_cut.10`) : "
+             "le chiffre que rapporte MTEB.\n\n"
+             "Attention en comparant avec MTEB : BSARDRetrieval v1 n'y gardait qu'un seul article pertinent par "
+             "question, si bien que son « recall@100 » est un taux de réussite (au moins un article trouvé) ; la v2 "
+             "(2025) a corrigé cela. MTEB interroge avec la question suivie de sa description (extra_description) ; "
+             "l'article BSARD, et les runs intégrés par défaut, avec la question seule.")
 #: Uploaded files scored at once (each may hold up to the upload limit, and a run costs about 20
 #: times its text in memory); the page does not read the others.
 MAX_FILES = 10
@@ -102,19 +111,26 @@ def upload_too_large(size: int, limit_bytes: int) -> str:
 
 
 def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str = "test",
-                ks: Sequence[int] = DEFAULT_KS, *, limit_bytes: int | None = None) -> Scoreboard:
-    """Read and score ``(name, bytes)`` uploads against ``split`` (see the module conventions).
+                ks: Sequence[int] = DEFAULT_KS, *, limit_bytes: int | None = None,
+                lower_is_better: Sequence[bool] = ()) -> Scoreboard:
+    """Read, check and score ``(name, bytes)`` uploads against ``split`` (see the module
+    conventions): the BSARD-aware checks (:func:`bsard_demo.run_checks.check_run_file`, as the
+    CLI) add their coded warnings to each file's problems.
 
     ``limit_bytes`` (default: the reader's own cap) is the size limit of an upload, raw or
     inflated: a larger file is not read and gets the :func:`upload_too_large` error, a
-    compressed one inflating past it gets the reader's error."""
-    qrels = dataset.qrels(split)
-    corpus = dataset.article_ids
+    compressed one inflating past it gets the reader's error. ``lower_is_better[i]`` says that
+    the scores of ``files[i]`` are distances (the CLI's ``--lower-is-better``; default: no)."""
+    context = SplitContext.of(dataset, split)
+    qrels = context.qrels
     board = Scoreboard(split=split, qrels=qrels, ks=tuple(sorted(set(int(k) for k in ks))))
-    for name, (raw_name, data) in zip(unique_names([n for n, _ in files]), files):
-        rf = read_run_bytes(data, name, qids=qrels.keys(), corpus_ids=corpus, k=max(board.ks),
+    flags = list(lower_is_better) + [False] * (len(files) - len(lower_is_better))
+    for name, (raw_name, data), lower in zip(unique_names([n for n, _ in files]), files, flags):
+        options = {"lower_is_better": True} if lower else {}
+        rf = read_run_bytes(data, name, qids=qrels.keys(), corpus_ids=context.corpus_ids, k=max(board.ks),
                             max_decompressed_bytes=limit_bytes or DEFAULT_MAX_BYTES,
-                            size_message=upload_too_large if limit_bytes else None)
+                            size_message=upload_too_large if limit_bytes else None, **options)
+        check_run_file(rf, context)
         board.runs.append(score_runfile(rf, qrels, board.ks))
     return board
 
@@ -126,9 +142,10 @@ def score_runfile(rf: RunFile, qrels: Mapping[str, frozenset[str]], ks: Sequence
 
 def problems_frame(problems: ProblemList) -> pd.DataFrame:
     """The problems of one file as a table: ``ligne`` (1-based, empty for the whole file),
-    ``gravité`` (erreur / avertissement), ``problème``; the reader's order (file-level first)."""
-    rows = [{"ligne": p.line, "gravité": SEVERITY_FR.get(p.severity, p.severity), "problème": p.message}
-            for p in problems]
+    ``gravité`` (erreur / avertissement), ``code`` (the stable code, as in the CLI's JSON),
+    ``problème``; the reader's order (file-level first), then the checks' findings."""
+    rows = [{"ligne": p.line, "gravité": SEVERITY_FR.get(p.severity, p.severity), "code": p.code,
+             "problème": p.message} for p in problems]
     df = pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
     df["ligne"] = df["ligne"].astype("Int64")
     return df
@@ -155,11 +172,16 @@ def display_metrics(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def shown_metrics(board: Scoreboard) -> list[str]:
+    """The measures the page shows and offers (the CLI table's columns): recalls, MAP, MRR, nDCG@10."""
+    return display_columns(board.ks, extra_columns(board.evaluations))
+
+
 def ci_frame(board: Scoreboard, metrics: Sequence[str] | None = None, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per run and metric: mean and bootstrap 95 % interval (input of :func:`charts.metric_bars`)."""
     from ..stats import metric_table_with_ci
 
-    metrics = list(metrics or display_columns(board.ks))
+    metrics = list(metrics or shown_metrics(board))
     return metric_table_with_ci({n: ev.per_question for n, ev in board.evaluations.items()}, metrics,
                                 n_resamples=n_resamples, seed=seed)
 
@@ -205,11 +227,105 @@ def comparison_frame(board: Scoreboard, metric: str, *, n_resamples: int = 10000
     return comparison(board, metric, n_resamples=n_resamples, seed=seed).pairs
 
 
+#: Outcome of a question in the A-vs-B view (wins, ties, losses of A, as :func:`bsard_demo.stats.win_tie_loss`).
+OUTCOMES = ("A meilleur", "égalité", "B meilleur")
+TIE_TOL = 1e-12
+#: Session keys of the drill-down widgets (a click on the A-vs-B chart sets them).
+DD_QID, DD_RUN, PQ_FILTER = "dd_qid", "dd_run", "pq_categories"
+#: The A-vs-B chart's point selection (its name in the Vega-Lite spec and in the selection state).
+SELECTION = "question"
+
+
+@dataclass(frozen=True)
+class ABView:
+    """Run A against run B on one measure, question by question: ``points`` has one row per
+    question (``qid, category, question, run_a, run_b, a, b, outcome``, split order), ``wins`` /
+    ``ties`` / ``losses`` are those of :func:`bsard_demo.stats.compare_measure` (A above, equal to,
+    below B)."""
+
+    a: str
+    b: str
+    metric: str
+    points: pd.DataFrame
+    wins: int
+    ties: int
+    losses: int
+
+
+def ab_view(board: Scoreboard, per_question_text: pd.DataFrame, a: str, b: str, metric: str) -> ABView:
+    """The A-vs-B view of runs ``a`` and ``b`` (two different usable runs) on ``metric``; the counts
+    come from :func:`comparison`'s function, ``compare_measure``, on that pair."""
+    from ..stats import compare_measure
+
+    if a == b:
+        raise ValueError("choose two different runs for A and B")
+    evs = board.evaluations
+    pair = compare_measure({a: evs[a].per_question, b: evs[b].per_question}, metric).pair_records()[0]
+    cols = ["qid", "category", "question"]
+    left = per_question_text[per_question_text["run"] == a][[c for c in cols if c in per_question_text] + [metric]]
+    right = per_question_text[per_question_text["run"] == b][["qid", metric]]
+    points = left.rename(columns={metric: "a"}).merge(right.rename(columns={metric: "b"}), on="qid", how="left")
+    for c in ("category", "question"):
+        if c not in points:
+            points[c] = ""
+    d = points["a"] - points["b"]
+    points["outcome"] = [OUTCOMES[0] if x > TIE_TOL else OUTCOMES[2] if x < -TIE_TOL else OUTCOMES[1] for x in d]
+    points.insert(3, "run_a", a)
+    points.insert(4, "run_b", b)
+    points = points[["qid", "category", "question", "run_a", "run_b", "a", "b", "outcome"]].reset_index(drop=True)
+    return ABView(a, b, metric, points, pair["wins"], pair["ties"], pair["losses"])
+
+
+def picked_qid(state, name: str = SELECTION) -> str | None:
+    """The question id clicked in the A-vs-B chart: ``state`` is its selection state
+    (``{"selection": {name: [{"qid": …}, …]}}``, empty when nothing is selected)."""
+    try:
+        points = state["selection"][name]
+    except (KeyError, TypeError):
+        return None
+    if not isinstance(points, (list, tuple)):  # {} before any click
+        return None
+    for p in points:
+        if isinstance(p, Mapping) and p.get("qid") is not None:
+            return str(p["qid"])
+    return None
+
+
+def open_question(session: MutableMapping, qid: str, *, run: str | None = None, category: str | None = None) -> None:
+    """Show question ``qid`` (as seen by ``run``) in the drill-down: set its widgets' state, and
+    clear the category filter when it hides that question's ``category``."""
+    chosen = session.get(PQ_FILTER) or []
+    if chosen and category not in chosen:
+        session[PQ_FILTER] = []
+    session[DD_QID] = qid
+    if run is not None:
+        session[DD_RUN] = run
+
+
+def chart_key(view: ABView, current: str | None) -> str:
+    """The A-vs-B chart's widget key: a new one whenever the runs, the measure or the question the
+    drill-down shows change, so the chart's old selection is cleared and any click counts."""
+    import hashlib
+
+    return "ab_chart_" + hashlib.sha256(repr((view.a, view.b, view.metric, current)).encode()).hexdigest()[:12]
+
+
+def chart_clicked(session: MutableMapping, chart_key: str, view: ABView) -> None:
+    """The A-vs-B chart's ``on_select`` callback: open the clicked question's drill-down (run A)."""
+    qid = picked_qid(session.get(chart_key))
+    if qid is None:
+        return
+    cats = dict(zip(view.points["qid"], view.points["category"]))
+    if qid in cats:
+        open_question(session, qid, run=view.a, category=cats[qid])
+
+
 @dataclass(frozen=True)
 class GoldRow:
     article_id: str
     reference: str
     rank: int | None
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -247,7 +363,7 @@ def drill_down(dataset: Dataset, split: str, qid: str, run: Run, top: int = 20) 
     gold_set = set(gold_ids)
     return DrillDown(
         qid=qid, question=str(row["question"]), category=str(row["category"]),
-        gold=[GoldRow(a, _reference(dataset, a), ranks[a]) for a in gold_ids],
+        gold=[GoldRow(a, _reference(dataset, a), ranks[a], _text(dataset, a)) for a in gold_ids],
         top=[TopRow(i, doc, score if score == score else None, _reference(dataset, doc), doc in gold_set)
              for i, (doc, score) in enumerate(run.scored(qid)[:top], 1)],
         in_run=qid in run,
@@ -259,58 +375,131 @@ def _reference(dataset: Dataset, article_id: str) -> str:
     return "" if art is None else str(art.get("reference", "") or "")
 
 
+def _text(dataset: Dataset, article_id: str) -> str:
+    art = dataset.article(article_id)
+    return "" if art is None else str(art.get("article", "") or "")
+
+
+#: Column of :func:`gold_ranks_frame` holding a run's ranks; "—" marks an article absent from the run.
+RANK_PREFIX, ABSENT = "rang · ", "—"
+
+
+def gold_ranks_frame(dd: DrillDown, runs: Mapping[str, Run]) -> pd.DataFrame:
+    """The gold articles of a drill-down with their rank in every run: columns ``article``,
+    ``référence``, then ``rang · <run>`` per run (in order; ``—`` when the article is not in that
+    run's ranking, whatever its depth)."""
+    rows = []
+    ranked = {name: gold_ranks([g.article_id for g in dd.gold], run.get(dd.qid, ())) for name, run in runs.items()}
+    for g in dd.gold:
+        row = {"article": g.article_id, "référence": g.reference}
+        for name, ranks in ranked.items():
+            row[RANK_PREFIX + name] = ABSENT if ranks[g.article_id] is None else str(ranks[g.article_id])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["article", "référence"] + [RANK_PREFIX + n for n in runs])
+
+
+#: Characters of an article shown before "…" (the whole text is behind an expander).
+ARTICLE_PREVIEW = 500
+
+
+def article_text_html(text: str, terms=(), *, max_chars: int | None = ARTICLE_PREVIEW) -> str:
+    """An article's text as an escaped HTML fragment (``<div class="bsard-text">``, the
+    question's terms in ``<mark>``), cut after about ``max_chars`` characters (None: whole)."""
+    return f'<div class="bsard-text">{highlight_html(text, terms, max_chars=max_chars)}</div>'
+
+
+def is_long(text: str, max_chars: int = ARTICLE_PREVIEW) -> bool:
+    """Whether :func:`article_text_html` shortens ``text``."""
+    return len(text or "") > max_chars
+
+
 def builtin_run_text(dataset: Dataset, split: str, retriever: Retriever, depth: int = max(DEFAULT_KS),
-                     progress=None) -> bytes:
-    """TREC text of ``retriever`` over every question of ``split``, as ``python -m bsard_demo run``
-    writes it (same question text, depth and tag rule)."""
+                     progress=None, query_text: str = DEFAULT_QUERY_TEXT) -> bytes:
+    """TREC text of ``retriever`` over every question of ``split``, as ``python -m bsard_demo run
+    --query-text QUERY_TEXT`` writes it (same question text, depth and tag rule)."""
     questions = dataset.questions(split)
     size = len(dataset.articles) if dataset.articles is not None else depth
-    hits = search_all(retriever, question_texts(questions, DEFAULT_WITH_DESCRIPTION), min(depth, size), progress)
+    hits = search_all(retriever, question_texts(questions, query_text=query_text), min(depth, size), progress)
     return format_run(list(questions["id"]), ranked_pairs(hits), "trec", run_tag(retriever.name)).encode("utf-8")
 
 
-class BuiltinRun:
-    """The Score page's built-in BM25 run in a session (``st.session_state`` or any dict).
+#: The built-in systems (the Search page's columns), and the French names of the question texts.
+BASELINE_KINDS = ("bm25", "dense", "hybrid")
+QUERY_TEXT_FR = {"question": "question seule (protocole de l'article BSARD)",
+                 "question+description": "question + description (comme MTEB)"}
+BUILTIN_NAME = "BM25 intégré"
 
-    Protocol: the button's callback :meth:`request` asks for it on one split; the next page run
-    calls :meth:`settle`, which builds it (once) when it was asked for on the split shown and the
-    dataset has articles, and forgets the request either way; :meth:`files` is the run as an
-    upload ``[(BUILTIN_NAME, bytes)]`` while the session's dataset and split are those it was
-    built for (else ``[]``); :meth:`drop` removes it.
+
+def baseline_specs(encoder: str = "use") -> dict[str, RetrieverSpec]:
+    """The built-in systems offered, by their Search page label: BM25, the dense ``encoder`` and
+    their RRF hybrid, the specs of :func:`bsard_demo.app.search_page.column_specs` (so an index
+    built for one page serves the other)."""
+    from .search_page import column_specs
+
+    return column_specs(BASELINE_KINDS, encoder=encoder)
+
+
+def builtin_name(label: str, query_text: str = DEFAULT_QUERY_TEXT) -> str:
+    """The run name of a built-in system: ``"BM25 intégré"``, ``"Dense (use) intégré (question +
+    description)"``…"""
+    return f"{label} intégré" + ("" if query_text == "question" else " (question + description)")
+
+
+class BuiltinRun:
+    """The Score page's built-in runs in a session (``st.session_state`` or any dict).
+
+    Protocol: the button's callback :meth:`request` asks for one system (its label) and question
+    text on one split; the next page run calls :meth:`settle`, which builds that run (once) when
+    it was asked for on the split shown and the dataset has articles, and forgets the request
+    either way; :meth:`files` are the runs as uploads ``[(name, bytes)]`` built for the
+    session's dataset and split, in build order (runs built for another dataset or split are
+    dropped when a new one is built: memory stays bounded); :meth:`drop` removes one or all.
     """
 
-    STORED = "builtin_run"
+    STORED = "builtin_runs"
     WANTED = "builtin_wanted"
 
     def __init__(self, session: MutableMapping, data_key: Hashable, split: str):
         self.session, self.key, self.split = session, (data_key, split), split
 
+    def _stored(self) -> dict:
+        return {n: v for n, v in (self.session.get(self.STORED) or {}).items() if v["key"] == self.key}
+
     def files(self) -> list[tuple[str, bytes]]:
-        stored = self.session.get(self.STORED)
-        return [(BUILTIN_NAME, stored["bytes"])] if stored and stored["key"] == self.key else []
+        return [(name, v["bytes"]) for name, v in self._stored().items()]
+
+    def has(self, label: str, query_text: str = DEFAULT_QUERY_TEXT) -> bool:
+        return builtin_name(label, query_text) in self._stored()
 
     @property
     def present(self) -> bool:
-        return bool(self.files())
+        return bool(self._stored())
 
     @classmethod
-    def request(cls, session: MutableMapping, split: str) -> None:
-        """Button callback: build the run for ``split`` on the next page run."""
-        session[cls.WANTED] = split
+    def request(cls, session: MutableMapping, split: str, label: str = "BM25",
+                query_text: str = DEFAULT_QUERY_TEXT) -> None:
+        """Button callback: build the run of system ``label`` for ``split`` on the next page run."""
+        session[cls.WANTED] = (split, label, query_text)
 
     @classmethod
-    def drop(cls, session: MutableMapping) -> None:
-        """Button callback: forget the built run."""
-        session.pop(cls.STORED, None)
+    def drop(cls, session: MutableMapping, name: str | None = None) -> None:
+        """Button callback: forget the built run ``name`` (all of them when None)."""
+        if name is None:
+            session.pop(cls.STORED, None)
+        else:
+            (session.get(cls.STORED) or {}).pop(name, None)
 
-    def settle(self, can_build: bool, build: Callable[[], bytes]) -> bool:
-        """Build the run if it was requested for this split and can be built; True when present."""
-        present = self.present
-        if self.session.get(self.WANTED) == self.split and not present and can_build:
-            self.session[self.STORED] = {"key": self.key, "bytes": build()}
-            present = True
-        self.session.pop(self.WANTED, None)
-        return present
+    def settle(self, can_build: bool, build: Callable[[str, str], bytes | None]) -> bool:
+        """Build the requested run if it is for this split, absent and can be built (``build(label,
+        query_text)`` returns its bytes, or None when it failed); True when any run is present."""
+        wanted = self.session.pop(self.WANTED, None)
+        if wanted and wanted[0] == self.split and can_build and not self.has(wanted[1], wanted[2]):
+            blob = build(wanted[1], wanted[2])
+            if blob is not None:
+                stored = self._stored()
+                stored[builtin_name(wanted[1], wanted[2])] = {"key": self.key, "bytes": blob}
+                self.session[self.STORED] = stored
+        return self.present
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from _app_helpers import CLI_ENV, REPO, TIMEOUT, assert_clean, sample_run_trec, 
 from bsard_demo.app.state import ALLOW_FOLDERS_ENV
 from bsard_demo.metrics import compute_metrics
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
+from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -263,13 +264,14 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
     assert list(table.index) == ["systeme_a.trec", "systeme_b.trec.gz"]
     for name, row in table.iterrows():
         for col, key in [("R@100", "recall@100"), ("R@200", "recall@200"), ("R@500", "recall@500"),
-                         ("MAP@100", "map@100"), ("MRR@100", "mrr@100")]:
+                         ("MAP@100", "map@100"), ("MRR@100", "mrr@100"), ("nDCG@10", "ndcg@10")]:
             assert f"{row[col]:.2f}" == f"{100 * cli[name][key]:.2f}", (name, col)
         assert row["manquantes"] == cli[name]["missing_questions"]
         assert row["inconnues"] == cli[name]["unknown_questions"]
     assert cli["systeme_b.trec.gz"]["missing_questions"] == 2
-    # charts, per-question table, drill-down, comparison and downloads are all there
-    assert len(at.get("vega_lite_chart")) == 4
+    assert list(table.columns[:6]) == ["R@100", "R@200", "R@500", "MAP@100", "MRR@100", "nDCG@10"]
+    # charts (4 + the A-vs-B scatter), per-question table, drill-down, comparison and downloads are all there
+    assert len(at.get("vega_lite_chart")) == 5
     assert [h.value for h in at.header] == ["Validation des fichiers", "Mesures", "Graphiques", "Par question",
                                             "Comparaison deux à deux"]
     comparison = [d.value for d in at.dataframe if "run A" in d.value.columns]
@@ -309,9 +311,12 @@ def test_per_question_filter_and_drill_down(runs):
     q = ds.questions("test")
     q = q[q["category"] == category].iloc[0]
     assert at.selectbox(key="dd_qid").value == q["id"]
-    gold = next(d.value for d in at.dataframe if list(d.value.columns) == ["article", "référence", "rang"])
+    gold = next(d.value for d in at.dataframe if list(d.value.columns) == ["article", "référence", "rang · systeme_a.trec"])
     assert list(gold["article"]) == list(q["article_ids"])
     assert list(gold["référence"]) == [ds.article(a)["reference"] for a in q["article_ids"]]
+    ranking = list(read_run_bytes(runs["a"].read_bytes(), "a", qids=ds.qrels("test").keys()).run[q["id"]])
+    assert list(gold["rang · systeme_a.trec"]) == [str(ranking.index(a) + 1) if a in ranking else "—"
+                                                   for a in q["article_ids"]]
     assert "comparaison" not in " ".join(h.value for h in at.header).lower()  # one run: no comparison
 
 

@@ -117,3 +117,74 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
         raise
     finally:
         page.close()
+
+
+def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_path):
+    """The Score page's issue-11 parts in Chromium: a click on a point of the A-vs-B scatter opens
+    that question's drill-down (its gold articles' text and ranks in every run), the problem table
+    shows codes, and a built-in system's run is added by its button."""
+    from bsard_demo.sources import load_sample
+
+    ds = load_sample()
+    a, b = tmp_path / "systeme_a.trec", tmp_path / "systeme_b.trec"
+    a.write_text(sample_run_trec(seed=31))
+    b.write_text(sample_run_trec(seed=32, drop=2))
+    page = browser.new_page()
+    try:
+        page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
+        page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(a), str(b)])
+        heading = page.get_by_role("heading", name="Run A contre run B, question par question")
+        heading.wait_for(timeout=STEP_MS)
+        _wait_idle(page)
+        heading.scroll_into_view_if_needed()
+        # the scatter's points are SVG symbols whose accessible label holds the tooltip fields
+        chart = page.locator("[class*='st-key-ab_chart_']").first
+        chart.wait_for(timeout=STEP_MS)
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(800)  # let Vega draw
+        marks = chart.locator("path[role='graphics-symbol'][aria-roledescription='circle']")
+        assert marks.count() == len(ds.questions("test"))
+        target = ds.questions("test").iloc[-3]
+        mark = chart.locator(f"path[role='graphics-symbol'][aria-label*='Question n°: {target['id']};']").first
+        box = mark.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        _wait_idle(page)
+        page.wait_for_function(
+            "q => [...document.querySelectorAll('[data-testid=\"stSelectbox\"] input')].some(i => i.value.startsWith('n° ' + q + ' ·'))",
+            arg=str(target["id"]), timeout=STEP_MS)
+        # the drill-down shows the gold articles' text, and one rank column per run
+        first_gold = ds.article(target["article_ids"][0])["article"]
+        page.locator(".bsard-text").filter(has_text=first_gold[:40]).first.wait_for(timeout=STEP_MS)
+        gold = page.locator("[data-testid='stDataFrame']").filter(has_text="rang · systeme_a.trec").first
+        gold.wait_for(timeout=STEP_MS)
+        cells: list[str] = []
+        for _ in range(60):  # the table may still show the previous question for a moment
+            cells = table_cells(gold)
+            if target["article_ids"][0] in cells:
+                break
+            page.wait_for_timeout(500)
+        assert target["article_ids"][0] in cells, cells
+        headers = [h.strip() for h in gold.locator("th, [role='columnheader']").all_inner_texts()]
+        assert "rang · systeme_a.trec" in headers and "rang · systeme_b.trec" in headers, headers
+        # the random runs get a near_random warning: the problem table shows its code
+        page.get_by_text("Problèmes de systeme_a.trec").first.click()
+        problems = page.locator("[data-testid='stDataFrame']").filter(has_text="near_random").first
+        problems.wait_for(timeout=STEP_MS)
+        assert page.locator("[data-testid='stException']").count() == 0
+        # a built-in system beside the uploads
+        page.get_by_role("button", name="Évaluer ce système intégré").click()
+        page.get_by_text("BM25 intégré").first.wait_for(timeout=STEP_MS)
+        _wait_idle(page)
+        metrics = page.locator("[data-testid='stDataFrame']").filter(has_text="nDCG@10").first
+        metrics.wait_for(timeout=STEP_MS)
+        assert "BM25 intégré" in " ".join(table_cells(metrics))
+        assert page.locator("[data-testid='stException']").count() == 0
+        heading.scroll_into_view_if_needed()
+        page.wait_for_timeout(800)
+        _screenshot(page, "score-ab")
+    except Exception:
+        _screenshot(page, "score-ab-failure")
+        raise
+    finally:
+        page.close()

@@ -1,6 +1,6 @@
 """The decisions the pages used to take themselves, now in bsard_demo.app and tested without
-Streamlit: the Search page's gold lookup and retriever failures, the Score page's built-in-run
-session protocol and its per-question table (computed once per page run)."""
+Streamlit: the Search page's gold lookup and retriever failures, the Score page's per-question
+table (computed once per page run; its built-in-run protocol is in test_score_page_model.py)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -8,7 +8,7 @@ import pytest
 
 from _app_helpers import sample_run_trec
 from bsard_demo.app import score_page
-from bsard_demo.app.score_page import BUILTIN_NAME, BuiltinRun, score_files, score_tables, to_csv_bytes
+from bsard_demo.app.score_page import score_files, score_tables, to_csv_bytes
 from bsard_demo.app.search_page import build_columns, column_specs, examples_of
 from bsard_demo.dataset import Dataset
 from bsard_demo.report import metrics_table, per_question_table
@@ -66,34 +66,6 @@ def test_a_failing_retriever_does_not_stop_the_others():
 
     with pytest.raises(RuntimeError):  # a bug is not a "retriever unavailable" message
         build_columns(specs, crash)
-
-
-def test_builtin_run_protocol():
-    session: dict = {}
-    calls = []
-
-    def build():
-        calls.append(1)
-        return b"1 Q0 a 1 1.0 bm25\n"
-
-    run = BuiltinRun(session, "data-key", "test")
-    assert run.files() == [] and not run.settle(True, build) and calls == []  # not asked for
-    BuiltinRun.request(session, "train")  # asked for on another split: not built here
-    assert not BuiltinRun(session, "data-key", "test").settle(True, build) and calls == []
-    assert BuiltinRun.WANTED not in session  # the request is forgotten either way
-    BuiltinRun.request(session, "test")
-    assert not BuiltinRun(session, "data-key", "test").settle(False, build) and calls == []  # no corpus
-    BuiltinRun.request(session, "test")
-    assert BuiltinRun(session, "data-key", "test").settle(True, build) and calls == [1]
-    again = BuiltinRun(session, "data-key", "test")
-    assert again.present and again.files() == [(BUILTIN_NAME, b"1 Q0 a 1 1.0 bm25\n")]
-    BuiltinRun.request(session, "test")  # a second click while present: not rebuilt
-    assert again.settle(True, build) and calls == [1]
-    assert BuiltinRun(session, "other-data", "test").files() == []  # another dataset
-    assert BuiltinRun(session, "data-key", "train").files() == []  # another split
-    BuiltinRun.drop(session)
-    assert BuiltinRun(session, "data-key", "test").files() == [] and BuiltinRun.STORED not in session
-    BuiltinRun.drop(session)  # dropping twice is harmless
 
 
 def test_per_question_table_is_computed_once(sample, monkeypatch):

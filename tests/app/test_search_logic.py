@@ -349,7 +349,8 @@ def test_score_files_blocks_errors_and_reports_lines(sample):
     board = score_files([("bad.trec", bad), ("img.png", b"\x89PNG\r\n\x1a\n\x00\x00")], sample)
     assert not any(r.usable for r in board.runs) and board.evaluations == {}
     frame = problems_frame(board.runs[0].file.problems)
-    assert list(frame.columns) == ["ligne", "gravité", "problème"]
+    assert list(frame.columns) == ["ligne", "gravité", "code", "problème"]
+    assert list(frame["code"]) == ["bad_score", "bad_field_count"]
     assert list(frame["ligne"]) == [1, 2] and set(frame["gravité"]) == {"erreur"}
     assert "PNG" in " ".join(problems_frame(board.runs[1].file.problems)["problème"])
 

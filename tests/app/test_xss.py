@@ -133,6 +133,22 @@ def chart_specs(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
 
 
+def chart_frames(chart):
+    """The rows a chart draws (its Arrow datasets) as DataFrames."""
+    import pyarrow as pa
+
+    return [pa.ipc.open_stream(d.data.data).read_all().to_pandas() for d in chart.proto.datasets]
+
+
+def click_point(at: AppTest, chart, qid: str) -> None:
+    """What a click on the A-vs-B chart's point ``qid`` sends (its selection state), then a rerun."""
+    states = at._tree.get_widget_states()
+    state = states.widgets.add()
+    state.id = chart.proto.id
+    state.string_value = json.dumps({"selection": {"question": [{"qid": qid}]}})
+    at._run(states)
+
+
 def strings_in(value, path=()):
     """``(path, string)`` for every string inside a JSON value."""
     if isinstance(value, str):
@@ -286,7 +302,7 @@ def test_score_page_shows_hostile_runs_as_text():
 
     # charts: the hostile names are data values, never part of a title or an expression
     specs = chart_specs(at)
-    assert len(specs) == 4
+    assert len(specs) == 5  # four charts and the A-vs-B scatter
     seen = 0
     for spec in specs:
         for path, text in strings_in(spec):
@@ -298,6 +314,20 @@ def test_score_page_shows_hostile_runs_as_text():
     for chart in at.get("vega_lite_chart"):
         assert chart.proto.datasets  # the rows travel as Arrow data, not inside the spec
 
+    # the A-vs-B scatter: question texts (tooltips) and run names are plain data values
+    (ab,) = [c for c in at.get("vega_lite_chart") if "ab_chart" in (c.proto.id or "")]
+    rows = max(chart_frames(ab), key=len)
+    assert QUESTION in set(rows["question"]) and CATEGORY in set(rows["category"]) and EVIL_QID in set(rows["qid"])
+    assert set(rows["run_a"]) == {RUN_IMG} and set(rows["run_b"]) == {RUN_MD}
+    tooltip_fields = {t.get("field") for layer in json.loads(ab.proto.spec)["layer"] for t in
+                      layer.get("encoding", {}).get("tooltip", [])}
+    assert {"question", "run_a", "run_b"} <= tooltip_fields
+    assert any(unmd(m.value).startswith(f"A = **{RUN_IMG}**, B = **{RUN_MD}**") for m in at.markdown)
+    # a click on the hostile question's point opens it
+    click_point(at, ab, EVIL_QID)
+    assert_no_live_markup(at)
+    assert at.selectbox(key="dd_qid").value == EVIL_QID and at.selectbox(key="dd_run").value == RUN_IMG
+
     # drill-down of the question whose id, category and text are hostile
     at.selectbox(key="dd_run").select(RUN_MD)
     at.selectbox(key="dd_qid").select(EVIL_QID).run()
@@ -307,10 +337,20 @@ def test_score_page_shows_hostile_runs_as_text():
     assert boxes == [q["question"]]
     assert any(unmd(c.value).startswith(f"Catégorie : {q['category']}") for c in at.caption)
     at.selectbox(key="dd_qid").select("1").run()
-    gold = next(d.value for d in at.dataframe if list(d.value.columns) == ["article", "référence", "rang"])
+    assert_no_live_markup(at)
+    gold = next(d.value for d in at.dataframe if list(d.value.columns)[:2] == ["article", "référence"])
+    assert list(gold.columns[2:]) == [f"rang · {n}" for n in names]
     reference = {a["id"]: a["reference"] for a in articles()}
     assert list(gold["article"]) == ["1", EVIL_ARTICLE, "12"]
     assert list(gold["référence"]) == [reference[a] for a in gold["article"]]
+    # the gold articles' text: escaped fragments, the payloads as text; long ones whole behind an expander
+    text = {a["id"]: a["article"] for a in articles()}
+    shown = [html_text(f) for f in html_bodies(at) if f.startswith('<div class="bsard-text">')]
+    for article_id in ("1", EVIL_ARTICLE):
+        assert text[article_id] in shown, article_id
+    assert any(t.startswith(text["12"][:300]) and t.endswith("…") for t in shown)  # 5,000 Z: shortened…
+    assert text["12"] in shown  # …and whole in the expander
+    assert any(e.label == "Lire l'article entier" for e in at.expander)
     top = next(d.value for d in at.dataframe if "pertinent" in d.value.columns)
     assert SVG in set(top["article"]) and EVIL_ARTICLE in set(top["article"])
 

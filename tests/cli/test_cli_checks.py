@@ -96,3 +96,32 @@ def test_every_problem_has_a_code(tmp_path, sample, capsys):
     rc, out = evaluate_json(capsys, path)
     assert rc == 2 and out["problems"]["messy.trec"]
     assert all(p["code"] and p["code"].replace("_", "").isalpha() for p in out["problems"]["messy.trec"])
+
+
+def test_a_distance_run_with_lower_is_better_scores_like_its_similarities(tmp_path, sample, capsys):
+    rnd = random.Random(4)
+    ids = sorted(sample.article_ids)
+    sim, dist = [], []
+    for q in sample.qrels("test"):
+        docs = rnd.sample(ids, 120)
+        scores = sorted((round(rnd.random(), 1) for _ in docs), reverse=True)  # best first, with ties
+        for r, (d, s) in enumerate(zip(docs, scores), 1):
+            sim.append(f"{q} Q0 {d} {r} {s} sim\n")
+            dist.append(f"{q} Q0 {d} {r} {-s} dist\n")
+    rnd.shuffle(dist)
+    (tmp_path / "sim.trec").write_text("".join(sim))
+    (tmp_path / "dist.trec").write_text("".join(dist))
+    rc, plain = evaluate_json(capsys, tmp_path / "sim.trec", tmp_path / "dist.trec")
+    assert rc == 0 and "scores_ascending" in codes(plain, "dist.trec")
+    assert plain["runs"]["dist.trec"] != plain["runs"]["sim.trec"]
+    rc, lower = evaluate_json(capsys, tmp_path / "dist.trec", extra=("--lower-is-better",))
+    assert rc == 0 and lower["runs"]["dist.trec"] == plain["runs"]["sim.trec"]  # exactly
+    assert "scores_ascending" not in codes(lower, "dist.trec")
+    # compare: the distance run read as distances ties the similarity run on every question
+    copy = tmp_path / "dist2.trec"
+    copy.write_text("".join(dist))
+    assert main(["compare", str(tmp_path / "dist.trec"), str(copy), "--data", "sample", "--lower-is-better",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["runs"]["dist.trec"] == pytest.approx(plain["runs"]["sim.trec"]["recall@100"], abs=1e-12)  # JSON: 12 digits
+    assert out["pairs"][0]["ties"] == out["questions"]

@@ -1,0 +1,205 @@
+"""The Score page's issue-11 parts through ``AppTest``: built-in runs of every system (and both
+question texts) equal to the CLI's, the A-vs-B scatter whose click opens the drill-down, the gold
+articles' text and ranks, coded problems, nDCG@10 with its note, and the distances toggle."""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from _app_helpers import CLI_ENV, REPO, TIMEOUT, assert_clean, sample_run_trec, set_app_env, start
+from bsard_demo.app.score_page import DD_QID, NDCG_HELP, RANK_PREFIX, SELECTION
+from bsard_demo.runs import read_run_bytes
+from bsard_demo.sources import load_sample
+
+
+@pytest.fixture(autouse=True)
+def app_env(monkeypatch, tmp_path_factory):
+    return set_app_env(monkeypatch, tmp_path_factory.getbasetemp() / "app-cache", "sample")
+
+
+def metrics_df(at):
+    (frame,) = [d.value for d in at.dataframe if "R@100" in d.value.columns]
+    return frame
+
+
+def cli_json(*args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "bsard_demo", *args], cwd=REPO, env={**os.environ, **CLI_ENV},
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def cli_run(tmp_path, name: str, *run_args: str) -> str:
+    out = tmp_path / f"{name}.trec"
+    subprocess.run([sys.executable, "-m", "bsard_demo", "run", "--data", "sample", "--no-progress", "--out", str(out),
+                    *run_args], cwd=REPO, env={**os.environ, **CLI_ENV}, check=True, capture_output=True,
+                   timeout=TIMEOUT)
+    return str(out)
+
+
+def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch):
+    import bsard_demo.app.ui as ui
+
+    bars = []
+    real = ui.progress_bar
+
+    def recording(label):
+        bars.append(label)
+        return real(label)
+
+    monkeypatch.setattr(ui, "progress_bar", recording)
+    at = start("pages/score.py")
+    assert at.selectbox(key="builtin_system").options == ["BM25", "Dense (use)", "Hybride RRF k=60 (use)"]
+    for label in ("Dense (use)", "Hybride RRF k=60 (use)"):
+        at.selectbox(key="builtin_system").select(label).run()
+        at.button(key="builtin").click().run()
+        assert_clean(at)
+        assert at.button(key="builtin").disabled  # built: not again
+    at.selectbox(key="builtin_system").select("BM25").run()
+    at.radio(key="builtin_query_text").set_value("question+description").run()
+    at.button(key="builtin").click().run()
+    assert_clean(at)
+    table = metrics_df(at)
+    names = ["Dense (use) intégré", "Hybride RRF k=60 (use) intégré", "BM25 intégré (question + description)"]
+    assert list(table.index) == names
+    paths = [cli_run(tmp_path, "dense", "--retriever", "dense"), cli_run(tmp_path, "hybrid", "--retriever", "hybrid"),
+             cli_run(tmp_path, "bm25d", "--query-text", "question+description")]
+    cli = cli_json("evaluate", "--data", "sample", "--format", "json", *paths)["runs"]
+    for name, want in zip(names, (cli["dense.trec"], cli["hybrid.trec"], cli["bm25d.trec"])):
+        for col, key in (("R@100", "recall@100"), ("MAP@100", "map@100"), ("nDCG@10", "ndcg@10")):
+            assert f"{table.loc[name, col]:.2f}" == f"{100 * want[key]:.2f}", (name, col)
+    # a first build shows its progress: the dense index, then the hybrid (whose BM25 part is built
+    # then); BM25 alone is then ready at once
+    builds = [b for b in bars if b.startswith("Construction de l'index")]
+    assert len(builds) == 2 and "Dense" in builds[0] and "Hybride" in builds[1]
+    assert [b.split(" sur ")[0][:6] for b in bars if "sur les questions du split test" in b] == ["Dense ", "Hybrid",
+                                                                                               "BM25"]
+    downloads = [b.label for b in at.get("download_button") if b.label.startswith("Télécharger le run intégré")]
+    assert len(downloads) == 3
+    at.button(key="drop_builtin").click().run()
+    assert any("Déposez" in i.value for i in at.info)
+
+
+def chart_click(at, qid: str):
+    """What a click on the A-vs-B chart's point ``qid`` sends: its selection state, then a rerun."""
+    (chart,) = [c for c in at.get("vega_lite_chart") if "ab_chart" in (c.proto.id or "")]
+    states = at._tree.get_widget_states()
+    state = states.widgets.add()
+    state.id = chart.proto.id
+    state.string_value = json.dumps({"selection": {SELECTION: [{"qid": qid}]}})
+    at._run(states)
+    return at
+
+
+def ab_spec(at) -> dict:
+    (chart,) = [c for c in at.get("vega_lite_chart") if "ab_chart" in (c.proto.id or "")]
+    return json.loads(chart.proto.spec)
+
+
+def test_scatter_click_opens_the_drill_down(tmp_path):
+    ds = load_sample()
+    a, b = sample_run_trec(seed=21).encode(), sample_run_trec(seed=22, drop=4).encode()
+    at = start("pages/score.py")
+    uploader = at.file_uploader(key="runs")
+    uploader.upload("a.trec", a, "text/plain")
+    uploader.upload("b.trec", b, "text/plain")
+    at.run()
+    assert_clean(at)
+    assert [s.value for s in at.subheader][:2] == ["Run A contre run B, question par question", "Examiner une question"]
+    assert (at.selectbox(key="ab_a").value, at.selectbox(key="ab_b").value) == ("a.trec", "b.trec")
+    assert at.selectbox(key="ab_b").options == ["b.trec"]  # B is another run than A
+    spec = ab_spec(at)
+    assert any(p.get("name") == SELECTION for p in spec.get("params", []))
+    # the counts under the chart are the comparison table's for that pair
+    (pairs,) = [d.value for d in at.dataframe if "run A" in d.value.columns]
+    row = pairs.iloc[0]
+    (counts,) = [m.value for m in at.markdown if "A meilleur sur" in m.value]
+    assert (f"A meilleur sur **{row['A gagne']}** questions, égalité sur **{row['égalités']}**, B meilleur sur "
+            f"**{row['A perd']}**") in counts
+    # filter on one category, then click a question of another one: the filter goes, the question opens
+    q = ds.questions("test").iloc[-1]
+    other = next(c for c in ds.questions("test")["category"] if c != q["category"])
+    at.multiselect(key="pq_categories").select(other).run()
+    at.selectbox(key="ab_a").select("b.trec").run()  # the drill-down then shows run A's ranking
+    chart_click(at, q["id"])
+    assert_clean(at)
+    assert at.selectbox(key=DD_QID).value == q["id"] and at.selectbox(key="dd_run").value == "b.trec"
+    assert at.multiselect(key="pq_categories").value == []
+    gold = next(d.value for d in at.dataframe if list(d.value.columns)[:2] == ["article", "référence"])
+    assert list(gold["article"]) == list(q["article_ids"])
+    assert list(gold.columns[2:]) == [RANK_PREFIX + "a.trec", RANK_PREFIX + "b.trec"]
+    ring = [layer for layer in ab_spec(at)["layer"] if layer["mark"].get("type") == "point"]
+    assert len(ring) == 1  # the question shown is ringed in the new chart
+    # the selectbox still drives the drill-down on its own
+    q2 = ds.questions("test").iloc[2]
+    at.selectbox(key=DD_QID).select(q2["id"]).run()
+    assert_clean(at)
+    gold = next(d.value for d in at.dataframe if list(d.value.columns)[:2] == ["article", "référence"])
+    assert list(gold["article"]) == list(q2["article_ids"])
+
+
+def test_drill_down_shows_the_gold_articles_text():
+    ds = load_sample()
+    at = start("pages/score.py")
+    at.file_uploader(key="runs").upload("a.trec", sample_run_trec(seed=3).encode()).run()
+    q = ds.questions("test").iloc[0]
+    at.selectbox(key=DD_QID).select(q["id"]).run()
+    assert_clean(at)
+    texts = [h.value for h in at.html if h.value.startswith('<div class="bsard-text">')]
+    shown = [ds.article(a)["article"] for a in q["article_ids"]]
+    assert len([t for t in texts]) >= len(shown)
+    for text in shown:
+        assert any(text[:60].split()[0] in t for t in texts)
+    long_ones = [t for t in shown if len(t) > 500]
+    assert len([e for e in at.expander if e.label == "Lire l'article entier"]) == len(long_ones)
+    gold = next(d.value for d in at.dataframe if list(d.value.columns)[:2] == ["article", "référence"])
+    ranking = list(read_run_bytes(sample_run_trec(seed=3).encode(), "a", qids=ds.qrels("test").keys()).run[q["id"]])
+    assert list(gold[RANK_PREFIX + "a.trec"]) == [str(ranking.index(a) + 1) if a in ranking else "—"
+                                                   for a in q["article_ids"]]
+
+
+def test_problem_table_has_codes_and_ndcg_its_note():
+    ds = load_sample()
+    shifted = "".join(f"{q} Q0 {int(d) - 1} {r} {50 - r} t\n" for q, gold in ds.qrels("test").items()
+                      for r, d in enumerate(sorted(gold, key=int), 1))
+    at = start("pages/score.py")
+    at.file_uploader(key="runs").upload("shifted.trec", shifted.encode()).run()
+    assert_clean(at)
+    problems = next(d.value for d in at.dataframe if "problème" in d.value.columns)
+    assert list(problems.columns) == ["ligne", "gravité", "code", "problème"] and "ids_shifted" in set(problems["code"])
+    (note,) = [c for c in at.caption if c.value.startswith("nDCG@10 : le chiffre que rapporte MTEB")]
+    assert note.proto.help == NDCG_HELP
+    assert "un seul article pertinent" in NDCG_HELP and "2025" in NDCG_HELP and "extra_description" in NDCG_HELP
+    assert "nDCG@10" in metrics_df(at).columns
+
+
+def test_distances_toggle_scores_like_the_similarities():
+    from bsard_demo.runs import read_run_bytes as reader
+
+    if "lower_is_better" not in inspect.signature(reader).parameters:
+        pytest.skip("the run reader has no lower_is_better yet (runs engineer)")
+    sim = sample_run_trec(seed=8)
+    dist = "".join(f"{q} Q0 {d} {r} {-float(s)} t\n" for q, _, d, r, s, _ in (ln.split() for ln in sim.splitlines()))
+    at = start("pages/score.py")
+    uploader = at.file_uploader(key="runs")
+    uploader.upload("sim.trec", sim.encode(), "text/plain")
+    uploader.upload("dist.trec", dist.encode(), "text/plain")
+    at.run()
+    boxes = [c for c in at.checkbox if "scores = distances" in c.label]
+    assert [re.sub(r"\\(.)", r"\1", b.label).split(" : ")[0] for b in boxes] == ["« sim.trec »", "« dist.trec »"]
+    before = metrics_df(at)
+    assert before.loc["dist.trec", "R@100"] != before.loc["sim.trec", "R@100"]
+    problems = " ".join(" ".join(d.value["code"]) for d in at.dataframe if "code" in d.value.columns)
+    assert "scores_ascending" in problems
+    boxes[1].check().run()
+    assert_clean(at)
+    after = metrics_df(at)
+    assert list(after.loc["dist.trec"].iloc[:6]) == list(after.loc["sim.trec"].iloc[:6])
+    problems = " ".join(" ".join(d.value["code"]) for d in at.dataframe if "code" in d.value.columns)
+    assert "scores_ascending" not in problems
