@@ -59,12 +59,12 @@ def cmd_cost(args) -> int:
     pairs = len(training_pairs(subset, "train"))
     print(_machine())
     print(f"data: {dataset.name}, train pairs used: {pairs} (of {len(training_pairs(dataset, 'train'))}); "
-          f"base {args.base}, batch {args.batch}, 1 epoch, seed 0")
+          f"base {args.base}, batch {args.batch}, 1 epoch, seed 0, threads {args.threads or 'default'}")
     print(f"{'max-seq':>8} {'steps':>6} {'train s':>8} {'pairs/s':>8} {'epoch of 4,200 pairs (EXTRAPOLATED)':>38}")
     for max_seq in args.max_seq:
         with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
             opts = TrainOptions(out=Path(tmp) / "m", base=args.base, batch=args.batch, max_seq=max_seq,
-                                hard_negatives=args.hard_negatives, seed=0)
+                                hard_negatives=args.hard_negatives, seed=0, threads=args.threads)
             result = train(opts, subset)
         seconds = result.metadata["seconds"]["training"]
         rate = pairs / seconds
@@ -124,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--batch", type=int, default=32)
     c.add_argument("--base", default="minilm")
     c.add_argument("--hard-negatives", type=int, default=0)
+    c.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, one per core)")
     c.set_defaults(func=cmd_cost)
     q = sub.add_parser("quality", help="R@100 / MAP@100 before and after fine-tuning")
     q.add_argument("--data", default="sample")

@@ -101,6 +101,9 @@ class TrainOptions:
     bm25: Mapping[str, object] = field(default_factory=dict)
     overwrite: bool = False
     cache_root: Path | None = None
+    #: torch threads while training (``None``: torch's default, one per core). Results can differ
+    #: in the last bits between thread counts; on a busy machine 1 thread can be the faster.
+    threads: int | None = None
 
     def check(self) -> None:
         """Raise :class:`ValueError` naming every bad setting at once."""
@@ -121,6 +124,8 @@ class TrainOptions:
             problems.append(f"learning rate must be between 0 and 1, not {self.lr!r}")
         if not (isinstance(self.warmup, (int, float)) and 0 <= self.warmup < 1):
             problems.append(f"warmup must be a fraction of the steps in [0, 1), not {self.warmup!r}")
+        if self.threads is not None and not (isinstance(self.threads, int) and 1 <= self.threads <= 256):
+            problems.append(f"threads must be an integer between 1 and 256, not {self.threads!r}")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -363,7 +368,8 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
             "settings": {"epochs": options.epochs, "batch": options.batch, "max_seq": options.max_seq,
                          "hard_negatives": options.hard_negatives, "seed": options.seed, "lr": options.lr,
                          "warmup": options.warmup, "loss": "MultipleNegativesRankingLoss (scale 20, cosine)",
-                         "batch_sampler": "no_duplicates", "bm25": dict(options.bm25) if options.hard_negatives else None},
+                         "batch_sampler": "no_duplicates", "bm25": dict(options.bm25) if options.hard_negatives else None,
+                         "threads": options.threads},
             "pairs": len(pairs), "steps": steps,
             "loss": {"first": history[0][1] if history else None, "last": history[-1][1] if history else None,
                      "history": history},
@@ -427,6 +433,11 @@ def _fit(model, pairs: TrainingPairs, options: TrainOptions, query_prefix: str, 
         data_seed=options.seed, batch_sampler="no_duplicates", save_strategy="no", report_to="none",
         logging_strategy="steps", logging_steps=log_every, disable_tqdm=True, use_cpu=True,
         dataloader_num_workers=0)
+    import torch
+
+    threads = torch.get_num_threads()
+    if options.threads:
+        torch.set_num_threads(options.threads)
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
     datasets_bars = datasets.utils.logging.is_progress_bar_enabled()
@@ -437,6 +448,7 @@ def _fit(model, pairs: TrainingPairs, options: TrainOptions, query_prefix: str, 
         trainer.remove_callback(PrinterCallback)  # it prints every log line to stdout
         trainer.train()
     finally:
+        torch.set_num_threads(threads)
         transformers.logging.set_verbosity(verbosity)
         if datasets_bars:
             datasets.utils.logging.enable_progress_bar()

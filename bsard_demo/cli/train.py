@@ -48,6 +48,8 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--with-description", action=argparse.BooleanOptionalAction, default=DEFAULT_WITH_DESCRIPTION,
                    help="append each question's extra_description to it, as run --with-description "
                         f"(default: {'on' if DEFAULT_WITH_DESCRIPTION else 'off'})")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads while training (default: one per core; on a busy machine 1 can be faster)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="index cache for the hard negatives' BM25 (default $BSARD_CACHE or ~/.cache/bsard_demo)")
@@ -61,7 +63,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base, epochs=args.epochs,
                            batch=args.batch, max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
                            lr=args.lr, warmup=args.warmup, with_description=args.with_description,
-                           overwrite=args.overwrite,
+                           overwrite=args.overwrite, threads=args.threads,
                            cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
     try:
         options.check()

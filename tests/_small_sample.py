@@ -1,0 +1,38 @@
+"""The bundled sample cut to a few articles, as a dataset folder, for tests that embed a corpus
+with a torch model (a few seconds instead of minutes on a busy 2-core machine)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def small_sample_folder(root: Path, n_articles: int = 60) -> Path:
+    """Write ``articles.csv`` (every gold article of the sample's questions, then other articles
+    up to ``n_articles``) and both question files into ``root``; returns ``root``."""
+    from bsard_demo.sources import load_dataset
+
+    ds = load_dataset("sample")
+    questions = {s: ds.questions(s) for s in ds.split_names}
+    gold = {a for q in questions.values() for ids in q["article_ids"] for a in ids}
+    others = [a for a in ds.articles["id"] if a not in gold][:max(0, n_articles - len(gold))]
+    root.mkdir(parents=True, exist_ok=True)
+    ds.articles[ds.articles["id"].isin(gold | set(others))].to_csv(root / "articles.csv", index=False)
+    for split, q in questions.items():
+        q.assign(article_ids=[",".join(ids) for ids in q["article_ids"]]).to_csv(root / f"questions_{split}.csv", index=False)
+    return root
+
+
+class one_torch_thread:
+    """Context manager: torch on one thread (two threads ran ~3x slower on a busy 2-core machine)."""
+
+    def __enter__(self):
+        import torch
+
+        self._threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+
+        torch.set_num_threads(self._threads)
+        return False
