@@ -54,6 +54,7 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch):
         return real(label)
 
     monkeypatch.setattr(ui, "progress_bar", recording)
+    ui.index_registry().clear()  # indexes built by earlier tests of this process (the disk cache stays)
     at = start("pages/score.py")
     assert at.selectbox(key="builtin_system").options == ["BM25", "Dense (use)", "Hybride RRF k=60 (use)"]
     for label in ("Dense (use)", "Hybride RRF k=60 (use)"):
