@@ -1,16 +1,23 @@
-"""Bytes -> text: gzip (streamed, bounded), byte-order marks, binary sniffing and the size limit.
+"""Bytes -> text, streamed: sources, gzip (bounded), byte-order marks, binary sniffing, the size limit.
 
-:func:`to_text` is the first step of :func:`bsard_demo.runs.read.read_run_bytes`; it adds every
-problem it finds to a :class:`~bsard_demo.runs.problems.ProblemList` and returns ``None`` when
-the bytes cannot be a run file. The size limit is checked here, and only here
-(:func:`size_problem`): on the raw bytes (or a file's size on disk, by
-:func:`~bsard_demo.runs.read.read_run_path`) and, for gzip, on the inflated content.
+A run file is read as a :class:`Source` (bytes in memory or a file on disk) that can be read
+again from the start, in blocks: nothing here holds the whole file unless it must (UTF-16/32
+text, JSON). :func:`open_content` checks the bytes as a whole (empty, above the size limit,
+gzip that is a bomb, truncated or corrupt, known binary formats) and returns a
+:class:`Content` whose :meth:`Content.chunks` yields the text as :class:`Chunk` s of whole
+lines; every problem goes to a :class:`~bsard_demo.runs.problems.ProblemList`. The size limit is
+checked here, and only here (:func:`size_problem`): on the raw bytes (or a file's size on disk)
+and, for gzip, on the inflated content, which a first pass only counts (a bomb is refused
+without ever holding its content) before a second pass streams it to the parser.
 """
 from __future__ import annotations
 
 import codecs
+import os
 import zlib
-from typing import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
 
 from .problems import ProblemList
 
@@ -18,6 +25,15 @@ from .problems import ProblemList
 DEFAULT_MAX_BYTES = 256 * 2**20
 #: ``(size, limit) -> message`` for a file above the size limit (e.g. the app's French one).
 SizeMessage = Callable[[int, int], str]
+
+BLOCK = 1 << 20  # bytes read, inflated or parsed at a time
+GZIP_MAGIC = b"\x1f\x8b"
+PARQUET_MAGIC = b"PAR1"
+_BOMS_16_32 = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+               (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+# Characters that str.split() treats as whitespace but bytes.split() does not (ASCII range):
+# a chunk holding one is parsed as str, so that both give the same fields.
+_STR_ONLY_SPACE = (b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "a PNG image"),
@@ -36,7 +52,6 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 
 
-
 def size_text(n: int) -> str:
     """``n`` bytes in words: ``257.0 MB``, ``1.5 KB``, ``12 bytes``."""
     if n >= 2**20:
@@ -46,87 +61,172 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
-def _gunzip(data: bytes, cap: int, problems: ProblemList) -> bytes | None:
-    """Inflate (possibly multi-member) gzip data, or report a bomb, truncation or corruption and
-    return None. A first pass only counts the decompressed bytes (memory: one 64 KB chunk), so a
-    bomb is refused without ever holding its content; the second pass keeps it."""
-    scratch = ProblemList()
-    if _inflate(data, cap, scratch, keep=False) is None:
-        problems.extend(scratch)
+def size_problem(size: int, limit: int, message: SizeMessage | None = None) -> str | None:
+    """The error for a file of ``size`` bytes above ``limit`` (``message`` words it, default
+    "the file is 257.0 MB, above the limit of 256.0 MB"); None when it is within the limit."""
+    if size <= limit:
         return None
-    return _inflate(data, cap, problems, keep=True)
+    if message is not None:
+        return message(size, limit)
+    return f"the file is {size_text(size)}, above the limit of {size_text(limit)}"
 
 
-def _inflate(data: bytes, cap: int, problems: ProblemList, *, keep: bool) -> bytes | None:
-    """Inflate in a streaming way, never holding more than ``cap + 1`` decompressed bytes (none
-    unless ``keep``: then ``b""`` is returned on success)."""
-    out: list[bytes] = []
-    total = 0
-    chunk = 1 << 16
-    pos = 0
+class Source:
+    """The raw bytes of a run file, readable again from the start in blocks: ``data`` in memory,
+    or the file at ``path``, of which at most ``limit + 1`` bytes are ever read (``read`` counts
+    the bytes of the last pass: a file that grew past the limit after its size was checked)."""
+
+    def __init__(self, data: bytes | None = None, path: str | Path | None = None, limit: int = DEFAULT_MAX_BYTES):
+        self.data, self.path, self.limit = data, path, limit
+        self.size = len(data) if data is not None else os.stat(path).st_size
+        self.read = 0
+
+    def blocks(self, size: int = BLOCK) -> Iterator[bytes]:
+        self.read = 0
+        if self.data is not None:
+            data = self.data
+            for i in range(0, len(data), size):
+                block = data[i:i + size]
+                self.read += len(block)
+                yield block
+            return
+        with open(self.path, "rb") as f:
+            while self.read <= self.limit:
+                block = f.read(min(size, self.limit + 1 - self.read))
+                if not block:
+                    return
+                self.read += len(block)
+                yield block
+
+    def whole(self) -> bytes:
+        return self.data if self.data is not None else b"".join(self.blocks())
+
+
+def head_of(blocks: Iterator[bytes], n: int) -> tuple[bytes, Iterator[bytes]]:
+    """The first ``n`` bytes of ``blocks`` (fewer at the end) and an iterator over all of them."""
+    taken: list[bytes] = []
+    size = 0
+    for block in blocks:
+        taken.append(block)
+        size += len(block)
+        if size >= n:
+            break
+    head = b"".join(taken)
+
+    def again() -> Iterator[bytes]:
+        if head:
+            yield head
+        yield from blocks
+
+    return head[:n], again()
+
+
+# --- gzip -------------------------------------------------------------------------------------
+
+def inflate(blocks: Iterator[bytes], cap: int, problems: ProblemList) -> Iterator[bytes]:
+    """The inflated pieces (at most 1 MB each) of (possibly multi-member) gzip ``blocks``; stops
+    with an error once more than ``cap`` bytes came out, and reports truncation, corruption and
+    bytes after the last member (a warning, unless they are all NUL padding)."""
+    it = iter(blocks)
+    buf = b""  # compressed input not yet given to the decompressor
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    total = 0
+    step = 1 << 16
     try:
         while True:
             if d.eof:
-                rest = d.unused_data + data[pos:]
-                if not rest.strip(b"\x00"):
-                    break
-                if rest[:2] != b"\x1f\x8b":
-                    problems.warning("gzip_trailing_data", f"{size_text(len(rest))} of data after the end of the gzip stream were ignored")
-                    break
-                d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # another gzip member follows
-                data, pos = rest, 0
+                rest = d.unused_data + buf
+                buf = b""
+                while len(rest) < 2 and (more := next(it, None)) is not None:
+                    rest += more
+                if rest[:2] == GZIP_MAGIC:  # another member follows
+                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    buf = rest
+                    continue
+                size, padding = len(rest), not rest.strip(b"\x00")
+                for more in it:
+                    size += len(more)
+                    padding = padding and not more.strip(b"\x00")
+                if not padding:
+                    problems.warning("gzip_trailing_data",
+                                     f"{size_text(size)} of data after the end of the gzip stream were ignored")
+                return
             if d.unconsumed_tail:
                 inp = d.unconsumed_tail
-            elif pos < len(data):
-                inp = data[pos:pos + chunk]
-                pos += chunk
             else:
-                inp = b""
+                if not buf:
+                    buf = next(it, b"")
+                inp, buf = buf[:step], buf[step:]
             piece = d.decompress(inp, min(1 << 20, cap - total + 1))  # bounded output per call
             total += len(piece)
             if total > cap:
                 problems.error("gzip_too_large",
-                    f"the decompressed content is larger than the limit of {size_text(cap)}; "
-                    "decompression was stopped"
-                )
-                return None
-            if keep:
-                out.append(piece)
+                               f"the decompressed content is larger than the limit of {size_text(cap)}; "
+                               "decompression was stopped")
+                return
+            if piece:
+                yield piece
             if not inp and not piece:
                 break
         if not d.eof:
             problems.error("gzip_truncated", "the gzip file is truncated: its compressed data ends too early")
-            return None
     except zlib.error as exc:
         problems.error("gzip_corrupt", f"the gzip file is corrupt ({exc})")
-        return None
-    return b"".join(out)
 
 
-def _split_bytes_lines(data: bytes) -> list[bytes]:
-    return data.split(b"\n") if b"\n" in data or b"\r" not in data else data.split(b"\r")
+# --- text ---------------------------------------------------------------------------------------
+
+@dataclass
+class Chunk:
+    """Whole lines of the text: ``text`` is ``bytes`` when pure ASCII (fields split as bytes,
+    the fast path) else ``str``; ``line`` is the number of its first line; ``cr_only`` marks an
+    old-Mac file (no ``\\n`` at all: its lines end with ``\\r``), always a single chunk."""
+
+    line: int
+    text: bytes | str
+    cr_only: bool = False
+
+    @property
+    def newline(self):
+        nl = "\r" if self.cr_only else "\n"
+        return nl if isinstance(self.text, str) else nl.encode()
+
+    @property
+    def n_newlines(self) -> int:
+        return self.text.count(self.newline)
+
+    def as_str(self) -> str:
+        return self.text if isinstance(self.text, str) else self.text.decode("ascii")
 
 
-def _decode(data: bytes, problems: ProblemList) -> str | None:
-    """Text of ``data`` (UTF-8, BOM dropped). Undecodable lines are reported with their number
-    and decoded with replacement characters so that later checks still run."""
-    for bom, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-                       (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
-        if data.startswith(bom):
-            try:
-                return data.decode(codec)
-            except UnicodeDecodeError as exc:
-                name = codec.upper()
-                problems.error("not_utf8", f"the file starts with a {name} byte-order mark but is not valid {name} ({exc.reason})")
-                return None
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    for lineno, raw in enumerate(_split_bytes_lines(data), 1):
+def _line_blocks(blocks: Iterator[bytes], target: int = BLOCK) -> Iterator[tuple[bytes, bool]]:
+    """``(bytes, cr_only)`` of about ``target`` bytes each (more for a longer line), cut after a
+    ``\\n``."""
+    parts: list[bytes] = []
+    size = 0
+    seen_newline = False
+    for block in blocks:
+        parts.append(block)
+        size += len(block)
+        if size < target or b"\n" not in block:  # a long line: keep its parts until it ends
+            continue
+        buf = b"".join(parts) if len(parts) > 1 else parts[0]
+        parts = []
+        cut = buf.rfind(b"\n")
+        seen_newline = True
+        yield buf[:cut + 1], False
+        rest = buf[cut + 1:]
+        del buf
+        parts, size = ([rest] if rest else []), len(rest)
+    buf = b"".join(parts)
+    del parts
+    if buf:
+        yield buf, not seen_newline and b"\n" not in buf and b"\r" in buf
+
+
+def _utf8_errors(data: bytes, first_line: int, newline: bytes, problems: ProblemList) -> None:
+    """One error per line of ``data`` that is not valid UTF-8, with its number."""
+    for lineno, raw in enumerate(data.split(newline), first_line):
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -137,15 +237,42 @@ def _decode(data: bytes, problems: ProblemList) -> str | None:
                 hint = " (the file may be Latin-1/Windows-1252: save it as UTF-8)"
             except UnicodeDecodeError:
                 pass
-            problems.error("not_utf8",
-                f"not valid UTF-8: byte 0x{bad} at character {exc.start + 1}{hint}",
-                line=lineno, kind="line is not valid UTF-8",
-            )
-    return data.decode("utf-8", "replace")
+            problems.error("not_utf8", f"not valid UTF-8: byte 0x{bad} at character {exc.start + 1}{hint}",
+                           line=lineno, kind="line is not valid UTF-8")
 
 
-def _binary_kind(data: bytes) -> tuple[str, str] | None:
-    """``(code, error message)`` when ``data`` is a known binary file (or plainly not text), else None."""
+def utf8_chunks(blocks: Iterator[bytes], problems: ProblemList) -> Iterator[Chunk]:
+    """The text of UTF-8 ``blocks`` (a leading byte-order mark dropped) in chunks of whole lines.
+    Lines that are not valid UTF-8 are reported with their number and decoded with replacement
+    characters, so that later checks still run."""
+    head, blocks = head_of(blocks, 3)
+    if head.startswith(codecs.BOM_UTF8):
+        first = next(blocks)
+        blocks = _prepend(first[3:], blocks)
+    line = 1
+    for data, cr_only in _line_blocks(blocks):
+        if data.isascii():
+            text: bytes | str = data.decode("ascii") if any(c in data for c in _STR_ONLY_SPACE) else data
+        else:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                _utf8_errors(data, line, b"\r" if cr_only else b"\n", problems)
+                text = data.decode("utf-8", "replace")
+        chunk = Chunk(line, text, cr_only)
+        line += chunk.n_newlines
+        yield chunk
+
+
+def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    if first:
+        yield first
+    yield from rest
+
+
+def binary_kind(data: bytes) -> tuple[str, str] | None:
+    """``(code, error message)`` when ``data`` (the first 8 KB of a file) is a known binary file
+    (or plainly not text), else None."""
     for magic, what in _MAGIC:
         if data.startswith(magic):
             return "binary_file", f"this is {what}, not a run file"
@@ -159,58 +286,80 @@ def _binary_kind(data: bytes) -> tuple[str, str] | None:
     return None
 
 
-def size_problem(size: int, limit: int, message: SizeMessage | None = None) -> str | None:
-    """The error for a file of ``size`` bytes above ``limit`` (``message`` words it, default
-    "the file is 257.0 MB, above the limit of 256.0 MB"); None when it is within the limit."""
-    if size <= limit:
-        return None
-    if message is not None:
-        return message(size, limit)
-    return f"the file is {size_text(size)}, above the limit of {size_text(limit)}"
+@dataclass
+class Content:
+    """A run file's content that passed the whole-file checks: its raw :class:`Source`, whether
+    it is gzip-compressed, its first bytes (``head``) and, through :meth:`chunks`, its text."""
+
+    source: Source
+    compressed: bool
+    head: bytes
+    cap: int
+
+    def __post_init__(self):
+        #: gzip errors of a later pass (only when the file changed after the first one)
+        self.late = ProblemList()
+
+    def blocks(self) -> Iterator[bytes]:
+        """The content's bytes, inflated when compressed."""
+        blocks = self.source.blocks()
+        return inflate(blocks, self.cap, self.late) if self.compressed else blocks
+
+    def chunks(self, problems: ProblemList) -> Iterator[Chunk]:
+        """The text in chunks of whole lines; decoding problems go to ``problems``. Text with a
+        UTF-16/32 byte-order mark is decoded whole (one chunk, or none and an error)."""
+        for bom, codec in _BOMS_16_32:
+            if self.head.startswith(bom):
+                data = b"".join(self.blocks())
+                try:
+                    text = data.decode(codec)
+                except UnicodeDecodeError as exc:
+                    name = codec.upper()
+                    problems.error("not_utf8", f"the file starts with a {name} byte-order mark but is not valid "
+                                               f"{name} ({exc.reason})")
+                    return iter(())
+                del data
+                cr_only = "\n" not in text and "\r" in text
+                return iter([Chunk(1, text, cr_only)])
+        return utf8_chunks(self.blocks(), problems)
 
 
-def to_text(data: bytes, problems: ProblemList, cap: int = DEFAULT_MAX_BYTES,
-            size_message: SizeMessage | None = None) -> tuple[str | None, bool]:
-    """``(text, compressed)`` of a run file's bytes; text is None when the bytes cannot be a
-    run (empty, above ``cap`` raw or inflated, a known binary or HTML/XML file, ...), with the
+def open_content(source: Source, problems: ProblemList, cap: int = DEFAULT_MAX_BYTES,
+                 size_message: SizeMessage | None = None) -> tuple[Content | None, bool]:
+    """``(content, compressed)`` of a run file; content is None when the bytes cannot be a run
+    (empty, above ``cap`` raw or inflated, damaged gzip, a known binary file, ...), with the
     reason added to ``problems``."""
-    if not data:
+    if source.size == 0:
         problems.error("empty_file", "the file is empty (0 bytes)")
         return None, False
-    compressed = data[:2] == b"\x1f\x8b"
-    too_big = size_problem(len(data), cap, size_message)
+    raw_head, _ = head_of(source.blocks(), 8192)
+    compressed = raw_head[:2] == GZIP_MAGIC
+    too_big = size_problem(source.size, cap, size_message)
     if too_big is not None:
         problems.error("file_too_large", too_big)
         return None, compressed
+    head = raw_head
     if compressed:
-        inflated = _gunzip(data, cap, problems)
-        if inflated is None:
+        scratch = ProblemList()
+        total = 0
+        head_parts: list[bytes] = []
+        for piece in inflate(source.blocks(), cap, scratch):  # first pass: count, keep only the head
+            if total < 8192:
+                head_parts.append(piece[:8192 - total])
+            total += len(piece)
+        problems.extend(scratch)
+        if scratch.has_errors:
             return None, True
-        if not inflated:
+        if total == 0:
             problems.error("empty_file", "the gzip file is empty: it decompresses to 0 bytes")
             return None, True
-        if inflated[:2] == b"\x1f\x8b":
+        head = b"".join(head_parts)
+        if head[:2] == GZIP_MAGIC:
             problems.error("gzip_twice", "the file is gzip-compressed twice; decompress it once")
             return None, True
-        data = inflated
-    bom_16_32 = data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    what = None if bom_16_32 else _binary_kind(data)
-    if what is not None:
-        problems.error(*what)
-        return None, compressed
-    text = _decode(data, problems)
-    if text is None:
-        return None, compressed
-    stripped = text.strip()
-    if not stripped:
-        problems.error("whitespace_only", "the file contains only whitespace: no run lines")
-        return None, compressed
-    head = stripped[:200].lower()
-    if head.startswith(("<!doctype html", "<html", "<head", "<body")):
-        problems.error("html_page", "this is an HTML web page, not a run file "
-                       "(did you save a download page instead of the raw file?)")
-        return None, compressed
-    if head.startswith("<"):
-        problems.error("html_page", "this is an XML/HTML document, not a run file")
-        return None, compressed
-    return text, compressed
+    if not head.startswith(tuple(bom for bom, _ in _BOMS_16_32)):
+        what = binary_kind(head)
+        if what is not None:
+            problems.error(*what)
+            return None, compressed
+    return Content(source, compressed, head, cap), compressed

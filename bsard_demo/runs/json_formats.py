@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 
-from .text_formats import DOC_NAMES, QID_NAMES, split_lines, whole
+from .fields import whole
+from .text_formats import DOC_NAMES, QID_NAMES, split_lines
 from .validate import Columns
 
 LIST_NAMES = ("docids", "doc_ids", "article_ids")
@@ -18,6 +20,22 @@ LIST_NAMES = ("docids", "doc_ids", "article_ids")
 
 class _Obj(list):
     """A JSON object kept as its ``(key, value)`` pairs, so repeated keys are not lost."""
+
+
+@dataclass
+class _Rows:
+    """Usable records as plain lists, turned into :class:`Columns` at the end."""
+
+    qids: list[str] = field(default_factory=list)
+    docs: list[str] = field(default_factory=list)
+    scores: list[float] | None = None
+    ranks: list[int] | None = None
+    lines: list[int] | None = None
+
+    def columns(self) -> Columns:
+        cols = Columns()
+        cols.append_ids(self.qids, self.docs, score=self.scores, rank=self.ranks, line=self.lines)
+        return cols
 
 
 def _id(value) -> str | None:
@@ -117,7 +135,7 @@ def _parse_json_dict(obj: _Obj, result):
     by = "score" if first_kind is _Obj else "rank"
     result.format = "json-scores" if by == "score" else "json-ranked"
     expected = "an object {docid: score}" if by == "score" else "a list [docid, ...]"
-    cols = Columns(scores=[] if by == "score" else None, ranks=[] if by == "rank" else None)
+    cols = _Rows(scores=[] if by == "score" else None, ranks=[] if by == "rank" else None)
     next_rank: dict[str, int] = {}
     for key, value in obj:
         qid = key.strip()
@@ -153,13 +171,13 @@ def _parse_json_dict(obj: _Obj, result):
                 cols.docs.append(docid)
                 cols.ranks.append(start + pos)
             next_rank[qid] = start + len(value)
-    return cols, by, False, {}
+    return cols.columns(), by, False, {}
 
 
 def _parse_jsonl(lines: list[str], result):
     problems = result.problems
     result.format = "jsonl"
-    cols = Columns(scores=[], ranks=[], lines=[])
+    cols = _Rows(scores=[], ranks=[], lines=[])
     mode = None  # "score", "rank" or "lists", fixed by the first valid record
     mode_line = 0
     next_rank: dict[str, int] = {}
@@ -250,4 +268,4 @@ def _parse_jsonl(lines: list[str], result):
         cols.ranks = None
     else:
         cols.scores = None
-    return cols, by, False, {}
+    return cols.columns(), by, False, {}

@@ -66,6 +66,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     "unknown_questions": ("warning", "question ids that are not questions of the split; they are ignored"),
     "unknown_articles": ("warning", "article ids that are not in the corpus; they can never be relevant"),
     "short_rankings": ("warning", "questions with fewer articles than the deepest cutoff"),
+    "scores_ascending": ("warning", "scores grow with rank for most questions: distances? score with "
+                                    "--lower-is-better"),
+    "scores_descending": ("warning", "read with lower-is-better, yet scores fall with rank for most questions: "
+                                     "similarities? score without --lower-is-better"),
     "internal_error": ("error", "an unexpected failure of the reader (a bug: please report it with the file)"),
 }
 
@@ -77,8 +81,6 @@ CHECK_CODES: dict[str, tuple[Severity, str]] = {
                                "(0-based row numbers?)"),
     "near_random": ("warning", "the run is no better than a random ranking of the corpus (wrong id space, split "
                                "or dataset?)"),
-    "scores_ascending": ("warning", "scores grow with rank for most questions: distances? score with "
-                                    "--lower-is-better"),
 }
 
 
@@ -144,6 +146,16 @@ class ProblemList:
 
     def warning(self, code: str, message: str, line: int | None = None, kind: str | None = None) -> None:
         self.add("warning", code, message, line, kind)
+
+    def add_counted(self, severity: Severity, code: str, kind: str, n: int) -> None:
+        """Count ``n`` more occurrences of ``kind`` without their messages; only once ``cap`` of
+        them are kept (a long run of one problem: the messages would be dropped anyway)."""
+        if n <= 0:
+            return
+        if self.totals[kind] < self.cap:
+            raise ValueError("add_counted before the kind reached its cap")
+        self.add(severity, code, kind, None, kind)  # declared code check, severity and code of the kind
+        self.totals[kind] += n - 1
 
     def extend(self, other: "ProblemList") -> None:
         """Add ``other``'s problems after these, still keeping at most ``cap`` per kind."""

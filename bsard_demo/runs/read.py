@@ -47,19 +47,23 @@ tags in one file, questions with fewer than ``k`` articles.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
-from typing import Collection
+from typing import Collection, Iterator
 
-from .decode import DEFAULT_MAX_BYTES, SizeMessage, size_problem, to_text
+from .decode import DEFAULT_MAX_BYTES, Chunk, SizeMessage, Source, open_content, size_problem
 from .json_formats import parse_json
 from .problems import ProblemList
 from .run import Run
-from .text_formats import parse_table, split_lines
+from .text_formats import parse_table
 from .validate import add_warnings, build_run
 
 FORMATS = ("trec", "3col-rank", "3col-score", "csv", "json-scores", "json-ranked", "jsonl")
 UNKNOWN = "unknown"
+_NOT_SPACE = re.compile(r"\S")  # as str.strip()/split() see whitespace
+_NOT_SPACE_BYTES = re.compile(rb"\S")  # as bytes.split() does (ASCII chunks hold no other space)
 
 __all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "RunFile", "read_run_bytes", "read_run_path"]
 
@@ -91,23 +95,17 @@ def read_run_bytes(
     k: int = 100,
     max_decompressed_bytes: int = DEFAULT_MAX_BYTES,
     size_message: SizeMessage | None = None,
+    lower_is_better: bool = False,
 ) -> RunFile:
     """Detect the format of ``data``, parse it and validate it; never raises.
 
     ``max_decompressed_bytes`` caps the bytes, raw or inflated from gzip; ``size_message``
     words the error of a file above it (default: "the file is 2.0 MB, above the limit of
-    1.0 MB")."""
-    result = RunFile(name=str(name), format=UNKNOWN, run=None, problems=ProblemList())
-    try:
-        _read(bytes(data), result, qids, corpus_ids, k, max_decompressed_bytes, size_message)
-    except Exception as exc:  # never let odd bytes escape as a traceback
-        result.problems.error("internal_error",
-            f"unexpected failure while reading the file ({type(exc).__name__}: {exc}); "
-            "please report it with the file"
-        )
-    if result.problems.has_errors:
-        result.run = None
-    return result
+    1.0 MB"). ``lower_is_better``: the scores are distances, ordered ascending (ties by article
+    id descending, as for similarities); ``Run.scores`` keep the values of the file."""
+    data = data if isinstance(data, bytes) else bytes(data)
+    return _read_source(lambda: Source(data=data, limit=max_decompressed_bytes), str(name), qids, corpus_ids, k,
+                        max_decompressed_bytes, size_message, lower_is_better)
 
 
 def read_run_path(
@@ -118,9 +116,11 @@ def read_run_path(
     k: int = 100,
     max_decompressed_bytes: int = DEFAULT_MAX_BYTES,
     size_message: SizeMessage | None = None,
+    lower_is_better: bool = False,
 ) -> RunFile:
-    """Read a run file from disk (see :func:`read_run_bytes`); a missing, unreadable or
-    non-regular file is an error problem, and a file above the limit is not read."""
+    """Read a run file from disk (see :func:`read_run_bytes`), streaming it: the file is never
+    held in memory whole (gzip included). A missing, unreadable or non-regular file is an error
+    problem, and a file above the limit is not read."""
     p = Path(path)
     problems = ProblemList()
     try:
@@ -133,12 +133,10 @@ def read_run_path(
         elif (too_big := size_problem(p.stat().st_size, max_decompressed_bytes, size_message)) is not None:
             problems.error("file_too_large", too_big)
         else:
-            with open(p, "rb") as f:
-                data = f.read(max_decompressed_bytes + 1)
-            return read_run_bytes(
-                data, p.name, qids=qids, corpus_ids=corpus_ids, k=k,
-                max_decompressed_bytes=max_decompressed_bytes, size_message=size_message,
-            )
+            with open(p, "rb"):  # unreadable: an error now, not inside the reader
+                pass
+            return _read_source(lambda: Source(path=p, limit=max_decompressed_bytes), p.name, qids, corpus_ids, k,
+                                max_decompressed_bytes, size_message, lower_is_better)
     except OSError as exc:
         problems.error("unreadable_file", f"cannot read {p}: {exc.strerror or exc}")
     except Exception as exc:
@@ -146,25 +144,109 @@ def read_run_path(
     return RunFile(name=p.name, format=UNKNOWN, run=None, problems=problems)
 
 
-def _read(data: bytes, result: RunFile, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None) -> None:
+def _read_source(make_source, name: str, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None,
+                 lower_is_better: bool) -> RunFile:
+    result = RunFile(name=name, format=UNKNOWN, run=None, problems=ProblemList())
+    try:
+        source = make_source()
+        _read(source, result, qids, corpus_ids, k, cap, size_message, lower_is_better)
+        if source.path is not None and source.read > cap:  # the file grew past the limit while read
+            result.problems = ProblemList()
+            result.problems.error("file_too_large", size_problem(source.read, cap, size_message))
+    except OSError as exc:
+        result.problems.error("unreadable_file", f"cannot read {name}: {exc.strerror or exc}")
+    except Exception as exc:  # never let odd bytes escape as a traceback
+        result.problems.error(
+            "internal_error",
+            f"unexpected failure while reading the file ({type(exc).__name__}: {exc}); please report it with the file"
+        )
+    if result.problems.has_errors:
+        result.run = None
+    return result
+
+
+@dataclass
+class _First:
+    """The first non-whitespace character of the text: its line, that line (stripped), its
+    character offset in the text and the text from it (at most 200 characters, lower case)."""
+
+    line: int
+    text: str
+    offset: int
+    head: str
+
+
+def _find_first(chunks: Iterator[Chunk]) -> tuple[list[Chunk], _First | None]:
+    """The chunks up to the one holding the first non-whitespace character, and where it is."""
+    taken: list[Chunk] = []
+    offset = 0
+    for chunk in chunks:
+        taken.append(chunk)
+        text = chunk.text
+        found = (_NOT_SPACE if isinstance(text, str) else _NOT_SPACE_BYTES).search(text)
+        if found:
+            i = found.start()
+            nl = chunk.newline
+            end = text.find(nl, i)
+            line_text = text[i:end if end >= 0 else len(text)]
+            head = text[i:i + 200]
+            as_str = (lambda t: t) if isinstance(text, str) else (lambda t: t.decode("ascii"))
+            return taken, _First(chunk.line + text.count(nl, 0, i), as_str(line_text).strip(), offset + i,
+                                 as_str(head).lower())
+        offset += len(text)
+    return taken, None
+
+
+def _read(source: Source, result: RunFile, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None,
+          lower_is_better: bool) -> None:
     """bytes -> text (:mod:`.decode`) -> columns (:mod:`.text_formats`, :mod:`.json_formats`)
     -> Run and warnings (:mod:`.validate`), filling ``result``."""
     problems = result.problems
-    text, result.compressed = to_text(data, problems, cap, size_message)
-    if text is None:
+    content, result.compressed = open_content(source, problems, cap, size_message)
+    if content is None:
         return
-    if text[:4096].lstrip()[:1] in ("{", "["):
+    decoding = ProblemList()
+    chunks = content.chunks(decoding)
+    taken, first = _find_first(chunks)
+    if first is None:
+        problems.extend(decoding)
+        if not decoding.has_errors:
+            problems.error("whitespace_only", "the file contains only whitespace: no run lines")
+        return
+    if first.head.startswith(("<!doctype html", "<html", "<head", "<body")) or first.head.startswith("<"):
+        for _ in chunks:  # the decoding problems of every line are reported first
+            pass
+        problems.extend(decoding)
+        if first.head.startswith(("<!doctype html", "<html", "<head", "<body")):
+            problems.error("html_page", "this is an HTML web page, not a run file "
+                                        "(did you save a download page instead of the raw file?)")
+        else:
+            problems.error("html_page", "this is an XML/HTML document, not a run file")
+        return
+    if first.offset < 4096 and first.head[:1] in ("{", "["):
+        text = "".join(c.as_str() for c in chain(taken, chunks))
+        problems.extend(decoding)
         parsed = parse_json(text, result)
+        del text
     else:
-        parsed = parse_table(text, split_lines(text), result)
+        found = ProblemList()
+        parsed = parse_table(chain(taken, chunks), first.line, first.text, result, found, decoding,
+                             restart=lambda: content.chunks(ProblemList()))
+        problems.extend(decoding)
+        problems.extend(found)
+    if content.late.has_errors:  # the file changed between two readings
+        result.problems = ProblemList()
+        result.problems.extend(content.late)
+        return
     if parsed is None:
         return
     cols, by, check_ranks, tags = parsed
     result.tags = tuple(tags)
-    if not cols.qids:
+    if not len(cols):
         if not problems.has_errors:
             problems.error("no_run_lines", "the file has no usable run lines")
         return
-    run = build_run(cols, by, problems, name=result.name, tags=result.tags, check_ranks=check_ranks)
-    add_warnings(run, result, qids, corpus_ids, k)
+    run, built = build_run(cols, by, problems, name=result.name, tags=result.tags, check_ranks=check_ranks,
+                           lower_is_better=lower_is_better)
+    add_warnings(run, result, qids, corpus_ids, k, built)
     result.run = run

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from .write import format_run
 
 
@@ -43,18 +45,54 @@ def order_entries(entries: Sequence[Entry], by: str = "score") -> list[Entry]:
     return out
 
 
+class ScoreTable(Mapping[str, tuple[float, ...]]):
+    """Scores per question id as one float64 array and each question's slice of it: a read-only
+    mapping whose values are tuples, built on access (a run of a million entries keeps 8 MB of
+    scores instead of a million Python floats). Equal to a dict with the same items."""
+
+    def __init__(self, values: np.ndarray, spans: Mapping[str, tuple[int, int]]):
+        self._values = np.asarray(values, dtype=float)
+        self._spans = dict(spans)
+
+    def __getitem__(self, qid: str) -> tuple[float, ...]:
+        a, b = self._spans[qid]
+        return tuple(self._values[a:b].tolist())
+
+    def array(self, qid: str) -> np.ndarray:
+        """The scores of ``qid`` as a read-only array view."""
+        a, b = self._spans[qid]
+        view = self._values[a:b]
+        view.flags.writeable = False
+        return view
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spans)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._spans
+
+    def __repr__(self) -> str:
+        return f"ScoreTable({dict(self)!r})"
+
+
 @dataclass
 class Run(Mapping[str, tuple[str, ...]]):
     """Ranked article ids per question id (a read-only mapping), with their scores when known.
 
     Build it with :meth:`from_entries`, :meth:`from_scores` or :meth:`from_rankings`; all apply
-    the ordering convention of this module.
+    the ordering convention of this module. ``scores`` (a mapping of tuples: a dict, or the
+    reader's :class:`ScoreTable`) are the scores as the file gives them; ``lower_is_better``
+    says they are distances, ranked ascending (read with ``lower_is_better=True``).
     """
 
     rankings: dict[str, tuple[str, ...]]
-    scores: dict[str, tuple[float, ...]] | None = None
+    scores: Mapping[str, tuple[float, ...]] | None = None
     name: str = ""
     tags: tuple[str, ...] = field(default=())
+    lower_is_better: bool = False
 
     def __getitem__(self, qid: str) -> tuple[str, ...]:
         return self.rankings[qid]
@@ -98,7 +136,7 @@ class Run(Mapping[str, tuple[str, ...]]):
     def to_trec(self, tag: str = "run") -> str:
         """TREC 6-column text (``qid Q0 docid rank score tag``, :func:`bsard_demo.runs.write.format_run`);
         scores are synthesised from ranks (decreasing) when unknown, so that re-reading gives the
-        same order."""
+        same order (with ``lower_is_better=True`` for a run of distances, whose scores are kept)."""
         rankings = []
         for qid, docs in self.rankings.items():
             known = self.scores.get(qid) if self.scores else None

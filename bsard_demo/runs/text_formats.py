@@ -1,21 +1,29 @@
-"""Text -> columns for the whitespace tables (TREC, 3-column) and CSV with a header line.
+"""Text -> columns for the whitespace tables (TREC, 3-column) and CSV with a header line, streamed.
 
-:func:`parse_table` fills :class:`~bsard_demo.runs.validate.Columns` from a text run and
-reports every bad line; the formats and the 3-column rank/score rule are described in
-:mod:`bsard_demo.runs.read`. ``result`` is the :class:`~bsard_demo.runs.read.RunFile` being
-read: parsers set its ``format`` and add to its ``problems``.
+:func:`parse_table` reads :class:`~bsard_demo.runs.decode.Chunk` s of whole lines into
+:class:`~bsard_demo.runs.validate.Columns` and reports every bad line; the formats and the
+3-column rank/score rule are described in :mod:`bsard_demo.runs.read`. ``result`` is the
+:class:`~bsard_demo.runs.read.RunFile` being read (its ``format`` is set here); problems go to
+the ``problems`` list given (the reader merges it after the decoding problems).
 
-Parsers fill parallel columns (one list per field) rather than one object per line: a run of
-100k lines then costs a handful of lists, not 100k tuples for the garbage collector to scan.
+A table's layout (6 or 3 fields) and a 3-column file's reading (ranks or scores) depend on the
+whole file. The first chunk gives a guess that fixes how the lines are parsed while the counts
+that decide are gathered; when they decide otherwise, the file is read a second time (from
+``restart()``). Per chunk, fields are split once (``bytes.split`` for ASCII text) and turned
+into arrays at once; only the chunks with a bad line go through a per-field loop.
 """
 from __future__ import annotations
 
 import csv
 import io
-import math
 from collections import Counter
-from typing import Sequence
+from itertools import chain, compress
+from typing import Callable, Iterable, Iterator
 
+import numpy as np
+
+from .decode import Chunk
+from .fields import ArrayFields, TokenFields, floats, ints, positions
 from .problems import ProblemList
 from .validate import Columns
 
@@ -23,6 +31,8 @@ QID_NAMES = ("qid", "query_id", "question_id")
 DOC_NAMES = ("docid", "doc_id", "article_id")
 TREC_FIELDS = "qid Q0 docid rank score tag"
 _KNOWN_COLUMNS = frozenset(QID_NAMES + DOC_NAMES + ("rank", "score"))
+_CSV_BATCH = 50_000
+_ARRAY_LIMIT = 4 << 20  # chunks up to this size (all but very long lines) are split with numpy
 
 
 def split_lines(text: str) -> list[str]:
@@ -30,7 +40,7 @@ def split_lines(text: str) -> list[str]:
     return text.split("\n") if "\n" in text or "\r" not in text else text.split("\r")
 
 
-def _header_columns(first: str) -> tuple[str | None, list[str]] | None:
+def header_columns(first: str) -> tuple[str | None, list[str]] | None:
     """``(delimiter, lower-case column names)`` when ``first`` is a header line, else None.
     The delimiter is None for whitespace."""
     for delim in (",", "\t", ";"):
@@ -44,175 +54,224 @@ def _header_columns(first: str) -> tuple[str | None, list[str]] | None:
     return None
 
 
-def parse_table(text: str, lines: list[str], result):
-    problems = result.problems
-    first_i = next(i for i, line in enumerate(lines) if line.strip())
-    first = lines[first_i].strip()
-    header = _header_columns(first)
+def parse_table(chunks: Iterable[Chunk], first_line: int, first: str, result, problems: ProblemList,
+                upstream: ProblemList, restart: Callable[[], Iterator[Chunk]]):
+    """Columns of a text run whose first non-blank line is ``first`` (line ``first_line``)."""
+    header = header_columns(first)
     if header is not None:
-        return _parse_csv(lines, first_i, header[0], header[1], result)
-    widths = list(map(len, map(str.split, lines)))  # fields per line (0 = blank)
-    distinct = set(widths) - {0}
-    counts = {distinct.pop(): len(widths) - widths.count(0)} if len(distinct) == 1 else Counter(widths)
-    counts.pop(0, None)
+        return _parse_csv(chunks, first_line, header[0], header[1], result, problems, upstream)
+    chunks = iter(chunks)
+    head = next(chunks)
+    guess = _guess(head)
+    table = _TablePass(*guess)
+    table.run(chain([head], chunks))
+    counts = table.counts
     n6, n3, total = counts.get(6, 0), counts.get(3, 0), sum(counts.values())
-    fields = first.split()
     if max(n6, n3) * 2 < total:
-        if len(fields) == 4 and fields[1] in ("0", "Q0"):
-            problems.error("qrels_file", "this looks like a qrels file (qid 0 docid relevance: the gold labels), not a run",
-                           line=first_i + 1)
-        elif "," in first and len(fields) in (1, 2):
-            problems.error("csv_without_header", "comma-separated values without a header line; add a header such as "
-                           "qid,docid,score (or qid,docid,rank)", line=first_i + 1)
-        else:
-            common = max(counts, key=counts.get)
-            problems.error("not_a_run",
-                f"this does not look like a run file: most lines have {common} fields, expected 6 "
-                f"({TREC_FIELDS}) or 3 (qid docid rank|score), or a CSV/JSON run", line=first_i + 1)
+        _not_a_run(first, first_line, counts, problems)
         return None
     width = 6 if n6 >= n3 else 3
-    cols, values = _split_columns(text, lines, widths, width, len(counts) > 1, problems)
+    by = "score" if width == 6 or not table.looks_like_ranks() else "rank"
+    if (width, by) == (3, "rank") and (table.width, table.by) == (3, "score") and table.ranks_complete:
+        table.switch_to_ranks()
+    elif (width, by) != (table.width, table.by):
+        table = _TablePass(width, by)  # the guess was wrong: read again with the layout decided
+        table.run(restart())
+    for stage in table.stages:
+        problems.extend(stage)
     if width == 6:
         result.format = "trec"
-        rank_s, score_s, tag_s = values
-        cols.scores, bad = _floats(score_s, cols.lines, problems)
-        cols.ranks, bad_r = _ints(rank_s, cols.lines, problems)
-        # one tag in nearly every file: list.count compares in C, far cheaper than hashing all
-        tags = dict.fromkeys(tag_s[:1] if tag_s and tag_s.count(tag_s[0]) == len(tag_s) else tag_s)
-        cols.drop(bad | bad_r)
-        return cols, "score", True, tags
-    (value_s,) = values
-    by = "rank" if _looks_like_ranks(cols.qids, value_s) else "score"
+        return table.cols, "score", True, table.tags
     result.format = "3col-" + by
-    if by == "rank":
-        cols.ranks, bad = _ints(value_s, cols.lines, problems, " (the third column holds ranks in this file)", True)
+    return table.cols, by, False, {}
+
+
+def _guess(chunk: Chunk) -> tuple[int, str]:
+    """``(width, by)`` the file probably has, from its first chunk."""
+    widths = _widths(chunk)
+    n6, n3 = int(np.count_nonzero(widths == 6)), int(np.count_nonzero(widths == 3))
+    if n6 >= n3:
+        return 6, "score"
+    probe = _TablePass(3, "score")
+    probe.run([chunk])
+    return 3, "rank" if probe.looks_like_ranks() else "score"
+
+
+def _widths(chunk: Chunk) -> np.ndarray:
+    """Fields per line of ``chunk`` (0 for a blank line)."""
+    text = chunk.text
+    if isinstance(text, str) or len(text) > _ARRAY_LIMIT:
+        return np.array([len(line.split()) for line in text.split(chunk.newline)], dtype=np.int64)
+    return positions(text, chunk.newline[0])[2]
+
+
+def _not_a_run(first: str, first_line: int, counts: Counter, problems: ProblemList) -> None:
+    fields = first.split()
+    if len(fields) == 4 and fields[1] in ("0", "Q0"):
+        problems.error("qrels_file", "this looks like a qrels file (qid 0 docid relevance: the gold labels), not a run",
+                       line=first_line)
+    elif "," in first and len(fields) in (1, 2):
+        problems.error("csv_without_header", "comma-separated values without a header line; add a header such as "
+                                             "qid,docid,score (or qid,docid,rank)", line=first_line)
     else:
-        cols.scores, bad = _floats(value_s, cols.lines, problems)
-    cols.drop(bad)
-    return cols, by, False, {}
+        common = max(counts, key=counts.get)
+        problems.error("not_a_run",
+                       f"this does not look like a run file: most lines have {common} fields, expected 6 "
+                       f"({TREC_FIELDS}) or 3 (qid docid rank|score), or a CSV/JSON run", line=first_line)
 
 
-def _split_columns(text: str, lines: list[str], widths: list[int], width: int, mixed: bool,
-                   problems: ProblemList) -> tuple[Columns, list[list[str]]]:
-    """Columns of the lines with ``width`` whitespace-separated fields; the others (only when
-    ``mixed``) are errors. Returns the id columns in a :class:`Columns` and the others as strings."""
-    expected = f"{width} fields ({TREC_FIELDS})" if width == 6 else "3 fields (qid docid rank|score)"
-    bad_lines = [i for i, n in enumerate(widths) if n != width and n] if mixed else []
-    if bad_lines:
-        for i in bad_lines:
-            problems.error("bad_field_count", f"expected {expected}, found {widths[i]}", line=i + 1, kind="wrong number of fields")
-        skip = set(bad_lines)
-        text = "\n".join(line for i, line in enumerate(lines) if i not in skip)
-    tokens = text.split()  # all fields at once; every kept line has exactly ``width`` of them
-    n_rows = len(tokens) // width
-    last = len(widths)
-    while last and not widths[last - 1]:
-        last -= 1
-    if not bad_lines and widths[:last].count(0) == 0:
-        numbers: Sequence[int] = range(1, n_rows + 1)
-    else:
-        numbers = [i for i, n in enumerate(widths, 1) if n == width]
-    columns = [tokens[j::width] for j in range(width)]
-    if width == 6:
-        cols = Columns(qids=columns[0], docs=columns[2], lines=numbers)
-        return cols, [columns[3], columns[4], columns[5]]
-    return Columns(qids=columns[0], docs=columns[1], lines=numbers), [columns[2]]
+class _TablePass:
+    """One reading of a whitespace table as ``width`` fields per line (``by``: how a 3-column
+    file's third field is read). Gathers the field counts of every line (``counts``), the
+    statistics of the 3-column rule, the run tags, and the problems in the order the whole-file
+    reader reported them (``stages``): field counts, then scores, then ranks (3 columns: the
+    third field's problems in the second stage)."""
 
+    def __init__(self, width: int, by: str):
+        self.width, self.by = width, by
+        self.cols = Columns()
+        self.counts: Counter = Counter()
+        self.tags: dict[str, None] = {}
+        self.fields, self.scores, self.ranks = ProblemList(), ProblemList(), ProblemList()
+        self.stages = (self.fields, self.scores, self.ranks)
+        self.n_values = self.n_digits = 0
+        self._digit_q: list[np.ndarray] = []
+        self._digit_v: list[np.ndarray] = []
+        # 3 columns read as scores: while every value is also a whole number >= 1, keep the
+        # ranks too, so that a file the rule reads as ranks needs no second pass
+        self.ranks_complete = width == 3 and by == "score"
+        self._alt_ranks: list[np.ndarray] = []
 
-def _number_problem(what: str, token: str) -> str:
-    hint = ""
-    if "," in token:
-        try:
-            float(token.replace(",", "."))
-            hint = " (decimal comma? use a point)"
-        except ValueError:
-            pass
-    return f"{what} {token!r} is not a number{hint}"
+    def run(self, chunks: Iterable[Chunk]) -> None:
+        expected = f"{self.width} fields ({TREC_FIELDS})" if self.width == 6 else "3 fields (qid docid rank|score)"
+        for chunk in chunks:
+            text = chunk.text
+            arrays = isinstance(text, bytes) and len(text) <= _ARRAY_LIMIT and b"\x00" not in text
+            if arrays:
+                starts, ends, widths = positions(text, chunk.newline[0])
+            else:
+                widths = _widths(chunk)
+            nonzero = widths[widths > 0]
+            if len(nonzero):
+                values, index, n = np.unique(nonzero, return_index=True, return_counts=True)
+                for i in np.argsort(index, kind="stable").tolist():  # first-seen order, as Counter(widths)
+                    self.counts[int(values[i])] += int(n[i])
+            good = widths == self.width
+            all_good = len(nonzero) == np.count_nonzero(good)
+            if not all_good:  # lines of another width: errors, and skipped
+                for i in np.flatnonzero(~good & (widths > 0)).tolist():
+                    self.fields.error("bad_field_count", f"expected {expected}, found {int(widths[i])}",
+                                      line=chunk.line + i, kind="wrong number of fields")
+            if not np.count_nonzero(good):
+                continue
+            if arrays:
+                if not all_good:
+                    keep = np.repeat(good, widths)
+                    starts, ends = starts[keep], ends[keep]
+                fields = ArrayFields(text, starts, ends, self.width)
+            else:
+                tokens = text.split()
+                if not all_good:
+                    tokens = list(compress(tokens, np.repeat(good, widths).tolist()))
+                fields = TokenFields(tokens, self.width)
+            lines = np.flatnonzero(good) + chunk.line
+            if self.width == 6:
+                self._six(fields, lines)
+            else:
+                self._three(fields, lines)
 
+    def _codes(self, fields, j: int, which: str) -> np.ndarray:
+        cols = self.cols
+        if which == "q":
+            return fields.codes(j, cols.q_codes, cols.q_index)
+        return fields.codes(j, cols.d_codes, cols.d_index)
 
-def _floats(values: list[str], lines: Sequence[int], problems: ProblemList) -> tuple[list[float], set[int]]:
-    """Scores parsed from ``values``, and the indices of those that are not finite numbers."""
-    try:
-        out = list(map(float, values))
-        if all(map(math.isfinite, out)):
-            return out, set()
-    except ValueError:
-        pass
-    out, bad = [], set()
-    for i, v in enumerate(values):
-        try:
-            x = float(v)
-        except ValueError:
-            problems.error("bad_score", _number_problem("score", v), line=lines[i], kind="score is not a number")
-            x = 0.0
-            bad.add(i)
+    def _six(self, fields, lines: np.ndarray) -> None:
+        for tag in fields.first_seen(5):
+            self.tags.setdefault(tag)
+        scores, bad_s = fields.floats(4, lines, self.scores)
+        ranks, bad_r = fields.ints(3, lines, self.ranks)
+        q, d = self._codes(fields, 0, "q"), self._codes(fields, 2, "d")
+        if bad_s is not None or bad_r is not None:
+            keep = ~(bad_s if bad_r is None else bad_r if bad_s is None else bad_s | bad_r)
+            q, d, scores, ranks, lines = q[keep], d[keep], scores[keep], ranks[keep], lines[keep]
+        self.cols.append(q, d, score=scores, rank=ranks, line=lines)
+
+    def _three(self, fields, lines: np.ndarray) -> None:
+        q = self._codes(fields, 0, "q")
+        self.n_values += fields.n
+        mask, digit_values = fields.digit_values(2)
+        if digit_values is not None:
+            self.n_digits += len(digit_values)
+            self._digit_q.append(q[mask])
+            self._digit_v.append(digit_values)
+        if self.by == "rank":
+            values, bad = fields.ints(2, lines, self.scores, " (the third column holds ranks in this file)", True)
         else:
-            if not math.isfinite(x):
-                problems.error("bad_score", f"score {v!r} is not a finite number", line=lines[i], kind="score is NaN or infinite")
-                bad.add(i)
-        out.append(x)
-    return out, bad
+            values, bad = fields.floats(2, lines, self.scores)
+            if self.ranks_complete:
+                self.ranks_complete = (bad is None and digit_values is not None and len(digit_values) == fields.n
+                                       and bool(np.all(digit_values >= 1)))
+                if self.ranks_complete:
+                    self._alt_ranks.append(digit_values)
+        d = self._codes(fields, 1, "d")
+        if bad is not None:
+            keep = ~bad
+            q, d, values, lines = q[keep], d[keep], values[keep], lines[keep]
+        self.cols.append(q, d, line=lines, **{self.by: values})
 
+    def switch_to_ranks(self) -> None:
+        """Read a 3-column pass made as scores as ranks: every value was a whole number >= 1
+        (so no value has a problem either way)."""
+        self.cols._parts["rank"], self.cols._parts["score"] = self._alt_ranks, []
+        self.by = "rank"
 
-def _ints(values: list[str], lines: Sequence[int], problems: ProblemList, note: str = "",
-          positive: bool = False) -> tuple[list[int], set[int]]:
-    """Ranks parsed from ``values`` (``"3.0"`` counts as 3; at least 1 when ``positive``), and
-    the indices of the bad ones."""
-    try:
-        out = list(map(int, values))
-        if not positive or min(out, default=1) >= 1:
-            return out, set()
-    except ValueError:
-        pass
-    out, bad = [], set()
-    what = "a whole number ≥ 1" if positive else "a whole number"
-    for i, v in enumerate(values):
-        try:
-            r = int(v)
-        except ValueError:
-            r = whole(v)
-        if r is None or positive and r < 1:
-            problems.error("bad_rank", f"rank {v!r} is not {what}{note}", line=lines[i], kind="rank is not a whole number")
-            r = 0
-            bad.add(i)
-        out.append(r)
-    return out, bad
-
-
-def whole(token: str) -> int | None:
-    """``token`` as a whole number, also written as a float (``"3.0"``); else None."""
-    try:
-        x = float(token)
-    except ValueError:
-        return None
-    return int(x) if math.isfinite(x) and x.is_integer() else None
-
-
-def _looks_like_ranks(qids: list[str], values: list[str]) -> bool:
-    """The 3-column rule of the module docstring."""
-    per_q: dict[str, list[int]] = {}
-    n_int = 0
-    for qid, value in zip(qids, values):
-        if value.isascii() and value.isdigit():
-            n_int += 1
-            q = per_q.get(qid)
-            if q is None:
-                q = per_q[qid] = []
-            q.append(int(value))
-    if not values or n_int * 2 <= len(values):
-        return False
-    multi = decreasing = 0
-    for v in per_q.values():
-        if min(v) != 1 or len(set(v)) != len(v):
+    def looks_like_ranks(self) -> bool:
+        """The 3-column rule of :mod:`bsard_demo.runs.read`: more than half of the values are
+        whole numbers (digits only), distinct and starting at 1 within each question, and not
+        in decreasing order in every question with two of them or more."""
+        if not self.n_values or self.n_digits * 2 <= self.n_values:
             return False
-        if len(v) > 1:
-            multi += 1
-            decreasing += v == sorted(v, reverse=True)
-    return not (multi and decreasing == multi)
+        q = np.concatenate(self._digit_q)
+        v = np.concatenate(self._digit_v) if len(self._digit_v) > 1 else self._digit_v[0]
+        o = np.argsort(q, kind="stable")  # each question's values in file order
+        q, v = q[o], v[o]
+        starts = np.flatnonzero(np.concatenate(([True], q[1:] != q[:-1])))
+        if not bool(np.all(np.minimum.reduceat(v, starts) == 1)):
+            return False
+        o2 = np.lexsort((v, q))
+        if bool(np.any((q[o2][1:] == q[o2][:-1]) & (v[o2][1:] == v[o2][:-1]))):
+            return False  # a value repeated within a question
+        multi = bool(np.any(q[1:] == q[:-1]))  # a question with two values or more
+        rising = bool(np.any((q[1:] == q[:-1]) & (v[1:] > v[:-1])))  # ... not in decreasing order
+        return not (multi and not rising)
 
 
-def _parse_csv(lines: list[str], header_i: int, delim: str | None, names: list[str], result):
-    problems = result.problems
+def _after_line(chunks: Iterable[Chunk], line: int) -> Iterator[str]:
+    """The text after line ``line`` (its line break included), chunk by chunk, line breaks as
+    ``\\n`` (an old-Mac file's ``\\r`` too)."""
+    for chunk in chunks:
+        text = chunk.as_str()
+        if chunk.cr_only:
+            text = text.replace("\r", "\n")
+        end = chunk.line + text.count("\n")
+        if end < line:
+            continue
+        if chunk.line <= line:
+            cut = -1
+            for _ in range(line - chunk.line + 1):
+                cut = text.find("\n", cut + 1)
+                if cut < 0:
+                    break
+            if cut < 0:
+                continue
+            text = text[cut + 1:]
+        if text:
+            yield text
+
+
+def _parse_csv(chunks: Iterable[Chunk], header_line: int, delim: str | None, names: list[str], result,
+               problems: ProblemList, upstream: ProblemList):
     result.format = "csv"
     shown = ", ".join(names)
 
@@ -229,60 +288,101 @@ def _parse_csv(lines: list[str], header_i: int, delim: str | None, names: list[s
     if scol is None and rcol is None:
         missing.append("no score or rank column")
     if missing:
-        problems.error("missing_columns", f"the header has {'; '.join(missing)}; found columns: {shown}", line=header_i + 1)
+        for _ in chunks:  # read to the end: the decoding problems of every line are reported
+            pass
+        problems.error("missing_columns", f"the header has {'; '.join(missing)}; found columns: {shown}",
+                       line=header_line)
         return None
     width = len(names)
-    cols = Columns(lines=[])
-    score_s: list[str] = []
-    rank_s: list[str] = []
+    cols = Columns()
+    rows_stage, score_stage, rank_stage = ProblemList(), ProblemList(), ProblemList()
     tags: dict[str, None] = {}
+    batch: dict[str, list] = {"q": [], "d": [], "s": [], "r": [], "line": []}
+    body = _after_line(chunks, header_line)
     if delim is None:
-        rows = ((i, line.split()) for i, line in enumerate(lines[header_i + 1:], header_i + 2))
+        rows = _whitespace_rows(body, header_line + 1)
     else:
-        rows = _csv_rows("\n".join(lines[header_i + 1:]), delim, header_i + 1, problems)
+        rows = _csv_rows(chain.from_iterable(io.StringIO(text, newline="") for text in body), delim, header_line,
+                         rows_stage)
     for lineno, row in rows:
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != width:
-            problems.error("bad_field_count", f"expected {width} fields as in the header ({shown}), found {len(row)}",
-                           line=lineno, kind="wrong number of fields")
+            rows_stage.error("bad_field_count", f"expected {width} fields as in the header ({shown}), found {len(row)}",
+                             line=lineno, kind="wrong number of fields")
             continue
         qid, docid = row[qcol].strip(), row[dcol].strip()
         if not qid or not docid:
             what = "question" if not qid else "article"
-            problems.error("bad_id", f"empty {what} id", line=lineno, kind=f"empty {what} id")
+            rows_stage.error("bad_id", f"empty {what} id", line=lineno, kind=f"empty {what} id")
             continue
-        cols.qids.append(qid)
-        cols.docs.append(docid)
-        cols.lines.append(lineno)
+        batch["q"].append(qid)
+        batch["d"].append(docid)
+        batch["line"].append(lineno)
         if scol is not None:
-            score_s.append(row[scol].strip())
+            batch["s"].append(row[scol].strip())
         if rcol is not None:
-            rank_s.append(row[rcol].strip())
+            batch["r"].append(row[rcol].strip())
         if tcol is not None:
             tags.setdefault(row[tcol].strip())
-    bad: set[int] = set()
-    if scol is not None:
-        cols.scores, bad = _floats(score_s, cols.lines, problems)
-    if rcol is not None:
-        cols.ranks, bad_r = _ints(rank_s, cols.lines, problems)
-        bad |= bad_r
-    cols.drop(bad)
-    if not cols.qids and not problems.has_errors:
-        problems.error("no_run_lines", "the CSV file has a header but no data lines", line=header_i + 1)
+        if len(batch["q"]) >= _CSV_BATCH:
+            _flush_csv(batch, cols, scol is not None, rcol is not None, score_stage, rank_stage)
+    _flush_csv(batch, cols, scol is not None, rcol is not None, score_stage, rank_stage)
+    for _ in body:  # a CSV syntax error stopped the rows: still decode the rest
+        pass
+    for stage in (rows_stage, score_stage, rank_stage):
+        problems.extend(stage)
+    if not len(cols) and not problems.has_errors and not upstream.has_errors:
+        problems.error("no_run_lines", "the CSV file has a header but no data lines", line=header_line)
     by = "score" if scol is not None else "rank"
     return cols, by, scol is not None and rcol is not None, tags
 
 
-def _csv_rows(body: str, delim: str, offset: int, problems: ProblemList):
+def _flush_csv(batch: dict[str, list], cols: Columns, has_score: bool, has_rank: bool,
+               score_stage: ProblemList, rank_stage: ProblemList) -> None:
+    if not batch["q"]:
+        return
+    lines = np.array(batch["line"], dtype=np.int64)
+    scores = ranks = bad = None
+    if has_score:
+        scores, bad = floats(batch["s"], lines, score_stage)
+    if has_rank:
+        ranks, bad_r = ints(batch["r"], lines, rank_stage)
+        bad = bad_r if bad is None else bad if bad_r is None else bad | bad_r
+    q, d = batch["q"], batch["d"]
+    if bad is not None:
+        keep = ~bad
+        q, d = list(compress(q, keep.tolist())), list(compress(d, keep.tolist()))
+        lines = lines[keep]
+        scores = None if scores is None else scores[keep]
+        ranks = None if ranks is None else ranks[keep]
+    if q:
+        cols.append(cols.q_codes(q), cols.d_codes(d), score=scores, rank=ranks, line=lines)
+    for values in batch.values():
+        values.clear()
+
+
+def _whitespace_rows(body: Iterable[str], first_line: int) -> Iterator[tuple[int, list[str]]]:
+    lineno = first_line
+    for text in body:
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        for line in lines:
+            yield lineno, line.split()
+            lineno += 1
+
+
+def _csv_rows(lines: Iterator[str], delim: str, offset: int, problems: ProblemList):
     """``(line number, fields)`` of a delimited body whose first line is file line ``offset + 1``."""
-    reader = csv.reader(io.StringIO(body, newline=""), delimiter=delim)
+    reader = csv.reader(lines, delimiter=delim)
     while True:
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
-            problems.error("csv_syntax_error", f"CSV syntax error: {exc}; the rest of the file was not read", line=offset + reader.line_num)
+            problems.error("csv_syntax_error", f"CSV syntax error: {exc}; the rest of the file was not read",
+                           line=offset + reader.line_num)
             return
         yield offset + reader.line_num, row

@@ -1,169 +1,352 @@
 """Columns -> :class:`~bsard_demo.runs.run.Run`, and the warnings of a usable run.
 
-The parsers (:mod:`.text_formats`, :mod:`.json_formats`) hand over the usable lines as
-:class:`Columns`; :func:`build_run` orders them exactly as
-:func:`bsard_demo.runs.run.order_entries` does and warns about repeated articles and rank
-orders that contradict the scores; :func:`add_warnings` adds the warnings that need the dataset
-(unknown questions and articles, short rankings) and the run tags.
+The parsers (:mod:`.text_formats`, :mod:`.json_formats`, :mod:`.parquet_format`) hand over the
+usable lines as :class:`Columns`: compact parallel arrays (question and article ids interned as
+int32 codes, float64 scores, int64 ranks, line numbers), filled chunk by chunk, so that a run of
+a million lines costs tens of megabytes, not a million Python objects per field.
+:func:`build_run` orders them exactly as :func:`bsard_demo.runs.run.order_entries` does (with
+numpy: by question, then score or rank, ties by article id descending as strings, then file
+order) and warns about repeated articles, rank orders that contradict the scores and scores
+whose direction contradicts the orientation; :func:`add_warnings` adds the warnings that need
+the dataset (unknown questions and articles, short rankings) and the run tags.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from itertools import groupby, islice
-from operator import gt, lt
+from dataclasses import dataclass
+from itertools import islice
 from typing import Collection, Sequence
 
 import numpy as np
 
+from .fields import KeyIndex
 from .problems import ProblemList
-from .run import Run
+from .run import Run, ScoreTable
 
 _EXAMPLES = 5  # ids listed in a summary warning
+_BITMAP_LIMIT = 64 * 2**20  # questions x articles up to which repeats are found with a bitmap
+ORIENTATION_HINT = "use --lower-is-better (CLI) / the 'lower is better' toggle (page)"
+
+
+def _intern(tokens, by_key: dict, by_str: dict, names: list[str]) -> np.ndarray:
+    """int32 codes of ``tokens`` (str, or ASCII bytes), new ids numbered in order of appearance."""
+    codes = list(map(by_key.get, tokens))
+    if None in codes:
+        for t in dict.fromkeys(tokens):
+            if t not in by_key:
+                s = t if isinstance(t, str) else t.decode("ascii")
+                c = by_str.get(s)
+                if c is None:
+                    c = by_str[s] = len(names)
+                    names.append(s)
+                by_key[t] = c
+        codes = list(map(by_key.__getitem__, tokens))
+    return np.array(codes, dtype=np.int32)
+
+
+class Columns:
+    """Usable run lines as compact parallel arrays, appended chunk by chunk.
+
+    ``qnames`` / ``dnames`` are the distinct question / article ids in order of first appearance
+    (their codes are positions in these lists); after :meth:`finish`, ``q``, ``d`` (codes),
+    ``score`` (float64 or None), ``rank`` (int64, object for ranks beyond 64 bits, or None) and
+    ``line`` (int64, or None when the format has no lines) are arrays in file order."""
+
+    def __init__(self) -> None:
+        self.qnames: list[str] = []
+        self.dnames: list[str] = []
+        self._q: tuple[dict, dict] = ({}, {})  # str -> code, bytes -> code
+        self._d: tuple[dict, dict] = ({}, {})
+        self.q_index = KeyIndex(lambda ids: self._new_codes(ids, self._q[0], self.qnames))  # packed ids -> code
+        self.d_index = KeyIndex(lambda ids: self._new_codes(ids, self._d[0], self.dnames))
+        self._parts: dict[str, list] = {"q": [], "d": [], "score": [], "rank": [], "line": []}
+        self.q = self.d = self.score = self.rank = self.line = None
+        self.n = 0
+
+    @staticmethod
+    def _new_codes(ids: list[str], by_str: dict, names: list[str]) -> list[int]:
+        """Codes of ``ids`` (new ones appended to ``names``)."""
+        out = []
+        for s in ids:
+            c = by_str.get(s)
+            if c is None:
+                c = by_str[s] = len(names)
+                names.append(s)
+            out.append(c)
+        return out
+
+    def q_codes(self, tokens: Sequence) -> np.ndarray:
+        by_str, by_bytes = self._q
+        return _intern(tokens, by_str if tokens and isinstance(tokens[0], str) else by_bytes, by_str, self.qnames)
+
+    def d_codes(self, tokens: Sequence) -> np.ndarray:
+        by_str, by_bytes = self._d
+        return _intern(tokens, by_str if tokens and isinstance(tokens[0], str) else by_bytes, by_str, self.dnames)
+
+    def append(self, q: np.ndarray, d: np.ndarray, score=None, rank=None, line=None) -> None:
+        """Add rows (codes from :meth:`q_codes` / :meth:`d_codes`); give ``score``, ``rank``,
+        ``line`` for every chunk or for none."""
+        if not len(q):
+            return
+        self.n += len(q)
+        for name, value in (("q", q), ("d", d), ("score", score), ("rank", rank), ("line", line)):
+            if value is not None:
+                self._parts[name].append(np.asarray(value))
+
+    def append_ids(self, qids: Sequence[str], docs: Sequence[str], score=None, rank=None, line=None) -> None:
+        """:meth:`append` of rows given as id strings and plain lists."""
+        if not qids:
+            return
+        rank_arr = None
+        if rank is not None:
+            try:
+                rank_arr = np.array(rank, dtype=np.int64)
+            except OverflowError:
+                rank_arr = np.array(rank, dtype=object)
+        self.append(self.q_codes(qids), self.d_codes(docs), None if score is None else np.array(score, dtype=float),
+                    rank_arr, None if line is None else np.array(line, dtype=np.int64))
+
+    def finish(self) -> "Columns":
+        for name, parts in self._parts.items():
+            if parts:
+                setattr(self, name, parts[0] if len(parts) == 1 else np.concatenate(parts))
+                parts.clear()
+        if self.q is None:
+            self.q = self.d = np.zeros(0, dtype=np.int32)
+        return self
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _group_order(q: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Positions sorted by (question code, ``key``), file order among equals (stable)."""
+    n = len(q)
+    if key.dtype == object:
+        return np.array(sorted(range(n), key=lambda i: (q[i], key[i])), dtype=np.int64)
+    if n < 2 or bool(np.all((q[1:] > q[:-1]) | ((q[1:] == q[:-1]) & (key[1:] >= key[:-1])))):
+        return np.arange(n)
+    p = np.argsort(key, kind="stable")
+    return p[np.argsort(q[p], kind="stable")]
+
+
+def order_rows(cols: Columns, key: np.ndarray) -> np.ndarray:
+    """The positions of ``cols``' rows in run order: by question (first appearance), ``key``
+    ascending, ties by article id descending as strings, then file order."""
+    p = _group_order(cols.q, key)
+    qo, ko = cols.q[p], key[p]
+    eq = (qo[1:] == qo[:-1]) & (ko[1:] == ko[:-1])
+    if eq.any():  # tied keys: reorder only the tied rows, by article id descending
+        doc_rank = np.empty(len(cols.dnames), dtype=np.int64)
+        doc_rank[sorted(range(len(cols.dnames)), key=cols.dnames.__getitem__)] = np.arange(len(cols.dnames))
+        in_tie = np.zeros(len(p), dtype=bool)
+        in_tie[:-1] |= eq
+        in_tie[1:] |= eq
+        idx = np.flatnonzero(in_tie)
+        tie_id = np.cumsum(np.concatenate(([True], ~eq)))[idx]
+        sub = np.lexsort((-doc_rank[cols.d[p[idx]]], tie_id))  # stable: file order among equal ids
+        p[idx] = p[idx][sub]
+    return p
+
+
+def _renumber_questions(cols: Columns) -> None:
+    """Make question codes follow the questions' first appearance among the usable rows (codes
+    are given on first sight of an id, also on rows dropped later for a bad field)."""
+    q = cols.q
+    if not len(q):
+        return
+    top = np.maximum.accumulate(q)
+    if int(q[0]) == 0 and bool(np.all(np.diff(top) <= 1)):
+        return  # each new code is one above the largest so far: already in order of appearance
+    used, first = np.unique(q, return_index=True)
+    used = used[np.argsort(first, kind="stable")]
+    new_code = np.zeros(len(cols.qnames), dtype=np.int32)
+    new_code[used] = np.arange(len(used), dtype=np.int32)
+    cols.q = new_code[q]
+    cols.qnames = [cols.qnames[c] for c in used.tolist()]
+
+
+def _starts(q: np.ndarray) -> np.ndarray:
+    """Start of each run of equal question codes, plus the end."""
+    return np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1, [len(q)])) if len(q) else np.zeros(1, np.int64)
 
 
 @dataclass
-class Columns:
-    """Usable run lines as parallel columns; ``lines`` None when the format has no lines."""
+class Built:
+    """The run's rows after ordering and dropping repeats: ``rows`` (positions in the columns)
+    and ``bounds`` (each question's slice of them, in the run's question order)."""
 
-    qids: list[str] = field(default_factory=list)
-    docs: list[str] = field(default_factory=list)
-    scores: list[float] | None = None
-    ranks: list[int] | None = None
-    lines: Sequence[int] | None = None
-
-    def line(self, i: int) -> int | None:
-        return self.lines[i] if self.lines is not None else None
-
-    def drop(self, bad: set[int]) -> None:
-        """Remove the rows of index ``bad``."""
-        if not bad:
-            return
-        keep = [i for i in range(len(self.qids)) if i not in bad]
-        for name in ("qids", "docs", "scores", "ranks", "lines"):
-            col = getattr(self, name)
-            if col is not None:
-                setattr(self, name, [col[i] for i in keep])
+    cols: Columns
+    rows: np.ndarray
+    bounds: np.ndarray
 
 
 def build_run(cols: Columns, by: str, problems: ProblemList, *, name: str, tags: tuple[str, ...],
-           check_ranks: bool) -> Run:
-    """The :class:`Run` of ``cols`` (in file order), ordered exactly as
-    :func:`bsard_demo.runs.run.order_entries` orders entries; warns about repeats and rank order."""
-    blocks: dict[str, list[range]] = {}
-    pos = 0
-    for qid, block in groupby(cols.qids):  # questions usually come in blocks of lines
-        n = len(list(block))
-        spans = blocks.get(qid)
-        if spans is None:
-            blocks[qid] = [range(pos, pos + n)]
-        else:
-            spans.append(range(pos, pos + n))
-        pos += n
-    descending = by == "score"
-    strictly = gt if descending else lt
-    key_col = cols.scores if by == "score" else cols.ranks
-    rankings: dict[str, tuple[str, ...]] = {}
-    scores: dict[str, tuple[float, ...]] | None = {} if by == "score" else None
-    repeats: list[tuple] = []
-    contradictions: list[tuple] = []
-    tie_questions: list[str] = []
-
-    for qid, spans in blocks.items():
-        if len(spans) == 1:
-            idx: Sequence[int] = spans[0]
-
-            def take(col, r=spans[0]):
-                return col[r.start:r.stop]
-        else:
-            idx = [i for r in spans for i in r]
-
-            def take(col, idx=idx):
-                return list(map(col.__getitem__, idx))
-        docs, keys = take(cols.docs), take(key_col)
-        n = len(docs)
-        if all(map(strictly, keys, islice(keys, 1, None))):  # already in order, no ties
-            order: list[int] | range = range(n)
-        elif len(set(keys)) == n:
-            order = sorted(range(n), key=keys.__getitem__, reverse=descending)
-        else:  # ties: article id descending first (stable sorts, as order_entries)
-            order = sorted(range(n), key=docs.__getitem__, reverse=True)
-            order.sort(key=keys.__getitem__, reverse=descending)
-        if check_ranks:
-            _check_rank_order(qid, order, keys, take(cols.ranks), idx, cols, contradictions, tie_questions)
-        ranked = docs if isinstance(order, range) else list(map(docs.__getitem__, order))
-        if len(set(ranked)) != n:
-            seen: dict[str, int] = {}
-            kept = []
-            for j in order:
-                first = seen.get(docs[j])
-                if first is None:
-                    seen[docs[j]] = j
-                    kept.append(j)
-                else:
-                    repeats.append((cols.line(idx[j]), qid, docs[j], cols.line(idx[first])))
-            order = kept
-            ranked = list(map(docs.__getitem__, order))
-        rankings[qid] = tuple(ranked)
-        if scores is not None:
-            scores[qid] = tuple(keys) if isinstance(order, range) else tuple(map(keys.__getitem__, order))
-
-    repeats.sort(key=lambda r: (r[0] is not None, r[0] or 0))
-    for line, qid, docid, first_line in repeats:
-        copy = f"line {first_line}" if first_line is not None else "the first"
-        problems.warning("duplicate_article", f"article {docid!r} is listed again for question {qid!r}; its better-ranked copy "
-                         f"({copy}) is kept", line=line, kind="article listed twice for a question")
-    contradictions.sort(key=lambda c: c[0])
+              check_ranks: bool, lower_is_better: bool = False) -> tuple[Run, Built]:
+    """The :class:`Run` of ``cols``, ordered exactly as :func:`bsard_demo.runs.run.order_entries`
+    orders entries (scores descending, or ascending when ``lower_is_better``, as their negation
+    descending); warns about repeats, rank order and the scores' direction."""
+    cols.finish()
+    _renumber_questions(cols)
+    if by == "score":
+        key = cols.score if lower_is_better else -cols.score
+    else:
+        key = cols.rank
+    p = order_rows(cols, key)
+    qo = cols.q[p]
+    starts = _starts(qo)
+    contradictions, tie_questions = _rank_order(cols, p, starts, lower_is_better) if check_ranks else ([], [])
+    rows = _drop_repeats(cols, p, qo, problems)
     for line, message in contradictions:
         problems.warning("rank_score_order", message, line=line, kind="rank order contradicts score order")
     if tie_questions:
-        problems.warning("tie_order",
+        problems.warning(
+            "tie_order",
             f"{len(tie_questions)} question(s) have tied scores whose ranks are in another order than "
             f"trec_eval's tie-break (article id descending), e.g. {_examples(tie_questions)}; "
             "tied articles are ordered by article id, as trec_eval does")
-    return Run(rankings, scores, name=name, tags=tags)
+    bounds = _starts(cols.q[rows]) if len(rows) != len(p) else starts
+    _check_direction(cols, problems, lower_is_better)
+    names = np.array(cols.dnames, dtype=object)
+    d_rows = cols.d[rows]
+    rankings: dict[str, tuple[str, ...]] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    q_rows = cols.q[rows]
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        qid = cols.qnames[q_rows[a]]
+        rankings[qid] = tuple(names[d_rows[a:b]].tolist())
+        spans[qid] = (a, b)
+    scores = ScoreTable(cols.score[rows], spans) if by == "score" else None
+    run = Run(rankings, scores, name=name, tags=tags, lower_is_better=lower_is_better and by == "score")
+    return run, Built(cols, rows, bounds)
 
 
-def _check_rank_order(qid: str, order: list[int], scores: list[float], ranks: list[int], idx: Sequence[int],
-                      cols: Columns, contradictions: list, tie_questions: list) -> None:
-    """Warn when ranks disagree with the score order ``order`` of one question: strictly (a
-    higher score with a worse rank) or only among tied scores."""
-    r_sorted = list(map(ranks.__getitem__, order))
-    if r_sorted == sorted(r_sorted):
+def _drop_repeats(cols: Columns, p: np.ndarray, qo: np.ndarray, problems: ProblemList) -> np.ndarray:
+    """``p`` without the later copies of an article already listed for the question (one
+    warning each, in line order)."""
+    n, nd = len(p), max(1, len(cols.dnames))
+    flat = qo.astype(np.int64) * nd + cols.d[p]
+    if len(cols.qnames) * nd <= _BITMAP_LIMIT:
+        seen = np.zeros(len(cols.qnames) * nd, dtype=bool)
+        seen[flat] = True
+        repeated = int(np.count_nonzero(seen)) != n
+        del seen
+    else:
+        repeated = len(np.unique(flat)) != n
+    if not repeated:
+        return p
+    _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    keep = np.zeros(n, dtype=bool)
+    keep[first] = True
+    again = np.flatnonzero(~keep)
+    first_of = first[inverse[again]]
+    if cols.line is not None:
+        by_line = np.argsort(cols.line[p[again]], kind="stable")
+        again, first_of = again[by_line], first_of[by_line]
+    kind = "article listed twice for a question"
+    shown = max(0, problems.cap - problems.totals[kind])
+    for j, f in zip(again[:shown].tolist(), first_of[:shown].tolist()):
+        line = None if cols.line is None else int(cols.line[p[j]])
+        copy = f"line {int(cols.line[p[f]])}" if cols.line is not None else "the first"
+        problems.warning("duplicate_article",
+                         f"article {cols.dnames[cols.d[p[j]]]!r} is listed again for question "
+                         f"{cols.qnames[qo[j]]!r}; its better-ranked copy ({copy}) is kept", line=line, kind=kind)
+    problems.add_counted("warning", "duplicate_article", kind, len(again) - shown)
+    return p[keep]
+
+
+def _rank_order(cols: Columns, p: np.ndarray, starts: np.ndarray, lower_is_better: bool) -> tuple[list, list]:
+    """Where ranks disagree with the score order ``p``: ``(contradictions, tie questions)``, the
+    first pair of each question with a better score and a worse rank as ``(line, message)`` in
+    line order, and the questions whose ranks disagree only among tied scores."""
+    ro = cols.rank[p]
+    qo = cols.q[p]
+    backwards = (qo[1:] == qo[:-1]) & (ro[1:] < ro[:-1])
+    if not backwards.any():
+        return [], []
+    pos = np.flatnonzero(backwards)
+    groups = np.unique(np.searchsorted(starts, pos, side="right") - 1)
+    contradictions: list[tuple] = []
+    tie_questions: list[str] = []
+    for g in groups.tolist():
+        a, b = int(starts[g]), int(starts[g + 1])
+        rows = p[a:b]
+        s, r = cols.score[rows], cols.rank[rows]
+        lines = cols.line[rows] if cols.line is not None else None
+        qid = cols.qnames[cols.q[rows[0]]]
+        blocks = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))  # tied scores, best first
+        block_min = np.minimum.reduceat(r, blocks)
+        block_max = np.maximum.reduceat(r, blocks)
+        before_max = np.maximum.accumulate(block_max)  # largest rank among strictly better scores
+        bad = np.flatnonzero(block_min[1:] < before_max[:-1])
+        if bad.size:
+            k = int(bad[0]) + 1
+            stop = blocks[k + 1] if k + 1 < len(blocks) else len(rows)
+            low = int(blocks[k] + np.argmin(r[blocks[k]:stop]))
+            high_block = int(np.argmax(block_max[:k] == before_max[k - 1]))  # first block holding that rank
+            high = int(blocks[high_block] + np.argmax(r[blocks[high_block]:blocks[high_block + 1]]))
+            l_low = None if lines is None else int(lines[low])
+            l_high = None if lines is None else int(lines[high])
+            worse = "a higher score" if lower_is_better else "a lower score"
+            order = "ascending (lower is better)" if lower_is_better else "as trec_eval does"
+            contradictions.append((
+                max(l_low or 0, l_high or 0) or None,
+                f"question {qid!r}: rank {r[low]} (line {l_low}, score {s[low]:g}) has {worse} than "
+                f"rank {r[high]} (line {l_high}, score {s[high]:g}); articles are ordered by score, {order}",
+            ))
+        if bool(np.any((s[1:] == s[:-1]) & (r[:-1] > r[1:]))):
+            tie_questions.append(qid)
+    contradictions.sort(key=lambda c: c[0])
+    return contradictions, tie_questions
+
+
+def direction_counts(q: np.ndarray, score: np.ndarray, rank: np.ndarray | None) -> tuple[int, int, int]:
+    """``(counted, ascending, descending)`` questions: whether each question's scores go up or
+    down more often along its file rank order (ranks, else line order), a question counting when
+    some step changes the score: the criterion of
+    :func:`bsard_demo.diagnostics.check_scores_ascending`, on arrays, except that a step between
+    two equal ranks is no step (a file whose ranks are all equal gives no order to read)."""
+    if rank is not None:
+        p = _group_order(q, rank)
+    else:
+        p = _group_order(q, np.zeros(len(q), dtype=np.int8))
+    qo, so = q[p], score[p]
+    same = qo[1:] == qo[:-1]
+    if rank is not None:
+        ro = rank[p]
+        same &= ro[1:] != ro[:-1]
+    n_q = int(qo.max()) + 1 if len(qo) else 0
+    up = np.bincount(qo[:-1][same & (so[1:] > so[:-1])], minlength=n_q)
+    down = np.bincount(qo[:-1][same & (so[1:] < so[:-1])], minlength=n_q)
+    counted = (up + down) > 0
+    return int(np.count_nonzero(counted)), int(np.count_nonzero(up > down)), int(np.count_nonzero(down > up))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _check_direction(cols: Columns, problems: ProblemList, lower_is_better: bool) -> None:
+    """``scores_ascending`` (or, read with lower-is-better, ``scores_descending``) when most
+    questions' scores go the other way than the orientation along the file's ranks."""
+    if cols.score is None or not len(cols.q):
         return
-    o = np.asarray(order)
-    s = np.asarray(scores, dtype=float)[o]
-    r = np.asarray(ranks)[o]
-    starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))  # blocks of tied scores, best first
-    block_min = np.minimum.reduceat(r, starts)
-    block_max = np.maximum.reduceat(r, starts)
-    before_max = np.maximum.accumulate(block_max)  # largest rank among strictly higher scores
-    bad = np.flatnonzero(block_min[1:] < before_max[:-1])
-    found = None
-    if bad.size:
-        b = bad[0] + 1
-        stop = starts[b + 1] if b + 1 < len(starts) else len(o)
-        low = int(o[starts[b] + int(np.argmin(r[starts[b]:stop]))])
-        high_block = int(np.argmax(block_max[:b] == before_max[b - 1]))  # first block holding that rank
-        stop_h = starts[high_block + 1]
-        high = int(o[starts[high_block] + int(np.argmax(r[starts[high_block]:stop_h]))])
-        found = (low, high)
-    same = s[1:] == s[:-1]
-    tie_bad = bool(np.any(same & (r[:-1] > r[1:])))
-    if found is not None:
-        low, high = found
-        l_low, l_high = cols.line(idx[low]), cols.line(idx[high])
-        contradictions.append((
-            max(l_low or 0, l_high or 0) or None,
-            f"question {qid!r}: rank {ranks[low]} (line {l_low}, score {scores[low]:g}) has a lower score than "
-            f"rank {ranks[high]} (line {l_high}, score {scores[high]:g}); articles are ordered by score, "
-            "as trec_eval does",
-        ))
-    if tie_bad:
-        tie_questions.append(qid)
+    counted, ascending, descending = direction_counts(cols.q, cols.score, cols.rank)
+    if not lower_is_better and ascending * 2 > counted:
+        problems.warning(
+            "scores_ascending",
+            f"scores grow with rank for {ascending} of {counted} questions ({_pct(ascending / counted)}): "
+            f"they look like distances (lower = better); {ORIENTATION_HINT}")
+    elif lower_is_better and descending * 2 > counted:
+        problems.warning(
+            "scores_descending",
+            f"scores fall with rank for {descending} of {counted} questions ({_pct(descending / counted)}), "
+            "yet they are read as distances (lower is better), which puts each question's best-scored "
+            "articles last; if higher scores are better, drop --lower-is-better (CLI) / the 'lower is "
+            "better' toggle (page)")
 
 
 def _examples(ids) -> str:
-    ids = list(ids)
+    ids = list(islice(ids, _EXAMPLES + 1))
     shown = ", ".join(repr(i) for i in ids[:_EXAMPLES])
     return shown + (", ..." if len(ids) > _EXAMPLES else "")
 
@@ -174,40 +357,58 @@ def _as_set(ids: Collection) -> set[str] | frozenset[str]:
     return {str(i) for i in ids}
 
 
-def add_warnings(run: Run, result, qids, corpus_ids, k: int) -> None:
+def add_warnings(run: Run, result, qids, corpus_ids, k: int, built: Built | None = None) -> None:
     problems = result.problems
     if len(result.tags) > 1:
         problems.warning("several_tags", f"the file has {len(result.tags)} run tags ({_examples(result.tags)}); "
-                         "all its lines are read as one run")
+                                         "all its lines are read as one run")
     if qids is not None:
         known = _as_set(qids)
         unknown = [q for q in run if q not in known]
         if unknown and len(unknown) == len(run):
-            problems.warning("unknown_questions", f"none of the run's {len(run)} question ids is a question of the dataset "
+            problems.warning("unknown_questions",
+                             f"none of the run's {len(run)} question ids is a question of the dataset "
                              f"(e.g. {_examples(unknown)}); is this a run for these questions?")
         elif unknown:
-            problems.warning("unknown_questions", f"{len(unknown)} of the run's {len(run)} question ids are not questions of the "
+            problems.warning("unknown_questions",
+                             f"{len(unknown)} of the run's {len(run)} question ids are not questions of the "
                              f"dataset (e.g. {_examples(unknown)}); they are ignored when scoring")
     if corpus_ids is not None:
         corpus = _as_set(corpus_ids)
-        outside: dict[str, None] = {}
-        n_entries = 0
-        for docs in run.rankings.values():
-            if corpus.issuperset(docs):
-                continue
-            missing = [d for d in docs if d not in corpus]
-            if missing:
-                n_entries += len(missing)
-                outside.update(dict.fromkeys(missing))
-        if outside:
-            problems.warning("unknown_articles", f"{len(outside)} article id(s) ({n_entries} entries) are not in the corpus "
-                             f"(e.g. {_examples(outside)}); they can never be relevant")
+        n_outside, n_entries, examples = _outside(run, corpus, built)
+        if n_outside:
+            problems.warning("unknown_articles",
+                             f"{n_outside} article id(s) ({n_entries} entries) are not in the corpus "
+                             f"(e.g. {_examples(examples)}); they can never be relevant")
     if corpus_ids is not None and k:
         k = min(k, len(corpus))  # a complete ranking of a small corpus is not short
     if k and k > 0:
         short = [(len(docs), q) for q, docs in run.rankings.items() if len(docs) < k]
         if short:
             fewest, fewest_q = min(short)
-            problems.warning("short_rankings", f"{len(short)} of {len(run)} questions have fewer than {k} articles "
+            problems.warning("short_rankings",
+                             f"{len(short)} of {len(run)} questions have fewer than {k} articles "
                              f"(fewest: {fewest}, question {fewest_q!r}); metrics at {k} count the missing "
                              "ones as not found")
+
+
+def _outside(run: Run, corpus, built: Built | None) -> tuple[int, int, list[str]]:
+    """``(distinct ids, entries, first ids)`` of the run's articles not in ``corpus``, in run order."""
+    if built is None:
+        outside: dict[str, None] = {}
+        n_entries = 0
+        for docs in run.rankings.values():
+            if not corpus.issuperset(docs):
+                missing = [d for d in docs if d not in corpus]
+                n_entries += len(missing)
+                outside.update(dict.fromkeys(missing))
+        return len(outside), n_entries, list(islice(outside, _EXAMPLES + 1))
+    names = built.cols.dnames
+    if corpus.issuperset(names):
+        return 0, 0, []
+    inside = np.fromiter((d in corpus for d in names), dtype=bool, count=len(names))
+    codes = built.cols.d[built.rows]
+    codes = codes[~inside[codes]]
+    _, first = np.unique(codes, return_index=True)
+    ordered = codes[np.sort(first)]
+    return len(ordered), len(codes), [names[c] for c in ordered[:_EXAMPLES + 1].tolist()]

@@ -69,6 +69,8 @@ BYTES_INPUTS: dict[str, list] = {
     "unknown_questions": [(GOOD, {"qids": ["2"]})],
     "unknown_articles": [(GOOD, {"corpus_ids": ["a"]})],
     "short_rankings": [(GOOD, {"k": 10})],
+    "scores_ascending": [b"1 Q0 a 1 0.1 t\n1 Q0 b 2 0.9 t\n", b"q a 0.1\nq b 0.2\nq c 0.3\n"],
+    "scores_descending": [(GOOD, {"lower_is_better": True})],
 }
 
 

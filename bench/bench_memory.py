@@ -1,0 +1,199 @@
+"""Benchmark: peak memory of reading + scoring a large run, against a one-line run.
+
+    .venv/bin/python bench/bench_memory.py [--data DIR] [--depth 5000] [--repeat 3] [--formats trec,gz,...]
+
+The dataset is the synthetic full-scale one of ``bench/synthetic.py`` (``bench/out/synth``,
+generated with seed 0 when absent, or ``--data DIR``); the large run is
+``make_run(dataset, depth=5000)``: 222 questions × 5,000 articles, 1.11 M TREC lines, ~29 MB.
+Each case runs in a **fresh interpreter** (so that peaks never mix) and does what
+``bsard_demo evaluate`` does: ``load_dataset(DIR, need_corpus=False)``, then
+``read_run_path(path, qids=..., corpus_ids=..., k=500)`` and ``evaluate(qrels, run, (100, 200, 500))``.
+Reported per case: the RSS before reading (imports + dataset), the peak RSS while reading and
+scoring (the process's peak is reset after the dataset load through ``/proc/self/clear_refs``,
+so that the dataset's own peak cannot hide the reader's), their difference ("cost"), the cost
+above the one-line run's (the figure of issue 9: at most 150 MB), the process's overall peak
+(``ru_maxrss``) and the time of read + evaluate. Then the real CLI (``python -m bsard_demo
+evaluate RUN --data DIR --format json``): the peak RSS of the child via ``wait4`` and the wall
+time, start-up included; there the dataset load may dominate the peak. Every case prints a
+digest of its figures and problem list (severity, line, message), and the large variants (gzip,
+parquet) must give the digest of the plain TREC run.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from synthetic import BSARD_ARTICLES, generate, make_run  # noqa: E402
+
+DEFAULT_DATA = REPO / "bench" / "out" / "synth"
+LIMIT_MB = 150
+
+WORKER = r"""
+import hashlib, json, resource, sys, time
+from bsard_demo.evaluation import evaluate
+from bsard_demo.runs import read_run_path
+from bsard_demo.sources import load_dataset
+path, data = sys.argv[1], sys.argv[2]
+ds = load_dataset(data, need_corpus=False)
+qrels = ds.qrels("test")
+corpus = ds.article_ids
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(field + ":")) / 1024
+
+peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss_before = status("VmRSS")
+try:  # reset the peak to the current RSS (Linux >= 4.0), so that the dataset's own peak does not hide ours
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    reset = True
+except OSError:
+    reset = False
+t = time.perf_counter()
+rf = read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=500)
+ev = evaluate(qrels, rf.run, (100, 200, 500)) if rf.run is not None else None
+seconds = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+problems = [p.as_dict() for p in rf.problems]
+means = {k: round(v, 12) for k, v in ev.means.items()} if ev else None
+digest = hashlib.sha256(json.dumps([means, [[p["severity"], p["line"], p["message"]] for p in problems]],
+                                   sort_keys=True).encode()).hexdigest()[:12]
+print(json.dumps({"base_mb": peak_before, "rss_before": rss_before, "peak_mb": peak, "reading_peak": status("VmHWM"),
+                  "reset": reset, "seconds": seconds, "format": rf.format,
+                  "lines": sum(map(len, rf.run.values())) if rf.run else 0, "problems": len(problems),
+                  "digest": digest, "recall@100": means and means["recall@100"]}))
+"""
+
+
+def run_worker(path: Path, data: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", WORKER, str(path), str(data)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"worker failed on {path}:\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def run_cli_peak(path: Path, data: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    t = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen([sys.executable, "-m", "bsard_demo", "evaluate", str(path), "--data", str(data),
+                                 "--format", "json"], cwd=REPO, env=env, stdout=null, stderr=null)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {"seconds": time.perf_counter() - t, "peak_mb": usage.ru_maxrss / 1024, "returncode": proc.returncode}
+
+
+def make_files(data: Path, out: Path, depth: int, formats: Sequence[str]) -> dict[str, Path]:
+    sys.path.insert(0, str(REPO))
+    from bsard_demo.sources import load_dataset
+
+    ds = load_dataset(data, need_corpus=False)
+    qrels = ds.qrels("test")
+    first_q = next(iter(qrels))
+    files = {"tiny (1 line)": out / "tiny.trec"}
+    files["tiny (1 line)"].write_text(f"{first_q} Q0 1 1 1.0 tiny\n", encoding="utf-8")
+    big = out / f"run{depth}.trec"
+    make_run(qrels, big, depth=depth, seed=0, n_articles=len(ds.article_ids) or BSARD_ARTICLES)
+    files[f"{depth}-deep TREC"] = big
+    if "gz" in formats:
+        gz = out / f"run{depth}.trec.gz"
+        with open(big, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+            dst.write(src.read())
+        files[f"{depth}-deep TREC gzip"] = gz
+    if "parquet" in formats:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            print("pyarrow not installed: no parquet case", file=sys.stderr)
+        else:
+            cols: dict[str, list] = {"qid": [], "docid": [], "score": []}
+            with open(big, encoding="utf-8") as f:
+                for line in f:
+                    q, _, d, _, s, _ = line.split()
+                    cols["qid"].append(q)
+                    cols["docid"].append(d)
+                    cols["score"].append(float(s))
+            pq_path = out / f"run{depth}.parquet"
+            pq.write_table(pa.table(cols), pq_path)
+            files[f"{depth}-deep parquet"] = pq_path
+    return files
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="dataset folder (default: bench/out/synth)")
+    parser.add_argument("--depth", type=int, default=5000, help="articles per question of the large run")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh interpreters per case (median reported)")
+    parser.add_argument("--formats", default="gz,parquet", help="large-run variants besides plain TREC")
+    parser.add_argument("--no-cli", action="store_true", help="skip the CLI measurement")
+    args = parser.parse_args(argv)
+    if not (args.data / "questions_test.csv").exists():
+        print(f"generating the synthetic dataset in {args.data} (seed 0) ...", file=sys.stderr)
+        generate(args.data, seed=0)
+    formats = [f for f in args.formats.split(",") if f]
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        files = make_files(args.data, Path(tmp), args.depth, formats)
+        print(f"dataset: {args.data}; python {sys.version.split()[0]}; load average "
+              + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+        for name, path in files.items():
+            print(f"  {name}: {path.name}, {path.stat().st_size / 2**20:.1f} MB")
+        results = {}
+        for name, path in files.items():
+            rs = [run_worker(path, args.data) for _ in range(args.repeat)]
+            med = lambda key: statistics.median(r[key] for r in rs)  # noqa: E731
+            results[name] = {"before": med("rss_before"), "reading_peak": med("reading_peak"),
+                             "process_peak": med("peak_mb"), "seconds": med("seconds"),
+                             "digest": {r["digest"] for r in rs}, "first": rs[0]}
+            results[name]["cost"] = results[name]["reading_peak"] - results[name]["before"]
+        if not all(r["first"]["reset"] for r in results.values()):
+            print("note: /proc/self/clear_refs unavailable: the reading peak includes the dataset's own peak")
+        tiny = results["tiny (1 line)"]["cost"]
+        print()
+        print(f"library: load_dataset, then read_run_path + evaluate in a fresh interpreter per case, median of "
+              f"{args.repeat}; MB of RSS: before reading, peak while reading + scoring (peak reset after the "
+              "dataset load), that peak minus the RSS before, the same above the one-line run; process peak")
+        print(f"{'case':<22} {'before':>7} {'peak':>7} {'cost':>6} {'above tiny':>11} {'process':>8} "
+              f"{'read+eval s':>12}  {'format':<7} {'problems':>8}  digest")
+        for name, r in results.items():
+            print(f"{name:<22} {r['before']:>7.0f} {r['reading_peak']:>7.0f} {r['cost']:>6.0f} "
+                  f"{r['cost'] - tiny:>11.0f} {r['process_peak']:>8.0f} {r['seconds']:>12.2f}  "
+                  f"{r['first']['format']:<7} {r['first']['problems']:>8}  {','.join(sorted(r['digest']))}")
+        big = [n for n in results if n != "tiny (1 line)"]
+        same = len({d for n in big for d in results[n]["digest"]}) == 1
+        print(f"same figures and problem lists for every large variant: {'yes' if same else 'NO'}")
+        worst = max(results[n]["cost"] - tiny for n in big)
+        print(f"target: reading + scoring at most {LIMIT_MB} MB above the one-line run: "
+              f"{'met' if worst <= LIMIT_MB else 'NOT met'} (worst {worst:.0f} MB)")
+        if not args.no_cli:
+            print()
+            print("CLI (python -m bsard_demo evaluate RUN --data DIR --format json), peak RSS of the child:")
+            print(f"{'case':<24} {'peak MB':>8} {'above tiny':>11} {'wall s':>8}")
+            cli = {n: [run_cli_peak(p, args.data) for _ in range(args.repeat)] for n, p in files.items()}
+            tiny_cli = statistics.median(r["peak_mb"] for r in cli["tiny (1 line)"])
+            for name, rs in cli.items():
+                peak = statistics.median(r["peak_mb"] for r in rs)
+                print(f"{name:<24} {peak:>8.0f} {peak - tiny_cli:>11.0f} "
+                      f"{statistics.median(r['seconds'] for r in rs):>8.2f}")
+    return 0 if same and worst <= LIMIT_MB else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
