@@ -108,7 +108,7 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
         texts = table_cells(table)
         assert expected in texts, (expected, texts)
         assert page.locator("[data-testid='stException']").count() == 0
-        page.get_by_text("Comparaison deux à deux").wait_for(timeout=STEP_MS)
+        page.get_by_role("heading", name="Comparaison deux à deux").wait_for(timeout=STEP_MS)
         page.get_by_role("heading", name="Mesures", exact=True).evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(1000)  # let the Vega charts draw
         _screenshot(page, "score")

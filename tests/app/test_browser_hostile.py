@@ -69,6 +69,16 @@ def assert_inert(page) -> None:
     assert all(w <= cw + 1 for w, cw in boxes), boxes
 
 
+def pick_question(page, text: str) -> None:
+    """Choose the drill-down's question whose label holds ``text`` (the selectbox named exactly
+    "Question": the scatter's points have accessible names holding that word too)."""
+    page.get_by_role("combobox", name="Question", exact=True).click()
+    page.keyboard.type(text)
+    page.get_by_role("option").filter(has_text=text).first.click()
+    page.mouse.click(900, 12)
+    wait_idle(page)
+
+
 def scroll_to(page, locator) -> None:
     locator.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(300)
@@ -124,7 +134,7 @@ def test_score_page_with_hostile_runs(server, page, tmp_path):
     page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
     page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(r) for r in runs])
-    page.get_by_text("Comparaison deux à deux").wait_for(timeout=STEP_MS)
+    page.get_by_role("heading", name="Comparaison deux à deux").wait_for(timeout=STEP_MS)
     wait_idle(page)
     alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
     for name in (RUN_IMG, RUN_MD):
@@ -166,10 +176,43 @@ def test_score_page_with_hostile_runs(server, page, tmp_path):
     shot(page, "score-tooltip")
     assert_inert(page)
 
-    # drill-down of question 1 (its text and category are markup)
+    # the A-vs-B scatter (the three questions score alike: one point on top of the others): its tooltip
+    # shows the markup question text as text, and a click opens that question in the drill-down
+    scroll_to(page, page.get_by_role("heading", name="Run A contre run B, question par question"))
+    ab = page.locator("[class*='st-key-ab_chart_']").first
+    point = ab.locator("path[role='graphics-symbol'][aria-roledescription='circle']").last
+    point.wait_for(timeout=STEP_MS)
+    box = point.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    tooltip.wait_for(state="visible", timeout=STEP_MS)
+    shown = tooltip.inner_text()
+    (top,) = [q for q in questions() if q["question"] in shown]
+    assert RUN_IMG in shown and RUN_MD in shown and top["category"] in shown, shown
+    assert tooltip.locator("img, script, svg, a, b").count() == 0
+    shot(page, "score-ab-tooltip")
+    assert_inert(page)
+    page.get_by_role("heading", name="Examiner une question").evaluate("e => e.scrollIntoView()")  # show another
+    pick_question(page, "n° 1 ·" if top["id"] != "1" else "q9")
+    scroll_to(page, page.get_by_role("heading", name="Run A contre run B, question par question"))
+    box = ab.locator("path[role='graphics-symbol'][aria-roledescription='circle']").last.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_function("q => document.querySelector('.bsard-question')?.innerText === q", arg=top["question"],
+                           timeout=STEP_MS)
+    wait_idle(page)
+    assert_inert(page)
+
+    # drill-down of question 1 (its text and category are markup), its gold articles' text as text
+    pick_question(page, "n° 1 ·")
+    page.wait_for_function("q => document.querySelector('.bsard-question')?.innerText === q", arg=QUESTION,
+                           timeout=STEP_MS)
+    wait_idle(page)
     scroll_to(page, page.get_by_role("heading", name="Examiner une question"))
     assert page.locator(".bsard-question").inner_text() == QUESTION
     assert page.get_by_text(f"Catégorie : {CATEGORY}", exact=True).count() == 1
+    first = next(a for a in articles() if a["id"] == "1")
+    texts = page.locator(".bsard-text").all_inner_texts()
+    assert any(t.strip() == first["article"] for t in texts), texts[:3]
     shot(page, "score-drill-down")
     assert_inert(page)
 
