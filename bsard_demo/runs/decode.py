@@ -81,7 +81,8 @@ class Source:
         self.size = len(data) if data is not None else os.stat(path).st_size
         self.read = 0
 
-    def blocks(self, size: int = BLOCK) -> Iterator[bytes]:
+    def blocks(self, size: int | None = None) -> Iterator[bytes]:
+        size = size or BLOCK
         self.read = 0
         if self.data is not None:
             data = self.data
@@ -199,9 +200,10 @@ class Chunk:
         return self.text if isinstance(self.text, str) else self.text.decode("ascii")
 
 
-def _line_blocks(blocks: Iterator[bytes], target: int = BLOCK) -> Iterator[tuple[bytes, bool]]:
-    """``(bytes, cr_only)`` of about ``target`` bytes each (more for a longer line), cut after a
-    ``\\n``."""
+def _line_blocks(blocks: Iterator[bytes], target: int | None = None) -> Iterator[tuple[bytes, bool]]:
+    """``(bytes, cr_only)`` of about ``target`` bytes each (default :data:`BLOCK`; more for a
+    longer line), cut after a ``\\n``."""
+    target = target or BLOCK
     parts: list[bytes] = []
     size = 0
     seen_newline = False

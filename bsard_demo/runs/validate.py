@@ -90,7 +90,11 @@ class Columns:
         self.n += len(q)
         for name, value in (("q", q), ("d", d), ("score", score), ("rank", rank), ("line", line)):
             if value is not None:
-                self._parts[name].append(np.asarray(value))
+                value = np.asarray(value)
+                if name in ("rank", "line") and value.dtype == np.int64 and len(value) \
+                        and -2**31 <= int(value.min()) and int(value.max()) < 2**31:
+                    value = value.astype(np.int32)  # half the memory; a chunk beyond int32 stays int64
+                self._parts[name].append(value)
 
     def append_ids(self, qids: Sequence[str], docs: Sequence[str], score=None, rank=None, line=None) -> None:
         """:meth:`append` of rows given as id strings and plain lists."""
@@ -192,10 +196,12 @@ def build_run(cols: Columns, by: str, problems: ProblemList, *, name: str, tags:
     else:
         key = cols.rank
     p = order_rows(cols, key)
+    del key
     qo = cols.q[p]
     starts = _starts(qo)
     contradictions, tie_questions = _rank_order(cols, p, starts, lower_is_better) if check_ranks else ([], [])
     rows = _drop_repeats(cols, p, qo, problems)
+    del qo
     for line, message in contradictions:
         problems.warning("rank_score_order", message, line=line, kind="rank order contradicts score order")
     if tie_questions:
@@ -205,6 +211,7 @@ def build_run(cols: Columns, by: str, problems: ProblemList, *, name: str, tags:
             f"trec_eval's tie-break (article id descending), e.g. {_examples(tie_questions)}; "
             "tied articles are ordered by article id, as trec_eval does")
     bounds = _starts(cols.q[rows]) if len(rows) != len(p) else starts
+    del p
     _check_direction(cols, problems, lower_is_better)
     names = np.array(cols.dnames, dtype=object)
     d_rows = cols.d[rows]
