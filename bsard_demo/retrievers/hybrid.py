@@ -7,8 +7,11 @@
   ``"none"``: raw scores) and a document missing from ranking ``i`` gets 0 from it. With two
   rankings, ``alpha`` is the weight of the first and ``1 - alpha`` that of the second.
 
-Sums use :func:`math.fsum`, so equal contributions give exactly equal scores whatever their
-order; results are ordered by score descending, ties by article id descending as strings.
+Any number of rankings can be fused, with one weight per ranking (``w_i >= 0``, finite, not all
+0). Sums use :func:`math.fsum` (exactly rounded), so a document's score does not depend on the
+order of the rankings or of their contributions, and equal contributions give exactly equal
+scores; results are ordered by score descending, ties by article id descending as strings
+(:func:`order_hits`, the run convention), so a fused ranking is the same in every process.
 """
 from __future__ import annotations
 
@@ -41,19 +44,25 @@ def _weights(n: int, weights: Sequence[float] | None, alpha: float | None) -> li
         return [float(alpha), 1.0 - float(alpha)]
     if weights is None:
         return [1.0] * n
-    if len(weights) != n:
-        raise ValueError(f"{len(weights)} weights for {n} rankings")
-    if any(not (w >= 0) for w in weights):
-        raise ValueError("weights must be >= 0")
-    return [float(w) for w in weights]
+    if isinstance(weights, (str, bytes)) or len(weights) != n:
+        raise ValueError(f"{len(weights)} weights for {n} rankings (one per system, in order)")
+    try:
+        w = [float(x) for x in weights]
+    except (TypeError, ValueError):
+        raise ValueError(f"weights must be numbers, not {list(weights)!r}") from None
+    if any(not (0 <= x < math.inf) for x in w):
+        raise ValueError(f"weights must be finite and >= 0, not {','.join(f'{x:g}' for x in w)}")
+    if n and not any(x > 0 for x in w):
+        raise ValueError("at least one weight must be above 0")
+    return w
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: float = 60, *,
                            weights: Sequence[float] | None = None, limit: int | None = None) -> list[Hit]:
     """Reciprocal rank fusion of ``rankings`` (each best first; a repeated id counts at its first
     rank). ``k`` must be >= 0."""
-    if not k >= 0:
-        raise ValueError(f"the RRF constant k must be >= 0, not {k}")
+    if not 0 <= k < math.inf:
+        raise ValueError(f"the RRF constant k must be finite and >= 0, not {k}")
     w = _weights(len(rankings), weights, None)
     parts: dict[str, list[float]] = {}
     for wi, ranking in zip(w, rankings):
@@ -123,6 +132,8 @@ class HybridRetriever:
         inner = " + ".join(r.name for r in self.retrievers)
         if method == "rrf":
             how = f"rrf k={rrf_k:g}"
+            if self.weights is not None and any(w != 1 for w in self.weights):
+                how += " w=" + ",".join(f"{w:g}" for w in self.weights)
         elif self.weights is not None or len(self.retrievers) != 2:
             how = f"weighted {normalisation} w=" + ",".join(f"{w:g}" for w in (self.weights or [1.0] * len(self.retrievers)))
         else:

@@ -8,9 +8,15 @@
   sentence-transformers id or a folder; default: the dense module's default encoder), and
   ``fields``, ``pooling``, ``window``, ``batch_size`` passed to
   :meth:`~bsard_demo.retrievers.dense.DenseRetriever.build`.
-- ``"hybrid"``: ``retrievers`` (specs of the parts; default BM25 + the default dense encoder),
-  ``method`` (``"rrf"`` | ``"weighted"``, default ``"rrf"``), ``rrf_k`` (60), ``alpha`` (0.5, the
-  weight of the first part), ``weights``, ``normalisation``, ``depth`` (1000).
+- ``"hybrid"``: ``retrievers`` (specs of the parts, any number >= 2; default BM25 + the default
+  dense encoder), ``method`` (``"rrf"`` | ``"weighted"``, default ``"rrf"``), ``rrf_k`` (60),
+  ``alpha`` (0.5, the weight of the first of two parts), ``weights`` (one per part, in order;
+  absent: all 1), ``normalisation``, ``depth`` (1000).
+
+:func:`hybrid_spec` builds a hybrid spec from simple arguments (BM25 + one dense part per
+listed encoder), as ``--retriever hybrid --encoder use,e5 --weights 1,0.5,0.5`` needs, with the
+product's default fusion (RRF k = 60, zero-shot dense parts weighted 0.5: :func:`default_weights`);
+:func:`parse_encoders` / :func:`parse_weights` read those comma-separated lists.
 """
 from __future__ import annotations
 
@@ -68,6 +74,156 @@ def default_hybrid_parts() -> list[RetrieverSpec]:
     return [RetrieverSpec("bm25"), RetrieverSpec("dense")]
 
 
+#: The default fusion (:func:`hybrid_spec`): reciprocal rank fusion with Cormack et al.'s k = 60
+#: (2009; it also gave the best or tied recall@100 of k in 10..200 in every check below).
+DEFAULT_FUSION = "rrf"
+DEFAULT_RRF_K = 60.0
+DEFAULT_ALPHA = 0.5
+#: RRF weight of a built-in, zero-shot dense encoder (:data:`~.encoders.ENCODER_CHOICES`) when
+#: :func:`hybrid_spec` is given no weights; BM25 and any other encoder (a model folder, e.g. one
+#: fine-tuned by ``train``, or a hub id) weigh 1. Why half: general-purpose encoders used
+#: zero-shot are weaker than BM25 on statutory text (BSARD paper; issue 10's real figures: USE
+#: R@100 0.379 vs BM25 0.510), and the gap grows with the corpus (low-dimensional dense
+#: retrieval degrades faster with index size, Reimers & Gurevych 2021; issue 10: 0.058 on 3,000
+#: articles, 0.131 on 29,000), so equal weights over-trust the weaker ranking where it matters
+#: most. A latent-score model calibrated to those real figures (``bench/bench_e5.py
+#: fusion-model``) puts equal-weight RRF at their 0.527 and weight 0.5 at 0.540, never below
+#: equal weights at full scale, within +-0.01 of them at 3,000 articles; on the synthetic corpus
+#: (dense ~ noise) 0.5 recovers 3.1 points of recall@100, on the sample (dense stronger than BM25)
+#: it costs 0.9 (docs/effectiveness.md, "Fusion of any systems").
+ZERO_SHOT_DENSE_WEIGHT = 0.5
+
+
+def parse_encoders(value: str | Sequence[str] | None) -> list[str]:
+    """Encoder names from ``"use,e5"`` or a list; ``None`` or empty: the default encoder.
+    Raises :class:`ValueError` on an empty item or a repeated encoder."""
+    from .encoders import DEFAULT_ENCODER, ENCODER_CHOICES
+
+    if value is None:
+        return [DEFAULT_ENCODER]
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = [str(item).strip() for item in items]
+    if not any(names):
+        return [DEFAULT_ENCODER]
+    if not all(names):
+        raise ValueError(f"empty encoder name in {','.join(names)!r}: give names separated by commas, e.g. use,e5")
+    # the built-in names are case-insensitive in resolve_encoder
+    canonical = [n.lower() if n.lower() in ENCODER_CHOICES else n for n in names]
+    repeated = sorted({n for n in canonical if canonical.count(n) > 1})
+    if repeated:
+        raise ValueError(f"encoder listed more than once: {', '.join(repeated)}")
+    return canonical
+
+
+def parse_weights(value: str | Sequence[float] | None) -> list[float] | None:
+    """Weights from ``"1,0.5,0.5"`` or a list of numbers; ``None`` / empty stays ``None``.
+    Raises :class:`ValueError` naming every item that is not a finite number >= 0."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    if isinstance(value, str) and not value.strip():
+        return None
+    out, bad = [], []
+    for item in items:
+        try:
+            w = float(str(item).strip()) if isinstance(item, str) else float(item)
+        except (TypeError, ValueError):
+            bad.append(repr(str(item).strip()))
+            continue
+        if not 0 <= w < float("inf"):
+            bad.append(repr(str(item).strip()))
+        out.append(w)
+    if bad:
+        raise ValueError(f"weights must be finite numbers >= 0, separated by commas (e.g. 1,0.5,0.5); not {', '.join(bad)}")
+    return out
+
+
+def default_weights(encoders: Sequence[str]) -> list[float]:
+    """The RRF weights :func:`hybrid_spec` uses when given none: 1 for BM25, then
+    :data:`ZERO_SHOT_DENSE_WEIGHT` for each built-in encoder and 1 for any other, in order."""
+    from .encoders import ENCODER_CHOICES
+
+    return [1.0] + [ZERO_SHOT_DENSE_WEIGHT if str(e).strip().lower() in ENCODER_CHOICES else 1.0 for e in encoders]
+
+
+def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DEFAULT_FUSION,
+                rrf_k: float | None = None, weights: str | Sequence[float] | None = None, alpha: float | None = None,
+                normalisation: str = "minmax", bm25_options: Mapping[str, Any] | None = None,
+                dense_options: Mapping[str, Any] | None = None, depth: int | None = None) -> RetrieverSpec:
+    """A hybrid spec fusing BM25 (``bm25_options``) with one dense retriever per encoder of
+    ``encoders`` (``"use,e5"`` or a list; default: the default encoder), each with
+    ``dense_options`` (``fields``, ``pooling``, ``window``, ``batch_size``).
+
+    - ``method="rrf"``: weighted reciprocal rank fusion ``sum_i w_i / (rrf_k + rank_i)``
+      (``rrf_k`` default :data:`DEFAULT_RRF_K`);
+    - ``method="weighted"``: ``sum_i w_i * minmax_i(score)`` (``normalisation="none"``: raw
+      scores); with two parts and no ``weights``, ``alpha`` (default 0.5) weighs BM25 and
+      ``1 - alpha`` the dense part.
+
+    ``weights``: one per system in order (BM25 first, then the encoders as listed), as numbers or
+    ``"1,0.5,0.5"``; RRF's default is :func:`default_weights` (BM25 1, a built-in zero-shot
+    encoder 0.5, any other 1; see :data:`ZERO_SHOT_DENSE_WEIGHT`), stored in the spec, so
+    ``hybrid_spec()`` is the product's default hybrid: BM25 + use, RRF k = 60, weights 1, 0.5.
+    The weighted fusion's default stays equal weights (``alpha`` 0.5 for two systems).
+    ``rrf_k`` is ignored by ``"weighted"``. Everything is checked here, so a bad combination fails
+    before any index is built: :class:`ValueError` with a message naming the systems.
+    (A hybrid spec written by hand without ``weights``, such as ``RetrieverSpec("hybrid")``,
+    keeps meaning equal weights.)"""
+    from .hybrid import FUSION_METHODS, NORMALISATIONS, _weights
+
+    names = parse_encoders(encoders)
+    systems = ["bm25", *names]
+    if method not in FUSION_METHODS:
+        raise ValueError(f"unknown fusion method {method!r}; choose {' or '.join(FUSION_METHODS)}")
+    if normalisation not in NORMALISATIONS:
+        raise ValueError(f"unknown normalisation {normalisation!r}; choose {' or '.join(NORMALISATIONS)}")
+    w = parse_weights(weights)
+    if w is not None and len(w) != len(systems):
+        raise ValueError(f"{len(w)} weight(s) for {len(systems)} systems ({', '.join(systems)}): give one per system, in that order")
+    if alpha is not None and method != "weighted":
+        raise ValueError("alpha applies to the weighted fusion only (method 'weighted'); RRF takes weights")
+    if alpha is not None and w is not None:
+        raise ValueError("give weights or alpha, not both")
+    if alpha is not None and len(systems) != 2:
+        raise ValueError(f"alpha weighs exactly two systems, here there are {len(systems)} ({', '.join(systems)}); give weights instead")
+    _weights(len(systems), w, alpha)  # the fusion's own checks (range, not all 0)
+    options: dict[str, Any] = {
+        "retrievers": [RetrieverSpec("bm25", dict(bm25_options or {}))]
+        + [RetrieverSpec("dense", {**dict(dense_options or {}), "encoder": name}) for name in names],
+        "method": method,
+    }
+    if method == "rrf":
+        k = DEFAULT_RRF_K if rrf_k is None else float(rrf_k)
+        if not 0 <= k < float("inf"):
+            raise ValueError(f"the RRF constant k must be finite and >= 0, not {rrf_k}")
+        options["rrf_k"] = k
+        if w is None:
+            w = default_weights(names)
+    else:
+        options["normalisation"] = normalisation
+        if w is None and len(systems) == 2:
+            a = DEFAULT_ALPHA if alpha is None else float(alpha)
+            if not 0 <= a <= 1:
+                raise ValueError(f"alpha must be between 0 and 1, not {alpha}")
+            options["alpha"] = a
+    if w is not None:
+        options["weights"] = w
+    if depth is not None:
+        if int(depth) < 1:
+            raise ValueError(f"depth must be at least 1, not {depth}")
+        options["depth"] = int(depth)
+    return RetrieverSpec("hybrid", options)
+
+
+def system_labels(spec: RetrieverSpec) -> list[str]:
+    """Short names of a hybrid's systems in fusion order (``["bm25", "use", "e5"]``), to label
+    one weight each in a UI; a dense part is named by its encoder."""
+    from .encoders import DEFAULT_ENCODER
+
+    return ["bm25" if p.kind == "bm25" else str(p.options.get("encoder") or DEFAULT_ENCODER) if p.kind == "dense" else p.kind
+            for p in hybrid_parts(spec)]
+
+
 def build_retriever(spec: RetrieverSpec, dataset: Dataset, *, cache_root: Path | None = None,
                     progress: Progress | None = None, notice: Callable[[str], None] | None = None) -> Retriever:
     """Build (or load from the cache) the retriever ``spec`` over ``dataset``'s articles.
@@ -103,9 +259,9 @@ def make_hybrid(spec: RetrieverSpec, parts: Sequence[Retriever], corpus_size: in
     options = spec.options
     return HybridRetriever(
         list(parts),
-        method=options.get("method", "rrf"),
-        rrf_k=options.get("rrf_k", 60),
-        alpha=options.get("alpha", 0.5),
+        method=options.get("method", DEFAULT_FUSION),
+        rrf_k=options.get("rrf_k", DEFAULT_RRF_K),
+        alpha=options.get("alpha", DEFAULT_ALPHA),
         depth=options.get("depth", DEFAULT_DEPTH),
         weights=options.get("weights"),
         normalisation=options.get("normalisation", "minmax"),
