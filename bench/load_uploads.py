@@ -78,13 +78,23 @@ class RssSampler:
     def __init__(self, server: AppServer, every: float = 0.2) -> None:
         self.server, self.every = server, every
         self.samples: list[int] = []
+        self.times: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        start = time.perf_counter()
         while not self._stop.is_set():
             self.samples.append(self.server.memory_kb()["rss"])
+            self.times.append(time.perf_counter() - start)
             self._stop.wait(self.every)
+
+    def timeline(self, step: float = 15.0) -> str:
+        """The maximum RSS (MB) of each ``step`` seconds since the uploads started."""
+        cells: dict[int, int] = {}
+        for t, kb in zip(self.times, self.samples):
+            cells[int(t // step)] = max(cells.get(int(t // step), 0), kb)
+        return ", ".join(f"{int(i * step)}-{int((i + 1) * step)} s: {mb(kb):.0f}" for i, kb in sorted(cells.items()))
 
     def __enter__(self) -> "RssSampler":
         self._thread.start()
@@ -168,8 +178,10 @@ async def load(server: AppServer, tasks: list[dict], question: str, timeout_s: f
                 go.set()
                 outcomes = await asyncio.gather(*running)
                 wall = time.perf_counter() - start
+            done = sorted(o["seconds"] for o in outcomes if o["seconds"] is not None)
             return {"warm_s": warm_s, "loaded": loaded, "outcomes": outcomes, "wall": wall,
-                    "samples": sampler.samples, "after": server.memory_kb()}
+                    "samples": sampler.samples, "after": server.memory_kb(), "timeline": sampler.timeline(),
+                    "done_at": done}
         finally:
             await browser.close()
 
@@ -210,6 +222,8 @@ def run(args, workdir: Path) -> int:
              f"{max(times) if times else float('nan'):.1f}", f"{got['wall']:.1f}"]]
     print("\n" + table(rows, ["sessions ok", "R@100 = CLI", "saw the waiting notice", "upload → table p50 s",
                               "p95 s", "max s", "wall s"]))
+    print(f"server VmRSS, maximum per 15 s since the uploads started (MB): {got['timeline']}")
+    print("sessions' tables drawn at (s): " + ", ".join(f"{t:.0f}" for t in got["done_at"]))
     print(f"index builds logged: {[line.split(': ', 1)[-1] for line in log.splitlines() if ': building ' in line]}")
     print(f"written to the empty cache: {sorted(p.parent.name + '/' + p.name for p in cache.glob('*/[!.]*')) or 'nothing'}")
     for o in failed:

@@ -15,8 +15,8 @@ from typing import Hashable, Iterator
 
 import streamlit as st
 
-from .hosting import (WAIT_NOTICE, BundleSetup, UploadSlot, bundle_caption, bundle_notices, keep_build_note,
-                      setup_bundle, upload_size)
+from .hosting import (WAIT_NOTICE, BundleSetup, UploadSlot, bundle_caption, bundle_notices, give_back_memory,
+                      keep_build_note, setup_bundle, upload_size)
 from .highlight import md_escape
 from .state import ActiveData
 
@@ -121,9 +121,13 @@ def large_upload_slot(files, key: Hashable | None = None) -> Iterator[None]:
     def waiting(seconds: float) -> None:
         holder.info(f"{WAIT_NOTICE} ({seconds:.0f} s)", icon=":material/hourglass_top:")
 
+    slot, size = upload_slot(), upload_size(files)
+    scored = slot.needed(size, key)
     try:
-        with upload_slot().hold(upload_size(files), key, on_wait=waiting):
+        with slot.hold(size, key, on_wait=waiting):
             holder.empty()
             yield
+            if scored:
+                give_back_memory()  # inside the slot: the next large scoring starts from a trimmed heap
     finally:
         holder.empty()
