@@ -1,6 +1,6 @@
 """Tuning on a train split: how fast the grid search is, and what the tuned settings change.
 
-    python bench/bench_tune.py speed [--data DIR] [--points 5]
+    python bench/bench_tune.py speed [--data DIR] [--points 5] [--hybrid]
     python bench/bench_tune.py effect --data sample|DIR [--measure recall@100] [--hybrid] [--cache-dir DIR]
 
 ``speed`` (default data: the BSARD-scale synthetic corpus ``bench/out/synth`` with 886 train
@@ -105,6 +105,17 @@ def cmd_speed(args) -> int:
           f"(EXTRAPOLATED from the median point)")
     print(f"best on train: {result.settings_text(result.best)} recall@100 = {result.best_value:.4f} "
           f"(start k1=1 b=0.6: {result.start_value:.4f})")
+    if args.hybrid:
+        # two BM25 variants as the parts: the fusion grid's own cost, without an encoder's
+        from bsard_demo.analyzer import TEXT_ONLY
+
+        spec = RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25"),
+                                                       RetrieverSpec("bm25", {"fields": TEXT_ONLY, "stem": False})]})
+        parts = [build_retriever(p, dataset) for p in spec.options["retrievers"]]
+        hybrid, w, c = _timed(lambda: tune_hybrid(dataset, "train", spec=spec, parts=parts))
+        print(f"\nhybrid of two BM25 variants, {len(hybrid.grid)} fusion settings: {w:.1f} s wall, {c:.1f} s CPU; "
+              + ", ".join(f"{k} {v:.1f} s" for k, v in hybrid.stages.items()))
+        print(f"best: {hybrid.settings_text(hybrid.best)} recall@100 = {hybrid.best_value:.4f} (start {hybrid.start_value:.4f})")
     print(_machine())
     return 0
 
@@ -160,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("speed", help="grid search speed at full scale")
     s.add_argument("--data", default=None, help="a dataset folder (default: bench/out/synth, generated if absent)")
     s.add_argument("--points", type=int, default=5, help="grid points timed against the naive way (max 7)")
+    s.add_argument("--hybrid", action="store_true", help="also time a fusion grid (parts: two BM25 variants)")
     s.set_defaults(func=cmd_speed)
     e = sub.add_parser("effect", help="default vs train-tuned settings on the test split")
     e.add_argument("--data", default="sample")
