@@ -89,7 +89,7 @@ def cmd_quality(args) -> int:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-train-")) / "model"
     opts = TrainOptions(out=out, data=args.data, base=args.base, epochs=args.epochs, batch=args.batch,
                         max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
-                        overwrite=bool(args.out), cache_root=cache_root)
+                        overwrite=bool(args.out), cache_root=cache_root, threads=args.threads)
     t0 = time.perf_counter()
     result = train(opts, dataset)
     print(result.summary())
@@ -136,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--out", default=None, help="keep the trained model here (default: a temporary folder)")
     q.add_argument("--cache-dir", default=None)
+    q.add_argument("--threads", type=int, default=None, help="torch threads while training (default: torch's)")
     q.set_defaults(func=cmd_quality)
     args = p.parse_args(argv)
     return args.func(args)

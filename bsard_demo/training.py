@@ -274,13 +274,13 @@ class TrainResult:
                 shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "hybrid", *enc, *data, "--out", "hybrid.trec"])]
 
     def summary(self) -> str:
-        m = self.metadata
-        s = m["settings"]
-        lines = [f"trained {m['base']['name']} on {m['dataset']['name']}, split {m['dataset']['split']}: "
-                 f"{m['pairs']} pairs from {m['dataset']['questions_used']} questions, {s['epochs']} epoch(s) of "
-                 f"{m['steps']} steps (batch {s['batch']}, max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, "
-                 f"seed {s['seed']}) in {self.seconds:.0f} s; final loss {m['loss']['last']:.4f}" if m["loss"]["last"] is not None
-                 else f"trained {m['base']['name']}: {m['pairs']} pairs in {self.seconds:.0f} s",
+        """What was trained, where it is, and the ``run`` lines that use it."""
+        m, s, d = self.metadata, self.metadata["settings"], self.metadata["dataset"]
+        loss = m["loss"]["last"]
+        lines = [f"trained {m['base']['name']} on {d['name']}, split {d['split']}: {m['pairs']} pairs from "
+                 f"{d['questions_used']} questions, {s['epochs']} epoch(s), {m['steps']} steps (batch {s['batch']}, "
+                 f"max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, seed {s['seed']}) in {self.seconds:.0f} s"
+                 + (f"; final loss {loss:.4f}" if loss is not None else ""),
                  f"model folder: {self.out}"]
         lines += [f"use it: {c}" for c in self.commands()]
         lines += [f"note: {n}" for n in self.notes]

@@ -233,3 +233,33 @@ def test_an_interrupted_training_leaves_nothing(sample, tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         train(TrainOptions(out=out, **TINY), sample)
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_base_with_prefixes_trains_with_them_and_saves_them_as_prompts(sample, tmp_path, monkeypatch):
+    """An e5-like base (query/passage prefixes): the pairs get the prefixes and the saved model
+    carries them as prompts, which the dense encoder then applies to what it embeds."""
+    from types import SimpleNamespace
+
+    from bsard_demo.retrievers.encoders import resolve_encoder
+
+    real = training.load_base
+    seen = {}
+
+    def prefixed(name):
+        model, encoder = real(name)
+        return model, SimpleNamespace(query_prefix="query: ", passage_prefix="passage: ", version=encoder.version)
+
+    original_fit = training._fit
+
+    def spy(model, pairs, options, query_prefix, passage_prefix, work, progress):
+        seen["columns"] = pairs.columns(query_prefix, passage_prefix)
+        return original_fit(model, pairs, options, query_prefix, passage_prefix, work, progress)
+
+    monkeypatch.setattr(training, "load_base", prefixed)
+    monkeypatch.setattr(training, "_fit", spy)
+    result = train(TrainOptions(out=tmp_path / "e5like", **TINY), sample)
+    assert all(a.startswith("query: ") for a in seen["columns"]["anchor"])
+    assert all(p.startswith("passage: ") for p in seen["columns"]["positive"])
+    assert result.metadata["base"]["query_prefix"] == "query: "
+    enc = resolve_encoder(str(tmp_path / "e5like"))
+    assert (enc.query_prefix, enc.passage_prefix) == ("query: ", "passage: ")
