@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ _BOMS_16_32 = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
 # Characters that str.split() treats as whitespace but bytes.split() does not (ASCII range):
 # a chunk holding one is parsed as str, so that both give the same fields.
 _STR_ONLY_SPACE = (b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1b]")  # control bytes that are no whitespace
 
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "a PNG image"),
@@ -297,6 +299,7 @@ class Content:
     compressed: bool
     head: bytes
     cap: int
+    parquet: bool = False
 
     def __post_init__(self):
         #: gzip errors of a later pass (only when the file changed after the first one)
@@ -359,9 +362,11 @@ def open_content(source: Source, problems: ProblemList, cap: int = DEFAULT_MAX_B
         if head[:2] == GZIP_MAGIC:
             problems.error("gzip_twice", "the file is gzip-compressed twice; decompress it once")
             return None, True
-    if not head.startswith(tuple(bom for bom, _ in _BOMS_16_32)):
+    # parquet: its magic number, then binary bytes (a text run whose first id is PAR1 has none)
+    parquet = head.startswith(PARQUET_MAGIC) and _CONTROL.search(head) is not None
+    if not parquet and not head.startswith(tuple(bom for bom, _ in _BOMS_16_32)):
         what = binary_kind(head)
         if what is not None:
             problems.error(*what)
             return None, compressed
-    return Content(source, compressed, head, cap), compressed
+    return Content(source, compressed, head, cap, parquet), compressed

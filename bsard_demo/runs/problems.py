@@ -37,12 +37,16 @@ CODES: dict[str, tuple[Severity, str]] = {
                           "UTF-16/32 byte-order mark is not valid in that encoding"),
     "whitespace_only": ("error", "the file holds only whitespace"),
     "html_page": ("error", "an HTML or XML document (often a saved download page), not a run"),
+    "parquet_unreadable": ("error", "a parquet file that cannot be read (truncated or damaged)"),
+    "parquet_too_large": ("error", "the parquet columns (or one row group) inflate beyond the size limit"),
     # layout
     "not_a_run": ("error", "the lines do not have a run's layout: most have neither 6 (TREC) nor 3 fields"),
     "qrels_file": ("error", "a qrels file (qid 0 docid relevance: the gold labels), not a run"),
     "csv_without_header": ("error", "comma-separated values without a header line naming the columns"),
     "missing_columns": ("error", "the CSV header or parquet schema has no question id, article id, or score/rank "
                                  "column"),
+    "bad_column_type": ("error", "a parquet column whose type cannot hold ids, scores or ranks (nested, binary, "
+                                 "date, ...)"),
     "csv_syntax_error": ("error", "a CSV syntax error (e.g. an unclosed quote); the rest is not read"),
     "no_run_lines": ("error", "no usable run line (a header without data, an empty JSON object, every line "
                               "rejected)"),

@@ -30,20 +30,33 @@ of its lines; lines with another count are errors.
   key names and rules as the CSV columns; ``rank`` instead of ``score`` also works) or
   ``{"qid": .., "docids": [..]}`` (also ``doc_ids``/``article_ids``; first = best; a second
   record for the same question continues its list). The first valid record fixes which.
+- ``parquet``: a table with the CSV's columns (ranx's ``q_id`` too), detected by its ``PAR1``
+  magic; see :mod:`.parquet_format` (problems name the 1-based row number as their line).
 
 Any of these may be gzip-compressed (detected by its magic bytes; ``RunFile.compressed``); it is
 inflated in a streaming way and abandoned as soon as it exceeds ``max_decompressed_bytes``
-(which also caps uncompressed files). Text is UTF-8, with or without BOM (UTF-16/32 with a BOM
+(which also caps uncompressed files). Text files are streamed in 1 MB chunks into compact
+arrays (:mod:`.validate`): reading never holds the whole file (JSON and parquet excepted,
+UTF-16/32 too), nor a Python object per field. Text is UTF-8, with or without BOM (UTF-16/32 with a BOM
 are accepted too), any line ending and any whitespace between fields. Blank lines are skipped.
 
 Problems of JSON object files have no line (``None``); their message names the question and
 article. Each repeated problem has a ``kind`` (e.g. ``"score is not a number"``), so a file
 with 100,000 bad lines keeps the first few with their lines and counts the rest.
 
+Score orientation: ``lower_is_better=True`` reads scores as distances, ordered ascending, ties
+by article id descending exactly as for similarities (the order of the negated scores, see
+:func:`bsard_demo.diagnostics.similarity_score`); ``Run.scores`` keep the file's values and
+``Run.lower_is_better`` is set. Formats with ranks only ignore it.
+
 Warnings (the run is still scored): an article listed twice for a question (its best position
 is kept), question ids not in ``qids``, article ids not in ``corpus_ids``, rank order that
-contradicts the scores, tied scores whose ranks disagree with the trec_eval tie-break, several run
-tags in one file, questions with fewer than ``k`` articles.
+contradicts the scores (in the orientation read), tied scores whose ranks disagree with the
+trec_eval tie-break, several run tags in one file, questions with fewer than ``k`` articles,
+and scores whose direction along the file's ranks (line order without ranks) contradicts the
+orientation for most questions: ``scores_ascending`` (distances read as similarities: use
+lower-is-better) or ``scores_descending`` (similarities read as distances). Every problem has
+a code (:data:`bsard_demo.runs.problems.CODES`).
 """
 from __future__ import annotations
 
@@ -60,7 +73,7 @@ from .run import Run
 from .text_formats import parse_table
 from .validate import add_warnings, build_run
 
-FORMATS = ("trec", "3col-rank", "3col-score", "csv", "json-scores", "json-ranked", "jsonl")
+FORMATS = ("trec", "3col-rank", "3col-score", "csv", "json-scores", "json-ranked", "jsonl", "parquet")
 UNKNOWN = "unknown"
 _NOT_SPACE = re.compile(r"\S")  # as str.strip()/split() see whitespace
 _NOT_SPACE_BYTES = re.compile(rb"\S")  # as bytes.split() does (ASCII chunks hold no other space)
@@ -199,11 +212,17 @@ def _find_first(chunks: Iterator[Chunk]) -> tuple[list[Chunk], _First | None]:
 
 def _read(source: Source, result: RunFile, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None,
           lower_is_better: bool) -> None:
-    """bytes -> text (:mod:`.decode`) -> columns (:mod:`.text_formats`, :mod:`.json_formats`)
-    -> Run and warnings (:mod:`.validate`), filling ``result``."""
+    """bytes -> text (:mod:`.decode`) -> columns (:mod:`.text_formats`, :mod:`.json_formats`,
+    :mod:`.parquet_format`) -> Run and warnings (:mod:`.validate`), filling ``result``."""
     problems = result.problems
     content, result.compressed = open_content(source, problems, cap, size_message)
     if content is None:
+        return
+    if content.parquet:
+        from .parquet_format import parse_parquet  # pyarrow is imported only for a parquet file
+
+        parsed = parse_parquet(content, result)
+        _finish(parsed, result, qids, corpus_ids, k, lower_is_better)
         return
     decoding = ProblemList()
     chunks = content.chunks(decoding)
@@ -238,6 +257,12 @@ def _read(source: Source, result: RunFile, qids, corpus_ids, k: int, cap: int, s
         result.problems = ProblemList()
         result.problems.extend(content.late)
         return
+    _finish(parsed, result, qids, corpus_ids, k, lower_is_better)
+
+
+def _finish(parsed, result: RunFile, qids, corpus_ids, k: int, lower_is_better: bool) -> None:
+    """Columns -> Run and warnings (:mod:`.validate`)."""
+    problems = result.problems
     if parsed is None:
         return
     cols, by, check_ranks, tags = parsed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import gzip
+import io
 import json
 import re
 import zlib
@@ -25,6 +26,19 @@ def codes_of(data: bytes, **kw) -> set[str]:
     return {p.code for p in read_run_bytes(data, "r", **kw).problems}
 
 
+def _parquet(**columns) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    pq.write_table(pa.table({k: pa.array(v, type=pa.float64()) if k == "score" else v for k, v in columns.items()}), out)
+    return out.getvalue()
+
+
+_PARQUET = _parquet(qid=["1", "1"], docid=["a", "b"], score=[2.0, 1.0])
+_BIG_PARQUET = _parquet(qid=["1"] * 20_000, docid=[str(i) for i in range(20_000)], score=[1.0] * 20_000)
+
+
 def _zeros_gzip(n: int) -> bytes:
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
     return comp.compress(bytes(n)) + comp.flush()
@@ -44,10 +58,13 @@ BYTES_INPUTS: dict[str, list] = {
                  b"\xff\xfe" + b"\x00\xd8" + b"a\x00"],
     "whitespace_only": [b" \n\t\r\n"],
     "html_page": [b"<!DOCTYPE html><html></html>", b"<?xml version='1.0'?><run/>"],
+    "parquet_unreadable": [_PARQUET[: len(_PARQUET) // 2]],
+    "parquet_too_large": [(_BIG_PARQUET, {"max_decompressed_bytes": len(_BIG_PARQUET) + 10})],
+    "bad_column_type": [_parquet(qid=["1"], docid=[["a"]], score=[1.0])],
     "not_a_run": [b"Ceci est un texte.\nIl n'a rien d'un run, vraiment rien.\n", b"42\n"],
     "qrels_file": [b"4 0 2222 1\n7 0 2222 1\n"],
     "csv_without_header": [b"1,947,0.5\n1,948,0.4\n"],
-    "missing_columns": [b"qid,score\n1,0.5\n"],
+    "missing_columns": [b"qid,score\n1,0.5\n", _parquet(qid=["1"], score=[1.0])],
     "csv_syntax_error": [b"qid,docid,score\n1,a," + b"9" * 200_000 + b"\n"],  # a field above csv's limit
     "no_run_lines": [b"qid,docid,score\n", b"{}"],
     "invalid_json": [b'{"1": {"a": 0.5,}}', b'{"qid": "1", "docid": "a", "score": 1}\n{"qid": \n'],
@@ -60,7 +77,8 @@ BYTES_INPUTS: dict[str, list] = {
     "bad_field_count": [b"1 Q0 a 1 1.5 t\n1 Q0 b 2 1.0\n", b"qid,docid,score\n1,a\n"],
     "bad_id": [b"qid,docid,score\n,a,0.5\n", b'{"1": ["a", null]}', b'{" ": {"a": 1}}'],
     "bad_article_list": [b'{"qid": "1", "docids": "a"}\n'],
-    "bad_score": [b"1 Q0 a 1 x t\n", b"1 Q0 a 1 nan t\n", b'{"1": {"a": "high"}}'],
+    "bad_score": [b"1 Q0 a 1 x t\n", b"1 Q0 a 1 nan t\n", b'{"1": {"a": "high"}}',
+                  _parquet(qid=["1"], docid=["a"], score=[None])],
     "bad_rank": [b"1 Q0 a one 1.5 t\n", b"q a 1\nq b 2\nq c 2.5\nq d 4\n"],
     "duplicate_article": [b"1 Q0 a 1 0.9 t\n1 Q0 a 2 0.8 t\n"],
     "rank_score_order": [b"1 Q0 a 1 0.2 t\n1 Q0 b 2 0.9 t\n"],

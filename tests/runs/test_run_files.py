@@ -67,6 +67,18 @@ def text(lines: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def parquet(columns: dict) -> bytes:
+    """A parquet table of ``columns``, as pandas/ranx write one (pyarrow)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    pq.write_table(pa.table(columns), out)
+    return out.getvalue()
+
+
 # --------------------------------------------------------------------------------------------
 # round trips
 
@@ -77,6 +89,9 @@ SCORE_FILES = {
         f"{q},{d},{s!r}\n" for q, docs in SCORES.items() for d, s in docs.items()),
     "json-scores": lambda: json.dumps(SCORES),
     "jsonl": lambda: text(jsonl_score_lines()),
+    "parquet": lambda: parquet({"q_id": [q for q, docs in SCORES.items() for _ in docs],
+                                "doc_id": [d for docs in SCORES.values() for d in docs],
+                                "score": [s for docs in SCORES.values() for s in docs.values()]}),
 }
 RANK_FILES = {
     "3col-rank": lambda: text(three_col_rank_lines()),
@@ -84,13 +99,17 @@ RANK_FILES = {
         f"{q};{d};{r}\n" for q, docs in RANKINGS.items() for r, d in enumerate(docs, 1)),
     "json-ranked": lambda: json.dumps(RANKINGS),
     "jsonl": lambda: text([json.dumps({"qid": q, "docids": docs}) for q, docs in RANKINGS.items()]),
+    "parquet": lambda: parquet({"qid": [q for q, docs in RANKINGS.items() for _ in docs],
+                                "docid": [d for docs in RANKINGS.values() for d in docs],
+                                "rank": [r for docs in RANKINGS.values() for r in range(1, len(docs) + 1)]}),
 }
 
 
 @pytest.mark.parametrize("fmt", list(SCORE_FILES))
 @pytest.mark.parametrize("compress", [False, True])
 def test_score_formats_round_trip(fmt, compress):
-    data = SCORE_FILES[fmt]().encode()
+    data = SCORE_FILES[fmt]()
+    data = data.encode() if isinstance(data, str) else data
     rf = read(gzip.compress(data) if compress else data)
     assert rf.format == fmt and rf.compressed == compress
     assert_same_run(rf, Run.from_scores(SCORES))
@@ -99,7 +118,8 @@ def test_score_formats_round_trip(fmt, compress):
 @pytest.mark.parametrize("fmt", list(RANK_FILES))
 @pytest.mark.parametrize("compress", [False, True])
 def test_rank_formats_round_trip(fmt, compress):
-    data = RANK_FILES[fmt]().encode()
+    data = RANK_FILES[fmt]()
+    data = data.encode() if isinstance(data, str) else data
     rf = read(gzip.compress(data) if compress else data)
     assert rf.format == fmt and rf.compressed == compress
     assert_same_run(rf, Run.from_rankings(RANKINGS))
