@@ -116,18 +116,24 @@ def slot_count(value: str | None) -> int:
 def large_upload_slot(files, key: Hashable | None = None) -> Iterator[None]:
     """Hold the process's large-upload slot while the block scores ``files`` (when they are large
     and not already scored under ``key``); while waiting, a notice says so."""
-    holder = st.empty()
+    holder = []  # the notice's placeholder, made only when waiting: no element on the usual path
 
     def waiting(seconds: float) -> None:
-        holder.info(f"{WAIT_NOTICE} ({seconds:.0f} s)", icon=":material/hourglass_top:")
+        if not holder:
+            holder.append(st.empty())
+        holder[0].info(f"{WAIT_NOTICE} ({seconds:.0f} s)", icon=":material/hourglass_top:")
+
+    def clear() -> None:
+        if holder:
+            holder[0].empty()
 
     slot, size = upload_slot(), upload_size(files)
     scored = slot.needed(size, key)
     try:
         with slot.hold(size, key, on_wait=waiting):
-            holder.empty()
+            clear()
             yield
             if scored:
                 give_back_memory()  # inside the slot: the next large scoring starts from a trimmed heap
     finally:
-        holder.empty()
+        clear()
