@@ -265,9 +265,11 @@ def _drill_down(board, ds, split, table, shown) -> None:
             if not g.text:
                 st.caption("Article absent du corpus.")
                 continue
+            # escaped: article_text_html is highlight_html (every character escaped) in a fixed <div>
             st.html(article_text_html(g.text, terms))
             if is_long(g.text):
                 with st.expander("Lire l'article entier"):
+                    # escaped: as above, the whole text
                     st.html(article_text_html(g.text, terms, max_chars=None))
     st.markdown(f"**Premiers articles du run « {md_escape(run_name)} »** ({len(dd.top)})")
     st.dataframe([{"rang": r.rank, "article": r.article_id, "score": r.score, "référence": r.reference,
