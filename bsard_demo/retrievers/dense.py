@@ -323,6 +323,10 @@ def _discard_partial(folder: Path) -> None:
     except OSError:
         return
     shutil.rmtree(stale, ignore_errors=True)
+    try:
+        folder.parent.rmdir()  # the last unfinished build gone: leave no empty dense-partial/ behind
+    except OSError:
+        pass  # other unfinished builds still have shards there
 
 
 def _report(progress: Progress | None, done: int, total: int, message: str) -> None:
