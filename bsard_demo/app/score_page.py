@@ -126,10 +126,9 @@ def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str
     board = Scoreboard(split=split, qrels=qrels, ks=tuple(sorted(set(int(k) for k in ks))))
     flags = list(lower_is_better) + [False] * (len(files) - len(lower_is_better))
     for name, (raw_name, data), lower in zip(unique_names([n for n, _ in files]), files, flags):
-        options = {"lower_is_better": True} if lower else {}
         rf = read_run_bytes(data, name, qids=qrels.keys(), corpus_ids=context.corpus_ids, k=max(board.ks),
                             max_decompressed_bytes=limit_bytes or DEFAULT_MAX_BYTES,
-                            size_message=upload_too_large if limit_bytes else None, **options)
+                            size_message=upload_too_large if limit_bytes else None, lower_is_better=bool(lower))
         check_run_file(rf, context)
         board.runs.append(score_runfile(rf, qrels, board.ks))
     return board

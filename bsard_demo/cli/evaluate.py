@@ -117,8 +117,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str, qrels, corpus, k: int, lower_is_better: bool):
-    options = {"lower_is_better": True} if lower_is_better else {}
-    return read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=k, **options)
+    return read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=k, lower_is_better=lower_is_better)
 
 
 def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace, ks: Sequence[int], *,

@@ -3,7 +3,6 @@ question texts) equal to the CLI's, the A-vs-B scatter whose click opens the dri
 articles' text and ranks, coded problems, nDCG@10 with its note, and the distances toggle."""
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
@@ -181,10 +180,6 @@ def test_problem_table_has_codes_and_ndcg_its_note():
 
 
 def test_distances_toggle_scores_like_the_similarities():
-    from bsard_demo.runs import read_run_bytes as reader
-
-    if "lower_is_better" not in inspect.signature(reader).parameters:
-        pytest.skip("the run reader has no lower_is_better yet (runs engineer)")
     sim = sample_run_trec(seed=8)
     dist = "".join(f"{q} Q0 {d} {r} {-float(s)} t\n" for q, _, d, r, s, _ in (ln.split() for ln in sim.splitlines()))
     at = start("pages/score.py")
