@@ -48,7 +48,7 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``evaluate``: score run files."""
     p = subparsers.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines; optionally gzipped) "
+                       description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines, parquet; optionally gzipped) "
                                    "against a split: recall@k, map@k, mrr@k and ndcg@10, macro-averaged over all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
     add_run_arguments(p)
