@@ -227,8 +227,10 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
 
     def distance(s: FusionSetting) -> tuple:
         ws = s.weights or (1.0,) * n
-        return (s.method != start.method, abs(math.log((s.rrf_k or 60) / (start.rrf_k or 60))) if s.rrf_k else 0.0,
-                sum(abs(math.log(w)) if w > 0 else math.inf for w in ws), abs((s.alpha or 0.5) - (start.alpha or 0.5)))
+        k_gap = abs(math.log((s.rrf_k + 1) / ((start.rrf_k if start.rrf_k is not None else 60.0) + 1))) \
+            if s.rrf_k is not None else 0.0
+        return (s.method != start.method, k_gap,
+                sum(abs(math.log(w)) if w > 0 else math.inf for w in ws), abs(_or(s.alpha, 0.5) - _or(start.alpha, 0.5)))
 
     top = max(r[m.name] for r in rows)
     best_setting = min((s for s in settings if by_setting[s][m.name] == top), key=distance)
@@ -242,6 +244,10 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
                       best_value=by_setting[best_setting][m.name], start=_clean(start.row()),
                       start_value=by_setting[start][m.name], spec=best_spec, command=command,
                       seconds=time.perf_counter() - t0, notes=notes, stages=stages)
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def _clean(row: dict) -> dict:

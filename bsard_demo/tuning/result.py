@@ -161,6 +161,7 @@ class TuneResult:
                                             width=330, height=510)
         charts = []
         rrf = self.grid[self.grid["method"] == "rrf"]
+        rrf = rrf.assign(weights=rrf["weights"].replace("", "equal"))
         if len(rrf):
             charts.append(alt.Chart(rrf).mark_rect().encode(
                 x=alt.X("rrf_k:O", title="RRF k"), y=alt.Y("weights:N", title="weights"),
