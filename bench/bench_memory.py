@@ -123,12 +123,13 @@ def make_files(data: Path, out: Path, depth: int, formats: Sequence[str]) -> dic
         except ImportError:
             print("pyarrow not installed: no parquet case", file=sys.stderr)
         else:
-            cols: dict[str, list] = {"qid": [], "docid": [], "score": []}
+            cols: dict[str, list] = {"qid": [], "docid": [], "rank": [], "score": []}
             with open(big, encoding="utf-8") as f:
                 for line in f:
-                    q, _, d, _, s, _ = line.split()
+                    q, _, d, r, s, _ = line.split()
                     cols["qid"].append(q)
                     cols["docid"].append(d)
+                    cols["rank"].append(int(r))
                     cols["score"].append(float(s))
             pq_path = out / f"run{depth}.parquet"
             pq.write_table(pa.table(cols), pq_path)

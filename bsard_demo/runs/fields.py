@@ -175,6 +175,14 @@ class ArrayFields:
         self._bytes = np.frombuffer(data, dtype=np.uint8)
         self.starts, self.ends = starts.reshape(-1, width), ends.reshape(-1, width)
         self.n = len(self.starts)
+        # the 8 bytes from each offset, big-endian: one gather reads a token's first 8 bytes
+        self._padded = data + bytes(8)
+        self._words = np.ndarray((len(data) + 1,), dtype=">u8", buffer=self._padded, strides=(1,))
+
+    def _head_words(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(first 8 bytes of each token of column j as uint64, token lengths)``."""
+        s = self.starts[:, j]
+        return self._words[s].astype(np.uint64), self.ends[:, j] - s
 
     def tokens(self, j: int) -> list[bytes]:
         data = self.data
@@ -189,20 +197,19 @@ class ArrayFields:
         if width > limit:
             return None
         offsets = np.arange(width)
-        inside = offsets[None, :] < lengths[:, None]
-        index = np.minimum(s[:, None] + offsets[None, :], len(self._bytes) - 1)
-        return np.where(inside, self._bytes[index], 0).astype(np.uint8), lengths
+        matrix = self._bytes.take(s[:, None] + offsets[None, :], mode="clip")
+        matrix *= offsets[None, :] < lengths[:, None]  # NUL after each token
+        return matrix, lengths
 
     def keys(self, j: int) -> np.ndarray | None:
-        """Column ``j``'s tokens as int64 keys (bytes and length packed), None if one is too long."""
-        m = self._matrix(j, _MAX_KEY)
-        if m is None:
+        """Column ``j``'s tokens as int64 keys (up to 7 bytes, left-aligned in 56 bits, then
+        3 bits of length), None if one is longer."""
+        words, lengths = self._head_words(j)
+        if int(lengths.max()) > _MAX_KEY:
             return None
-        matrix, lengths = m
-        key = np.zeros(len(lengths), dtype=np.int64)
-        for col in range(matrix.shape[1]):
-            key = (key << 8) | matrix[:, col]
-        return (key << (8 * (_MAX_KEY - matrix.shape[1]) + 3)) | lengths
+        keep = (np.uint64(2**56 - 1) >> (np.uint64(8) * (np.uint64(_MAX_KEY) - lengths.astype(np.uint64)))) \
+            << (np.uint64(8) * (np.uint64(_MAX_KEY) - lengths.astype(np.uint64)))
+        return (((words >> np.uint64(8)) & keep).astype(np.int64) << 3) | lengths
 
     def codes(self, j: int, intern, index: "KeyIndex") -> np.ndarray:
         keys = self.keys(j)
@@ -222,6 +229,20 @@ class ArrayFields:
                 pass
         return floats(self.tokens(j), lines, problems)
 
+    def _short_digits(self, j: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(all-digit mask, values)`` of column ``j`` when no token is over 8 bytes, else None."""
+        words, lengths = self._head_words(j)
+        if int(lengths.max()) > 8:
+            return None
+        value = np.zeros(len(words), dtype=np.int64)
+        ok = np.ones(len(words), dtype=bool)
+        for k in range(8):
+            inside = k < lengths
+            byte = ((words >> np.uint64(56 - 8 * k)) & np.uint64(0xFF)).astype(np.int64)
+            ok &= ~inside | ((byte >= 48) & (byte <= 57))
+            value = np.where(inside, value * 10 + byte - 48, value)
+        return ok, value
+
     def _digit_matrix(self, j: int):
         m = self._matrix(j, _MAX_DIGITS)
         if m is None:
@@ -237,6 +258,11 @@ class ArrayFields:
         return np.where(inside, (matrix.astype(np.int64) - 48) * power, 0).sum(axis=1)
 
     def ints(self, j: int, lines, problems: ProblemList, note: str = "", positive: bool = False):
+        short = self._short_digits(j)
+        if short is not None:
+            if bool(short[0].all()) and (not positive or int(short[1].min()) >= 1):
+                return short[1], None
+            return ints(self.tokens(j), lines, problems, note, positive)
         d = self._digit_matrix(j)
         if d is not None and bool(d[3].all()):
             values = self._digit_value(*d[:3])
@@ -245,6 +271,10 @@ class ArrayFields:
         return ints(self.tokens(j), lines, problems, note, positive)
 
     def digit_values(self, j: int) -> tuple[np.ndarray, np.ndarray | None]:
+        short = self._short_digits(j)
+        if short is not None:
+            mask, values = short
+            return mask, (values[mask] if mask.any() else None)
         d = self._digit_matrix(j)
         if d is None:
             return TokenFields(self.tokens(j), 1).digit_values(0)

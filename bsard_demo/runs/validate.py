@@ -64,7 +64,12 @@ class Columns:
 
     @staticmethod
     def _new_codes(ids: list[str], by_str: dict, names: list[str]) -> list[int]:
-        """Codes of ``ids`` (new ones appended to ``names``)."""
+        """Codes of ``ids`` (distinct; new ones appended to ``names``)."""
+        if by_str.keys().isdisjoint(ids):  # all new: numbered at once
+            first = len(names)
+            names.extend(ids)
+            by_str.update(zip(ids, range(first, len(names))))
+            return list(range(first, len(names)))
         out = []
         for s in ids:
             c = by_str.get(s)
