@@ -23,7 +23,7 @@ import numpy as np
 
 from .decode import Content, size_text
 from .problems import ProblemList
-from .text_formats import DOC_NAMES, QID_NAMES
+from .text_formats import DOC_NAMES, QID_NAMES, missing_columns
 from .validate import Columns
 
 QID_COLUMNS = QID_NAMES + ("q_id",)
@@ -90,13 +90,7 @@ def parse_parquet(content: Content, result):
     qcol = next((names[n] for n in QID_COLUMNS if n in names), None)
     dcol = next((names[n] for n in DOC_NAMES if n in names), None)
     scol, rcol, tcol = names.get("score"), names.get("rank"), names.get("tag")
-    missing = []
-    if qcol is None:
-        missing.append(f"no question id column (expected one of {', '.join(QID_COLUMNS)})")
-    if dcol is None:
-        missing.append(f"no article id column (expected one of {', '.join(DOC_NAMES)})")
-    if scol is None and rcol is None:
-        missing.append("no score or rank column")
+    missing = missing_columns(qcol, dcol, scol, rcol, QID_COLUMNS)
     if missing:
         problems.error("missing_columns", f"the parquet table has {'; '.join(missing)}; found columns: {shown}")
         return None

@@ -270,6 +270,18 @@ def _after_line(chunks: Iterable[Chunk], line: int) -> Iterator[str]:
             yield text
 
 
+def missing_columns(qcol, dcol, scol, rcol, qid_names: tuple[str, ...] = QID_NAMES) -> list[str]:
+    """What a table's header lacks (each a phrase), given the columns found (None: absent)."""
+    missing = []
+    if qcol is None:
+        missing.append(f"no question id column (expected one of {', '.join(qid_names)})")
+    if dcol is None:
+        missing.append(f"no article id column (expected one of {', '.join(DOC_NAMES)})")
+    if scol is None and rcol is None:
+        missing.append("no score or rank column")
+    return missing
+
+
 def _parse_csv(chunks: Iterable[Chunk], header_line: int, delim: str | None, names: list[str], result,
                problems: ProblemList, upstream: ProblemList):
     result.format = "csv"
@@ -280,13 +292,7 @@ def _parse_csv(chunks: Iterable[Chunk], header_line: int, delim: str | None, nam
 
     qcol, dcol = col(QID_NAMES), col(DOC_NAMES)
     scol, rcol, tcol = col(("score",)), col(("rank",)), col(("tag",))
-    missing = []
-    if qcol is None:
-        missing.append(f"no question id column (expected one of {', '.join(QID_NAMES)})")
-    if dcol is None:
-        missing.append(f"no article id column (expected one of {', '.join(DOC_NAMES)})")
-    if scol is None and rcol is None:
-        missing.append("no score or rank column")
+    missing = missing_columns(qcol, dcol, scol, rcol)
     if missing:
         for _ in chunks:  # read to the end: the decoding problems of every line are reported
             pass
