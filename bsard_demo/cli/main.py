@@ -1,9 +1,10 @@
-"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index} ...``: the parser and :func:`main`.
+"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index,tune,train} ...``: the parser and :func:`main`.
 
 Each command lives in its own module, which adds its subparser and handler: ``data`` and
 ``evaluate`` in :mod:`.evaluate`, ``compare`` in :mod:`.compare`, ``run`` and ``index`` in
-:mod:`.retrieval`. A new command gets
-a new module, registered in :func:`build_parser`.
+:mod:`.retrieval`, ``tune`` in :mod:`.tune`, ``train`` in :mod:`.train`. A new command gets a
+new module, registered in :func:`build_parser` (a test checks that every ``add_*_parser`` of
+this package is).
 
 Exit codes: 0 success (warnings allowed); 2 unusable input, data or usage (one line on stderr,
 never a traceback; ``evaluate`` prints one line per problem of a run file, then a summary line,
@@ -20,17 +21,19 @@ from .common import OneLineParser, one_line
 from .compare import add_compare_parser
 from .evaluate import add_data_parser, add_evaluate_parser
 from .retrieval import add_index_parser, add_run_parser
+from .train import add_train_parser
+from .tune import add_tune_parser
+
+COMMANDS = ("data", "evaluate", "compare", "run", "index", "tune", "train")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m bsard_demo",
                            description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{data,evaluate,compare,run,index}")
-    add_data_parser(sub)
-    add_evaluate_parser(sub)
-    add_compare_parser(sub)
-    add_run_parser(sub)
-    add_index_parser(sub)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    for add in (add_data_parser, add_evaluate_parser, add_compare_parser, add_run_parser, add_index_parser,
+                add_tune_parser, add_train_parser):
+        add(sub)
     return parser
 
 

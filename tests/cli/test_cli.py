@@ -122,3 +122,33 @@ def test_unreachable_hub_exits_2_naming_alternatives(tmp_path):
     assert proc.returncode == 2
     assert "--data sample" in proc.stderr and "--data PATH" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_every_command_module_is_registered():
+    """Every ``add_*_parser`` of bsard_demo/cli is reachable from ``python -m bsard_demo``
+    (``tune`` and ``train`` once existed only as modules, and their tests built parsers of
+    their own)."""
+    import ast
+
+    from bsard_demo.cli.main import COMMANDS, build_parser
+
+    defined = set()
+    for path in (REPO / "bsard_demo" / "cli").glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("add_") and node.name.endswith("_parser"):
+                defined.add(node.name[len("add_"):-len("_parser")])
+    choices = set(next(a for a in build_parser()._actions if a.dest == "command").choices)
+    assert defined == choices == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
+def test_tune_and_train_through_the_entry_point(command, tmp_path):
+    """Through ``python -m bsard_demo`` itself: ``--help`` works, and a bad option is one line, exit 2."""
+    def cli(*argv):
+        return subprocess.run([sys.executable, "-m", "bsard_demo", command, *argv], cwd=REPO, capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "BSARD_CACHE": str(tmp_path / "c")})
+
+    shown = cli("--help")
+    assert shown.returncode == 0 and f"usage: python -m bsard_demo {command}" in shown.stdout
+    bad = cli("--data", "sample", "--split", "dev", "--out", str(tmp_path / "o"), "--no-progress")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no split 'dev'" in bad.stderr, bad.stderr
