@@ -19,7 +19,8 @@ from ..evaluation import EXTRA_MEASURES, evaluate
 from ..retrievers.base import DEFAULT_DEPTH, Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
 from ..retrievers.bm25 import BM25Settings
-from ..retrievers.registry import RetrieverSpec, hybrid_parts
+from ..retrievers.encoders import DEFAULT_ENCODER
+from ..retrievers.registry import RetrieverSpec, default_weights, hybrid_parts
 
 DEFAULT_MEASURE = "recall@100"
 _MEASURE_RE = re.compile(r"^\s*(recall|map|mrr|ndcg)\s*@\s*(\d+)\s*$", re.IGNORECASE)
@@ -247,7 +248,13 @@ def run_command(spec: RetrieverSpec, data: str | None = None, *, split: str = "t
         if method == "rrf" and float(o.get("rrf_k", 60)) != 60:
             args += ["--rrf-k", _fmt(float(o["rrf_k"]))]
         weights = o.get("weights")
-        if weights is not None:
+        if method == "rrf":
+            # a spec without weights means equal weights, but run's default is default_weights
+            effective = [float(w) for w in weights] if weights is not None else [1.0] * len(parts)
+            encoders = [str(p.options.get("encoder") or DEFAULT_ENCODER) for p in parts[1:]]
+            if effective != default_weights(encoders):
+                args += ["--weights", ",".join(_fmt(w) for w in effective)]
+        elif weights is not None:
             args += ["--weights", ",".join(_fmt(float(w)) for w in weights)]
         elif method == "weighted" and len(parts) == 2 and float(o.get("alpha", 0.5)) != 0.5:
             args += ["--alpha", _fmt(float(o["alpha"]))]

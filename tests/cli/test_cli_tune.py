@@ -9,11 +9,15 @@ import pytest
 from bsard_demo.cli.common import OneLineParser
 from bsard_demo.cli.retrieval import add_run_parser, spec_from_args
 from bsard_demo.cli.tune import add_tune_parser
+from bsard_demo.retrievers import RetrieverSpec
 from bsard_demo.retrievers.bm25 import BM25Settings
+from bsard_demo.retrievers.registry import hybrid_spec
+from bsard_demo.tuning.result import run_command
 
 
 def _main(argv: list[str]) -> int:
-    """The tune command through a parser of its own (``cli/main.py`` registers the same function)."""
+    """The tune command through a parser of its own (``cli/main.py`` registers the same function,
+    tests/cli/test_cli.py checks it)."""
     parser = OneLineParser(prog="python -m bsard_demo")
     sub = parser.add_subparsers(dest="command", required=True)
     add_tune_parser(sub)
@@ -66,3 +70,42 @@ def test_errors_are_one_line(argv, message, capsys):
     assert _main(["tune", "--data", "sample", "--no-progress", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and err.startswith("bsard_demo tune: ")
+
+
+def _behaviour(spec):
+    """What a hybrid spec does: its parts, method and resolved weights (no weights: equal; a
+    weighted fusion of two by alpha: alpha, 1 - alpha; a weighted sum is scale-free)."""
+    from bsard_demo.retrievers.registry import hybrid_parts
+
+    def part(p):  # a dense part without an encoder uses the default one
+        return RetrieverSpec("dense", {"encoder": "use", **p.options}).key() if p.kind == "dense" else p.key()
+
+    o, parts = spec.options, [part(p) for p in hybrid_parts(spec)]
+    method = o.get("method", "rrf")
+    if method == "rrf":
+        return parts, method, float(o.get("rrf_k", 60)), [float(w) for w in o.get("weights") or [1] * len(parts)]
+    w = o.get("weights")
+    if w is None:
+        a = float(o.get("alpha", 0.5))
+        w = [a, 1 - a] if len(parts) == 2 else [1] * len(parts)
+    return parts, method, [float(x) / sum(map(float, w)) for x in w], o.get("normalisation", "minmax")
+
+
+@pytest.mark.parametrize("spec", [
+    RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense")], "method": "rrf", "rrf_k": 60.0}),
+    RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense")], "method": "rrf", "rrf_k": 10.0,
+                             "weights": [1.0, 2.0]}),
+    RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25", {"k1": 1.5}), RetrieverSpec("dense", {"encoder": "e5"}),
+                                            RetrieverSpec("dense", {"encoder": "use"})], "method": "rrf", "rrf_k": 60.0}),
+    hybrid_spec(), hybrid_spec("use,e5"), hybrid_spec("e5,use", weights="1,0.5,1", rrf_k=0),
+    hybrid_spec(method="weighted", alpha=0.8), hybrid_spec(method="weighted"),
+    hybrid_spec("use,e5", method="weighted", weights="2,1,0"),
+], ids=lambda s: s.key()[:60])
+def test_tuned_hybrid_command_rebuilds_the_same_fusion(spec):
+    """The ``use it:`` line of a tuned hybrid, parsed by ``run``, gives back what was tuned,
+    including equal weights now that ``run``'s default weighs a zero-shot encoder 0.5."""
+    command, notes = run_command(spec, "sample")
+    assert command is not None, notes
+    parser = OneLineParser(prog="x")
+    add_run_parser(parser.add_subparsers(dest="command"))
+    assert _behaviour(spec_from_args(parser.parse_args(shlex.split(command)[3:]))) == _behaviour(spec)
