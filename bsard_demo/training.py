@@ -332,10 +332,11 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
     out = Path(options.out).expanduser().resolve()
     _prepare_out(out, options.overwrite)
     seed_everything(options.seed)
-    model, encoder = load_base(options.base)
+    # the data first: a wrong split or a corpus without gold articles fails before the model loads
     pairs = training_pairs(dataset, options.split, hard_negatives=options.hard_negatives,
                            with_description=options.with_description, bm25=options.bm25,
                            cache_root=options.cache_root, progress=progress, notice=notice)
+    model, encoder = load_base(options.base)
     query_prefix = getattr(encoder, "query_prefix", "") or ""
     passage_prefix = getattr(encoder, "passage_prefix", "") or ""
     questions = dataset.questions(options.split)
