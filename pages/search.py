@@ -112,7 +112,9 @@ def page() -> None:
                 st.slider("α : poids de BM25 (fusion pondérée)", 0.0, 1.0, step=0.05, key=WIDGET_KEYS["alpha"],
                           persist_state="session")
             else:
-                st.caption("Poids de chaque système dans la fusion (1 partout : fusion simple).")
+                st.caption("Poids de chaque système dans la fusion. Par défaut en RRF : BM25 1, encodeur pré-entraîné "
+                           "(use, e5, minilm) 0,5, modèle entraîné 1, comme `run --retriever hybrid` ; "
+                           "1 partout : fusion simple.")
                 _weights_inputs(hybrid_systems(settings))
             note = unavailable_note(options)
             if note:

@@ -18,6 +18,7 @@ import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Collection, Mapping, Sequence
 
+from ..retrievers.registry import default_weights
 from .search_page import KIND_LABELS
 
 
@@ -46,8 +47,8 @@ _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 @dataclass(frozen=True)
 class SearchSettings:
     """Everything a search link holds. ``weights``: one per hybrid system (BM25 first, then
-    ``hybrid_encoders``), ``None`` for all 1; a weighted fusion of two systems takes ``alpha``
-    (the weight of BM25) instead (:attr:`uses_alpha`)."""
+    ``hybrid_encoders``), ``None`` for the defaults (:func:`default_hybrid_weights`); a weighted
+    fusion of two systems takes ``alpha`` (the weight of BM25) instead (:attr:`uses_alpha`)."""
 
     question: str = ""
     systems: tuple[str, ...] = DEFAULT_SYSTEMS
@@ -66,6 +67,11 @@ class SearchSettings:
         """A weighted fusion of two systems is set by α; every other hybrid by its weights."""
         return self.fusion == "weighted" and len(self.hybrid_encoders) == 1
 
+    @property
+    def hybrid_weights(self) -> tuple[float, ...]:
+        """The weights the hybrid uses: :attr:`weights`, else the defaults."""
+        return self.weights if self.weights is not None else default_hybrid_weights(self.fusion, self.hybrid_encoders)
+
     def canonical(self, default_encoder: str = "use") -> "SearchSettings":
         """The same search with the settings its systems do not use reset to their defaults (and
         no example without a question: a link's example fills an absent question)."""
@@ -79,7 +85,8 @@ class SearchSettings:
                            alpha=DEFAULT_ALPHA, weights=None)
         if s.fusion != "rrf":
             s = replace(s, rrf_k=DEFAULT_RRF_K)
-        return replace(s, weights=None) if s.uses_alpha else replace(s, alpha=DEFAULT_ALPHA)
+        # the weights are spelled out, so a link keeps its results if the default weights change
+        return replace(s, weights=None) if s.uses_alpha else replace(s, alpha=DEFAULT_ALPHA, weights=s.hybrid_weights)
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,16 @@ class LinkChoices:
     @property
     def default_encoder(self) -> str:
         return self.encoders[0] if self.encoders else "use"
+
+
+def default_hybrid_weights(fusion: str, hybrid_encoders: Sequence[str]) -> tuple[float, ...]:
+    """A hybrid's weights when none are given (BM25 first): for RRF the product's defaults
+    (:func:`~bsard_demo.retrievers.registry.default_weights`: BM25 1, a built-in zero-shot
+    encoder 0.5, a trained model 1), as the CLI's ``run --retriever hybrid``; for the weighted
+    fusion all 1."""
+    if fusion == "rrf":
+        return tuple(default_weights(list(hybrid_encoders)))
+    return (1.0,) * (1 + len(hybrid_encoders))
 
 
 def _number_text(x: float) -> str:
@@ -234,12 +251,12 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
         n = 1 + len(hybrid_encoders)
         if any(w is None or not 0 <= w <= MAX_WEIGHT for w in parsed):
             notes.append("Poids « " + _shown(",".join(asked)) + f" » : des nombres de 0 à {MAX_WEIGHT:g} sont attendus ; "
-                         "poids égaux pris.")
+                         "poids par défaut pris.")
         elif len(parsed) != n:
             notes.append(f"{len(parsed)} poids pour {n} systèmes de l'hybride (BM25 puis "
-                         f"{', '.join(hybrid_encoders)}) : poids égaux pris.")
+                         f"{', '.join(hybrid_encoders)}) : poids par défaut pris.")
         elif not any(w > 0 for w in parsed):
-            notes.append("Poids tous nuls : poids égaux pris.")
+            notes.append("Poids tous nuls : poids par défaut pris.")
         else:
             weights = tuple(parsed)
         if weights is not None and fusion == "weighted" and len(hybrid_encoders) == 1:
@@ -282,8 +299,9 @@ def hybrid_systems(settings: SearchSettings) -> list[str]:
 
 
 def state_from_settings(settings: SearchSettings, encoders: Sequence[str] = ()) -> dict[str, object]:
-    """The widget values showing ``settings``. Every weight is set (1 unless ``settings`` has
-    one for it), those of the other ``encoders`` too, so no earlier weight survives a link."""
+    """The widget values showing ``settings``. Every weight is set (its default for the fusion
+    of ``settings`` unless ``settings`` has one for it), those of the other ``encoders`` too, so
+    no earlier weight survives a link."""
     s = settings
     state: dict[str, object] = {WIDGET_KEYS["question"]: s.question, WIDGET_KEYS["systems"]: list(s.systems),
                                 WIDGET_KEYS["k"]: s.k, WIDGET_KEYS["code"]: s.code, WIDGET_KEYS["encoder"]: s.encoder,
@@ -291,7 +309,7 @@ def state_from_settings(settings: SearchSettings, encoders: Sequence[str] = ()) 
                                 WIDGET_KEYS["rrf_k"]: s.rrf_k, WIDGET_KEYS["alpha"]: s.alpha,
                                 WIDGET_KEYS["example"]: s.example}
     for system in dict.fromkeys(["bm25", *encoders, *s.hybrid_encoders]):
-        state[weight_key(system)] = 1.0
+        state[weight_key(system)] = 1.0 if system == "bm25" else default_hybrid_weights(s.fusion, [system])[1]
     if s.weights is not None:
         for system, w in zip(hybrid_systems(s), s.weights):
             state[weight_key(system)] = float(w)
@@ -301,7 +319,7 @@ def state_from_settings(settings: SearchSettings, encoders: Sequence[str] = ()) 
 def settings_from_state(state: Mapping[str, object], choices: LinkChoices) -> SearchSettings:
     """The search the widgets show, every value checked against ``choices`` (a value no longer
     valid, e.g. a code of another dataset, becomes its default; no hybrid encoder: the default
-    one). ``weights`` is ``None`` when all are 1."""
+    one). ``weights`` is ``None`` when they are the defaults (:func:`default_hybrid_weights`)."""
     def get(name, default):
         value = state.get(WIDGET_KEYS[name])
         return default if value is None else value
@@ -321,8 +339,10 @@ def settings_from_state(state: Mapping[str, object], choices: LinkChoices) -> Se
         example=example if example in choices.examples else None)
     if s.uses_alpha:
         return s
-    weights = tuple(float(state.get(weight_key(system), 1.0) or 0.0) for system in hybrid_systems(s))
-    return replace(s, weights=None if all(w == 1 for w in weights) else weights)
+    defaults = default_hybrid_weights(s.fusion, s.hybrid_encoders)
+    weights = tuple(float(state.get(weight_key(system), default) or 0.0)
+                    for system, default in zip(hybrid_systems(s), defaults))
+    return replace(s, weights=None if weights == defaults else weights)
 
 
 def should_apply(current: Mapping[str, str | Sequence[str]], written: Mapping[str, str | Sequence[str]] | None) -> bool:

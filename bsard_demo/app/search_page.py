@@ -33,6 +33,8 @@ from ..dataset import Dataset, hierarchy
 from ..metrics import compute_metrics
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Retriever
+from ..retrievers.hybrid import FUSION_METHODS
+from ..retrievers.registry import hybrid_spec
 
 NEW = "nouveau"
 
@@ -239,41 +241,39 @@ def hybrid_column(encoders: Sequence[str], *, fusion: str = "rrf", rrf_k: float 
                   weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None
                   ) -> tuple[str, RetrieverSpec]:
     """``(label, spec)`` of a hybrid column fusing BM25 with a dense part per encoder (keys,
-    mapped to what the dense retriever takes by ``targets``; default: the key itself).
+    mapped to what the dense retriever takes by ``targets``; default: the key itself). The spec
+    is :func:`~bsard_demo.retrievers.registry.hybrid_spec`'s, so a column with the default
+    settings is the CLI's ``run --retriever hybrid``.
 
-    ``fusion="rrf"``: reciprocal rank fusion with constant ``rrf_k`` and optional ``weights``
-    (one per system, BM25 first; all 1 when ``None``); ``"weighted"``: min-max normalised scores,
-    ``alpha`` the weight of BM25 when there are two systems and no ``weights``, else ``weights``
-    (default all 1). Raises :class:`ValueError` on an unknown fusion, no encoder, or a wrong
-    number of weights."""
+    ``fusion="rrf"``: reciprocal rank fusion with constant ``rrf_k`` and ``weights`` (one per
+    system, BM25 first; ``None``: the product's defaults, BM25 1, a built-in zero-shot encoder
+    0.5, any other 1); ``"weighted"``: min-max normalised scores, ``alpha`` the weight of BM25
+    when there are two systems and no ``weights``, else ``weights`` (default all 1). The label
+    shows the weights unless all are 1. Raises :class:`ValueError` on an unknown fusion, no
+    encoder, or a wrong number of weights."""
     encoders = list(dict.fromkeys(encoders))
     if not encoders:
         raise ValueError("a hybrid needs at least one dense encoder")
+    if fusion not in FUSION_METHODS:
+        raise ValueError(f"unknown fusion {fusion!r}; choose rrf or weighted")
+    if weights is not None and len(weights) != 1 + len(encoders):
+        raise ValueError(f"{len(weights)} weights for {1 + len(encoders)} systems (BM25, {', '.join(encoders)})")
     targets = targets or {}
-    parts = [RetrieverSpec("bm25")] + [RetrieverSpec("dense", {"encoder": targets.get(e, e)}) for e in encoders]
-    if weights is not None:
-        weights = [float(w) for w in weights]
-        if len(weights) != len(parts):
-            raise ValueError(f"{len(weights)} weights for {len(parts)} systems (BM25, {', '.join(encoders)})")
-        if all(w == 1 for w in weights):
-            weights = None
-    shown_w = "" if weights is None else " w=" + ",".join(_number(w) for w in weights)
+    by_alpha = fusion == "weighted" and weights is None and len(encoders) == 1
+    spec = hybrid_spec([targets.get(e, e) for e in encoders], method=fusion,
+                       rrf_k=float(rrf_k) if fusion == "rrf" else None,
+                       weights=None if weights is None else [float(w) for w in weights],
+                       alpha=float(alpha) if by_alpha else None)
+    used = spec.options.get("weights") or [1.0] * (1 + len(encoders))
+    shown_w = ",".join(_number(w) for w in used)
     names = " + ".join(encoders)
     if fusion == "rrf":
-        options = {"retrievers": parts, "method": "rrf", "rrf_k": float(rrf_k)}
-        label = f"Hybride RRF k={_number(rrf_k)}{shown_w} ({names})"
-    elif fusion == "weighted":
-        options = {"retrievers": parts, "method": "weighted", "normalisation": "minmax"}
-        if weights is None and len(parts) == 2:
-            options["alpha"] = float(alpha)
-            label = f"Hybride pondéré α={_number(alpha)} ({names})"
-        else:
-            label = f"Hybride pondéré w={','.join(_number(w) for w in weights or [1.0] * len(parts))} ({names})"
+        label = f"Hybride RRF k={_number(rrf_k)}{'' if all(w == 1 for w in used) else ' w=' + shown_w} ({names})"
+    elif by_alpha:
+        label = f"Hybride pondéré α={_number(alpha)} ({names})"
     else:
-        raise ValueError(f"unknown fusion {fusion!r}; choose rrf or weighted")
-    if weights is not None:
-        options["weights"] = weights
-    return label, RetrieverSpec("hybrid", options)
+        label = f"Hybride pondéré w={shown_w} ({names})"
+    return label, spec
 
 
 def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = "rrf", rrf_k: float = 60,

@@ -55,8 +55,8 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch):
     monkeypatch.setattr(ui, "progress_bar", recording)
     ui.index_registry().clear()  # indexes built by earlier tests of this process (the disk cache stays)
     at = start("pages/score.py")
-    assert at.selectbox(key="builtin_system").options == ["BM25", "Dense (use)", "Hybride RRF k=60 (use)"]
-    for label in ("Dense (use)", "Hybride RRF k=60 (use)"):
+    assert at.selectbox(key="builtin_system").options == ["BM25", "Dense (use)", "Hybride RRF k=60 w=1,0.5 (use)"]
+    for label in ("Dense (use)", "Hybride RRF k=60 w=1,0.5 (use)"):
         at.selectbox(key="builtin_system").select(label).run()
         at.button(key="builtin").click().run()
         assert_clean(at)
@@ -66,7 +66,7 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch):
     at.button(key="builtin").click().run()
     assert_clean(at)
     table = metrics_df(at)
-    names = ["Dense (use) intégré", "Hybride RRF k=60 (use) intégré", "BM25 intégré (question + description)"]
+    names = ["Dense (use) intégré", "Hybride RRF k=60 w=1,0.5 (use) intégré", "BM25 intégré (question + description)"]
     assert list(table.index) == names
     paths = [cli_run(tmp_path, "dense", "--retriever", "dense"), cli_run(tmp_path, "hybrid", "--retriever", "hybrid"),
              cli_run(tmp_path, "bm25d", "--query-text", "question+description")]

@@ -14,6 +14,7 @@ import pytest
 from _browser import (HIT_IDS_JS, RESULTS_READY_JS, STEP_MS, AppServer, ServerError, app_env, browser_context,
                       require_browser, wait_idle)
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
+from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_sample
 
 FIRST = "Mon propriétaire peut-il garder ma garantie locative ?"
@@ -44,11 +45,11 @@ def browser(server, tmp_path_factory):
 
 
 def library_top(cache, question: str, k: int) -> list[str]:
-    """BM25 then hybrid (BM25 + USE, RRF k=60): the library's top k, column after column."""
+    """BM25 then the default hybrid (BM25 + USE, RRF k=60, weights 1 and 0.5: ``hybrid_spec()``,
+    the CLI's ``run --retriever hybrid``): the library's top k, column after column."""
     ds = load_sample()
     bm25 = RetrieverSpec("bm25")
-    hybrid = RetrieverSpec("hybrid", {"retrievers": [bm25, RetrieverSpec("dense", {"encoder": "use"})], "method": "rrf",
-                                      "rrf_k": 60})
+    hybrid = hybrid_spec()
     return [h.article_id for spec in (bm25, hybrid) for h in build_retriever(spec, ds, cache_root=cache).search(question, k)]
 
 
@@ -74,7 +75,7 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
         # the address bar holds the search in its written form (systems repeated, hybrid settings)
         page.wait_for_function("() => location.search.includes('henc=')", timeout=STEP_MS)
         assert query(page.url) == {"q": [FIRST], "systems": ["bm25", "hybrid"], "k": ["6"], "henc": ["use"],
-                                   "fusion": ["rrf"], "rrfk": ["60"]}
+                                   "fusion": ["rrf"], "rrfk": ["60"], "w": ["1", "0.5"]}
 
         # a new search typed on the page: the address bar and the copyable link follow
         page.get_by_label("Votre question").fill(SECOND)

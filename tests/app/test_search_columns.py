@@ -8,7 +8,7 @@ import pytest
 from bsard_demo.app.search_page import column_specs, hybrid_column
 from bsard_demo.retrievers import Hit, RetrieverSpec
 from bsard_demo.retrievers.hybrid import reciprocal_rank_fusion, weighted_fusion
-from bsard_demo.retrievers.registry import hybrid_parts, make_hybrid
+from bsard_demo.retrievers.registry import hybrid_parts, hybrid_spec, make_hybrid
 
 
 def parts_of(spec: RetrieverSpec) -> list[tuple[str, str | None]]:
@@ -22,10 +22,17 @@ def test_rrf_over_several_encoders_with_weights():
     assert spec.options == {**spec.options, "method": "rrf", "rrf_k": 20.0, "weights": [1.0, 0.5, 2.0]}
 
 
-def test_weights_all_one_are_plain_fusion():
+def test_default_weights_are_the_cli_default_and_all_one_is_plain_fusion():
+    """No weights: the product's default hybrid (hybrid_spec), the spec the CLI's ``run
+    --retriever hybrid --encoder …`` builds; weights all 1: plain RRF, labelled without them."""
+    label, spec = hybrid_column(["use"])
+    assert label == "Hybride RRF k=60 w=1,0.5 (use)" and spec == hybrid_spec()
+    label, spec = hybrid_column(["use", "e5"])
+    assert label == "Hybride RRF k=60 w=1,0.5,0.5 (use + e5)" and spec == hybrid_spec("use,e5")
+    label, spec = hybrid_column(["use", "mine"], targets={"mine": "/models/mine"})
+    assert label == "Hybride RRF k=60 w=1,0.5,1 (use + mine)" and spec.options["weights"] == [1.0, 0.5, 1.0]
     label, spec = hybrid_column(["use", "e5"], weights=[1, 1, 1])
-    assert label == "Hybride RRF k=60 (use + e5)" and "weights" not in spec.options
-    assert spec == hybrid_column(["use", "e5"])[1]  # the same registry entry as no weights
+    assert label == "Hybride RRF k=60 (use + e5)" and spec.options["weights"] == [1.0, 1.0, 1.0]
 
 
 def test_the_weighted_fusion_takes_alpha_for_two_systems_and_weights_beyond():
@@ -46,8 +53,8 @@ def test_targets_repeats_and_bad_settings():
         hybrid_column(["use", "e5"], weights=[1, 2])
     with pytest.raises(ValueError, match="unknown fusion"):
         hybrid_column(["use"], fusion="max")
-    assert list(column_specs(["hybrid"], encoder="e5", hybrid_encoders=["use"])) == ["Hybride RRF k=60 (use)"]
-    assert list(column_specs(["hybrid"], encoder="e5")) == ["Hybride RRF k=60 (e5)"]
+    assert list(column_specs(["hybrid"], encoder="e5", hybrid_encoders=["use"])) == ["Hybride RRF k=60 w=1,0.5 (use)"]
+    assert list(column_specs(["hybrid"], encoder="e5")) == ["Hybride RRF k=60 w=1,0.5 (e5)"]
 
 
 class Fixed:

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bsard_demo.retrievers.registry import hybrid_spec
+
 from bsard_demo.app.search_links import (DEFAULT_K, DEFAULT_RRF_K, MAX_QUESTION_CHARS, LinkChoices, SearchSettings,
                                          link_params, link_query, parse_link, same_params, settings_from_state,
                                          share_url, should_apply, state_from_settings, weight_key)
@@ -63,7 +65,8 @@ def test_the_canonical_search_keeps_what_the_systems_use(s):
     if "hybrid" in s.systems:
         assert (c.hybrid_encoders, c.fusion) == (s.hybrid_encoders, s.fusion)
         assert c.rrf_k == (s.rrf_k if s.fusion == "rrf" else DEFAULT_RRF_K)
-        assert (c.alpha if s.uses_alpha else c.weights) == (s.alpha if s.uses_alpha else s.weights)
+        # the weights are spelled out: the defaults when the search had none
+        assert (c.alpha if s.uses_alpha else c.weights) == (s.alpha if s.uses_alpha else s.hybrid_weights)
     else:
         assert c.hybrid_encoders == ("use",) and c.weights is None
 
@@ -94,7 +97,7 @@ def test_both_forms_in_a_real_query_string():
 def test_a_choice_holding_a_comma_stays_whole():
     s, notes = parse_link({"systems": "hybrid", "henc": ["trained:a,b", "use,e5"]}, CHOICES)
     assert s.hybrid_encoders == ("trained:a,b", "use", "e5") and notes == []
-    assert parse_link(link_params(s), CHOICES)[0] == s
+    assert parse_link(link_params(s), CHOICES)[0] == s.canonical()
 
 
 def test_the_example_fills_an_absent_question():
@@ -187,15 +190,16 @@ def test_widget_values_show_the_same_search(s):
     state = state_from_settings(s, ENCODERS)
     c = s.canonical()
     got = settings_from_state(state, CHOICES)
-    assert got.canonical() == (c if c.weights is None or any(w != 1 for w in c.weights) else c.__class__(
-        **{**c.__dict__, "weights": None}))
+    assert got.canonical() == c
 
 
 def test_a_link_resets_earlier_weights():
     state = {weight_key("e5"): 3.0, weight_key("bm25"): 2.0}
     state.update(state_from_settings(SearchSettings(systems=("hybrid",), hybrid_encoders=("use",)), ENCODERS))
-    assert all(state[weight_key(e)] == 1.0 for e in ("bm25", *ENCODERS))
+    # each widget shows its RRF default: BM25 and trained models 1, built-in encoders 0.5
+    assert [state[weight_key(e)] for e in ("bm25", *ENCODERS)] == [1.0, 0.5, 0.5, 0.5, 1.0, 1.0]
     assert settings_from_state(state, CHOICES).weights is None
+    assert settings_from_state(state, CHOICES).hybrid_weights == (1.0, 0.5) == tuple(hybrid_spec().options["weights"])
 
 
 def test_widget_values_no_longer_valid_become_defaults():

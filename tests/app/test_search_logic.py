@@ -186,7 +186,7 @@ def test_column_specs():
     assert hybrid["method"] == "weighted" and hybrid["alpha"] == 0.3
     assert [p.kind for p in hybrid["retrievers"]] == ["bm25", "dense"]
     rrf = column_specs(["hybrid"], fusion="rrf", rrf_k=20)
-    assert list(rrf) == ["Hybride RRF k=20 (use)"] and list(rrf.values())[0].options["rrf_k"] == 20
+    assert list(rrf) == ["Hybride RRF k=20 w=1,0.5 (use)"] and list(rrf.values())[0].options["rrf_k"] == 20
     with pytest.raises(ValueError):
         column_specs(["tfidf"])
     with pytest.raises(ValueError):
