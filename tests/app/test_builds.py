@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bsard_demo.app.builds import (BSARD_ARTICLES, TRAINED_PREFIX, BuildEta, dense_index_stored, duration_text,
+from bsard_demo.app.builds import (SLOW_ENCODERS, BSARD_ARTICLES, TRAINED_PREFIX, BuildEta, dense_index_stored, duration_text,
                                    encoder_options, eta_seconds, first_build_note, offered, slow_parts, trained_label,
                                    unavailable_note)
 from bsard_demo.app.search_page import column_specs
@@ -92,7 +92,7 @@ def test_columns_use_a_trained_models_folder(tmp_path):
     key = TRAINED_PREFIX + "bsard-minilm"
     specs = column_specs(["dense", "hybrid"], encoder=key, hybrid_encoders=["use", key], targets={key: folder})
     assert specs[f"Dense ({key})"] == RetrieverSpec("dense", {"encoder": folder})
-    hybrid = specs[f"Hybride RRF k=60 (use + {key})"]
+    hybrid = specs[f"Hybride RRF k=60 w=1,0.5,1 (use + {key})"]  # a trained model weighs 1
     assert [p.options.get("encoder") for p in hybrid.options["retrievers"]] == [None, "use", folder]
 
 
@@ -117,7 +117,7 @@ def test_an_encoder_unavailable_here_is_not_stored(tmp_path):
 
 def test_slow_parts_name_the_columns_waiting_for_a_slow_encoder():
     specs = column_specs(["bm25", "dense", "hybrid"], encoder="e5", hybrid_encoders=["use", "e5"])
-    assert slow_parts(specs, lambda e: False) == {"Dense (e5)": ["e5"], "Hybride RRF k=60 (use + e5)": ["e5"]}
+    assert slow_parts(specs, lambda e: False) == {"Dense (e5)": ["e5"], "Hybride RRF k=60 w=1,0.5,0.5 (use + e5)": ["e5"]}
     assert slow_parts(specs, lambda e: e == "e5") == {}
     asked = []
     slow_parts(column_specs(["dense", "hybrid"], encoder="use"), lambda e: asked.append(e) or False)
@@ -132,6 +132,8 @@ def test_first_build_note():
     assert "≈ 30 min pour ces 3\u202f600 articles" in measured and "2 articles/s" in measured
     assert f"≈ {duration_text(BSARD_ARTICLES / 2.0)} pour tout le corpus BSARD" in measured
     assert "3 h 09 min" in measured  # 22,633 / 2 = 11,316.5 s, rounded up to the minute
+    e5 = first_build_note("e5", 220, SLOW_ENCODERS["e5"])  # the measured figure, in French notation
+    assert "(1,56 articles/s mesurés sur 2 cœurs, docs/benchmarks.md)" in e5 and "(22\u202f633 articles)" in e5
 
 
 # --------------------------------------------------------------------------- time left
