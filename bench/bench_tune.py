@@ -143,11 +143,13 @@ def cmd_effect(args) -> int:
                  f"{tuned.best_value:.4f} vs {tuned.start_value:.4f}", _test_figures(dataset, tuned_bm25)))
     if args.hybrid:
         use = build_retriever(RetrieverSpec("dense", {"encoder": "use"}), dataset, cache_root=cache_root)
-        from bsard_demo.retrievers.registry import make_hybrid
+        from bsard_demo.retrievers.registry import hybrid_spec, make_hybrid
 
-        default_h = make_hybrid(RetrieverSpec("hybrid"), [default_bm25, use], corpus_size=len(dataset.articles))
-        rows.append(("hybrid default: RRF k=60 (BM25 default + use)", "", _test_figures(dataset, default_h)))
-        spec = RetrieverSpec("hybrid", {"retrievers": [tuned.spec, RetrieverSpec("dense", {"encoder": "use"})]})
+        default_h = make_hybrid(hybrid_spec(), [default_bm25, use], corpus_size=len(dataset.articles))
+        rows.append(("hybrid default: RRF k=60 w=1,0.5 (BM25 default + use)", "", _test_figures(dataset, default_h)))
+        equal_h = make_hybrid(RetrieverSpec("hybrid"), [default_bm25, use], corpus_size=len(dataset.articles))
+        rows.append(("hybrid RRF k=60, equal weights (BM25 default + use)", "", _test_figures(dataset, equal_h)))
+        spec = hybrid_spec(bm25_options=tuned.spec.options)  # the default fusion over the tuned BM25
         th = tune_hybrid(dataset, "train", spec=spec, measure=args.measure, data=args.data,
                          parts=[tuned_bm25, use])
         print(th.summary())

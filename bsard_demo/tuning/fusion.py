@@ -15,7 +15,7 @@ import pandas as pd
 from ..dataset import Dataset
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Progress, id_ranks, rank_all
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, search_all
-from ..retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts
+from ..retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, hybrid_spec
 from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _fmt, _report, _split_questions, run_command
 
 #: RRF constants searched for a hybrid (60 is Cormack et al.'s and the product's default).
@@ -167,13 +167,14 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
                 notice: Callable[[str], None] | None = None, parts: Sequence | None = None) -> TuneResult:
     """Search a hybrid's fusion settings on ``split`` (see the module docstring).
 
-    ``spec``: the hybrid (its parts and depth; default BM25 + the default dense encoder); its
+    ``spec``: the hybrid (its parts and depth; default :func:`hybrid_spec`, BM25 + the default
+    dense encoder with the default weights); its
     own fusion settings are the "start" point. ``settings``: the fusions to try (default
     :func:`fusion_grid`). ``parts``: already built retrievers of the spec's parts, to reuse.
     Each part is built (or loaded from the index cache) and searched once, to the hybrid's depth."""
     t0 = time.perf_counter()
     m = _as_measure(measure)
-    spec = spec or RetrieverSpec("hybrid")
+    spec = spec or hybrid_spec()  # the product's default hybrid (RRF k=60, USE weighted 0.5)
     if spec.kind != "hybrid":
         raise ValueError(f"tune_hybrid tunes a hybrid retriever, not {spec.kind}")
     part_specs = hybrid_parts(spec)
