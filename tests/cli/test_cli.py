@@ -141,14 +141,15 @@ def test_every_command_module_is_registered():
     assert defined == choices == set(COMMANDS)
 
 
-@pytest.mark.parametrize("command", ["tune", "train"])
-def test_tune_and_train_through_the_entry_point(command, tmp_path):
-    """Through ``python -m bsard_demo`` itself: ``--help`` works, and a bad option is one line, exit 2."""
-    def cli(*argv):
-        return subprocess.run([sys.executable, "-m", "bsard_demo", command, *argv], cwd=REPO, capture_output=True,
-                              text=True, timeout=300, env={**os.environ, "BSARD_CACHE": str(tmp_path / "c")})
-
-    shown = cli("--help")
-    assert shown.returncode == 0 and f"usage: python -m bsard_demo {command}" in shown.stdout
-    bad = cli("--data", "sample", "--split", "dev", "--out", str(tmp_path / "o"), "--no-progress")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no split 'dev'" in bad.stderr, bad.stderr
+def test_tune_and_train_through_the_entry_point(tmp_path, monkeypatch, capsys):
+    """``python -m bsard_demo --help`` names them, and through :func:`main` a bad option of each
+    is one line, exit 2 (before any model loads)."""
+    shown = subprocess.run([sys.executable, "-m", "bsard_demo", "--help"], cwd=REPO, capture_output=True, text=True,
+                           timeout=300)
+    assert shown.returncode == 0 and "{data,evaluate,compare,run,index,tune,train}" in shown.stdout
+    monkeypatch.setenv("BSARD_CACHE", str(tmp_path / "c"))
+    for command in ("tune", "train"):
+        assert main([command, "--data", "sample", "--split", "dev", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"bsard_demo {command}: ") and "no split 'dev'" in err, err
+    assert not (tmp_path / "o").exists()
