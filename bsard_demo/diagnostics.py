@@ -324,17 +324,20 @@ def check_wrong_split(run_qids: Iterable[str], split: str, split_qids: Collectio
 def check_run(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Iterable[str]], *,
               split: str = "test", corpus_size: int | None = None, corpus_ids: Collection[str] | None = None,
               other_splits: Mapping[str, Collection[str]] | None = None,
-              file_entries: Mapping[str, Sequence[tuple[int | None, float | None]]] | None = None) -> list[Finding]:
+              file_entries: Mapping[str, Sequence[tuple[int | None, float | None]]] | None = None,
+              explained: bool = False) -> list[Finding]:
     """Every check, in :data:`CODES` order; ``near_random`` is left out when another finding
-    already explains the score. ``other_splits`` maps a split name to its question ids;
-    ``file_entries`` is the input of :func:`check_scores_ascending` (skipped when None)."""
+    already explains the score, or when ``explained`` (the caller knows of one: the reader's
+    own ``scores_ascending`` / ``scores_descending`` warning, a run read the wrong way round).
+    ``other_splits`` maps a split name to its question ids; ``file_entries`` is the input of
+    :func:`check_scores_ascending` (skipped when None)."""
     findings = [
         check_wrong_split(rankings.keys(), split, qrels.keys(), other_splits),
         check_ids_shifted(rankings, qrels, corpus_size=corpus_size, corpus_ids=corpus_ids),
         check_scores_ascending(file_entries) if file_entries is not None else None,
     ]
     findings = [f for f in findings if f is not None]
-    if not findings:
+    if not findings and not explained:
         nr = check_near_random(rankings, qrels, corpus_size=corpus_size, corpus_ids=corpus_ids)
         if nr is not None:
             findings.append(nr)

@@ -5,7 +5,9 @@ function for ``python -m bsard_demo evaluate``/``compare`` and the Score page al
 split (its labels, the corpus ids when the corpus is loaded, the question ids of the dataset's
 other splits) and adds each finding to the file's problems as a *warning* carrying the
 finding's code (``ids_shifted``, ``near_random``, ``wrong_split``; ``scores_ascending`` is the
-reader's own warning, which sees the file's order). A clean run gets none. The warning's message
+reader's own warning, which sees the file's order, and a run carrying it or ``scores_descending``
+gets no ``near_random`` on top: read the wrong way round, it scores like chance for that reason).
+A clean run gets none. The warning's message
 is the finding's message, then its hint: ``"<message>; <hint>"``, one line.
 """
 from __future__ import annotations
@@ -16,6 +18,9 @@ from typing import Mapping
 from .dataset import Dataset
 from .diagnostics import Finding, check_run
 from .runs import Problem, ProblemList, RunFile
+
+#: The reader's warnings that a run's scores run the other way than it was read.
+ORDER_CODES = ("scores_ascending", "scores_descending")
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,10 @@ def check_run_file(rf: RunFile, context: SplitContext) -> list[Finding]:
     added to ``rf.problems`` (:func:`add_finding`)."""
     if rf.run is None:
         return []
+    # a run read the wrong way round scores like chance: the reader's warning says why already
+    wrong_way = any(p.code in ORDER_CODES for p in rf.problems.items)
     findings = check_run(rf.run, context.qrels, split=context.split, corpus_ids=context.corpus_ids,
-                         other_splits=context.other_splits)
+                         other_splits=context.other_splits, explained=wrong_way)
     for finding in findings:
         add_finding(rf.problems, finding)
     return findings

@@ -67,3 +67,20 @@ def test_a_perfect_run_on_a_tiny_corpus_is_not_near_random():
     ds = Dataset(name="tiny", kind="local", articles=articles, splits={"test": questions})
     rf = read_run_bytes(trec(run), "r.trec", qids=qrels.keys(), corpus_ids=ds.article_ids, k=3)
     assert check_run_file(rf, SplitContext.of(ds, "test")) == []
+
+
+def test_a_distance_run_read_as_similarities_is_not_also_called_random(sample):
+    """Read the wrong way round a good distance run ranks its gold articles last, so it scores like
+    chance; the reader's ``scores_ascending`` says why, and ``near_random`` (whose hint points at
+    the id space and the split) is not added on top. Read as distances it is clean."""
+    qrels = sample.qrels("test")
+    others = [a for a in sorted(sample.article_ids, key=int)]
+    rankings = {q: sorted(g, key=int) + [a for a in others if a not in g][:60] for q, g in qrels.items()}
+    blob = "".join(f"{q} Q0 {d} {r} {r / 10:.1f} t\n" for q, docs in rankings.items() for r, d in enumerate(docs, 1)).encode()
+    ctx = SplitContext.of(sample, "test")
+    wrong = read_run_bytes(blob, "d.trec", qids=qrels.keys(), corpus_ids=sample.article_ids, k=100)
+    assert "scores_ascending" in [p.code for p in wrong.problems]
+    assert check_near_random(wrong.run, qrels, corpus_ids=sample.article_ids) is not None  # what it would say
+    assert check_run_file(wrong, ctx) == [] and "near_random" not in [p.code for p in wrong.problems]
+    right = read_run_bytes(blob, "d.trec", qids=qrels.keys(), corpus_ids=sample.article_ids, k=100, lower_is_better=True)
+    assert check_run_file(right, ctx) == [] and not [p for p in right.problems if p.code in ("scores_ascending", "near_random")]
