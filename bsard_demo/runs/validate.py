@@ -381,12 +381,12 @@ def add_warnings(run: Run, result, qids, corpus_ids, k: int, built: Built | None
         unknown = [q for q in run if q not in known]
         if unknown and len(unknown) == len(run):
             problems.warning("unknown_questions",
-                             f"none of the run's {len(run)} question ids is a question of the dataset "
+                             f"none of the run's {len(run)} question ids is a question of the split scored "
                              f"(e.g. {_examples(unknown)}); is this a run for these questions?")
         elif unknown:
             problems.warning("unknown_questions",
-                             f"{len(unknown)} of the run's {len(run)} question ids are not questions of the "
-                             f"dataset (e.g. {_examples(unknown)}); they are ignored when scoring")
+                             f"{len(unknown)} of the run's {len(run)} question ids are not questions of the split "
+                             f"scored (e.g. {_examples(unknown)}); they are ignored when scoring")
     if corpus_ids is not None:
         corpus = _as_set(corpus_ids)
         n_outside, n_entries, examples = _outside(run, corpus, built)

@@ -367,7 +367,7 @@ def test_duplicate_doc_keeps_best_rank_and_names_the_line():
 
 def test_unknown_questions_are_counted_with_examples():
     rf = read(GOOD, qids=["1", "2", "3"])
-    assert_problem(rf, "warning", None, "1 of the run's 3 question ids are not questions of the dataset (e.g. '10')")
+    assert_problem(rf, "warning", None, "1 of the run's 3 question ids are not questions of the split scored (e.g. '10')")
     assert rf.ok
     rf = read(GOOD, qids={"x", "y"})
     assert_problem(rf, "warning", None, "none of the run's 3 question ids")

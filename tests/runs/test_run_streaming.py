@@ -163,7 +163,7 @@ def test_questions_keep_their_first_usable_line_order():
     """A question first seen on a dropped line (bad score) comes where its first usable line is."""
     rf = read_run_bytes(b"2 Q0 a 1 x t\n1 Q0 b 1 1.0 t\n2 Q0 c 2 1.0 t\n", "r", qids=["3"])
     messages = [p.message for p in rf.problems if p.code == "unknown_questions"]
-    assert messages == ["none of the run's 2 question ids is a question of the dataset (e.g. '1', '2'); "
+    assert messages == ["none of the run's 2 question ids is a question of the split scored (e.g. '1', '2'); "
                         "is this a run for these questions?"]
 
 
