@@ -101,7 +101,7 @@ def test_scores_ascending_names_the_fix_and_is_not_given_with_lower_is_better():
     assert p.severity == "warning" and p.line is None
     assert p.message == ("scores grow with rank for 5 of 5 questions (100.0 %): they look like distances "
                          f"(lower = better); {ORIENTATION_HINT}")
-    assert "--lower-is-better" in p.message and "'lower is better' toggle" in p.message
+    assert "--lower-is-better" in p.message and "« scores = distances »" in p.message
     assert "scores_ascending" not in codes(read_run_bytes(data, "d", lower_is_better=True))
 
 
@@ -173,3 +173,14 @@ def test_lower_is_better_is_also_a_read_run_path_option(tmp_path, fmt):
 
     assert read_run_path(path, lower_is_better=True).run["1"] == ("b", "a")
     assert read_run_path(path).run["1"] == ("a", "b")
+
+
+def test_the_hint_names_the_score_pages_checkbox():
+    """The hint quotes the Score page's checkbox label, so the two stay in step."""
+    from pathlib import Path
+
+    import re
+
+    quoted = re.search(r"« (.+?) »", ORIENTATION_HINT).group(1)
+    page = (Path(__file__).resolve().parents[2] / "pages" / "score.py").read_text(encoding="utf-8")
+    assert f": {quoted} (plus petit = meilleur)" in page
