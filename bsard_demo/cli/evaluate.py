@@ -112,8 +112,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_data_argument(p)
     p.add_argument("--split", default="test", help="question split to score against (default: test)")
     p.add_argument("--lower-is-better", action="store_true",
-                   help="the files' scores are distances (lower = better): articles are ordered by score "
+                   help="every file's scores are distances (lower = better): articles are ordered by score "
                         "ascending, ties as for similarities (article id descending)")
+    p.add_argument("--distances", action="append", default=[], metavar="RUN",
+                   help="this file's scores are distances (repeatable; RUN as given or its base name): "
+                        "--lower-is-better for some files only, e.g. a FAISS L2 run beside a BM25 run")
 
 
 def _read(path: str, qrels, corpus, k: int, lower_is_better: bool):
@@ -134,6 +137,10 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
         say(command, f"note: {len(qrels) - out.labelled} question(s) of split {args.split} have no relevant "
                      "article and are left out of the averages (as trec_eval does)")
     context = SplitContext.of(ds, args.split)
+    distances = set(getattr(args, "distances", None) or [])
+    unknown = sorted(d for d in distances if not any(d in (path, Path(path).name) for path in paths))
+    if unknown:
+        raise DataError(f"--distances names a file that is not a run given here: {', '.join(unknown)}")
     for path in paths:
         name = Path(path).name
         if name in out.problems:
@@ -142,7 +149,8 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
         while name in out.problems:  # the same path twice
             n += 1
             name = f"{path} ({n})"
-        rf = _read(path, qrels, context.corpus_ids, max(ks), args.lower_is_better)
+        lower = args.lower_is_better or path in distances or Path(path).name in distances
+        rf = _read(path, qrels, context.corpus_ids, max(ks), lower)
         check_run_file(rf, context)
         out.problems[name] = [problem_record(p) for p in rf.problems]
         lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}"
