@@ -419,7 +419,7 @@ def builtin_run_text(dataset: Dataset, split: str, retriever: Retriever, depth: 
     questions = dataset.questions(split)
     size = len(dataset.articles) if dataset.articles is not None else depth
     hits = search_all(retriever, question_texts(questions, query_text=query_text), min(depth, size), progress)
-    return format_run(list(questions["id"]), ranked_pairs(hits), "trec", run_tag(retriever.name)).encode("utf-8")
+    return format_run(list(questions["id"]), ranked_pairs(hits), "trec", run_tag(retriever.name, query_text)).encode("utf-8")
 
 
 #: The built-in systems (the Search page's columns), and the French names of the question texts.

@@ -180,7 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return fail("run", str(exc))
     finally:
         progress.close()
-    tag = run_tag(args.tag or retriever.name)
+    tag = run_tag(args.tag) if args.tag else run_tag(retriever.name, args.query_text)
     try:
         _write(args.out, format_run(qids, ranked_pairs(hits), fmt, tag))
     except OSError as exc:

@@ -21,8 +21,12 @@ DEFAULT_QUERY_TEXT = QUERY_TEXTS[1] if DEFAULT_WITH_DESCRIPTION else QUERY_TEXTS
 _SEARCH_BATCH = 64
 
 
-def run_tag(name: str) -> str:
-    """A TREC run tag from a retriever name: no whitespace, only ``[A-Za-z0-9._=+,:/-]``."""
+def run_tag(name: str, query_text: str = DEFAULT_QUERY_TEXT) -> str:
+    """A TREC run tag from a retriever name: no whitespace, only ``[A-Za-z0-9._=+,:/-]``. A run
+    searched with another text than :data:`DEFAULT_QUERY_TEXT` says so (``..._question+description``),
+    so its file tells the two protocols apart."""
+    if query_text != DEFAULT_QUERY_TEXT:
+        name = f"{name} {query_text}"
     tag = re.sub(r"\s+", "_", name.strip())
     tag = re.sub(r"[^A-Za-z0-9._=+,:/-]", "", tag)
     return tag or "run"

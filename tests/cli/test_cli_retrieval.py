@@ -134,6 +134,9 @@ def test_query_text_choice_and_its_alias(tmp_path, data_dir):
                 assert list(rf.run[qid]) == [h.article_id for h in retriever.search(text, k=8)]
     assert written["default"] == written["question"] == written["no-alias"]  # the paper's protocol by default
     assert written["alias"] == written["question+description"] != written["question"]
+    # the tag tells the protocols apart
+    tags = {name: text.split(maxsplit=6)[5] for name, text in written.items()}
+    assert tags["question"] == "bm25_k1=1_b=0.6_lucene" and tags["alias"] == "bm25_k1=1_b=0.6_lucene_question+description"
 
 
 def test_bad_query_text_is_one_line_exit_2(tmp_path, data_dir, capsys):
