@@ -106,11 +106,25 @@ def bundle_notices(setup: BundleSetup, key: Hashable, articles, name: str = "") 
     return out
 
 
+def _what_fr(what: str) -> str:
+    """A bundle entry's English label (``"BM25 index"``, ``"embeddings (use)"``) in French."""
+    if what == "BM25 index":
+        return "index BM25"
+    if what.startswith("embeddings"):
+        return "plongements" + what[len("embeddings"):]
+    return what
+
+
 def bundle_caption(setup: BundleSetup) -> str | None:
-    """One line for the sidebar when a bundle is in use."""
+    """One French line for the sidebar when a bundle is in use."""
     if setup.bundle is None:
         return None
-    return f"Index préconstruits : {setup.bundle.summary()}."
+    b = setup.bundle
+    whats = " + ".join(_what_fr(e.what) for e in b.entries.values()) or "aucun index"
+    of = f" de {b.corpus.dataset}" if b.corpus.dataset else ""
+    size = f"{b.total_size / 1e6:.1f}".replace(".", ",")
+    return (f"Index préconstruits : {whats} pour {b.corpus.articles:,} articles{of} ".replace(",", "\u202f")
+            + f"({size} Mo, empreinte {b.corpus.fingerprint[:12]}).")
 
 
 def keep_build_note(setup: BundleSetup, serves: bool, note: str) -> bool:

@@ -98,7 +98,7 @@ def test_matching_bundle_from_secrets_serves_without_building(sample_bundle, ref
     assert hit_ids(at) == reference
     assert notices(at) == []
     side = plain(" ".join(c.value for c in at.sidebar.caption))
-    assert "Index préconstruits : BM25 index for 220 articles of sample" in side
+    assert "Index préconstruits : index BM25 pour 220 articles de sample (" in side and " Mo, empreinte " in side
     assert not any("Note :" in c.value for c in at.main.caption)
     assert [u.source for u in cache.used_entries()] == ["bundle"]
 
