@@ -20,7 +20,7 @@ index):
 3. *score page*: follows the sidebar link « Évaluer des runs »;
 4. *score*: even sessions upload their own run file made by ``python -m bsard_demo run --data
    sample --tag session<i>`` (distinct bytes, so no session reuses another's scoring), odd
-   sessions click « Évaluer un système intégré (BM25) »; the R@100 cell of the metrics table
+   sessions click « Évaluer ce système intégré » (BM25, the menu's first entry); the R@100 cell of the metrics table
    must equal ``python -m bsard_demo evaluate --format json`` on that file (for the built-in
    run: on the CLI's default ``run`` file), to the 2 decimals shown.
 
@@ -195,7 +195,8 @@ async def session(browser, url: str, task: Task, go: asyncio.Event) -> Outcome:
             if task.run_file is not None:
                 await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(task.run_file))
             else:
-                await page.get_by_role("button", name="Évaluer un système intégré (BM25)").click()
+                # the built-in system's menu opens on BM25, its first entry
+                await page.get_by_role("button", name="Évaluer ce système intégré").click()
             await page.wait_for_function(SCORED_JS, polling=50)
         await _timed(out, "score", score())
         header, cells = await page.evaluate(TABLE_JS)
