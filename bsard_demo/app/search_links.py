@@ -104,13 +104,10 @@ class LinkChoices:
 
 
 def default_hybrid_weights(fusion: str, hybrid_encoders: Sequence[str]) -> tuple[float, ...]:
-    """A hybrid's weights when none are given (BM25 first): for RRF the product's defaults
-    (:func:`~bsard_demo.retrievers.registry.default_weights`: BM25 1, a built-in zero-shot
-    encoder 0.5, a trained model 1), as the CLI's ``run --retriever hybrid``; for the weighted
-    fusion all 1."""
-    if fusion == "rrf":
-        return tuple(default_weights(list(hybrid_encoders)))
-    return (1.0,) * (1 + len(hybrid_encoders))
+    """A hybrid's weights when none are given, BM25 first: the CLI's (``run --retriever
+    hybrid``), :func:`~bsard_demo.retrievers.registry.default_weights` (RRF: BM25 1, a built-in
+    zero-shot encoder 0.5, a trained model 1; weighted: all 1)."""
+    return tuple(default_weights(list(hybrid_encoders), fusion))
 
 
 def _number_text(x: float) -> str:

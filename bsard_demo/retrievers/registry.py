@@ -139,11 +139,14 @@ def parse_weights(value: str | Sequence[float] | None) -> list[float] | None:
     return out
 
 
-def default_weights(encoders: Sequence[str]) -> list[float]:
-    """The RRF weights :func:`hybrid_spec` uses when given none: 1 for BM25, then
-    :data:`ZERO_SHOT_DENSE_WEIGHT` for each built-in encoder and 1 for any other, in order."""
+def default_weights(encoders: Sequence[str], method: str = DEFAULT_FUSION) -> list[float]:
+    """The weights :func:`hybrid_spec` uses when given none, BM25 first: for RRF 1 for BM25, then
+    :data:`ZERO_SHOT_DENSE_WEIGHT` for each built-in encoder and 1 for any other, in order; for
+    the weighted fusion all 1 (equal weights, ``alpha`` 0.5 for two systems)."""
     from .encoders import ENCODER_CHOICES
 
+    if method != "rrf":
+        return [1.0] * (1 + len(encoders))
     return [1.0] + [ZERO_SHOT_DENSE_WEIGHT if str(e).strip().lower() in ENCODER_CHOICES else 1.0 for e in encoders]
 
 
@@ -199,7 +202,7 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
             raise ValueError(f"the RRF constant k must be finite and >= 0, not {rrf_k}")
         options["rrf_k"] = k
         if w is None:
-            w = default_weights(names)
+            w = default_weights(names, method)
     else:
         options["normalisation"] = normalisation
         if w is None and len(systems) == 2:
