@@ -119,6 +119,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "--lower-is-better for some files only, e.g. a FAISS L2 run beside a BM25 run")
 
 
+def _named(path: str, names) -> bool:
+    """Whether ``path`` is one of ``names`` (``--distances``), as given or by its base name."""
+    return path in names or Path(path).name in names
+
+
 def _read(path: str, qrels, corpus, k: int, lower_is_better: bool):
     return read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=k, lower_is_better=lower_is_better)
 
@@ -138,7 +143,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
                      "article and are left out of the averages (as trec_eval does)")
     context = SplitContext.of(ds, args.split)
     distances = set(getattr(args, "distances", None) or [])
-    unknown = sorted(d for d in distances if not any(d in (path, Path(path).name) for path in paths))
+    unknown = sorted(d for d in distances if not any(_named(path, {d}) for path in paths))
     if unknown:
         raise DataError(f"--distances names a file that is not a run given here: {', '.join(unknown)}")
     for path in paths:
@@ -149,7 +154,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
         while name in out.problems:  # the same path twice
             n += 1
             name = f"{path} ({n})"
-        lower = args.lower_is_better or path in distances or Path(path).name in distances
+        lower = args.lower_is_better or _named(path, distances)
         rf = _read(path, qrels, context.corpus_ids, max(ks), lower)
         check_run_file(rf, context)
         out.problems[name] = [problem_record(p) for p in rf.problems]
