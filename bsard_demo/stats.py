@@ -30,6 +30,23 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+@dataclass(frozen=True)
+class StatsSettings:
+    """The settings of the paired comparison (:func:`compare_measure`): ``resamples`` random sign
+    vectors of the permutation test (exact below), drawn from ``default_rng(seed)``, and the
+    ``alpha`` the Holm-adjusted permutation p-value is compared with. Defined once
+    (:data:`STATS`): ``compare``, the Score page and their help texts all read it."""
+
+    resamples: int = 10000
+    seed: int = 0
+    alpha: float = 0.05
+
+
+#: The one set of comparison settings of the CLI and the Score page.
+STATS = StatsSettings()
+#: Absolute tolerance under which two per-question values tie (:func:`win_tie_loss`).
+TIE_TOL = 1e-12
+
 #: Columns of :func:`compare_runs`.
 COMPARISON_COLUMNS = [
     "run_a", "run_b", "mean_a", "mean_b", "diff", "wins", "ties", "losses",
@@ -80,7 +97,7 @@ def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, s
     return float(low), float(high)
 
 
-def paired_permutation_test(a, b, *, n_resamples: int = 10000, seed: int = 0) -> float:
+def paired_permutation_test(a, b, *, n_resamples: int = STATS.resamples, seed: int = STATS.seed) -> float:
     """Two-sided paired randomization test of ``mean(a - b) == 0`` by random sign flips.
 
     The statistic is the sum of the signed differences; questions with a zero difference are
@@ -154,7 +171,7 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
-def win_tie_loss(a, b, *, tol: float = 1e-12) -> tuple[int, int, int]:
+def win_tie_loss(a, b, *, tol: float = TIE_TOL) -> tuple[int, int, int]:
     """Numbers of questions where ``a`` beats ``b`` (``a > b + tol``), ties (``|a - b| <= tol``)
     and loses (``a < b - tol``); they add up to the number of questions."""
     x, y = _pair(a, b)
@@ -192,8 +209,8 @@ def _aligned(per_question: Mapping[str, pd.Series]) -> dict[str, pd.Series]:
     return out
 
 
-def compare_runs(per_question: Mapping[str, pd.Series], *, n_resamples: int = 10000, seed: int = 0,
-                 alpha: float = 0.05) -> pd.DataFrame:
+def compare_runs(per_question: Mapping[str, pd.Series], *, n_resamples: int = STATS.resamples, seed: int = STATS.seed,
+                 alpha: float = STATS.alpha) -> pd.DataFrame:
     """Pairwise comparison of runs on one metric, one row per unordered pair in input order.
 
     ``per_question`` maps a run name to its per-question values (a Series indexed by question id);
@@ -259,8 +276,8 @@ class Comparison:
         }
 
 
-def compare_measure(per_question: Mapping[str, pd.Series | pd.DataFrame], measure: str, *, n_resamples: int = 10000,
-                    seed: int = 0, alpha: float = 0.05) -> Comparison:
+def compare_measure(per_question: Mapping[str, pd.Series | pd.DataFrame], measure: str, *,
+                    n_resamples: int = STATS.resamples, seed: int = STATS.seed, alpha: float = STATS.alpha) -> Comparison:
     """Compare runs on ``measure``: each value of ``per_question`` is a run's per-question Series
     of that measure, or its :attr:`bsard_demo.evaluation.Evaluation.per_question` frame (the
     ``measure`` column is taken). Pairs in input order (A before B), tested by :func:`compare_runs`.
@@ -283,7 +300,7 @@ def metric_table_with_ci(per_question_by_run: Mapping[str, pd.DataFrame], metric
                          confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Long table ``run, metric, value, ci_low, ci_high``: the mean of each metric per run with
     its bootstrap interval (:func:`bootstrap_ci`), runs then metrics in input order. Input of
-    :func:`bsard_demo.charts.metric_bars`. Raises ValueError for a missing column or empty run."""
+    :func:`bsard_demo.app.charts.metric_bars`. Raises ValueError for a missing column or empty run."""
     rows = []
     for run, frame in per_question_by_run.items():
         absent = [m for m in metrics if m not in frame.columns]

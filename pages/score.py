@@ -10,10 +10,11 @@ from bsard_demo.app.charts import (ab_scatter, category_breakdown, metric_bars, 
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import question_box, upload_refused_notice
 from bsard_demo.app.score_page import (DD_QID, DD_RUN, MAX_FILES, NDCG_HELP, PQ_FILTER, QUERY_TEXT_FR, SELECTION,
-                                       BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_run_text,
-                                       chart_clicked, chart_key, ci_frame, comparison, curve_frame, display_metrics,
-                                       drill_down, filter_categories, gold_ranks_frame, is_long, metrics_frame,
-                                       problems_frame, score_tables, shown_metrics, to_csv_bytes, too_many_files)
+                                       BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_run, chart_clicked,
+                                       chart_key, ci_frame, comparison, curve_frame, display_metrics, drill_down,
+                                       filter_categories, gold_ranks_frame, is_long, metrics_frame, permutation_caption,
+                                       problems_frame, score_tables, shown_metrics, significant_label, to_csv_bytes,
+                                       too_many_files)
 from bsard_demo.app.state import display_name
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
@@ -39,14 +40,14 @@ COMPARISON_LABELS = {
     "run_a": "run A", "run_b": "run B", "mean_a": "moyenne A", "mean_b": "moyenne B", "diff": "A − B",
     "wins": "A gagne", "ties": "égalités", "losses": "A perd", "p_permutation": "p permutation",
     "p_ttest": "p test t", "p_permutation_holm": "p permutation (Holm)", "p_ttest_holm": "p test t (Holm)",
-    "significant": "significatif (α = 0,05)",
+    "significant": significant_label(),
 }
 PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie", "question": "texte",
                        "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
 BUILD_ERRORS = (DataError, ValueError, OSError)
 
 
-def _make_builtin(data, split: str, label: str, query_text: str) -> bytes | None:
+def _make_builtin(data, split: str, label: str, query_text: str):
     try:
         retriever = ui.retriever(data, baseline_specs()[label], label)
     except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
@@ -54,7 +55,7 @@ def _make_builtin(data, split: str, label: str, query_text: str) -> bytes | None
         return None
     update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
     try:
-        return builtin_run_text(data.dataset, split, retriever, progress=update, query_text=query_text)
+        return builtin_run(data.dataset, split, retriever, progress=update, query_text=query_text)
     finally:
         clear()
 
@@ -113,14 +114,14 @@ def page() -> None:
 
     if len(uploads) > MAX_FILES:  # the extra files are not read (their bytes stay untouched)
         st.warning(too_many_files([md_escape(u.name) for u in uploads[MAX_FILES:]]), icon=":material/warning:")
-    built = builtin.files()
-    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]] + built
-    if not files:
+    built = builtin.built()
+    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]]
+    if not files and not built:
         st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer ce système intégré » pour voir la "
                 "page fonctionner sans fichier.")
         return
 
-    board = ui.scoreboard(data, split, files, lower + [False] * len(built))
+    board = ui.scoreboard(data, split, files, lower, built)
     _validation(board)
     evaluations = board.evaluations
     if not evaluations:
@@ -132,7 +133,7 @@ def page() -> None:
     _per_question(board, ds, split, tables)
     if len(evaluations) >= 2:
         _comparison(board)
-    for i, (name, blob) in enumerate(built):
+    for i, (name, _, blob) in enumerate(built):
         st.download_button(f"Télécharger le run intégré « {md_escape(name)} » (TREC)", blob,
                            file_name=f"integre_{i + 1}_{split}.trec", mime="text/plain", key=f"dl_builtin_{i}")
 
@@ -285,10 +286,7 @@ def _comparison(board) -> None:
     st.dataframe(table.rename(columns=COMPARISON_LABELS), hide_index=True, width="stretch",
                  column_config={v: st.column_config.NumberColumn(v, format="%.4f")
                                 for k, v in COMPARISON_LABELS.items() if k.startswith(("mean", "diff", "p_"))})
-    st.caption("Test de permutation apparié (10 000 tirages, graine 0, p = (1 + #{|T*| ≥ |T|}) / (1 + 10 000), exact "
-               "quand 2^m ≤ 10 000) et test t apparié (scipy), p-valeurs corrigées par Holm sur toutes les paires ; "
-               "« significatif » : p permutation (Holm) < 0,05. « A gagne / égalités / A perd » : nombre de questions "
-               "où A fait mieux, pareil ou moins bien que B. Les mêmes nombres que `python -m bsard_demo compare`.")
+    st.caption(permutation_caption())
 
 
 ui.ensure_shell()

@@ -1,37 +1,40 @@
 """The Score page's logic: read uploaded runs, score them, and shape every table the page shows.
 
 Conventions:
-- runs are read with :func:`bsard_demo.runs.read_run_bytes` and scored with
-  :func:`bsard_demo.evaluation.evaluate`, exactly as ``python -m bsard_demo evaluate`` does
-  (same question ids, corpus ids and ``k``), so every figure equals the CLI's;
+- runs are read, checked and scored by :func:`bsard_demo.scoring.score_runs`, the service
+  ``python -m bsard_demo evaluate`` calls, so every figure equals the CLI's; this module
+  only shapes its :class:`~bsard_demo.scoring.Scoreboard` into the page's tables;
 - displayed metric values are percentages rounded to two decimals (``round(100 * v, 2)``), the
   numbers the CLI's ``table`` format prints;
-- a run name is the uploaded file's name; a repeated name gets `` (2)``, `` (3)`` …;
+- a run name is the uploaded file's name; a repeated name gets `` (2)``, `` (3)`` …
+  (:func:`bsard_demo.scoring.unique_names`, the CLI's rule too);
 - uploads are bytes in memory, never written to disk; the upload limit is the reader's size
   limit: a larger upload is not read (:func:`upload_too_large` words the error) and a
   compressed upload may not inflate past that same limit either (a valid run costs about 20
   times its text in memory, so the limit bounds memory whatever the compression);
-- the built-in run (:func:`builtin_run_text`) is produced as TREC text like ``python -m
-  bsard_demo run`` and read back through the same reader as an upload; it is kept in the
-  session (:class:`BuiltinRun`) for one dataset and split;
+- a built-in run (:func:`builtin_run`) is the :class:`~bsard_demo.runs.Run` of ``python -m
+  bsard_demo run`` made in-process, scored through the same checks as an upload (a Run source
+  of :func:`~bsard_demo.scoring.score_runs`) and offered for download as the TREC text that
+  command writes; it is kept in the session (:class:`BuiltinRun`) for one dataset and split;
 - the per-question table is computed once per page run (:func:`score_tables`) and shared by the
   downloads, the charts and the drill-down.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Hashable, Mapping, MutableMapping, Sequence
 
 import pandas as pd
 
 from ..dataset import Dataset
-from ..evaluation import DEFAULT_KS, Evaluation, evaluate, gold_ranks, recall_curve
-from ..report import display_columns, extra_columns, is_bsard_test, metric_label, metrics_table, per_question_table
+from ..evaluation import DEFAULT_KS, gold_ranks, recall_curve
+from ..report import display_columns, extra_columns, metric_label, metrics_table, per_question_table
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import Retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, question_texts, ranked_pairs, run_tag, search_all
-from ..run_checks import SplitContext, check_run_file
-from ..runs import DEFAULT_MAX_BYTES, ProblemList, Run, RunFile, format_run, read_run_bytes
+from ..runs import Entry, ProblemList, Run, format_run
+from ..scoring import Limits, RunSource, Scoreboard, score_runs
+from ..stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
 from .highlight import highlight_html
 
 SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
@@ -56,55 +59,6 @@ def too_many_files(ignored: Sequence[str], limit: int = MAX_FILES) -> str:
             f"({names}). Retirez des fichiers (×) pour évaluer les autres.")
 
 
-@dataclass
-class ScoredRun:
-    """One run file: what was read and, when usable, its evaluation."""
-
-    name: str
-    file: RunFile
-    evaluation: Evaluation | None = None
-
-    @property
-    def usable(self) -> bool:
-        return self.evaluation is not None
-
-
-@dataclass
-class Scoreboard:
-    """All runs scored against one split."""
-
-    split: str
-    qrels: Mapping[str, frozenset[str]]
-    ks: tuple[int, ...]
-    runs: list[ScoredRun] = field(default_factory=list)
-
-    @property
-    def evaluations(self) -> dict[str, Evaluation]:
-        return {r.name: r.evaluation for r in self.runs if r.evaluation is not None}
-
-    @property
-    def published(self) -> bool:
-        """True on the real BSARD test split (the paper's rows are added)."""
-        return is_bsard_test(self.qrels)
-
-
-def unique_names(names: Sequence[str]) -> list[str]:
-    """``names`` with repeats made distinct by a `` (n)`` suffix, first occurrence unchanged."""
-    seen: dict[str, int] = {}
-    out = []
-    taken = set()
-    for name in names:
-        candidate = name
-        n = seen.get(name, 1)
-        while candidate in taken:
-            n += 1
-            candidate = f"{name} ({n})"
-        seen[name] = n
-        taken.add(candidate)
-        out.append(candidate)
-    return out
-
-
 def upload_too_large(size: int, limit_bytes: int) -> str:
     """The French error of an upload above the limit (the reader's ``size_message``)."""
     return f"fichier de {size / 2**20:.1f} Mo, au-delà de la limite de {limit_bytes / 2**20:.0f} Mo"
@@ -112,31 +66,19 @@ def upload_too_large(size: int, limit_bytes: int) -> str:
 
 def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str = "test",
                 ks: Sequence[int] = DEFAULT_KS, *, limit_bytes: int | None = None,
-                lower_is_better: Sequence[bool] = ()) -> Scoreboard:
-    """Read, check and score ``(name, bytes)`` uploads against ``split`` (see the module
-    conventions): the BSARD-aware checks (:func:`bsard_demo.run_checks.check_run_file`, as the
-    CLI) add their coded warnings to each file's problems.
+                lower_is_better: Sequence[bool] = (), runs: Sequence[tuple[str, Run]] = ()) -> Scoreboard:
+    """:func:`bsard_demo.scoring.score_runs` of the ``(name, bytes)`` uploads, then the
+    ``(name, Run)`` built-in ``runs``, against ``split``.
 
     ``limit_bytes`` (default: the reader's own cap) is the size limit of an upload, raw or
     inflated: a larger file is not read and gets the :func:`upload_too_large` error, a
     compressed one inflating past it gets the reader's error. ``lower_is_better[i]`` says that
     the scores of ``files[i]`` are distances (the CLI's ``--lower-is-better``; default: no)."""
-    context = SplitContext.of(dataset, split)
-    qrels = context.qrels
-    board = Scoreboard(split=split, qrels=qrels, ks=tuple(sorted(set(int(k) for k in ks))))
     flags = list(lower_is_better) + [False] * (len(files) - len(lower_is_better))
-    for name, (raw_name, data), lower in zip(unique_names([n for n, _ in files]), files, flags):
-        rf = read_run_bytes(data, name, qids=qrels.keys(), corpus_ids=context.corpus_ids, k=max(board.ks),
-                            max_decompressed_bytes=limit_bytes or DEFAULT_MAX_BYTES,
-                            size_message=upload_too_large if limit_bytes else None, lower_is_better=bool(lower))
-        check_run_file(rf, context)
-        board.runs.append(score_runfile(rf, qrels, board.ks))
-    return board
-
-
-def score_runfile(rf: RunFile, qrels: Mapping[str, frozenset[str]], ks: Sequence[int]) -> ScoredRun:
-    """Evaluate a read run file (no evaluation when it has errors)."""
-    return ScoredRun(rf.name, rf, evaluate(qrels, rf.run, ks) if rf.run is not None else None)
+    sources = [RunSource.upload(name, data, lower_is_better=bool(lower)) for (name, data), lower in zip(files, flags)]
+    sources += [RunSource.built(name, run) for name, run in runs]
+    limits = Limits(limit_bytes, upload_too_large) if limit_bytes else Limits()
+    return score_runs(dataset, split, sources, ks, limits=limits)
 
 
 def problems_frame(problems: ProblemList) -> pd.DataFrame:
@@ -212,23 +154,41 @@ def filter_categories(df: pd.DataFrame, categories: Sequence[str] | None) -> pd.
     return df[df["category"].isin(list(categories))]
 
 
-def comparison(board: Scoreboard, metric: str, *, n_resamples: int = 10000, seed: int = 0):
+def comparison(board: Scoreboard, metric: str, *, settings: StatsSettings = STATS):
     """:func:`bsard_demo.stats.compare_measure` of the usable runs on ``metric``: the function
-    and settings of ``python -m bsard_demo compare``, so the page's numbers are the CLI's."""
+    and settings (:data:`bsard_demo.stats.STATS`) of ``python -m bsard_demo compare``, so the
+    page's numbers are the CLI's."""
     from ..stats import compare_measure
 
     return compare_measure({n: ev.per_question for n, ev in board.evaluations.items()}, metric,
-                           n_resamples=n_resamples, seed=seed)
+                           n_resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha)
 
 
-def comparison_frame(board: Scoreboard, metric: str, *, n_resamples: int = 10000, seed: int = 0) -> pd.DataFrame:
-    """The pairs of :func:`comparison` (:func:`bsard_demo.stats.compare_runs`'s table)."""
-    return comparison(board, metric, n_resamples=n_resamples, seed=seed).pairs
+def _fr_int(n: int) -> str:
+    return f"{n:,}".replace(",", " ")
+
+
+def _fr_number(x: float) -> str:
+    return f"{x:g}".replace(".", ",")
+
+
+def significant_label(settings: StatsSettings = STATS) -> str:
+    """The comparison table's header of ``significant``: ``significatif (α = 0,05)``."""
+    return f"significatif (α = {_fr_number(settings.alpha)})"
+
+
+def permutation_caption(settings: StatsSettings = STATS) -> str:
+    """The French caption under the comparison table, stating ``settings`` (resamples, seed, alpha)."""
+    n = _fr_int(settings.resamples)
+    return (f"Test de permutation apparié ({n} tirages, graine {settings.seed}, p = (1 + #{{|T*| ≥ |T|}}) / (1 + {n}), "
+            f"exact quand 2^m ≤ {n}) et test t apparié (scipy), p-valeurs corrigées par Holm sur toutes les paires ; "
+            f"« significatif » : p permutation (Holm) < {_fr_number(settings.alpha)}. « A gagne / égalités / A perd » : "
+            "nombre de questions où A fait mieux, pareil ou moins bien que B. Les mêmes nombres que "
+            "`python -m bsard_demo compare`.")
 
 
 #: Outcome of a question in the A-vs-B view (wins, ties, losses of A, as :func:`bsard_demo.stats.win_tie_loss`).
 OUTCOMES = ("A meilleur", "égalité", "B meilleur")
-TIE_TOL = 1e-12
 #: Session keys of the drill-down widgets (a click on the A-vs-B chart sets them).
 DD_QID, DD_RUN, PQ_FILTER = "dd_qid", "dd_run", "pq_categories"
 #: The A-vs-B chart's point selection (its name in the Vega-Lite spec and in the selection state).
@@ -239,8 +199,8 @@ SELECTION = "question"
 class ABView:
     """Run A against run B on one measure, question by question: ``points`` has one row per
     question (``qid, category, question, run_a, run_b, a, b, outcome``, split order), ``wins`` /
-    ``ties`` / ``losses`` are those of :func:`bsard_demo.stats.compare_measure` (A above, equal to,
-    below B)."""
+    ``ties`` / ``losses`` are those of :func:`bsard_demo.stats.win_tie_loss` (A above, equal to,
+    below B), the comparison table's counts."""
 
     a: str
     b: str
@@ -253,13 +213,13 @@ class ABView:
 
 def ab_view(board: Scoreboard, per_question_text: pd.DataFrame, a: str, b: str, metric: str) -> ABView:
     """The A-vs-B view of runs ``a`` and ``b`` (two different usable runs) on ``metric``; the counts
-    come from :func:`comparison`'s function, ``compare_measure``, on that pair."""
-    from ..stats import compare_measure
-
+    are :func:`bsard_demo.stats.win_tie_loss` of their per-question values, as in :func:`comparison`."""
     if a == b:
         raise ValueError("choose two different runs for A and B")
     evs = board.evaluations
-    pair = compare_measure({a: evs[a].per_question, b: evs[b].per_question}, metric).pair_records()[0]
+    values_a = evs[a].per_question[metric]
+    wins, ties, losses = win_tie_loss(values_a.to_numpy(dtype=float),
+                                      evs[b].per_question[metric].reindex(values_a.index).to_numpy(dtype=float))
     cols = ["qid", "category", "question"]
     left = per_question_text[per_question_text["run"] == a][[c for c in cols if c in per_question_text] + [metric]]
     right = per_question_text[per_question_text["run"] == b][["qid", metric]]
@@ -272,7 +232,7 @@ def ab_view(board: Scoreboard, per_question_text: pd.DataFrame, a: str, b: str, 
     points.insert(3, "run_a", a)
     points.insert(4, "run_b", b)
     points = points[["qid", "category", "question", "run_a", "run_b", "a", "b", "outcome"]].reset_index(drop=True)
-    return ABView(a, b, metric, points, pair["wins"], pair["ties"], pair["losses"])
+    return ABView(a, b, metric, points, wins, ties, losses)
 
 
 def picked_qid(state, name: str = SELECTION) -> str | None:
@@ -412,21 +372,30 @@ def is_long(text: str, max_chars: int = ARTICLE_PREVIEW) -> bool:
     return len(text or "") > max_chars
 
 
-def builtin_run_text(dataset: Dataset, split: str, retriever: Retriever, depth: int = max(DEFAULT_KS),
-                     progress=None, query_text: str = DEFAULT_QUERY_TEXT) -> bytes:
-    """TREC text of ``retriever`` over every question of ``split``, as ``python -m bsard_demo run
-    --query-text QUERY_TEXT`` writes it (same question text, depth and tag rule)."""
+def builtin_run(dataset: Dataset, split: str, retriever: Retriever, depth: int = max(DEFAULT_KS),
+                progress=None, query_text: str = DEFAULT_QUERY_TEXT) -> Run:
+    """The run of ``retriever`` over every question of ``split``, as ``python -m bsard_demo run
+    --query-text QUERY_TEXT`` makes it (same question text, depth and tag rule), as a
+    :class:`~bsard_demo.runs.Run` (its only tag the run tag); :func:`builtin_run_text` is its file."""
     questions = dataset.questions(split)
     size = len(dataset.articles) if dataset.articles is not None else depth
     hits = search_all(retriever, question_texts(questions, query_text=query_text), min(depth, size), progress)
-    return format_run(list(questions["id"]), ranked_pairs(hits), "trec", run_tag(retriever.name, query_text)).encode("utf-8")
+    entries = (Entry(str(qid), doc, score, rank) for qid, pairs in zip(questions["id"], ranked_pairs(hits))
+               for rank, (doc, score) in enumerate(pairs, 1))
+    return Run.from_entries(entries, by="score", tags=(run_tag(retriever.name, query_text),))
+
+
+def builtin_run_text(run: Run) -> bytes:
+    """The TREC file of a :func:`builtin_run`, byte for byte what ``python -m bsard_demo run``
+    writes (:func:`bsard_demo.runs.format_run`: a retriever's rankings are already in the run's
+    order, score descending, ties by article id descending)."""
+    return format_run(list(run), [run.scored(q) for q in run], "trec", run.tags[0]).encode("utf-8")
 
 
 #: The built-in systems (the Search page's columns), and the French names of the question texts.
 BASELINE_KINDS = ("bm25", "dense", "hybrid")
 QUERY_TEXT_FR = {"question": "question seule (protocole de l'article BSARD)",
                  "question+description": "question + description (comme MTEB)"}
-BUILTIN_NAME = "BM25 intégré"
 
 
 def baseline_specs(encoder: str = "use") -> dict[str, RetrieverSpec]:
@@ -450,7 +419,7 @@ class BuiltinRun:
     Protocol: the button's callback :meth:`request` asks for one system (its label) and question
     text on one split; the next page run calls :meth:`settle`, which builds that run (once) when
     it was asked for on the split shown and the dataset has articles, and forgets the request
-    either way; :meth:`files` are the runs as uploads ``[(name, bytes)]`` built for the
+    either way; :meth:`built` are the runs ``[(name, Run, TREC bytes)]`` built for the
     session's dataset and split, in build order (runs built for another dataset or split are
     dropped when a new one is built: memory stays bounded); :meth:`drop` removes one or all.
     """
@@ -464,8 +433,9 @@ class BuiltinRun:
     def _stored(self) -> dict:
         return {n: v for n, v in (self.session.get(self.STORED) or {}).items() if v["key"] == self.key}
 
-    def files(self) -> list[tuple[str, bytes]]:
-        return [(name, v["bytes"]) for name, v in self._stored().items()]
+    def built(self) -> list[tuple[str, Run, bytes]]:
+        """``(name, run, its TREC file)`` of each run built for this dataset and split."""
+        return [(name, v["run"], v["bytes"]) for name, v in self._stored().items()]
 
     def has(self, label: str, query_text: str = DEFAULT_QUERY_TEXT) -> bool:
         return builtin_name(label, query_text) in self._stored()
@@ -488,15 +458,17 @@ class BuiltinRun:
         else:
             (session.get(cls.STORED) or {}).pop(name, None)
 
-    def settle(self, can_build: bool, build: Callable[[str, str], bytes | None]) -> bool:
+    def settle(self, can_build: bool, build: Callable[[str, str], Run | None]) -> bool:
         """Build the requested run if it is for this split, absent and can be built (``build(label,
-        query_text)`` returns its bytes, or None when it failed); True when any run is present."""
+        query_text)`` returns its :func:`builtin_run`, or None when it failed); True when any run is
+        present."""
         wanted = self.session.pop(self.WANTED, None)
         if wanted and wanted[0] == self.split and can_build and not self.has(wanted[1], wanted[2]):
-            blob = build(wanted[1], wanted[2])
-            if blob is not None:
+            run = build(wanted[1], wanted[2])
+            if run is not None:
                 stored = self._stored()
-                stored[builtin_name(wanted[1], wanted[2])] = {"key": self.key, "bytes": blob}
+                stored[builtin_name(wanted[1], wanted[2])] = {"key": self.key, "run": run,
+                                                              "bytes": builtin_run_text(run)}
                 self.session[self.STORED] = stored
         return self.present
 

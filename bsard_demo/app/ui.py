@@ -258,22 +258,27 @@ SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
 
 
 @st.cache_resource(show_spinner="Lecture et évaluation des runs…", max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
-def _scoreboard(key: tuple, _dataset: Dataset, _files: tuple, split: str, limit: int, lower: tuple = ()):  # noqa: ARG001
+def _scoreboard(key: tuple, _dataset: Dataset, _files: tuple, split: str, limit: int, lower: tuple = (),
+                _runs: tuple = ()):  # noqa: ARG001
     from .score_page import score_files
 
-    return score_files(list(_files), _dataset, split, limit_bytes=limit, lower_is_better=lower)
+    return score_files(list(_files), _dataset, split, limit_bytes=limit, lower_is_better=lower, runs=list(_runs))
 
 
-def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], lower_is_better=()):
-    """:func:`bsard_demo.app.score_page.score_files`, memoised on the dataset, split, file digests
-    and each file's score orientation (``lower_is_better``, parallel to ``files``)."""
+def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], lower_is_better=(), built=()):
+    """:func:`bsard_demo.app.score_page.score_files` of the uploads ``files`` and the built-in
+    runs ``built`` (:meth:`bsard_demo.app.score_page.BuiltinRun.built`: name, Run, TREC bytes),
+    memoised on the dataset, split, file digests (a built-in run's: its TREC file's) and each
+    upload's score orientation (``lower_is_better``, parallel to ``files``)."""
     import hashlib
 
-    digests = tuple((name, hashlib.sha256(blob).hexdigest(), len(blob)) for name, blob in files)
+    blobs = list(files) + [(name, blob) for name, _, blob in built]
+    digests = tuple((name, hashlib.sha256(blob).hexdigest(), len(blob)) for name, blob in blobs)
     limit, lower = upload_limit_bytes(), tuple(bool(x) for x in lower_is_better)
-    key = (data.key, split, digests, limit, lower)
-    with hosting_ui.large_upload_slot(files, key):  # one large scoring at a time per process
-        return _scoreboard(key, data.dataset, tuple(files), split, limit, lower)
+    key = (data.key, split, digests, len(files), limit, lower)
+    with hosting_ui.large_upload_slot(blobs, key):  # one large scoring at a time per process
+        return _scoreboard(key, data.dataset, tuple(files), split, limit, lower,
+                           tuple((name, run) for name, run, _ in built))
 
 
 def ensure_shell() -> None:

@@ -1,9 +1,10 @@
 """The ``compare`` command: the Score page's pairwise comparison of runs, from the command line.
 
 Run files are read, checked and scored exactly as ``evaluate`` does it (the same function,
-:func:`bsard_demo.cli.evaluate.score_run_paths`: every problem one line on stderr, unusable files
-not scored, exit code 2), then compared on one measure by
-:func:`bsard_demo.stats.compare_measure`, the function the Score page calls.
+:func:`bsard_demo.cli.evaluate.score_run_paths` over :func:`bsard_demo.scoring.score_runs`: every
+problem one line on stderr, unusable files not scored, exit code 2), then compared on one measure
+by :func:`bsard_demo.stats.compare_measure` with :data:`bsard_demo.stats.STATS`, the function and
+settings the Score page uses.
 """
 from __future__ import annotations
 
@@ -12,22 +13,21 @@ import re
 
 from ..evaluation import DEFAULT_KS, EXTRA_MEASURES, METRICS
 from ..report import FORMATS, render_comparison
-from ..stats import compare_measure
+from ..stats import STATS, compare_measure
 from .common import fail
 from .evaluate import add_run_arguments, report_unusable, score_run_paths
 
 DEFAULT_MEASURE = "recall@100"
-N_RESAMPLES, SEED, ALPHA = 10000, 0, 0.05
 TESTS = f"""\
 tests (the Score page's, same numbers):
   For each pair of runs (A, B) over every question of the split: mean_a, mean_b, diff = mean_a -
   mean_b; wins / ties / losses = questions where A is above / equal to (within 1e-12) / below B.
   p_ttest: scipy.stats.ttest_rel, two-sided.
   p_permutation: two-sided paired sign-flip randomization test of the sum of the per-question
-  differences, zero differences dropped; exact (all 2**m sign vectors) when 2**m <= {N_RESAMPLES:,},
-  otherwise {N_RESAMPLES:,} random sign vectors from numpy.random.default_rng(seed={SEED}), the same
-  for every pair, with p = (1 + #{{|T*| >= |T|}}) / (1 + {N_RESAMPLES:,}).
-  *_holm: Holm-Bonferroni over all pairs, per test. significant: p_permutation_holm < {ALPHA}.
+  differences, zero differences dropped; exact (all 2**m sign vectors) when 2**m <= {STATS.resamples:,},
+  otherwise {STATS.resamples:,} random sign vectors from numpy.random.default_rng(seed={STATS.seed}), the same
+  for every pair, with p = (1 + #{{|T*| >= |T|}}) / (1 + {STATS.resamples:,}).
+  *_holm: Holm-Bonferroni over all pairs, per test. significant: p_permutation_holm < {STATS.alpha}.
 """
 
 
@@ -72,13 +72,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         report_unusable("compare", scored)
         return 2
     comparison = compare_measure({name: ev.per_question for name, ev in scored.evaluations.items()}, args.measure,
-                                 n_resamples=N_RESAMPLES, seed=SEED, alpha=ALPHA)
+                                 n_resamples=STATS.resamples, seed=STATS.seed, alpha=STATS.alpha)
     if args.format == "table":
         print(f"{scored.dataset.name} · split {args.split} · {comparison.questions} questions · {args.measure} "
               "· values in %")
     print(render_comparison(comparison, args.format, dataset=scored.dataset.name, split=args.split), end="")
     if args.format == "table":
-        print(f"p permutation: paired sign-flip test, {N_RESAMPLES:,} resamples (exact when 2**m <= {N_RESAMPLES:,}), "
-              f"seed {SEED}, p = (1 + #{{|T*| >= |T|}}) / (1 + n); significant: Holm-adjusted p permutation < {ALPHA}")
+        print(f"p permutation: paired sign-flip test, {STATS.resamples:,} resamples (exact when 2**m <= "
+              f"{STATS.resamples:,}), seed {STATS.seed}, p = (1 + #{{|T*| >= |T|}}) / (1 + n); significant: "
+              f"Holm-adjusted p permutation < {STATS.alpha}")
     report_unusable("compare", scored)
     return scored.exit_code

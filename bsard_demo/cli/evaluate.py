@@ -1,7 +1,7 @@
 """The ``data`` and ``evaluate`` commands: summarise a dataset, score run files against a split.
 
-``evaluate`` reads each run with :func:`bsard_demo.runs.read_run_path` (every problem of a file
-on stderr, one line each), scores it with :func:`bsard_demo.evaluation.evaluate` and prints the
+``evaluate`` scores the run files with :func:`bsard_demo.scoring.score_runs` (the Score page's
+service) and renders its Scoreboard: every problem of a file on stderr, one line each, then the
 :mod:`bsard_demo.report` table (or JSON, CSV, Markdown, LaTeX).
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..dataset import DataError, Dataset
-from ..evaluation import DEFAULT_KS, Evaluation, evaluate
+from ..evaluation import DEFAULT_KS, Evaluation
 from ..report import FORMATS, NDCG_NOTE, is_bsard_test, json_report, metrics_table, per_question_table, render_table
-from ..run_checks import SplitContext, check_run_file, problem_code, problem_record
-from ..runs import read_run_path
+from ..run_checks import problem_code, problem_record
+from ..scoring import RunSource, Scoreboard, score_runs
 from ..sources import load_dataset
 from .common import add_data_argument, data_spec, one_line, say
 
@@ -85,28 +85,6 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
-@dataclass
-class ScoredRuns:
-    """Run files read, checked and scored against one split (:func:`score_run_paths`)."""
-
-    dataset: Dataset
-    split: str
-    qrels: Mapping[str, frozenset[str]]
-    evaluations: dict[str, Evaluation] = field(default_factory=dict)
-    problems: dict[str, list[dict]] = field(default_factory=dict)
-    unusable: list[str] = field(default_factory=list)
-    failed: bool = False
-
-    @property
-    def labelled(self) -> int:
-        """Questions of the split with at least one relevant article (the ones scored)."""
-        return sum(1 for gold in self.qrels.values() if gold)
-
-    @property
-    def exit_code(self) -> int:
-        return 2 if self.unusable or self.failed else 0
-
-
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     """The options every command reading run files shares: ``--data``, ``--split``, ``--lower-is-better``."""
     add_data_argument(p)
@@ -124,52 +102,69 @@ def _named(path: str, names) -> bool:
     return path in names or Path(path).name in names
 
 
-def _read(path: str, qrels, corpus, k: int, lower_is_better: bool):
-    return read_run_path(path, qids=qrels.keys(), corpus_ids=corpus, k=k, lower_is_better=lower_is_better)
+@dataclass
+class ScoredRuns:
+    """What ``evaluate`` and ``compare`` print from a :class:`bsard_demo.scoring.Scoreboard`
+    (:func:`score_run_paths`): each run's problems as JSON records, the unusable files named
+    for the closing line, and whether a file failed with a single problem already said."""
+
+    board: Scoreboard
+    problems: dict[str, list[dict]] = field(default_factory=dict)
+    unusable: list[str] = field(default_factory=list)
+    failed: bool = False
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.board.dataset
+
+    @property
+    def qrels(self) -> Mapping[str, frozenset[str]]:
+        return self.board.qrels
+
+    @property
+    def evaluations(self) -> dict[str, Evaluation]:
+        return self.board.evaluations
+
+    @property
+    def labelled(self) -> int:
+        return self.board.labelled
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.unusable or self.failed else 0
 
 
 def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace, ks: Sequence[int], *,
                     quiet: bool = False) -> ScoredRuns:
-    """Read every run file of ``paths`` (:func:`bsard_demo.runs.read_run_path`), add the
-    BSARD-aware checks' warnings (:func:`bsard_demo.run_checks.check_run_file`) and score the
-    usable ones at ``ks`` (:func:`bsard_demo.evaluation.evaluate`). A run is named by its base
-    name (its path as given when two share one). Unless ``quiet`` (JSON output), each problem is
-    one line on stderr and a file whose single problem is an error gets one line ``…; not scored``."""
+    """Score the run files of ``paths`` with :func:`bsard_demo.scoring.score_runs` (a file is
+    read as distances with ``--lower-is-better`` or when ``--distances`` names it) and render
+    its Scoreboard's problems: unless ``quiet`` (JSON output), each problem is one line on
+    stderr and a file whose single problem is an error gets one line ``…; not scored``."""
     ds = load_dataset(data_spec(args), need_corpus=False)
     qrels = ds.qrels(args.split)
-    out = ScoredRuns(ds, args.split, qrels)
-    if out.labelled < len(qrels) and not quiet:
-        say(command, f"note: {len(qrels) - out.labelled} question(s) of split {args.split} have no relevant "
+    labelled = sum(1 for gold in qrels.values() if gold)
+    if labelled < len(qrels) and not quiet:
+        say(command, f"note: {len(qrels) - labelled} question(s) of split {args.split} have no relevant "
                      "article and are left out of the averages (as trec_eval does)")
-    context = SplitContext.of(ds, args.split)
     distances = set(getattr(args, "distances", None) or [])
     unknown = sorted(d for d in distances if not any(_named(path, {d}) for path in paths))
     if unknown:
         raise DataError(f"--distances names a file that is not a run given here: {', '.join(unknown)}")
-    for path in paths:
-        name = Path(path).name
-        if name in out.problems:
-            name = path  # two runs with one base name: fall back to the path as given
-        n = 1
-        while name in out.problems:  # the same path twice
-            n += 1
-            name = f"{path} ({n})"
-        lower = args.lower_is_better or _named(path, distances)
-        rf = _read(path, qrels, context.corpus_ids, max(ks), lower)
-        check_run_file(rf, context)
-        out.problems[name] = [problem_record(p) for p in rf.problems]
+    sources = [RunSource.file(path, lower_is_better=args.lower_is_better or _named(path, distances)) for path in paths]
+    out = ScoredRuns(score_runs(ds, args.split, sources, ks, keep_runs=False))
+    for scored in out.board.runs:
+        name, problems = scored.name, scored.file.problems
+        out.problems[name] = [problem_record(p) for p in problems]
         lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}"
-                          f"{f' [{problem_code(p)}]' if problem_code(p) else ''}: {p.message}") for p in rf.problems]
-        if rf.run is None and len(lines) == 1 and not quiet:
+                          f"{f' [{problem_code(p)}]' if problem_code(p) else ''}: {p.message}") for p in problems]
+        if not scored.usable and len(lines) == 1 and not quiet:
             say(command, f"{lines[0]}; not scored")  # one problem: one line
             out.failed = True
             continue
         if not quiet and lines:
             print("\n".join(lines), file=sys.stderr)
-        if rf.run is None:
-            out.unusable.append(one_line(f"{name} ({rf.problems.count('error')} error(s))"))
-            continue
-        out.evaluations[name] = evaluate(qrels, rf.run, ks)
+        if not scored.usable:
+            out.unusable.append(one_line(f"{name} ({problems.count('error')} error(s))"))
     return out
 
 

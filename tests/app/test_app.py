@@ -1,27 +1,26 @@
 """The Streamlit app through ``streamlit.testing.v1.AppTest`` (in-process, no browser).
 
 Every test runs ``app.py`` with ``BSARD_DATA=sample`` and a temporary ``BSARD_CACHE``. Figures on
-the Score page are compared with ``python -m bsard_demo evaluate --format json`` run as a
-subprocess on the same files. Only ``test_dense_and_bm25_side_by_side`` builds a dense index.
+the Score page are compared with the Scoreboard of :func:`bsard_demo.scoring.score_runs` on the
+same files, the service ``python -m bsard_demo evaluate`` renders too (tests/test_scoring.py).
+Only ``test_dense_and_bm25_side_by_side`` builds a dense index.
 """
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import CLI_ENV, REPO, TIMEOUT, assert_clean, sample_run_trec, set_app_env, start
+from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
 from bsard_demo.app.state import ALLOW_FOLDERS_ENV
 from bsard_demo.metrics import compute_metrics
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
+from bsard_demo.scoring import RunSource, score_runs
 from bsard_demo.sources import load_sample
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -43,20 +42,23 @@ def metrics_df(at: AppTest):
     return frames[0]
 
 
+def service_summary(dataset, split: str, *sources) -> dict:
+    """``{"questions", "runs": {name: means + missing/unknown counts}}`` of the scoring service's
+    Scoreboard (what ``evaluate --format json`` prints of it)."""
+    board = score_runs(dataset, split, list(sources))
+    return {"questions": board.labelled, "runs": {name: ev.summary() for name, ev in board.evaluations.items()}}
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Two run files (TREC, and the same layout gzipped with two questions left out) and the
-    CLI's JSON report on them."""
+    scoring service's figures of them (``cli``: what ``evaluate --format json`` prints)."""
     folder = tmp_path_factory.mktemp("runs")
     a = folder / "systeme_a.trec"
     a.write_text(sample_run_trec(seed=11))
     b = folder / "systeme_b.trec.gz"
     b.write_bytes(gzip.compress(sample_run_trec(seed=12, drop=2).encode()))
-    cli = subprocess.run([sys.executable, "-m", "bsard_demo", "evaluate", "--data", "sample", "--format", "json",
-                          str(a), str(b)], cwd=REPO, env={**os.environ, **CLI_ENV}, capture_output=True, text=True,
-                         timeout=TIMEOUT)
-    assert cli.returncode == 0, cli.stderr
-    return {"a": a, "b": b, "cli": json.loads(cli.stdout)}
+    return {"a": a, "b": b, "cli": service_summary(load_sample(), "test", RunSource.file(a), RunSource.file(b))}
 
 
 # --------------------------------------------------------------------------- shell
@@ -356,19 +358,19 @@ def test_unreadable_and_oversized_uploads_get_a_clear_message():
 
 
 def test_builtin_retriever_scores_like_the_cli(tmp_path):
+    """The built-in BM25 run is rendered from the service's Scoreboard of that Run (equal to its
+    TREC file and to the CLI's ``run`` file: tests/app/test_search_logic.py)."""
+    from bsard_demo.app.score_page import baseline_specs, builtin_run
+
     at = start("pages/score.py")
     at.button(key="builtin").click().run()
     assert_clean(at)
     table = metrics_df(at)
     assert list(table.index) == ["BM25 intégré"]
-    env = {**os.environ, **CLI_ENV}
-    run_file = tmp_path / "bm25.trec"
-    made = subprocess.run([sys.executable, "-m", "bsard_demo", "run", "--data", "sample", "--no-progress", "--out",
-                           str(run_file)], cwd=REPO, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    assert made.returncode == 0, made.stderr
-    cli = subprocess.run([sys.executable, "-m", "bsard_demo", "evaluate", "--data", "sample", "--format", "json",
-                          str(run_file)], cwd=REPO, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    expected = json.loads(cli.stdout)["runs"]["bm25.trec"]
+    ds = load_sample()
+    bm25 = build_retriever(baseline_specs()["BM25"], ds, cache_root=Path(os.environ["BSARD_CACHE"]))
+    expected = service_summary(ds, "test", RunSource.built("BM25 intégré", builtin_run(ds, "test", bm25)))
+    expected = expected["runs"]["BM25 intégré"]
     assert f"{table.loc['BM25 intégré', 'R@100']:.2f}" == f"{100 * expected['recall@100']:.2f}"
     assert f"{table.loc['BM25 intégré', 'MRR@100']:.2f}" == f"{100 * expected['mrr@100']:.2f}"
     assert any(b.label.startswith("Télécharger le run intégré") for b in at.get("download_button"))
@@ -402,10 +404,7 @@ def test_real_bsard_test_split_adds_the_published_rows(monkeypatch, real_bsard_d
         lines += [f"{qid} Q0 {doc} {r} {len(ids) - r + 1} synth" for r, doc in enumerate(ids, 1)]
     run_file = tmp_path / "synth.trec"
     run_file.write_text("\n".join(lines) + "\n")
-    cli = subprocess.run([sys.executable, "-m", "bsard_demo", "evaluate", "--data", str(real_bsard_dir), "--format",
-                          "json", str(run_file)], cwd=REPO, env={**os.environ, **CLI_ENV}, capture_output=True,
-                         text=True, timeout=TIMEOUT)
-    expected = json.loads(cli.stdout)["runs"]["synth.trec"]
+    expected = service_summary(real_bsard, "test", RunSource.file(run_file))["runs"]["synth.trec"]
 
     monkeypatch.setenv("BSARD_DATA", str(real_bsard_dir))
     at = start()

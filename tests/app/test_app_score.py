@@ -1,18 +1,16 @@
 """The Score page's issue-11 parts through ``AppTest``: built-in runs of every system (and both
-question texts) equal to the CLI's, the A-vs-B scatter whose click opens the drill-down, the gold
-articles' text and ranks, coded problems, nDCG@10 with its note, and the distances toggle."""
+question texts) rendered from the scoring service's Scoreboard and written as the CLI's ``run``
+writes them, the A-vs-B scatter whose click opens the drill-down, the gold articles' text and
+ranks, coded problems, nDCG@10 with its note, and the distances toggle."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from _app_helpers import CLI_ENV, REPO, TIMEOUT, assert_clean, sample_run_trec, set_app_env, start
-from bsard_demo.app.score_page import DD_QID, NDCG_HELP, RANK_PREFIX, SELECTION
+from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
+from bsard_demo.app.score_page import DD_QID, NDCG_HELP, RANK_PREFIX, SELECTION, BuiltinRun, score_files
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample
 
@@ -27,23 +25,9 @@ def metrics_df(at):
     return frame
 
 
-def cli_json(*args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "bsard_demo", *args], cwd=REPO, env={**os.environ, **CLI_ENV},
-                          capture_output=True, text=True, timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout) if proc.stdout.strip() else {}
-
-
-def cli_run(tmp_path, name: str, *run_args: str) -> str:
-    out = tmp_path / f"{name}.trec"
-    subprocess.run([sys.executable, "-m", "bsard_demo", "run", "--data", "sample", "--no-progress", "--out", str(out),
-                    *run_args], cwd=REPO, env={**os.environ, **CLI_ENV}, check=True, capture_output=True,
-                   timeout=TIMEOUT)
-    return str(out)
-
-
-def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch):
+def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch, capsys):
     import bsard_demo.app.ui as ui
+    from bsard_demo.cli.main import main
 
     bars = []
     real = ui.progress_bar
@@ -68,12 +52,19 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch):
     table = metrics_df(at)
     names = ["Dense (use) intégré", "Hybride RRF k=60 w=1,0.5 (use) intégré", "BM25 intégré (question + description)"]
     assert list(table.index) == names
-    paths = [cli_run(tmp_path, "dense", "--retriever", "dense"), cli_run(tmp_path, "hybrid", "--retriever", "hybrid"),
-             cli_run(tmp_path, "bm25d", "--query-text", "question+description")]
-    cli = cli_json("evaluate", "--data", "sample", "--format", "json", *paths)["runs"]
-    for name, want in zip(names, (cli["dense.trec"], cli["hybrid.trec"], cli["bm25d.trec"])):
+    # the page renders the scoring service's figures of its built-in Runs (which score as their
+    # TREC files do: tests/app/test_search_logic.py), and those files are what the CLI's run writes
+    built = {name: v for name, v in at.session_state[BuiltinRun.STORED].items()}
+    board = score_files([], load_sample(), "test", runs=[(name, built[name]["run"]) for name in names])
+    for name in names:
+        want = board.evaluations[name].means
         for col, key in (("R@100", "recall@100"), ("MAP@100", "map@100"), ("nDCG@10", "ndcg@10")):
             assert f"{table.loc[name, col]:.2f}" == f"{100 * want[key]:.2f}", (name, col)
+    for name, args in zip(names, (["--retriever", "dense"], ["--retriever", "hybrid"],
+                                  ["--query-text", "question+description"])):
+        out = tmp_path / "run.trec"  # in-process: the indexes the page built are in the same BSARD_CACHE
+        assert main(["run", "--data", "sample", "--no-progress", "--out", str(out), *args]) == 0, capsys.readouterr().err
+        assert out.read_bytes() == built[name]["bytes"], name
     # a first build shows its progress: the dense index, then the hybrid (whose BM25 part is built
     # then); BM25 alone is then ready at once
     builds = [b for b in bars if b.startswith("Construction de l'index")]

@@ -16,6 +16,7 @@ from bsard_demo.app.score_page import (ABSENT, DD_QID, DD_RUN, OUTCOMES, PQ_FILT
                                        open_question, picked_qid, problems_frame, score_files, score_tables,
                                        shown_metrics)
 from bsard_demo.app.search_page import column_specs
+from bsard_demo.runs import Run
 from bsard_demo.stats import compare_measure
 from bsard_demo.sources import load_sample
 
@@ -45,10 +46,13 @@ def test_builtin_runs_protocol():
 
     def build(label, query_text):
         calls.append((label, query_text))
-        return None if label == "broken" else f"{label}|{query_text}".encode()
+        return None if label == "broken" else Run.from_scores({"1": {label: 1.0}}, tags=(query_text,))
+
+    def files(runs):
+        return [(name, run.rankings, blob) for name, run, blob in runs.built()]
 
     runs = BuiltinRun(session, "data", "test")
-    assert runs.files() == [] and not runs.settle(True, build) and calls == []  # nothing asked for
+    assert runs.built() == [] and not runs.settle(True, build) and calls == []  # nothing asked for
     BuiltinRun.request(session, "train", "BM25")  # another split: not built here, and forgotten
     assert not BuiltinRun(session, "data", "test").settle(True, build) and BuiltinRun.WANTED not in session
     BuiltinRun.request(session, "test", "BM25")
@@ -63,21 +67,23 @@ def test_builtin_runs_protocol():
     BuiltinRun(session, "data", "test").settle(True, build)
     runs = BuiltinRun(session, "data", "test")
     assert calls == [("BM25", "question"), ("Dense (use)", "question+description"), ("broken", "question")]
-    assert runs.files() == [("BM25 intégré", b"BM25|question"),
-                            ("Dense (use) intégré (question + description)", b"Dense (use)|question+description")]
+    assert files(runs) == [("BM25 intégré", {"1": ("BM25",)}, b"1 Q0 BM25 1 1.0 question\n"),
+                           ("Dense (use) intégré (question + description)", {"1": ("Dense (use)",)},
+                            b"1 Q0 Dense (use) 1 1.0 question+description\n")]
     assert runs.has("BM25") and not runs.has("BM25", "question+description")
-    assert BuiltinRun(session, "other", "test").files() == [] and BuiltinRun(session, "data", "train").files() == []
+    assert BuiltinRun(session, "other", "test").built() == [] and BuiltinRun(session, "data", "train").built() == []
     BuiltinRun.drop(session, "BM25 intégré")
-    assert [n for n, _ in BuiltinRun(session, "data", "test").files()] == ["Dense (use) intégré (question + description)"]
+    assert [n for n, _, _ in BuiltinRun(session, "data", "test").built()] == ["Dense (use) intégré (question + description)"]
     BuiltinRun.request(session, "train", "BM25")  # a run for another split replaces the old ones (bounded memory)
     assert BuiltinRun(session, "data", "train").settle(True, build)
-    assert BuiltinRun(session, "data", "test").files() == [] and len(session[BuiltinRun.STORED]) == 1
+    assert BuiltinRun(session, "data", "test").built() == [] and len(session[BuiltinRun.STORED]) == 1
     BuiltinRun.drop(session)
     BuiltinRun.drop(session)  # twice is harmless
     assert BuiltinRun.STORED not in session
 
 
 def test_ab_view_counts_are_compare_measures(board, sample):
+    """The A-vs-B counts (stats.win_tie_loss, no permutation test) are the comparison's."""
     tables = score_tables(board, sample.questions("test"))
     for metric in ("recall@100", "ndcg@10"):
         view = ab_view(board, tables.per_question_text, "s0.trec", "s2.trec", metric)

@@ -17,9 +17,10 @@ from bsard_demo.evaluation import evaluate
 from bsard_demo.report import metrics_table, render_table
 from bsard_demo.retrievers import Hit, RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
-from bsard_demo.app.score_page import (BUILTIN_NAME, builtin_run_text, comparison_frame, curve_frame, display_metrics,
-                                drill_down, filter_categories, metrics_frame, per_question_frame, problems_frame,
-                                score_files, unique_names)
+from bsard_demo.app.score_page import (builtin_name, builtin_run, builtin_run_text, comparison, curve_frame,
+                                display_metrics, drill_down, filter_categories, metrics_frame, per_question_frame,
+                                problems_frame, score_files)
+from bsard_demo.scoring import unique_names
 from bsard_demo.app.render import missed_list
 from bsard_demo.app.search_page import (NEW, article_codes, column_specs, example_questions, filter_by_code,
                                missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
@@ -374,7 +375,7 @@ def test_per_question_curve_comparison_and_drill_down(sample):
     assert len(curve) == 3 * 500 and list(curve.columns) == ["run", "k", "recall"]
     last = curve[(curve["run"] == "s0.trec") & (curve["k"] == 100)]["recall"].iloc[0]
     assert last == pytest.approx(board.evaluations["s0.trec"].means["recall@100"])
-    cmp = comparison_frame(board, "recall@100")
+    cmp = comparison(board, "recall@100").pairs
     assert list(zip(cmp["run_a"], cmp["run_b"])) == [("s0.trec", "s1.trec"), ("s0.trec", "s2.trec"), ("s1.trec", "s2.trec")]
     assert all(cmp["wins"] + cmp["ties"] + cmp["losses"] == n)
 
@@ -394,16 +395,36 @@ def test_per_question_curve_comparison_and_drill_down(sample):
         drill_down(sample, "test", "nope", run)
 
 
-def test_builtin_run_is_the_retrievers_ranking(sample, tmp_path):
-    from bsard_demo.retrievers import build_retriever
+@pytest.mark.parametrize("query_text", ["question", "question+description"])
+def test_builtin_run_is_the_retrievers_ranking_and_the_cli_run(sample, tmp_path, monkeypatch, query_text):
+    """A built-in run is a Run scored through the same checks as a file: it equals its TREC text
+    read back (rankings, scores, problems, every figure), and that text is the file ``python -m
+    bsard_demo run`` writes, byte for byte."""
+    from bsard_demo.cli.main import main
+    from bsard_demo.retrievers.batch import question_texts
 
-    bm25 = build_retriever(RetrieverSpec("bm25"), sample, cache_root=tmp_path)
-    blob = builtin_run_text(sample, "test", bm25)
-    rf = read_run_bytes(blob, BUILTIN_NAME, qids=sample.qrels("test").keys())
-    assert rf.ok and rf.format == "trec"
-    q = sample.questions("test").iloc[3]
-    assert list(rf.run[q["id"]]) == [h.article_id for h in bm25.search(q["question"], len(sample.articles))]
-    assert set(rf.run) == set(sample.questions("test")["id"])
+    monkeypatch.setenv("BSARD_CACHE", str(tmp_path / "cache"))
+    bm25 = build_retriever(RetrieverSpec("bm25"), sample, cache_root=tmp_path / "cache")
+    run = builtin_run(sample, "test", bm25, query_text=query_text)
+    blob = builtin_run_text(run)
+    name = builtin_name("BM25", query_text)
+    rf = read_run_bytes(blob, name, qids=sample.qrels("test").keys())
+    assert rf.ok and rf.format == "trec" and rf.tags == run.tags
+    assert dict(rf.run) == dict(run) and {q: rf.run.scored(q) for q in run} == {q: run.scored(q) for q in run}
+    questions = sample.questions("test")
+    text = question_texts(questions, query_text=query_text)[3]
+    assert list(run[questions.iloc[3]["id"]]) == [h.article_id for h in bm25.search(text, len(sample.articles))]
+    assert set(run) == set(questions["id"])
+    # scored as a Run and as its file: the same problems and figures
+    board = score_files([("file", blob)], sample, "test", runs=[(name, run)])
+    as_file, as_run = board.runs
+    assert as_run.name == name and as_run.file.format == "trec"
+    assert [p.as_dict() for p in as_run.file.problems] == [p.as_dict() for p in as_file.file.problems]
+    assert as_run.evaluation.per_question.equals(as_file.evaluation.per_question)
+    # the CLI's run file
+    out = tmp_path / "bm25.trec"
+    assert main(["run", "--data", "sample", "--no-progress", "--query-text", query_text, "--out", str(out)]) == 0
+    assert out.read_bytes() == blob
 
 
 def test_display_metrics_keeps_published_rows_labelled():

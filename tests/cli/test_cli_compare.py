@@ -209,8 +209,9 @@ def test_an_unusable_file_among_usable_ones_exits_2_after_comparing_the_others(f
 
 
 def test_the_same_file_twice_is_two_runs(files, capsys):
+    """Two runs of one base name are named as on the Score page (bsard_demo.scoring.unique_names)."""
     out = run_json(capsys, files["a"], files["a"])
-    assert list(out["runs"]) == ["a.trec", f"{files['a']}"]
+    assert list(out["runs"]) == ["a.trec", "a.trec (2)"]
     (p,) = out["pairs"]
     assert p["diff"] == 0 and p["p_permutation"] == 1.0 and p["p_ttest"] == 1.0 and p["ties"] == 27
 

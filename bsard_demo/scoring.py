@@ -1,0 +1,166 @@
+"""The one scoring service: run sources in, a :class:`Scoreboard` out, for the CLI (``evaluate``,
+``compare``) and the Score page alike; each front end only renders the Scoreboard.
+
+:func:`score_runs` takes each source in turn (a file path, bytes, or a :class:`~bsard_demo.runs.Run`
+built in-process such as the Score page's built-in runs), reads it with the run reader
+(:func:`bsard_demo.runs.read_run_path` / :func:`~bsard_demo.runs.read_run_bytes`, with the split's
+question ids, the corpus ids when the corpus is loaded and ``k = max(ks)``), adds the BSARD-aware
+checks' warnings (:func:`bsard_demo.run_checks.check_run_file`, called from here only) and
+evaluates every usable run at ``ks`` (:func:`bsard_demo.evaluation.evaluate`).
+
+Conventions:
+- a run is named after its source (a file's base name, an upload's name, a built-in run's name);
+  a repeated name gets `` (2)``, `` (3)`` … in source order, the first one unchanged
+  (:func:`unique_names`), in the CLI as on the page;
+- a :class:`~bsard_demo.runs.Run` source is not re-read: it gets the reader's warnings that need
+  the split (unknown questions and articles, short rankings), then the same checks, so it is
+  scored and warned exactly as its TREC text read back would be (it is shown as format ``trec``,
+  the layout it is written and downloaded in);
+- ``limits`` bound what is read: the reader's size limit (raw or inflated) and the wording of
+  the error of a file above it;
+- with ``keep_runs=False`` (the CLI) each run is dropped once evaluated, so a batch of large
+  files costs the memory of one; the Score page keeps them (curves, drill-down).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .dataset import Dataset
+from .evaluation import DEFAULT_KS, Evaluation, evaluate
+from .report import is_bsard_test
+from .run_checks import SplitContext, check_run_file
+from .runs import DEFAULT_MAX_BYTES, ProblemList, Run, RunFile, read_run_bytes, read_run_path
+from .runs.decode import SizeMessage
+from .runs.validate import add_warnings
+
+#: The format a :class:`~bsard_demo.runs.Run` source is shown with (the layout it is written in).
+RUN_SOURCE_FORMAT = "trec"
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """One run to score: exactly one of ``path``, ``data`` (bytes) or ``run``, the name it is
+    shown under (before :func:`unique_names`) and its orientation (``lower_is_better``: the
+    scores are distances, ordered ascending; ignored for a ``run``, already ordered)."""
+
+    name: str
+    path: str | Path | None = None
+    data: bytes | None = None
+    run: Run | None = None
+    lower_is_better: bool = False
+
+    def __post_init__(self) -> None:
+        if sum(x is not None for x in (self.path, self.data, self.run)) != 1:
+            raise ValueError("a run source is one of a path, bytes or a Run")
+
+    @classmethod
+    def file(cls, path: str | Path, *, lower_is_better: bool = False) -> "RunSource":
+        """A run file on disk, named by its base name."""
+        return cls(Path(path).name, path=path, lower_is_better=lower_is_better)
+
+    @classmethod
+    def upload(cls, name: str, data: bytes, *, lower_is_better: bool = False) -> "RunSource":
+        """A run file's bytes (an upload) under its file name."""
+        return cls(str(name), data=data, lower_is_better=lower_is_better)
+
+    @classmethod
+    def built(cls, name: str, run: Run) -> "RunSource":
+        """A run produced in-process (a built-in system's)."""
+        return cls(str(name), run=run)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the reader may read: ``max_bytes`` of a file, raw or inflated, and the wording of
+    the error of a larger one (``size_message(size, limit)``; None: the reader's English)."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    size_message: SizeMessage | None = None
+
+
+@dataclass
+class ScoredRun:
+    """One source: its file as read (problems included) and, when usable, its evaluation."""
+
+    name: str
+    file: RunFile
+    evaluation: Evaluation | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.evaluation is not None
+
+
+@dataclass
+class Scoreboard:
+    """All sources scored against one split of ``dataset``, in source order."""
+
+    dataset: Dataset
+    split: str
+    qrels: Mapping[str, frozenset[str]]
+    ks: tuple[int, ...]
+    runs: list[ScoredRun] = field(default_factory=list)
+
+    @property
+    def evaluations(self) -> dict[str, Evaluation]:
+        """The usable runs' evaluations by name."""
+        return {r.name: r.evaluation for r in self.runs if r.evaluation is not None}
+
+    @property
+    def labelled(self) -> int:
+        """Questions of the split with at least one relevant article (the ones scored)."""
+        return sum(1 for gold in self.qrels.values() if gold)
+
+    @property
+    def published(self) -> bool:
+        """True on the real BSARD test split (the paper's rows may be added)."""
+        return is_bsard_test(self.qrels)
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """``names`` with repeats made distinct by a `` (n)`` suffix, first occurrence unchanged."""
+    seen: dict[str, int] = {}
+    out = []
+    taken = set()
+    for name in names:
+        candidate = name
+        n = seen.get(name, 1)
+        while candidate in taken:
+            n += 1
+            candidate = f"{name} ({n})"
+        seen[name] = n
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def score_runs(dataset: Dataset, split: str, sources: Sequence[RunSource], ks: Sequence[int] = DEFAULT_KS, *,
+               limits: Limits = Limits(), keep_runs: bool = True) -> Scoreboard:
+    """Read, check and score ``sources`` against ``split`` of ``dataset`` at ``ks`` (see the
+    module conventions); never raises for a bad source (its problems say why)."""
+    context = SplitContext.of(dataset, split)
+    board = Scoreboard(dataset, split, context.qrels, tuple(sorted({int(k) for k in ks})))
+    for name, source in zip(unique_names([s.name for s in sources]), sources):
+        rf = _read(source, name, context, max(board.ks), limits)
+        check_run_file(rf, context)
+        evaluation = evaluate(context.qrels, rf.run, board.ks) if rf.run is not None else None
+        if not keep_runs and rf.run is not None:
+            rf = replace(rf, run=None)
+        board.runs.append(ScoredRun(name, rf, evaluation))
+    return board
+
+
+def _read(source: RunSource, name: str, context: SplitContext, k: int, limits: Limits) -> RunFile:
+    qids = context.qrels.keys()
+    if source.run is not None:
+        rf = RunFile(name=name, format=RUN_SOURCE_FORMAT, run=source.run, problems=ProblemList(),
+                     tags=tuple(source.run.tags))
+        add_warnings(source.run, rf, qids, context.corpus_ids, k)
+        return rf
+    kwargs = dict(qids=qids, corpus_ids=context.corpus_ids, k=k, max_decompressed_bytes=limits.max_bytes,
+                  size_message=limits.size_message, lower_is_better=source.lower_is_better)
+    if source.path is not None:
+        return read_run_path(source.path, **kwargs)
+    return read_run_bytes(source.data, name, **kwargs)
