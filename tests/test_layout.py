@@ -156,3 +156,46 @@ def test_test_basenames_are_unique():
     one name in two folders would stop the collection."""
     names = [p.name for p in (REPO / "tests").rglob("test_*.py")]
     assert len(names) > 20 and sorted(n for n in set(names) if names.count(n) > 1) == []
+
+
+# --------------------------------------------------------------------------- scoring (issue 15)
+
+SCORING = PACKAGE / "scoring.py"
+
+
+def callers(name: str, paths) -> list[str]:
+    """``path:line`` of every call of a function ``name`` (``name(...)`` or ``x.name(...)``) in ``paths``."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if called == name:
+                    found.append(f"{path}:{node.lineno}")
+    return found
+
+
+def code_files(root: Path = REPO) -> list[Path]:
+    """The project's code (the package, the pages, app.py, bench/), tests left out."""
+    out = list((root / "bsard_demo").rglob("*.py")) + list((root / "pages").glob("*.py")) + list((root / "bench").rglob("*.py"))
+    return out + [p for p in [root / "app.py"] if p.is_file()]
+
+
+def test_check_run_file_is_called_only_by_the_scoring_service():
+    outside = [c for c in callers("check_run_file", [p for p in code_files() if p != SCORING])]
+    assert outside == [], f"call bsard_demo.scoring.score_runs instead: {outside}"
+    assert callers("check_run_file", [SCORING])
+
+
+def test_both_front_ends_call_the_scoring_service():
+    assert callers("score_runs", [PACKAGE / "cli" / "evaluate.py"])
+    assert callers("score_runs", [PACKAGE / "app" / "score_page.py"])
+
+
+def test_the_caller_check_can_fail(tmp_path):
+    crafted = tmp_path / "bsard_demo" / "cli" / "sneaky.py"
+    crafted.parent.mkdir(parents=True)
+    crafted.write_text("from ..run_checks import check_run_file\n\n\ndef f(rf, ctx):\n    return run_checks.check_run_file(rf, ctx)\n"
+                       "\n\ncheck_run_file(None, None)\n")
+    assert len(callers("check_run_file", code_files(tmp_path))) == 2
