@@ -3,9 +3,9 @@
 Each check returns a :class:`Finding` (a warning with a one-line hint and the figure that shows
 it) or ``None``. They take plain data, not files: rankings ``{qid: [article id, ...]}`` in the
 order the run is scored in, the gold of the split ``{qid: {article id, ...}}``, the corpus ids
-or size when known, the question ids of the dataset's other splits, and, for
-:func:`check_scores_ascending`, each question's ``(rank, score)`` pairs in *file* order.
-:func:`check_run` runs them all.
+or size when known, and the question ids of the dataset's other splits. :func:`check_run` runs
+them all; whether the scores run the wrong way (``scores_ascending``) is the reader's own
+warning (:mod:`bsard_demo.runs.validate`), which sees the file's order.
 
 Decisions (the numbers hold for any corpus, not tuned to BSARD or the sample):
 
@@ -32,15 +32,14 @@ Decisions (the numbers hold for any corpus, not tuned to BSARD or the sample):
   flagged. Without a corpus (size and ids unknown) it
   uses the span of the numeric ids seen (max - min + 1, the corpus of BSARD-style row-number ids);
   with non-numeric ids and no corpus it is skipped (no finding).
-- **scores_ascending**: a question counts when it has at least two distinct finite scores; it
-  is ascending when, in the file's rank order (line order when the file has no ranks), more
-  consecutive steps go up than down. Fires when more than half the questions that count are
-  ascending.
+- **scores_ascending** (the reader's warning, :func:`bsard_demo.runs.validate.direction_counts`):
+  a question counts when it has at least two distinct finite scores; it is ascending when, in the
+  file's rank order (line order when the file has no ranks), more consecutive steps go up than
+  down. Fires when more than half the questions that count are ascending.
 - **wrong_split**: fires when more than half of the run's question ids belong to one other split,
   that split holds more of them than the scored split, and the run answers fewer than half of the
   scored split's questions (a run of every question of the dataset is not a wrong split).
-- :func:`check_run` reports ``wrong_split``, ``ids_shifted``, ``scores_ascending`` and
-  ``near_random`` in that order, and leaves ``near_random`` (the catch-all) out when a more
+- :func:`check_run` reports ``wrong_split``, ``ids_shifted`` and ``near_random`` in that order, and leaves ``near_random`` (the catch-all) out when a more
   specific finding already explains the low score.
 
 Score orientation (``--lower-is-better``): :func:`similarity_score` turns a distance into a
@@ -60,8 +59,10 @@ from typing import Collection, Iterable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from .runs.problems import percent as _pct
+
 #: The finding codes, in the order :func:`check_run` reports them.
-CODES = ("wrong_split", "ids_shifted", "scores_ascending", "near_random")
+CODES = ("wrong_split", "ids_shifted", "near_random")
 
 SHIFT_RATIO = 2.0
 SHIFT_MIN_RECALL = 0.05
@@ -148,10 +149,6 @@ def _scored(qrels: Mapping[str, Iterable[str]], rankings: Mapping[str, Sequence[
 
 def _recall(gold: frozenset, top: Sequence[str]) -> float:
     return sum(1 for d in set(top) if d in gold) / len(gold)
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
 
 
 # --- ids_shifted --------------------------------------------------------------------------------
@@ -260,39 +257,6 @@ def check_near_random(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str,
     )
 
 
-# --- scores_ascending ---------------------------------------------------------------------------
-
-def check_scores_ascending(file_entries: Mapping[str, Sequence[tuple[int | None, float | None]]]) -> Finding | None:
-    """``scores_ascending``: for most questions the scores grow with the file's rank, i.e. they
-    are distances. ``file_entries`` maps a question id to its ``(rank, score)`` pairs in file
-    order (``rank`` None when the format has none: line order is then the rank order)."""
-    counted = ascending = 0
-    for pairs in file_entries.values():
-        if not pairs:
-            continue
-        ranks = [e[0] for e in pairs]
-        s = np.array([e[1] for e in pairs], dtype=float)  # None → NaN
-        if None not in ranks:  # stable: equal ranks keep file order
-            s = s[np.argsort(np.array(ranks, dtype=np.int64), kind="stable")]
-        s = s[np.isfinite(s)]
-        if len(s) < 2 or s.min() == s.max():
-            continue
-        steps = np.diff(s)
-        counted += 1
-        ascending += int(np.count_nonzero(steps > 0) > np.count_nonzero(steps < 0))
-    if not counted or ascending * 2 <= counted:
-        return None
-    share = ascending / counted
-    return Finding(
-        code="scores_ascending",
-        message=(f"scores grow with rank for {ascending} of {counted} questions ({_pct(share)}): "
-                 "they look like distances (lower = better)"),
-        hint="if lower scores are better (FAISS L2, many distance libraries), score with --lower-is-better",
-        figure=f"{_pct(share)} of questions with ascending scores",
-        values={"questions": counted, "ascending": ascending, "share": share},
-    )
-
-
 # --- wrong_split --------------------------------------------------------------------------------
 
 def check_wrong_split(run_qids: Iterable[str], split: str, split_qids: Collection[str],
@@ -323,18 +287,14 @@ def check_wrong_split(run_qids: Iterable[str], split: str, split_qids: Collectio
 
 def check_run(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Iterable[str]], *,
               split: str = "test", corpus_size: int | None = None, corpus_ids: Collection[str] | None = None,
-              other_splits: Mapping[str, Collection[str]] | None = None,
-              file_entries: Mapping[str, Sequence[tuple[int | None, float | None]]] | None = None,
-              explained: bool = False) -> list[Finding]:
+              other_splits: Mapping[str, Collection[str]] | None = None, explained: bool = False) -> list[Finding]:
     """Every check, in :data:`CODES` order; ``near_random`` is left out when another finding
     already explains the score, or when ``explained`` (the caller knows of one: the reader's
     own ``scores_ascending`` / ``scores_descending`` warning, a run read the wrong way round).
-    ``other_splits`` maps a split name to its question ids; ``file_entries`` is the input of
-    :func:`check_scores_ascending` (skipped when None)."""
+    ``other_splits`` maps a split name to its question ids."""
     findings = [
         check_wrong_split(rankings.keys(), split, qrels.keys(), other_splits),
         check_ids_shifted(rankings, qrels, corpus_size=corpus_size, corpus_ids=corpus_ids),
-        check_scores_ascending(file_entries) if file_entries is not None else None,
     ]
     findings = [f for f in findings if f is not None]
     if not findings and not explained:

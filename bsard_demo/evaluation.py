@@ -5,7 +5,7 @@ Conventions:
 - questions of the run that are not in the split are ignored and counted (``unknown``);
 - a question with no relevant article cannot be scored and is left out of every average (as
   trec_eval does); :attr:`Evaluation.unlabelled_questions` counts them (BSARD has none);
-- the run's order is taken as given (see :mod:`bsard_demo.run` for how files are ordered);
+- the run's order is taken as given (see :mod:`bsard_demo.runs.run` for how files are ordered);
 - values equal ``trec_eval -c -M k`` (``recall_k``, ``map_cut_k``, ``recip_rank``) on the run
   cut to its top k, which the tests check with pytrec_eval;
 - ``ndcg@10`` (binary gains, :func:`bsard_demo.metrics.ndcg_from_positions`) equals trec_eval's

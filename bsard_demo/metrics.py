@@ -10,7 +10,7 @@ Beside them, nDCG@k as MTEB and most papers quote it (``trec_eval -m ndcg_cut.k`
 - nDCG@k = DCG@k / IDCG@k, IDCG@k = sum over i = 1 … min(|rel|, k) of 1 / log2(i + 1)
 
 A relevant doc repeated in ``ranked`` counts at its first rank only (runs read by
-:mod:`bsard_demo.run` never repeat a doc). A question with no relevant doc scores 0 everywhere.
+:mod:`bsard_demo.runs` never repeat a doc). A question with no relevant doc scores 0 everywhere.
 """
 from __future__ import annotations
 
@@ -53,12 +53,6 @@ def ndcg_from_positions(positions: Sequence[int], n_relevant: int, k: int = 10) 
     dcg = sum(1.0 / math.log2(p + 1) for p in positions if p <= k)
     idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(n_relevant, k) + 1))
     return dcg / idcg
-
-
-def compute_ndcg(relevant_docs: Iterable[str], ranked_docs: Sequence[str], k: int = 10) -> float:
-    """nDCG@k (binary gains) of one question; a repeated doc counts at its first rank only."""
-    rel = set(relevant_docs)
-    return ndcg_from_positions(gold_positions(rel, ranked_docs[:k]), len(rel), k)
 
 
 def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str], k: int = 100) -> tuple[float, float, float]:

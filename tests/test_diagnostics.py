@@ -17,7 +17,6 @@ from bsard_demo.diagnostics import (
     check_ids_shifted,
     check_near_random,
     check_run,
-    check_scores_ascending,
     check_wrong_split,
     random_hit_probability,
     similarity_score,
@@ -26,10 +25,7 @@ from bsard_demo.diagnostics import (
 from bsard_demo.evaluation import evaluate
 from bsard_demo.sources import load_dataset
 
-try:  # the runs wing (issue 8 layout)
-    from bsard_demo.runs.run import Run
-except ImportError:  # before the move
-    from bsard_demo.run import Run
+from bsard_demo.runs import Run, read_run_bytes
 
 
 @pytest.fixture(scope="module")
@@ -106,10 +102,9 @@ def test_clean_runs_get_no_finding(sample, bm25_scores):
     bm25 = Run.from_scores(bm25_scores)
     assert evaluate(qrels, bm25).means["recall@100"] > 0.5  # really a decent run
     perfect = perfect_rankings(qrels, sample.article_ids)
-    for rankings, entries in ((bm25, file_entries_of(bm25_scores)),
-                              (perfect, {q: [(i, 1.0 / i) for i in range(1, len(r) + 1)] for q, r in perfect.items()})):
+    for rankings in (bm25, perfect):
         for kwargs in ({"corpus_ids": sample.article_ids}, {"corpus_size": len(sample.articles)}, {}):
-            assert check_run(rankings, qrels, split="test", other_splits=other, file_entries=entries, **kwargs) == []
+            assert check_run(rankings, qrels, split="test", other_splits=other, **kwargs) == []
         assert check_near_random(rankings, qrels, corpus_ids=sample.article_ids) is None
         assert check_ids_shifted(rankings, qrels, corpus_ids=sample.article_ids) is None
 
@@ -241,28 +236,34 @@ def test_near_random_skipped_without_corpus_size_for_text_ids():
 
 # --- scores_ascending and --lower-is-better ----------------------------------------------------
 
+def reader_ascending(file_entries) -> list[str]:
+    """The reader's ``scores_ascending`` warnings (the live check, runs/validate.py) of a file holding
+    ``file_entries`` (TREC lines when they have ranks, else ``qid docid score`` lines), in order."""
+    with_ranks = all(r is not None for pairs in file_entries.values() for r, _ in pairs)
+    lines = [f"{q} Q0 d{i} {r} {s!r} t" if with_ranks else f"{q} d{i} {s!r}"
+             for q, pairs in file_entries.items() for i, (r, s) in enumerate(pairs)]
+    rf = read_run_bytes(("\n".join(lines) + "\n").encode(), "r")
+    return [p.message for p in rf.problems if p.code == "scores_ascending"]
+
+
 def test_distance_run_gets_scores_ascending(sample, bm25_scores):
     distances = {q: {d: round(50.0 - s, 3) for d, s in docs.items()} for q, docs in bm25_scores.items()}
     for with_ranks in (True, False):
-        f = check_scores_ascending(file_entries_of(distances, with_ranks=with_ranks, lower_is_better=True))
-        assert f is not None and f.code == "scores_ascending" and "--lower-is-better" in f.hint
-        assert f.values["share"] == 1.0
+        (message,) = reader_ascending(file_entries_of(distances, with_ranks=with_ranks, lower_is_better=True))
+        assert "--lower-is-better" in message and "(100.0 %)" in message
     # a similarity file, and a file of constant scores, do not fire
-    assert check_scores_ascending(file_entries_of(bm25_scores)) is None
-    assert check_scores_ascending({q: [(i, 1.0) for i in range(1, 5)] for q in bm25_scores}) is None
+    assert reader_ascending(file_entries_of(bm25_scores)) == []
+    assert reader_ascending({q: [(i, 1.0) for i in range(1, 5)] for q in bm25_scores}) == []
     # ranks, not line order, decide when the file has them
     shuffled = {q: list(reversed(e)) for q, e in file_entries_of(bm25_scores).items()}
-    assert check_scores_ascending(shuffled) is None
-    assert check_scores_ascending({q: [(None, s) for _, s in e] for q, e in shuffled.items()}) is not None
+    assert reader_ascending(shuffled) == []
+    assert reader_ascending({q: [(None, s) for _, s in e] for q, e in shuffled.items()}) != []
     # half or fewer: no finding
     entries = file_entries_of(bm25_scores)
     qids = list(entries)
     half = {q: (list(reversed([(None, s) for _, s in entries[q]])) if i % 2 else [(None, s) for _, s in entries[q]])
             for i, q in enumerate(qids[: 2 * (len(qids) // 2)])}
-    assert check_scores_ascending(half) is None
-    f = check_run(Run.from_scores(distances), sample.qrels("test"), corpus_ids=sample.article_ids,
-                  file_entries=file_entries_of(distances, lower_is_better=True))
-    assert codes(f) == ["scores_ascending"]
+    assert reader_ascending(half) == []
 
 
 def test_lower_is_better_scores_exactly_like_similarities(sample):
@@ -335,4 +336,4 @@ def test_real_labels(real_bsard):
 
 
 def test_codes_are_listed():
-    assert CODES == ("wrong_split", "ids_shifted", "scores_ascending", "near_random")
+    assert CODES == ("wrong_split", "ids_shifted", "near_random")

@@ -8,11 +8,14 @@ import pytest
 import pytrec_eval
 
 from bsard_demo.evaluation import EXTRA_MEASURES, evaluate, metric_columns
-from bsard_demo.metrics import compute_ndcg, gold_positions, ndcg_from_positions
-try:  # the runs wing (issue 8 layout)
-    from bsard_demo.runs.run import Entry, Run
-except ImportError:  # before the move
-    from bsard_demo.run import Entry, Run
+from bsard_demo.metrics import gold_positions, ndcg_from_positions
+from bsard_demo.runs.run import Entry, Run
+
+
+def compute_ndcg(relevant, ranked, k: int = 10) -> float:
+    """nDCG@k of one ranking by the live formula (metrics.ndcg_from_positions, what evaluate uses)."""
+    rel = set(relevant)
+    return ndcg_from_positions(gold_positions(rel, ranked[:k]), len(rel), k)
 
 
 def literal_ndcg(relevant, ranked, k=10):

@@ -15,6 +15,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator, Literal, Mapping
 
+
+def percent(x: float) -> str:
+    """A share as the problems word it: ``0.253`` -> ``"25.3 %"``."""
+    return f"{100 * x:.1f} %"
+
+
 Severity = Literal["error", "warning"]
 
 #: code -> (severity, meaning): every problem the run reader reports.

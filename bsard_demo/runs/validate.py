@@ -20,6 +20,7 @@ import numpy as np
 
 from .fields import KeyIndex
 from .problems import ProblemList
+from .problems import percent as _pct
 from .run import Run, ScoreTable
 
 _EXAMPLES = 5  # ids listed in a summary warning
@@ -317,9 +318,10 @@ def _rank_order(cols: Columns, p: np.ndarray, starts: np.ndarray, lower_is_bette
 def direction_counts(q: np.ndarray, score: np.ndarray, rank: np.ndarray | None) -> tuple[int, int, int]:
     """``(counted, ascending, descending)`` questions: whether each question's scores go up or
     down more often along its file rank order (ranks, else line order), a question counting when
-    some step changes the score: the criterion of
-    :func:`bsard_demo.diagnostics.check_scores_ascending`, on arrays, except that a step between
-    two equal ranks is no step (a file whose ranks are all equal gives no order to read)."""
+    some step changes the score (the ``scores_ascending`` rule of the README): a question's scores
+    are ascending when more consecutive steps go up than down along the rank
+    order, a step between two equal ranks being no step (a file whose ranks are all equal gives
+    no order to read)."""
     if rank is not None:
         p = _group_order(q, rank)
     else:
@@ -334,10 +336,6 @@ def direction_counts(q: np.ndarray, score: np.ndarray, rank: np.ndarray | None) 
     down = np.bincount(qo[:-1][same & (so[1:] < so[:-1])], minlength=n_q)
     counted = (up + down) > 0
     return int(np.count_nonzero(counted)), int(np.count_nonzero(up > down)), int(np.count_nonzero(down > up))
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
 
 
 def _check_direction(cols: Columns, problems: ProblemList, lower_is_better: bool) -> None:
