@@ -2,7 +2,7 @@
 
 A retriever is built from a dataset's corpus, answers one or many questions with ranked
 :class:`Hit` lists (best first; ties broken by article id descending as strings, the run
-convention of :mod:`bsard_demo.run`), and can be saved to / loaded from a cache folder keyed by a
+convention of :mod:`bsard_demo.runs.run`), and can be saved to / loaded from a cache folder keyed by a
 fingerprint of the corpus and its settings.
 """
 from __future__ import annotations
@@ -15,6 +15,12 @@ import numpy as np
 #: ``progress(done, total, message)``: long builds report through it (tqdm in the CLI, a
 #: progress bar in the app).
 Progress = Callable[[int, int, str], None]
+
+
+def report_progress(progress: Progress | None, done: int, total: int, message: str) -> None:
+    """``progress(done, total, message)`` when there is a ``progress`` to report to."""
+    if progress is not None:
+        progress(done, total, message)
 
 #: Articles fetched per retriever for fusion and for the Search page (so missed gold articles
 #: still get a rank).

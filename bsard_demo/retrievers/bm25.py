@@ -42,7 +42,7 @@ import scipy.sparse as sp
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, Analyzer, article_texts
-from .base import Hit, Progress, clip_k, id_ranks, rank_all
+from .base import Hit, Progress, clip_k, id_ranks, rank_all, report_progress
 
 ENGINES = ("bm25s", "rank_bm25")
 METHODS = ("lucene", "robertson")
@@ -154,9 +154,9 @@ class BM25Retriever:
         out: list[list[str]] = []
         step = 1000
         for start in range(0, len(texts), step):
-            _report(progress, start, len(texts), "analysing articles")
+            report_progress(progress, start, len(texts), "analysing articles")
             out.extend(analyzer.tokens(t) for t in texts[start:start + step])
-        _report(progress, len(texts), len(texts), "analysing articles")
+        report_progress(progress, len(texts), len(texts), "analysing articles")
         if not any(out):
             raise ValueError("the articles hold no indexable word")
         return out
@@ -166,9 +166,9 @@ class BM25Retriever:
         from rank_bm25 import BM25Okapi
 
         tokens = cls._tokenize(texts, settings, progress)
-        _report(progress, 0, 1, "indexing (rank_bm25)")
+        report_progress(progress, 0, 1, "indexing (rank_bm25)")
         okapi = BM25Okapi(tokens, k1=settings.k1, b=settings.b, epsilon=0.0)
-        _report(progress, 1, 1, "indexing (rank_bm25)")
+        report_progress(progress, 1, 1, "indexing (rank_bm25)")
         return cls(ids, settings, okapi=okapi)
 
     def _write(self, folder: Path) -> None:
@@ -245,16 +245,12 @@ def sorted_vocabulary(tokens: Sequence[Sequence[str]]) -> dict[str, int]:
 def _bm25s_index(tokens: list[list[str]], settings: BM25Settings, progress: Progress | None):
     import bm25s
 
-    _report(progress, 0, 1, "indexing (bm25s)")
+    report_progress(progress, 0, 1, "indexing (bm25s)")
     index = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method, dtype="float64")
     vocab = sorted_vocabulary(tokens)
     token_ids = [[vocab[t] for t in doc] for doc in tokens]
     # (ids, vocabulary): bm25s takes our numbering as it is (no re-tokenising, no set order)
     index.index((token_ids, vocab), show_progress=False)
-    _report(progress, 1, 1, "indexing (bm25s)")
+    report_progress(progress, 1, 1, "indexing (bm25s)")
     return index
 
-
-def _report(progress: Progress | None, done: int, total: int, message: str) -> None:
-    if progress is not None:
-        progress(done, total, message)

@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from .base import Hit, Progress, clip_k, id_ranks, rank_all
+from .base import Hit, Progress, clip_k, id_ranks, rank_all, report_progress
 from .encoders import (
     CHUNK_OVERLAP, CHUNKING_VERSION, DEFAULT_ENCODER, DEFAULT_POOLING, POOLINGS, Encoder, embed_documents, normalize_rows,
     resolve_encoder,
@@ -234,14 +234,14 @@ def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None
             done += b - a
     if done and notice:
         notice(f"resuming the {encoder.name} embeddings: {done} of {n} articles already in the cache")
-    _report(progress, done, n, message)
+    report_progress(progress, done, n, message)
     for number in todo:
         a, b = bounds[number]
         base = done
 
         def within(d: int, t: int, _m: str, base=base, size=b - a) -> None:
             if t > 0:
-                _report(progress, base + min(size, size * d // t), n, message)
+                report_progress(progress, base + min(size, size * d // t), n, message)
 
         vectors = embed_documents(encoder, texts[a:b], pooling=pooling, window=window, batch_size=batch_size,
                                   progress=within)
@@ -258,7 +258,7 @@ def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None
                            "an interrupted build will start over")
                 partial = None
         done += b - a
-        _report(progress, done, n, message)
+        report_progress(progress, done, n, message)
     return out
 
 
@@ -328,10 +328,6 @@ def _discard_partial(folder: Path) -> None:
     except OSError:
         pass  # other unfinished builds still have shards there
 
-
-def _report(progress: Progress | None, done: int, total: int, message: str) -> None:
-    if progress is not None:
-        progress(done, total, message)
 
 
 def _read(folder: Path, ids: list[str], dim: int) -> np.ndarray:

@@ -18,7 +18,8 @@ from ..retrievers.base import Hit, Progress, id_ranks
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..retrievers.bm25 import BM25Settings, sorted_vocabulary
 from ..retrievers.registry import RetrieverSpec
-from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _pick_best, _report, _split_questions, run_command
+from ..retrievers.base import report_progress
+from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _pick_best, _split_questions, run_command
 
 #: The BSARD paper's grid (Louis & Spanakis, 2022, section 5.1): k1 from 0 to 8 by 0.5, b from 0
 #: to 1 by 0.1. Written as exact quotients so that ``--b 0.3`` on a command line is the same float.
@@ -77,9 +78,9 @@ class TermMatrix:
         tokens: list[list[str]] = []
         step = 1000
         for start in range(0, len(texts), step):
-            _report(progress, start, len(texts), "analysing articles")
+            report_progress(progress, start, len(texts), "analysing articles")
             tokens.extend(analyzer.tokens(t) for t in texts[start:start + step])
-        _report(progress, len(texts), len(texts), "analysing articles")
+        report_progress(progress, len(texts), len(texts), "analysing articles")
         return cls([str(a) for a in articles["id"]], tokens, settings)
 
     @property
@@ -206,12 +207,12 @@ def tune_bm25(dataset: Dataset, split: str = "train", *, measure: str | Measure 
         points.append((start.k1, start.b))
     rows = []
     for i, (k1, b) in enumerate(points):
-        _report(progress, i, len(points), f"BM25 grid ({len(points)} settings)")
+        report_progress(progress, i, len(points), f"BM25 grid ({len(points)} settings)")
         ids = matrix.article_ids
         top = matrix.top(queries, matrix.weights(k1, b, start.method), depth)
         run = {q: [ids[d] for d in docs.tolist()] for q, (docs, _) in zip(qids, top)}
         rows.append({"k1": k1, "b": b, **m.evaluate(qrels, run)})
-    _report(progress, len(points), len(points), f"BM25 grid ({len(points)} settings)")
+    report_progress(progress, len(points), len(points), f"BM25 grid ({len(points)} settings)")
     stages["grid"] = time.perf_counter() - t1
     grid_rows = rows[:len(k1_grid) * len(b_grid)]
     grid = pd.DataFrame(grid_rows)

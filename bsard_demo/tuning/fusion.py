@@ -16,7 +16,8 @@ from ..dataset import Dataset
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Progress, id_ranks, rank_all
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, search_all
 from ..retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, hybrid_spec
-from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _fmt, _report, _split_questions, run_command
+from ..retrievers.base import report_progress
+from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _fmt, _split_questions, run_command
 
 #: RRF constants searched for a hybrid (60 is Cormack et al.'s and the product's default).
 RRF_KS: tuple[float, ...] = (10.0, 20.0, 30.0, 60.0, 100.0)
@@ -204,7 +205,7 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
     per_part = []
     for i, r in enumerate(parts):
         def part_progress(done: int, total: int, message: str, i=i) -> None:
-            _report(progress, done, total, f"searching {split} questions ({i + 1}/{n}: {r.name})")
+            report_progress(progress, done, total, f"searching {split} questions ({i + 1}/{n}: {r.name})")
         per_part.append(search_all(r, texts, depth, part_progress))
     stages["search parts"] = time.perf_counter() - t1
     t2 = time.perf_counter()
@@ -215,14 +216,14 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
         points.append(start)
     rows, by_setting = [], {}
     for i, s in enumerate(points):
-        _report(progress, i, len(points), f"fusion grid ({len(points)} settings)")
+        report_progress(progress, i, len(points), f"fusion grid ({len(points)} settings)")
         hits = table.rankings(s, k, article_ids, id_rank)
         run = {q: [h.article_id for h in hs] for q, hs in zip(qids, hits)}
         row = {**s.row(), **m.evaluate(qrels, run)}
         by_setting[s] = row
         if s in settings:
             rows.append(row)
-    _report(progress, len(points), len(points), f"fusion grid ({len(points)} settings)")
+    report_progress(progress, len(points), len(points), f"fusion grid ({len(points)} settings)")
     stages["fusion grid"] = time.perf_counter() - t2
     grid = pd.DataFrame(rows)
 

@@ -16,7 +16,7 @@ import pandas as pd
 from ..analyzer import DEFAULT_FIELDS, TEXT_ONLY
 from ..dataset import DataError, Dataset
 from ..evaluation import EXTRA_MEASURES, evaluate
-from ..retrievers.base import DEFAULT_DEPTH, Progress
+from ..retrievers.base import DEFAULT_DEPTH, Progress, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
 from ..retrievers.bm25 import BM25Settings
 from ..retrievers.encoders import DEFAULT_ENCODER
@@ -322,10 +322,6 @@ def _split_questions(dataset: Dataset, split: str, with_description: bool) -> tu
         raise DataError(f"{dataset.name}: split {split} has no question with a relevant article; nothing to tune on")
     return qids, texts, {q: qrels_all[q] for q in qids}
 
-
-def _report(progress: Progress | None, done: int, total: int, message: str) -> None:
-    if progress is not None:
-        progress(done, total, message)
 
 
 def _pick_best(rows: list[dict], measure: str, distance: Callable[[dict], tuple]) -> dict:
