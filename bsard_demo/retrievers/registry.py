@@ -7,7 +7,8 @@
 - ``"dense"``: ``encoder`` (a name of :data:`~bsard_demo.retrievers.encoders.ENCODER_CHOICES`, a
   sentence-transformers id or a folder; default: the dense module's default encoder), and
   ``fields``, ``pooling``, ``window``, ``batch_size`` passed to
-  :meth:`~bsard_demo.retrievers.dense.DenseRetriever.build`.
+  :meth:`~bsard_demo.retrievers.dense.DenseRetriever.build`, and ``backend`` (``auto`` by default:
+  a model folder's ONNX export when it has one, else torch; ``torch``; ``onnx``).
 - ``"hybrid"``: ``retrievers`` (specs of the parts, any number >= 2; default BM25 + the default
   dense encoder), ``method`` (``"rrf"`` | ``"weighted"``, default ``"rrf"``), ``rrf_k`` (60),
   ``alpha`` (0.5, the weight of the first of two parts), ``weights`` (one per part, in order;
@@ -32,7 +33,7 @@ from .hybrid import DEFAULT_DEPTH, HybridRetriever
 
 KINDS = ("bm25", "dense", "hybrid")
 _BM25_OPTIONS = frozenset(BM25Settings.__dataclass_fields__)
-_DENSE_OPTIONS = frozenset({"encoder", "fields", "pooling", "window", "batch_size"})
+_DENSE_OPTIONS = frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"})
 _HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth"})
 
 
