@@ -68,15 +68,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return fail("compare", f"needs at least two run files, got {len(args.runs)}")
     ks = (min(DEFAULT_KS),) if args.measure in EXTRA_MEASURES else (measure_cutoff(args.measure),)
     scored = score_run_paths("compare", args.runs, args, ks)
-    if len(scored.evaluations) < 2:  # the unusable files were just named, one line each when they have one problem
+    board = scored.board
+    if len(board.evaluations) < 2:  # the unusable files were just named, one line each when they have one problem
         report_unusable("compare", scored)
         return 2
-    comparison = compare_measure({name: ev.per_question for name, ev in scored.evaluations.items()}, args.measure,
+    comparison = compare_measure({name: ev.per_question for name, ev in board.evaluations.items()}, args.measure,
                                  n_resamples=STATS.resamples, seed=STATS.seed, alpha=STATS.alpha)
     if args.format == "table":
-        print(f"{scored.dataset.name} · split {args.split} · {comparison.questions} questions · {args.measure} "
+        print(f"{board.dataset.name} · split {args.split} · {comparison.questions} questions · {args.measure} "
               "· values in %")
-    print(render_comparison(comparison, args.format, dataset=scored.dataset.name, split=args.split), end="")
+    print(render_comparison(comparison, args.format, dataset=board.dataset.name, split=args.split), end="")
     if args.format == "table":
         print(f"p permutation: paired sign-flip test, {STATS.resamples:,} resamples (exact when 2**m <= "
               f"{STATS.resamples:,}), seed {STATS.seed}, p = (1 + #{{|T*| >= |T|}}) / (1 + n); significant: "

@@ -10,11 +10,11 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
-from ..dataset import DataError, Dataset
-from ..evaluation import DEFAULT_KS, Evaluation
-from ..report import FORMATS, NDCG_NOTE, is_bsard_test, json_report, metrics_table, per_question_table, render_table
+from ..dataset import DataError
+from ..evaluation import DEFAULT_KS
+from ..report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
 from ..run_checks import problem_code, problem_record
 from ..scoring import RunSource, Scoreboard, score_runs
 from ..sources import load_dataset
@@ -114,22 +114,6 @@ class ScoredRuns:
     failed: bool = False
 
     @property
-    def dataset(self) -> Dataset:
-        return self.board.dataset
-
-    @property
-    def qrels(self) -> Mapping[str, frozenset[str]]:
-        return self.board.qrels
-
-    @property
-    def evaluations(self) -> dict[str, Evaluation]:
-        return self.board.evaluations
-
-    @property
-    def labelled(self) -> int:
-        return self.board.labelled
-
-    @property
     def exit_code(self) -> int:
         return 2 if self.unusable or self.failed else 0
 
@@ -177,13 +161,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if any(k < 1 for k in args.k):
         raise DataError("--k takes positive integers")
     scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json")
-    ds, evaluations = scored.dataset, scored.evaluations
+    board = scored.board
+    ds, evaluations = board.dataset, board.evaluations
     if args.format == "json":
-        print(json_report(ds.name, args.split, scored.labelled, evaluations, scored.problems))
+        print(json_report(ds.name, args.split, board.labelled, evaluations, scored.problems))
     elif evaluations:
-        table = metrics_table(evaluations, published=is_bsard_test(scored.qrels) and args.format == "table")
+        table = metrics_table(evaluations, published=board.published and args.format == "table")
         if args.format == "table":
-            print(f"{ds.name} · split {args.split} · {scored.labelled} questions · values in %")
+            print(f"{ds.name} · split {args.split} · {board.labelled} questions · values in %")
         print(render_table(table, args.format), end="")
         if args.format == "table" and "ndcg@10" in table.columns:
             print(NDCG_NOTE)
