@@ -7,20 +7,19 @@ Never run ``playwright install``: the system Chromium is used.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from _app_helpers import CLI_ENV, sample_run_trec
+from _app_helpers import sample_run_trec
 from _browser import REPO, STEP_MS, browser_context, serve_app, table_cells
 from _browser import choose as _choose
 from _browser import wait_idle as _wait_idle
+from bsard_demo.scoring import RunSource, score_runs
+from bsard_demo.sources import load_sample
 
 ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOTS = REPO / "docs" / "screenshots"
@@ -88,11 +87,9 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
     run_file.write_text(sample_run_trec(seed=3))
     other = tmp_path / "systeme_b.trec"
     other.write_text(sample_run_trec(seed=4, drop=2))
-    cli = subprocess.run([sys.executable, "-m", "bsard_demo", "evaluate", "--data", "sample", "--format", "json",
-                          str(run_file)], cwd=REPO, env={**os.environ, **CLI_ENV}, capture_output=True, text=True,
-                         timeout=120)
-    assert cli.returncode == 0, cli.stderr
-    expected = f"{100 * json.loads(cli.stdout)['runs']['systeme_a.trec']['recall@100']:.2f}"
+    # the page shows the scoring service's figure (the one evaluate prints: tests/test_scoring.py)
+    board = score_runs(load_sample(), "test", [RunSource.file(run_file)])
+    expected = f"{100 * board.evaluations['systeme_a.trec'].means['recall@100']:.2f}"
 
     page = browser.new_page()
     try:
