@@ -388,7 +388,7 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
         }
         metadata["weights_sha256"] = weights_digests(tmp)
         if options.onnx:
-            metadata["onnx"] = _export(tmp, out, notes)
+            metadata["onnx"] = _export(tmp, out, options.base, notes)
         metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         _replace_folder(tmp, out)
@@ -400,14 +400,14 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
     return TrainResult(out, metadata, time.perf_counter() - t0, data=options.data, notes=notes)
 
 
-def _export(folder: Path, out: Path, notes: list[str]) -> dict:
+def _export(folder: Path, out: Path, base: str, notes: list[str]) -> dict:
     """Write ``folder/onnx`` (prefixes picked for the final name ``out``); what the record keeps of
     it. A failed export leaves the trained model usable: a note says how to export it later."""
     from .retrievers.encoders import EncoderUnavailable
     from .retrievers.onnx_export import export_onnx
 
     try:
-        result = export_onnx(str(folder), prefix_name=str(out))
+        result = export_onnx(str(folder), prefix_name=str(out), model_name=str(out), base_model=base)
     except (EncoderUnavailable, ValueError, OSError, RuntimeError) as exc:
         notes.append(f"no ONNX export ({exc}); run python -m bsard_demo export-onnx {out}")
         return {"error": str(exc)}

@@ -318,10 +318,17 @@ def _load_st(target: str, local: bool):
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise EncoderUnavailable(f"'{target}' needs torch and sentence-transformers, which this install lacks; {OFFLINE_CHOICES}") from None
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Loading weights" bars on stderr: one line per message
     try:
         return SentenceTransformer(target, device="cpu", local_files_only=local)
     except Exception as exc:  # noqa: BLE001 - report any loading failure as unavailable
         raise EncoderUnavailable(f"cannot load the sentence-transformers model '{target}' ({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def pick_prefixes(model, model_id_or_path: str) -> tuple[str, str]:

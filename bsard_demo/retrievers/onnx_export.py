@@ -147,11 +147,20 @@ def _quantize(path: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise EncoderUnavailable(f"--int8 needs the packages onnx and onnxruntime ({exc})") from None
+    import logging
+
     fp32 = path.with_name("model-fp32.onnx")
     os.replace(path, fp32)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # the quantiser logs a "consider pre-processing" warning on the root logger
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # per channel: min cosine with fp32 0.982 on sample texts for MiniLM, 0.880 per tensor
+            quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8, per_channel=True)
+    finally:
+        root.setLevel(level)
     fp32.unlink()
 
 
@@ -176,17 +185,20 @@ def _target_state(target: Path, digest: str) -> tuple[str, str]:
 
 
 def export_onnx(model: str, out: str | os.PathLike | None = None, *, refresh: bool = False, int8: bool = False,
-                prefix_name: str | None = None) -> ExportResult:
+                prefix_name: str | None = None, model_name: str | None = None,
+                base_model: str | None = None) -> ExportResult:
     """Export ``model`` (a sentence-transformers folder, or ``"minilm"``) to ``out`` (default
     ``MODEL/onnx``; required for ``minilm``). ``prefix_name``: the name whose model family picks
     the query/passage prefixes (default: the model's own, as
-    :class:`~.encoders.SentenceTransformerEncoder` does). Raises :class:`EncoderUnavailable`
+    :class:`~.encoders.SentenceTransformerEncoder` does); ``model_name``: the name the record
+    gives the model (default ``model``; ``train`` exports under a temporary name), ``base_model``
+    the model it was fine-tuned from (default: from its training record or config). Raises :class:`EncoderUnavailable`
     (cannot load or export: one line) and :class:`ValueError` (a target in the way)."""
     t0 = time.perf_counter()
-    folder, enc, name, version = _source(model)
-    if out is None and name == "minilm":
+    if out is None and str(model).strip().lower() == "minilm":
         raise ValueError("minilm's files live inside an installed package: give --out DIR "
                          "(then serve it with --encoder DIR)")
+    folder, enc, name, version = _source(model)
     target = Path(out).expanduser() if out is not None else folder / EXPORT_DIRNAME
     digest = folder_digest(folder)
     state, why = _target_state(target, digest)
@@ -228,7 +240,7 @@ def export_onnx(model: str, out: str | os.PathLike | None = None, *, refresh: bo
         record = {
             "format": RECORD_FORMAT, "format_version": RECORD_VERSION,
             "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-            "model": name, "base_model": _base_model(folder, st_model, name),
+            "model": model_name or name, "base_model": base_model or _base_model(folder, st_model, name),
             "source": {"digest": digest, "version": version},
             "dim": int(enc.dim), "max_seq_length": int(enc.max_tokens), "pooling": modes, "normalize": normalize,
             "query_prefix": query_prefix, "passage_prefix": passage_prefix, "inputs": inputs,
@@ -260,7 +272,7 @@ def _base_model(folder: Path, st_model, name: str) -> str:
         pass
     config = getattr(st_model[0].auto_model, "config", None)
     origin = str(getattr(config, "_name_or_path", "") or "")
-    return name if name == "minilm" or not origin or os.path.isabs(origin) else origin
+    return name if name == "minilm" else "" if not origin or os.path.isabs(origin) else origin
 
 
 def _check(onnx: OnnxEncoder, st_model, int8: bool) -> dict:
