@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..dataset import first_line
 from .encoder_base import EXPORT_DIRNAME, EncoderUnavailable, file_sha256, folder_digest
 from .onnx_encoder import (MODEL_FILE, RECORD_FILE, RECORD_FORMAT, RECORD_VERSION, TOKENIZER_FILE, OnnxEncoder,
                            check_files, export_identity, read_record)
@@ -228,7 +229,11 @@ def export_onnx(model: str, out: str | os.PathLike | None = None, *, refresh: bo
     tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        _export_graph(st_model, tmp / MODEL_FILE, inputs)
+        try:
+            _export_graph(st_model, tmp / MODEL_FILE, inputs)
+        except Exception as exc:  # noqa: BLE001 - e.g. onnx missing, an operator the exporter lacks
+            raise EncoderUnavailable(f"torch.onnx.export failed for {name} ({first_line(exc, limit=200)}); "
+                                     "the export needs the onnx package where torch is") from None
         if int8:
             _quantize(tmp / MODEL_FILE)
         from tokenizers import Tokenizer
