@@ -21,20 +21,25 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .measures import CUTOFF_FAMILIES, EXTRA, EXTRA_COLUMNS, Measure, cutoff_columns
 from .metrics import gold_positions, metrics_from_positions, ndcg_from_positions
 
 DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
-METRICS = ("recall", "map", "mrr")
-#: Measures computed beside the cutoff metrics, independent of ``ks``, in column order.
-EXTRA_MEASURES: tuple[str, ...] = ("ndcg@10",)
+#: The families computed at every cutoff (:data:`bsard_demo.measures.CUTOFF_FAMILIES`).
+METRICS = CUTOFF_FAMILIES
+#: Measures computed beside the cutoff metrics, independent of ``ks``, in column order
+#: (:data:`bsard_demo.measures.EXTRA`).
+EXTRA_MEASURES: tuple[str, ...] = EXTRA_COLUMNS
 #: The extra measures :func:`evaluate` adds when ``extra`` is not given: nDCG@10, the figure MTEB
 #: and most papers quote, is on everywhere (CLI tables and JSON, exports, the Score page).
-DEFAULT_EXTRA: tuple[str, ...] = ("ndcg@10",)
+DEFAULT_EXTRA: tuple[str, ...] = EXTRA_COLUMNS
+#: How each family of extra measure is computed from the ranks of the relevant articles.
+_EXTRA_VALUES = {"ndcg": ndcg_from_positions}
 
 
 def metric_columns(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
     """Column names in display order: all recalls, then map@k, then mrr@k."""
-    return [f"{m}@{k}" for m in METRICS for k in ks]
+    return cutoff_columns(ks)
 
 
 def gold_ranks(relevant: Iterable[str], ranking: Sequence[str]) -> dict[str, int | None]:
@@ -70,12 +75,12 @@ class Evaluation:
         return {**self.means, "missing_questions": self.missing_questions, "unknown_questions": self.unknown_questions}
 
 
-def _extra_measures(extra: Sequence[str] | None) -> list[str]:
+def _extra_measures(extra: Sequence[str] | None) -> list[Measure]:
     chosen = DEFAULT_EXTRA if extra is None else tuple(extra)
     unknown = [m for m in chosen if m not in EXTRA_MEASURES]
     if unknown:
         raise ValueError(f"unknown extra measure(s) {', '.join(map(repr, unknown))}; known: {', '.join(EXTRA_MEASURES)}")
-    return [m for m in EXTRA_MEASURES if m in chosen]
+    return [m for m in EXTRA if m.column in chosen]
 
 
 def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], ks: Sequence[int] = DEFAULT_KS,
@@ -87,7 +92,7 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
     if not ks or ks[0] < 1:
         raise ValueError("cutoffs must be positive integers")
     extras = _extra_measures(extra)
-    cols = metric_columns(ks) + extras
+    cols = metric_columns(ks) + [m.column for m in extras]
     rows = []
     index = []
     missing = 0
@@ -106,8 +111,8 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
         for k in ks:
             r, ap, rr = metrics_from_positions(pos, len(rel), k)
             vals[f"recall@{k}"], vals[f"map@{k}"], vals[f"mrr@{k}"] = r, ap, rr
-        if extras:  # only ndcg@10 so far
-            vals["ndcg@10"] = ndcg_from_positions(pos, len(rel), 10)
+        for m in extras:
+            vals[m.column] = _EXTRA_VALUES[m.family](pos, len(rel), m.k)
         vals.update(n_relevant=len(rel), n_retrieved=len(ranking), missing=qid not in run)
         rows.append(vals)
         index.append(qid)

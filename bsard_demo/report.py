@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from .evaluation import EXTRA_MEASURES, Evaluation
+from .measures import Measure, column_label, is_measure_column
 
 #: Published results on the BSARD test split (Louis & Spanakis, ACL 2022, Table 3): R@100/200/500 in %.
 PUBLISHED = {
@@ -36,20 +37,15 @@ def is_bsard_test(qrels: Mapping[str, frozenset[str]]) -> bool:
     return len(qrels) == 222 and labels_digest(qrels) == BSARD_TEST_LABELS_SHA256
 
 
-#: Display names of the metric families (:func:`metric_label`).
-METRIC_NAMES = {"recall": "R", "map": "MAP", "mrr": "MRR", "ndcg": "nDCG"}
 #: What nDCG@10 is, said beside every table that shows it.
 NDCG_NOTE = "nDCG@10: binary gains, trec_eval ndcg_cut_10 on the top 10, every question counted; the figure MTEB reports"
 
 
-def metric_label(metric: str, *, recall: str = METRIC_NAMES["recall"]) -> str:
-    """Display name of a metric column: ``recall@100`` -> ``R@100`` (``recall`` names the
-    family: the app's charts say ``Rappel@100``), ``map@100`` -> ``MAP@100``, ``mrr@100`` ->
-    ``MRR@100``, ``ndcg@10`` -> ``nDCG@10``; other names are returned unchanged."""
-    name, sep, k = metric.partition("@")
-    if name not in METRIC_NAMES:
-        return metric
-    return f"{recall if name == 'recall' else METRIC_NAMES[name]}{sep}{k}"
+def metric_label(metric: str) -> str:
+    """Display name of a metric column (:attr:`bsard_demo.measures.Measure.label`): ``recall@100``
+    -> ``R@100``, ``map@100`` -> ``MAP@100``, ``mrr@100`` -> ``MRR@100``, ``ndcg@10`` ->
+    ``nDCG@10``; other names are returned unchanged."""
+    return column_label(metric)
 
 
 def extra_columns(evaluations: Mapping[str, Evaluation]) -> list[str]:
@@ -63,7 +59,7 @@ def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
     """The table's metric columns: recall at every cutoff, then MAP and MRR at the smallest, then
     the ``extra`` measures (``ndcg@10``) in :data:`~bsard_demo.evaluation.EXTRA_MEASURES` order."""
     k0 = min(ks)
-    return ([f"recall@{k}" for k in sorted(ks)] + [f"map@{k0}", f"mrr@{k0}"]
+    return ([Measure("recall", k).column for k in sorted(ks)] + [Measure("map", k0).column, Measure("mrr", k0).column]
             + [m for m in EXTRA_MEASURES if m in extra])
 
 
@@ -80,7 +76,7 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
     df["source"] = "this run"
     if published:
         pub = pd.DataFrame.from_dict(
-            {f"{name} (published)": {f"recall@{k}": v / 100 for k, v in zip((100, 200, 500), vals) if k in ks}
+            {f"{name} (published)": {Measure("recall", k).column: v / 100 for k, v in zip((100, 200, 500), vals) if k in ks}
              for name, vals in PUBLISHED.items()}, orient="index")
         pub["source"] = f"published ({PUBLISHED_SOURCE})"
         df = pd.concat([df, pub.reindex(columns=df.columns).assign(source=pub["source"])])
@@ -101,7 +97,7 @@ def json_report(dataset: str, split: str, questions: int, evaluations: Mapping[s
 def _percent(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy()
     for c in out.columns:
-        if "@" in c:
+        if is_measure_column(c):
             out[c] = out[c].map(lambda v: "" if pd.isna(v) else f"{100 * v:.2f}")
         elif c.endswith("_questions"):
             out[c] = out[c].map(lambda v: "" if pd.isna(v) else str(int(v)))

@@ -15,22 +15,22 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..report import metric_label
+from ..evaluation import DEFAULT_KS
+from ..measures import column_label
 
 RUN_TITLE = "Système"
 VALUE_FORMAT = ".3f"
 #: k at which :func:`recall_curve_chart` draws vertical rules (the reported cutoffs).
-CUTOFFS = (100, 200, 500)
+CUTOFFS = DEFAULT_KS
 #: Bins of :func:`distribution_bins`: exactly 0, five intervals, exactly 1 (labels in French).
 BIN_LABELS = ("0", "]0 ; 0,2]", "]0,2 ; 0,4]", "]0,4 ; 0,6]", "]0,6 ; 0,8]", "]0,8 ; 1[", "1")
 _BIN_TOL = 1e-12
-RECALL_FR = "Rappel"
 
 
 def metric_label_fr(metric: str) -> str:
-    """French display name (:func:`bsard_demo.report.metric_label` with ``Rappel``):
-    ``recall@100`` → ``Rappel@100``, ``map@100`` → ``MAP@100``, ``mrr@100`` → ``MRR@100``."""
-    return metric_label(metric, recall=RECALL_FR)
+    """French display name (:attr:`bsard_demo.measures.Measure.label_fr`): ``recall@100`` →
+    ``Rappel@100``, ``map@100`` → ``MAP@100``, ``mrr@100`` → ``MRR@100``; other names unchanged."""
+    return column_label(metric, french=True)
 
 
 def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:

@@ -9,9 +9,9 @@ settings the Score page uses.
 from __future__ import annotations
 
 import argparse
-import re
 
-from ..evaluation import DEFAULT_KS, EXTRA_MEASURES, METRICS
+from ..evaluation import DEFAULT_KS, EXTRA_MEASURES
+from ..measures import Measure
 from ..report import FORMATS, render_comparison
 from ..stats import STATS, compare_measure
 from .common import fail
@@ -32,19 +32,15 @@ tests (the Score page's, same numbers):
 
 
 def measure_type(text: str) -> str:
-    """An ``evaluate`` column: ``recall@K``, ``map@K``, ``mrr@K`` (K a positive integer) or an
-    extra measure (``ndcg@10``); argparse's type check (a bad one is a one-line usage error)."""
-    value = text.strip().lower()
-    m = re.fullmatch(r"([a-z]+)@([0-9]+)", value)
-    if value in EXTRA_MEASURES or (m and m.group(1) in METRICS and int(m.group(2)) >= 1):
-        return value
-    raise argparse.ArgumentTypeError(
-        f"unknown measure {text!r}: use recall@K, map@K, mrr@K (K a positive integer) or {', '.join(EXTRA_MEASURES)}")
-
-
-def measure_cutoff(measure: str) -> int:
-    """The cutoff to score ``measure`` at (an extra measure: its own k, e.g. 10 for ``ndcg@10``)."""
-    return int(measure.rpartition("@")[2])
+    """An ``evaluate`` column (:meth:`bsard_demo.measures.Measure.parse`): ``recall@K``,
+    ``map@K``, ``mrr@K`` (K a positive integer) or an extra measure (``ndcg@10``); argparse's type
+    check (a bad one is a one-line usage error)."""
+    try:
+        return Measure.parse(text).column
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"unknown measure {text!r}: use recall@K, map@K, mrr@K (K a positive integer) or "
+            f"{', '.join(EXTRA_MEASURES)}") from None
 
 
 def add_compare_parser(subparsers) -> argparse.ArgumentParser:
@@ -66,7 +62,9 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.runs) < 2:
         return fail("compare", f"needs at least two run files, got {len(args.runs)}")
-    ks = (min(DEFAULT_KS),) if args.measure in EXTRA_MEASURES else (measure_cutoff(args.measure),)
+    measure = Measure.parse(args.measure)
+    # an extra measure has its own cutoff (ndcg@10): score the others at the usual smallest one
+    ks = (min(DEFAULT_KS),) if measure.is_extra else (measure.k,)
     scored = score_run_paths("compare", args.runs, args, ks)
     board = scored.board
     if len(board.evaluations) < 2:  # the unusable files were just named, one line each when they have one problem

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,8 @@ import pandas as pd
 
 from ..analyzer import DEFAULT_FIELDS, TEXT_ONLY
 from ..dataset import DataError, Dataset
-from ..evaluation import EXTRA_MEASURES, evaluate
+from .. import measures
+from ..evaluation import evaluate
 from ..retrievers.base import DEFAULT_DEPTH, Progress, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
 from ..retrievers.bm25 import BM25Settings
@@ -23,46 +23,23 @@ from ..retrievers.encoders import DEFAULT_ENCODER
 from ..retrievers.registry import RetrieverSpec, default_weights, hybrid_parts
 
 DEFAULT_MEASURE = "recall@100"
-_MEASURE_RE = re.compile(r"^\s*(recall|map|mrr|ndcg)\s*@\s*(\d+)\s*$", re.IGNORECASE)
 
 
 # ------------------------------------------------------------------------------ measures
 
-@dataclass(frozen=True)
-class Measure:
-    """A figure to maximise: ``metric@k`` as :func:`~bsard_demo.evaluation.evaluate` names it."""
-
-    metric: str
-    k: int
-
-    @classmethod
-    def parse(cls, text: str) -> "Measure":
-        """``"recall@100"``, ``"map@100"``, ``"mrr@10"``, ``"ndcg@10"`` (case and blanks ignored).
-        Raises :class:`ValueError` with the accepted forms otherwise."""
-        m = _MEASURE_RE.match(str(text))
-        if not m:
-            raise ValueError(f"unknown measure {str(text)!r}; use recall@k, map@k, mrr@k or "
-                             f"{', '.join(EXTRA_MEASURES)} (e.g. recall@100)")
-        metric, k = m.group(1).lower(), int(m.group(2))
-        if k < 1:
-            raise ValueError(f"the cutoff of {text!r} must be at least 1")
-        if metric == "ndcg" and f"ndcg@{k}" not in EXTRA_MEASURES:
-            raise ValueError(f"nDCG is available at {', '.join(EXTRA_MEASURES)} only, not ndcg@{k}")
-        return cls(metric, k)
-
-    @property
-    def name(self) -> str:
-        return f"{self.metric}@{self.k}"
+class Measure(measures.Measure):
+    """A figure to maximise: a :class:`bsard_demo.measures.Measure` (one parser,
+    :meth:`~bsard_demo.measures.Measure.parse`), with the figures a tuning records beside it."""
 
     @property
     def columns(self) -> list[str]:
         """The figures recorded per setting: the measure first, then the others at its cutoff."""
-        others = [f"{m}@{self.k}" for m in ("recall", "map", "mrr")] + (["ndcg@10"] if self.metric == "ndcg" else [])
+        others = measures.cutoff_columns([self.k]) + ([self.name] if self.is_extra else [])
         return [self.name] + [c for c in others if c != self.name]
 
     def evaluate(self, qrels: Mapping[str, frozenset[str]], run: Mapping[str, Sequence[str]]) -> dict[str, float]:
         """The :attr:`columns` of ``run`` (top-k rankings), by the product's ``evaluate``."""
-        extra = ("ndcg@10",) if self.metric == "ndcg" else ()
+        extra = (self.name,) if self.is_extra else ()
         means = evaluate(qrels, run, ks=[self.k], extra=extra).means
         return {c: means[c] for c in self.columns}
 

@@ -1,0 +1,147 @@
+"""What a measure is, apart from who computes it (as ``ir_measures`` declares ``R@k``, ``AP@k``,
+``RR@k``, ``nDCG@k``): :class:`Measure` is a family and a cut-off, with its column name, its
+labels and one parser. :mod:`bsard_demo.metrics` and :mod:`bsard_demo.evaluation` compute the
+values; the report, the charts, tuning and the CLI name and label them through this module.
+
+The families (:data:`FAMILIES`), in column order:
+
+======== ============ ================ ========== ================================
+family   column       English label    short      French label (the Score page)
+======== ============ ================ ========== ================================
+recall   recall@100   R@100            R@100      Rappel@100
+map      map@100      MAP@100          AP@100     MAP@100
+mrr      mrr@100      MRR@100          RR@100     MRR@100
+ndcg     ndcg@10      nDCG@10          nDCG@10    nDCG@10
+======== ============ ================ ========== ================================
+
+``recall``, ``map`` and ``mrr`` are computed at every cut-off asked for (:data:`CUTOFF_FAMILIES`);
+``ndcg`` is an *extra* measure, computed at its own cut-off beside them (:data:`EXTRA`: nDCG@10,
+the figure MTEB reports).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class Family(NamedTuple):
+    """One family of measures: its column prefix and its labels."""
+
+    name: str  # column prefix: recall@100
+    label: str  # English label (tables of the CLI and the Score page): R@100
+    short: str  # ir_measures' name (the Search page's per-question scores): R@100, AP@100, RR@100
+    label_fr: str  # the Score page's charts and selectors: Rappel@100
+
+
+#: The one label table, in column order.
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("recall", "R", "R", "Rappel"),
+    Family("map", "MAP", "AP", "MAP"),
+    Family("mrr", "MRR", "RR", "MRR"),
+    Family("ndcg", "nDCG", "nDCG", "nDCG"),
+)}
+#: The families computed at every cut-off of an evaluation (``ks``), in column order.
+CUTOFF_FAMILIES: tuple[str, ...] = ("recall", "map", "mrr")
+
+_MEASURE_RE = re.compile(r"^\s*(recall|map|mrr|ndcg)\s*@\s*(\d+)\s*$", re.IGNORECASE)
+_COLUMN_RE = re.compile(r"^([a-z]+)@([0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A measure: ``family`` (a key of :data:`FAMILIES`) at cut-off ``k``."""
+
+    family: str
+    k: int
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"unknown measure family {self.family!r}; known: {', '.join(FAMILIES)}")
+        if int(self.k) < 1:
+            raise ValueError(f"the cutoff of {self.family}@{self.k} must be at least 1")
+        object.__setattr__(self, "k", int(self.k))
+
+    @classmethod
+    def parse(cls, text: str) -> "Measure":
+        """``"recall@100"``, ``"map@100"``, ``"mrr@10"``, ``"ndcg@10"`` (case and blanks ignored:
+        ``"MAP @ 100"``, ``"nDCG@10"``). nDCG is computed at :data:`EXTRA`'s cut-offs only.
+        Raises :class:`ValueError` with the accepted forms otherwise."""
+        m = _MEASURE_RE.match(str(text))
+        if not m:
+            raise ValueError(f"unknown measure {str(text)!r}; use recall@k, map@k, mrr@k or "
+                             f"{', '.join(EXTRA_COLUMNS)} (e.g. recall@100)")
+        family, k = m.group(1).lower(), int(m.group(2))
+        if k < 1:
+            raise ValueError(f"the cutoff of {text!r} must be at least 1")
+        measure = cls(family, k)
+        if family not in CUTOFF_FAMILIES and Measure(family, k) not in EXTRA:
+            raise ValueError(f"nDCG is available at {', '.join(EXTRA_COLUMNS)} only, not {measure.column}")
+        return measure
+
+    @classmethod
+    def from_column(cls, column: object) -> "Measure | None":
+        """The measure a table column holds (``"recall@100"``, exactly as :attr:`column` writes
+        it), or ``None`` for any other column (``"n_relevant"``, ``"missing_questions"``…)."""
+        m = _COLUMN_RE.match(str(column))
+        if not m or m.group(1) not in FAMILIES or int(m.group(2)) < 1:
+            return None
+        return cls(m.group(1), int(m.group(2)))
+
+    @property
+    def column(self) -> str:
+        """The column of evaluation tables, per-question frames and JSON: ``recall@100``."""
+        return f"{self.family}@{self.k}"
+
+    name = column  # the name tuning and the CLI print
+
+    @property
+    def cutoff(self) -> int:
+        return self.k
+
+    @property
+    def label(self) -> str:
+        """English display name: ``R@100``, ``MAP@100``, ``MRR@100``, ``nDCG@10``."""
+        return f"{FAMILIES[self.family].label}@{self.k}"
+
+    @property
+    def short_label(self) -> str:
+        """ir_measures' name: ``R@100``, ``AP@100``, ``RR@100``, ``nDCG@10``."""
+        return f"{FAMILIES[self.family].short}@{self.k}"
+
+    @property
+    def label_fr(self) -> str:
+        """French display name: ``Rappel@100``, ``MAP@100``, ``MRR@100``, ``nDCG@10``."""
+        return f"{FAMILIES[self.family].label_fr}@{self.k}"
+
+    @property
+    def is_extra(self) -> bool:
+        """Computed beside the cut-off measures, at its own cut-off (nDCG@10)."""
+        return self.family not in CUTOFF_FAMILIES
+
+    def __str__(self) -> str:
+        return self.column
+
+
+#: The extra measures an evaluation can add beside the cut-off ones, in column order.
+EXTRA: tuple[Measure, ...] = (Measure("ndcg", 10),)
+EXTRA_COLUMNS: tuple[str, ...] = tuple(m.column for m in EXTRA)
+
+
+def cutoff_columns(ks) -> list[str]:
+    """Columns of the cut-off measures in display order: all recalls, then map@k, then mrr@k."""
+    return [Measure(family, k).column for family in CUTOFF_FAMILIES for k in ks]
+
+
+def is_measure_column(column: object) -> bool:
+    """Whether a table column holds a measure (``recall@100``, ``ndcg@10``…)."""
+    return Measure.from_column(column) is not None
+
+
+def column_label(column: object, *, french: bool = False) -> str:
+    """The display name of a table column: a measure's :attr:`~Measure.label` (or
+    :attr:`~Measure.label_fr`); any other column is returned unchanged."""
+    m = Measure.from_column(column)
+    if m is None:
+        return column
+    return m.label_fr if french else m.label
