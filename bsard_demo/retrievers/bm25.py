@@ -16,7 +16,10 @@ Conventions:
   (``BM25Okapi`` with ``epsilon=0``, i.e. negative idf floored at 0 as bm25s does) divides its
   scores by ``(k1 + 1)`` to report on the same scale, so both engines give the same rankings;
   it supports ``method="robertson"`` only, is ~55-60x slower to search and is not cached.
-- tokens come from :class:`~bsard_demo.analyzer.Analyzer` (bm25s never re-tokenises). Searching
+- tokens come from :class:`~bsard_demo.analyzer.Analyzer` through
+  :func:`~bsard_demo.retrievers.bm25_weights.analyse`, the tuning matrix's path too (bm25s never
+  re-tokenises); the weights are :mod:`bsard_demo.retrievers.bm25_weights`'s pure functions (bm25s's
+  formulas and float64 arithmetic, bit for bit), which bm25s stores, saves and loads. Searching
   scores every article with one sparse product per batch of questions over bm25s's precomputed
   score matrix, then orders exactly (``bm25s.retrieve`` would cut ties at ``k`` arbitrarily).
 - runs are bit-reproducible across processes and hash seeds: terms are numbered in sorted order
@@ -32,6 +35,7 @@ search ~33 s, ~55-60x slower).
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -43,6 +47,7 @@ import scipy.sparse as sp
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, Analyzer, article_texts
 from .base import Hit, Progress, clip_k, id_ranks, rank_all, report_progress
+from .bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
 
 ENGINES = ("bm25s", "rank_bm25")
 METHODS = ("lucene", "robertson")
@@ -150,16 +155,7 @@ class BM25Retriever:
 
     @staticmethod
     def _tokenize(texts: Sequence[str], settings: BM25Settings, progress: Progress | None) -> list[list[str]]:
-        analyzer = settings.analyzer()
-        out: list[list[str]] = []
-        step = 1000
-        for start in range(0, len(texts), step):
-            report_progress(progress, start, len(texts), "analysing articles")
-            out.extend(analyzer.tokens(t) for t in texts[start:start + step])
-        report_progress(progress, len(texts), len(texts), "analysing articles")
-        if not any(out):
-            raise ValueError("the articles hold no indexable word")
-        return out
+        return analyse(texts, settings.analyzer(), progress)
 
     @classmethod
     def _build_okapi(cls, ids, texts, settings, progress) -> "BM25Retriever":
@@ -206,17 +202,8 @@ class BM25Retriever:
         if self._okapi is not None:
             scale = 1.0 / (self.settings.k1 + 1.0)
             return np.array([self._okapi.get_scores(list(q)) * scale for q in query_tokens]).reshape(len(query_tokens), self.size)
-        vocab = self._bm25s.vocab_dict
-        n_terms = self._matrix_t.shape[0]
-        rows, cols = [], []
-        for i, q in enumerate(query_tokens):
-            for t in q:
-                j = vocab.get(t)
-                if j is not None and j < n_terms:  # bm25s's extra empty term "" has no column
-                    rows.append(i)
-                    cols.append(j)
-        counts = sp.csr_matrix((np.ones(len(rows), dtype=self._matrix_t.dtype), (rows, cols)),
-                               shape=(len(query_tokens), self._matrix_t.shape[0]))
+        # bm25s's extra empty term "" is numbered n_terms: it has no column
+        counts = query_counts(query_tokens, self._bm25s.vocab_dict, self._matrix_t.shape[0], self._matrix_t.dtype)
         return (counts @ self._matrix_t).toarray()
 
 
@@ -228,20 +215,6 @@ def cache_key(ids: Sequence[str], texts: Sequence[str], settings: BM25Settings) 
     return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
 
 
-def sorted_vocabulary(tokens: Sequence[Sequence[str]]) -> dict[str, int]:
-    """``{term: id}`` over every term of ``tokens``, ids in ascending code-point order of the terms.
-
-    bm25s would number terms in the iteration order of a ``set`` of strings, i.e. by Python's
-    per-process hash seed (``PYTHONHASHSEED``): the term ids, hence the column order of the score
-    matrix and the order in which a query's term scores are summed, changed from one process to
-    the next, and so did the last bits of the scores (near-ties flipped between a CLI run, a rerun
-    and the Search page). Sorted terms give every process the same ids, matrix and sums."""
-    vocabulary: set[str] = set()
-    for doc in tokens:
-        vocabulary.update(doc)
-    return {term: i for i, term in enumerate(sorted(vocabulary))}
-
-
 def _bm25s_index(tokens: list[list[str]], settings: BM25Settings, progress: Progress | None):
     import bm25s
 
@@ -249,8 +222,21 @@ def _bm25s_index(tokens: list[list[str]], settings: BM25Settings, progress: Prog
     index = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method, dtype="float64")
     vocab = sorted_vocabulary(tokens)
     token_ids = [[vocab[t] for t in doc] for doc in tokens]
-    # (ids, vocabulary): bm25s takes our numbering as it is (no re-tokenising, no set order)
-    index.index((token_ids, vocab), show_progress=False)
+    # (ids, vocabulary): bm25s takes our numbering as it is (no re-tokenising, no set order), and
+    # its documented hook build_index_from_ids gets the weights of this package's formulas
+    index.build_index_from_ids = functools.partial(_bm25s_scores, index)
+    try:
+        index.index((token_ids, vocab), show_progress=False)
+    finally:
+        del index.build_index_from_ids  # a plain bm25s index from here on
     report_progress(progress, 1, 1, "indexing (bm25s)")
     return index
 
+
+def _bm25s_scores(index, unique_token_ids, corpus_token_ids, show_progress=True, leave_progress=False) -> dict:
+    """bm25s's ``scores`` of ``index`` from :meth:`TermCounts.weight_arrays`: a terms × docs CSR
+    matrix is bm25s's docs × terms CSC one, the same three arrays and dtypes."""
+    index.nonoccurrence_array = None  # lucene and robertson have none
+    counts = TermCounts(corpus_token_ids, len(unique_token_ids))
+    data, indices, indptr = counts.weight_arrays(index.k1, index.b, index.method)
+    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(corpus_token_ids)}

@@ -2,7 +2,6 @@
 one vectorised pass, and the paper's grid search (:func:`tune_bm25`). See :mod:`bsard_demo.tuning`."""
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import replace
 from itertools import product
@@ -16,7 +15,8 @@ from ..analyzer import article_texts
 from ..dataset import Dataset
 from ..retrievers.base import Hit, Progress, id_ranks
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
-from ..retrievers.bm25 import BM25Settings, sorted_vocabulary
+from ..retrievers.bm25 import BM25Settings
+from ..retrievers.bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
 from ..retrievers.registry import RetrieverSpec
 from ..retrievers.base import report_progress
 from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _pick_best, _split_questions, run_command
@@ -29,11 +29,11 @@ B_GRID: tuple[float, ...] = tuple(i / 10 for i in range(11))
 _QUERY_BATCH = 128
 
 
-class TermMatrix:
-    """One tokenised corpus: term frequencies of every (term, article) pair as a terms × articles
-    CSR structure, article lengths and document frequencies; BM25 weights for any ``(k1, b)``
-    and method in one vectorised pass (:meth:`weights`), with bm25s's formulas and float64
-    arithmetic in its operation order.
+class TermMatrix(TermCounts):
+    """One tokenised corpus (:class:`~bsard_demo.retrievers.bm25_weights.TermCounts`, the BM25
+    retriever's own term counts and formulas): BM25 weights for any ``(k1, b)`` and method in one
+    vectorised pass (:meth:`weights`), questions as term counts (:meth:`query_matrix`) and their
+    top articles in the retriever's order (:meth:`top`).
 
     ``settings`` fixes the analysis and the fields (its ``k1``/``b`` are not used)."""
 
@@ -49,80 +49,31 @@ class TermMatrix:
         self.article_ids = [str(a) for a in article_ids]
         self.id_rank = id_ranks(self.article_ids)
         self.vocab = sorted_vocabulary(tokens)  # the retriever's numbering: same summation order
-        n_docs, n_terms = len(self.article_ids), len(self.vocab)
-        lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=n_docs)
-        total = int(lengths.sum())
         vocab = self.vocab
-        term_of = np.fromiter((vocab[t] for doc in tokens for t in doc), dtype=np.int64, count=total)
-        doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-        # one entry per distinct (term, article) pair, sorted by term then article: CSR order
-        pairs, tf = np.unique(term_of * n_docs + doc_of, return_counts=True)
-        self._terms = pairs // n_docs
-        self._docs = (pairs % n_docs).astype(np.int32)
-        self._tf = tf.astype(np.float64)
-        self._indptr = np.concatenate([[0], np.cumsum(np.bincount(self._terms, minlength=n_terms))]).astype(np.int64)
-        self.df = np.diff(self._indptr)
-        self.doc_len = lengths.astype(np.float64)
-        # exactly bm25s's: np.array([len(doc_ids) for doc_ids in corpus_token_ids]).mean()
-        self.avg_doc_len = np.array([len(t) for t in tokens]).mean()
-        self._idf: dict[str, np.ndarray] = {}
+        super().__init__([[vocab[t] for t in doc] for doc in tokens], len(vocab))
 
     @classmethod
     def build(cls, articles, settings: BM25Settings | None = None, *, progress: Progress | None = None) -> "TermMatrix":
-        """Analyse ``articles`` (a DataFrame in the dataset schema) once, as BM25 would."""
+        """Analyse ``articles`` (a DataFrame in the dataset schema) once, as BM25 does."""
         settings = settings or BM25Settings()
         if articles is None or len(articles) == 0:
             raise ValueError("no articles to index")
-        texts = article_texts(articles, settings.fields)
-        analyzer = settings.analyzer()
-        tokens: list[list[str]] = []
-        step = 1000
-        for start in range(0, len(texts), step):
-            report_progress(progress, start, len(texts), "analysing articles")
-            tokens.extend(analyzer.tokens(t) for t in texts[start:start + step])
-        report_progress(progress, len(texts), len(texts), "analysing articles")
+        tokens = analyse(article_texts(articles, settings.fields), settings.analyzer(), progress)
         return cls([str(a) for a in articles["id"]], tokens, settings)
 
     @property
     def size(self) -> int:
         return len(self.article_ids)
 
-    def idf(self, method: str = "lucene") -> np.ndarray:
-        """Per term: lucene ``log(1 + (N - df + .5) / (df + .5))``; robertson
-        ``log((N - df + .5) / (df + .5))`` floored at 0 (bm25s's, with :func:`math.log`)."""
-        if method not in self._idf:
-            n = self.size
-            if method == "lucene":
-                values = [math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in self.df.tolist()]
-            elif method == "robertson":
-                values = [math.log(max((n - d + 0.5) / (d + 0.5), 1)) for d in self.df.tolist()]
-            else:
-                raise ValueError(f"unknown BM25 method {method!r}")
-            self._idf[method] = np.array(values, dtype=np.float64)
-        return self._idf[method]
-
     def weights(self, k1: float, b: float, method: str = "lucene") -> sp.csr_matrix:
-        """The BM25 weight of every (term, article) pair, terms × articles:
-        ``idf * tf / (k1 * ((1 - b) + b * len / avg_len) + tf)`` (bm25s's, without ``k1 + 1``)."""
-        BM25Settings(k1=k1, b=b, method=method)  # the product's validation of the values
-        k1, b = float(k1), float(b)
-        norm = k1 * ((1 - b) + b * self.doc_len / self.avg_doc_len)
-        idf = np.repeat(self.idf(method), self.df)
-        data = idf * (self._tf / (norm[self._docs] + self._tf))
-        return sp.csr_matrix((data, self._docs, self._indptr), shape=(len(self.vocab), self.size))
+        """The BM25 weight of every (term, article) pair, terms × articles (the retriever's,
+        :meth:`TermCounts.weights`), after the product's validation of the values."""
+        BM25Settings(k1=k1, b=b, method=method)
+        return super().weights(k1, b, method)
 
     def query_matrix(self, query_tokens: Sequence[Sequence[str]]) -> sp.csr_matrix:
-        """Questions × terms counts (a term repeated in a question counts each time; unknown
-        terms are dropped), as the BM25 retriever builds them."""
-        rows, cols = [], []
-        for i, q in enumerate(query_tokens):
-            for t in q:
-                j = self.vocab.get(t)
-                if j is not None:
-                    rows.append(i)
-                    cols.append(j)
-        return sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)),
-                             shape=(len(query_tokens), len(self.vocab)))
+        """Questions × terms counts, as the BM25 retriever builds them (:func:`query_counts`)."""
+        return query_counts(query_tokens, self.vocab, len(self.vocab))
 
     def top(self, queries: sp.csr_matrix, weights: sp.csr_matrix, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(article positions, scores)`` of the top ``k`` of each question row, in the BM25
