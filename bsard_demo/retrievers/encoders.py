@@ -349,6 +349,7 @@ class SentenceTransformerEncoder:
     """
 
     normalized = True
+    backend = "torch"
 
     def __init__(self, model_id_or_path: str, query_prefix: str | None = None, passage_prefix: str | None = None,
                  *, name: str | None = None) -> None:
