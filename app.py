@@ -6,7 +6,11 @@ notices every page shows (fictional sample, fallback banner). Pages: ``pages/sea
 """
 import streamlit as st
 
-from bsard_demo.app import hosting_ui, ui
+from bsard_demo import settings
+
+settings.prepare_runtime()  # before any page loads faiss, torch or tokenizers (a user's own values win)
+
+from bsard_demo.app import hosting_ui, ui  # noqa: E402
 
 st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",
                    initial_sidebar_state="expanded")

@@ -4,7 +4,7 @@ Layout: ``<root>/<kind>/<key>/`` holding the entry's files and ``manifest.json``
 size of every file). ``key`` is a fingerprint of everything that shapes the entry (corpus
 content and settings), so a changed corpus or setting never reuses a stale entry.
 
-- The root is ``$BSARD_CACHE`` or ``~/.cache/bsard_demo``.
+- The root is ``$BSARD_CACHE`` or ``~/.cache/bsard_demo`` (:attr:`bsard_demo.settings.Settings.cache`).
 - Writers build in a temporary folder beside the target and rename it into place, so readers
   never see half an entry and two concurrent builders cannot interleave files.
 - :func:`load` checks every file against the manifest; a missing, truncated or corrupt entry is
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
+from . import settings
 from .dataset import first_line
 
 T = TypeVar("T")
@@ -39,8 +40,7 @@ _log = logging.getLogger(__name__)
 
 def cache_root() -> Path:
     """``$BSARD_CACHE`` when set, else ``~/.cache/bsard_demo``."""
-    env = os.environ.get("BSARD_CACHE", "").strip()
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "bsard_demo"
+    return settings.current().cache
 
 
 def fingerprint(texts: Iterable[str], settings: Mapping[str, object]) -> str:

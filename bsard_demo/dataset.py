@@ -29,7 +29,16 @@ LEGACY_ARTICLE_COLUMNS = ("id", "article", "code", "article_no", "description", 
 
 
 class DataError(ValueError):
-    """A dataset file or folder that cannot be used; the message says what and where."""
+    """A dataset file or folder that cannot be used; the message says what and where.
+
+    ``advice``, when set, is the code of what the user may do instead, for a front end to word
+    (the CLI: :data:`bsard_demo.cli.common.DATA_ADVICE`): ``"other_source"`` (use the sample or
+    a folder), ``"other_source_or"`` (the same, as an aside) or ``"data_words"`` (what ``--data``
+    takes). The message itself carries no front end's wording."""
+
+    def __init__(self, message: str = "", *, advice: str | None = None):
+        super().__init__(message)
+        self.advice = advice
 
 
 #: An article id is free text without separators (``947``, ``art-12``), but a bracket, brace or

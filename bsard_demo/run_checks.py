@@ -69,6 +69,7 @@ def problem_code(problem: Problem) -> str:
     return problem.code
 
 
-def problem_record(problem: Problem) -> dict:
-    """A problem as JSON: ``{"severity", "code", "line", "message"}``."""
-    return problem.as_dict()
+def problem_record(problem: Problem, hints: Mapping[str, str] | None = None) -> dict:
+    """A problem as JSON: ``{"severity", "code", "line", "message"}``, the message with its hint
+    in a front end's words (:meth:`~bsard_demo.runs.Problem.text`)."""
+    return problem.as_dict(hints)

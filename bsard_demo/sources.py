@@ -18,6 +18,7 @@ from typing import Callable, TypeVar
 
 import pandas as pd
 
+from . import settings
 from .dataset import DataError, Dataset, first_line, normalize_articles, normalize_questions, read_csv_table
 
 HUB_REPO_ID = "maastrichtlawtech/bsard"
@@ -52,8 +53,8 @@ ALTERNATIVES = "use --data sample (the bundled fictional demo) or --data PATH (a
 
 
 def default_spec() -> str:
-    """The dataset named by ``BSARD_DATA``, else ``"hub"``."""
-    return os.environ.get("BSARD_DATA", "").strip() or "hub"
+    """The dataset named by ``BSARD_DATA``, else ``"hub"`` (:attr:`bsard_demo.settings.Settings.data_spec`)."""
+    return settings.current().data_spec
 
 
 def load_dataset(spec: str | os.PathLike | None = None, *, need_corpus: bool = True,
@@ -117,9 +118,10 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     offline mode (``HF_HUB_OFFLINE``) is not set. Proxies come from the environment, as for
     huggingface_hub. A cheap probe: without it, huggingface_hub retries an unreachable or silent
     host for minutes (2.x retries a failed metadata request with a 60 s timeout)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+    config = settings.current()
+    if config.hf_offline:
         return False
-    url = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+    url = config.hf_endpoint
 
     def probe() -> bool:
         try:

@@ -4,13 +4,14 @@ from functools import partial
 
 import streamlit as st
 
+from bsard_demo import settings
 from bsard_demo.app import ui
 from bsard_demo.app.charts import (ab_scatter, category_breakdown, metric_bars, metric_label_fr,
                                    per_question_distribution, recall_curve_chart)
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import question_box, upload_refused_notice
-from bsard_demo.app.score_page import (DD_QID, DD_RUN, MAX_FILES, NDCG_HELP, PQ_FILTER, QUERY_TEXT_FR, SELECTION,
-                                       BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_run, chart_clicked,
+from bsard_demo.app.score_page import (DD_QID, DD_RUN, DISTANCES_LABEL, MAX_FILES, NDCG_HELP, PQ_FILTER, QUERY_TEXT_FR,
+                                       SELECTION, BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_run, chart_clicked,
                                        chart_key, ci_frame, comparison, curve_frame, display_metrics, drill_down,
                                        filter_categories, gold_ranks_frame, is_long, metrics_frame, permutation_caption,
                                        problems_frame, score_tables, shown_metrics, significant_label, to_csv_bytes,
@@ -20,6 +21,8 @@ from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
 from bsard_demo.report import render_table
 from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
+
+settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
 FORMATS_HELP = """
 Formats reconnus (détectés d'après le contenu, fichiers `.gz` acceptés) :
@@ -105,7 +108,7 @@ def page() -> None:
                                    accept_multiple_files=True, key="runs")
         st.html(upload_refused_notice(ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
         uploads = list(uploads or [])
-        lower = [st.checkbox(f"« {md_escape(u.name)} » : scores = distances (plus petit = meilleur)",
+        lower = [st.checkbox(f"« {md_escape(u.name)} » : {DISTANCES_LABEL} (plus petit = meilleur)",
                              key=f"lower_{u.file_id}",
                              help="`--lower-is-better` : les articles sont classés par score croissant (égalités "
                                   "comme pour des similarités).") for u in uploads[:MAX_FILES]]

@@ -2,6 +2,7 @@
 holds the search (bsard_demo.app.search_links): opening a link reproduces it."""
 import streamlit as st
 
+from bsard_demo import settings
 from bsard_demo.app import ui
 from bsard_demo.app.builds import (SLOW_ENCODERS, dense_index_stored, encoder_options, first_build_note, offered,
                                    slow_parts, unavailable_note)
@@ -15,6 +16,8 @@ from bsard_demo.app.search_page import KIND_LABELS, article_codes, build_columns
 from bsard_demo.app.state import is_built
 from bsard_demo.retrievers import RetrieverSpec
 from bsard_demo.training import articles_fingerprint, list_trained_models
+
+settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
 QUESTION, EXAMPLE = WIDGET_KEYS["question"], WIDGET_KEYS["example"]
 WRITTEN = "_link_written"     # session: the URL parameters this session wrote last

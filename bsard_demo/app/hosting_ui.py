@@ -1,5 +1,5 @@
-"""Streamlit glue of :mod:`bsard_demo.app.hosting`: settings from ``st.secrets`` (then the
-environment), the index bundle activated once per process and its notices, the Cloud-safe error
+"""Streamlit glue of :mod:`bsard_demo.app.hosting`: the app's :class:`~bsard_demo.settings.Settings`
+from ``st.secrets`` (then the environment: :func:`app_settings`), the index bundle activated once per process and its notices, the Cloud-safe error
 setting, and the large-upload slot's waiting notice.
 
 Conventions: every text drawn is escaped (:func:`~bsard_demo.app.highlight.md_escape`); nothing
@@ -9,11 +9,12 @@ here raises on a missing or malformed ``secrets.toml`` (that file is optional: w
 from __future__ import annotations
 
 import logging
-import os
 from contextlib import contextmanager
 from typing import Hashable, Iterator
 
 import streamlit as st
+
+from .. import settings
 
 from .hosting import (WAIT_NOTICE, BundleSetup, UploadSlot, bundle_caption, bundle_notices, give_back_memory,
                       keep_build_note, setup_bundle, upload_size)
@@ -23,20 +24,31 @@ from .state import ActiveData
 log = logging.getLogger(__name__)
 
 
+class _Secrets:
+    """``st.secrets`` as :meth:`bsard_demo.settings.Settings.from_env` reads it: a missing or
+    unreadable secrets file sets nothing (an unreadable one is logged once per process)."""
+
+    def get(self, name: str, default=None):
+        try:
+            value = st.secrets.get(name)
+        except FileNotFoundError:  # no secrets.toml anywhere: the usual local case
+            return default
+        except Exception as exc:  # noqa: BLE001 - a malformed secrets.toml must not take the app down
+            _log_once(f"secrets.toml unreadable ({type(exc).__name__}); using the environment")
+            return default
+        return default if value is None else value
+
+
+def app_settings() -> settings.Settings:
+    """The app's settings: each from ``st.secrets`` when a secrets file sets it (Streamlit
+    Community Cloud: the app's "Secrets" box), else from the environment (read now: cheap)."""
+    return settings.current(_Secrets())
+
+
 def secret(name: str) -> str | None:
-    """``st.secrets[name]`` when a secrets file sets it (Streamlit Community Cloud: the app's
-    "Secrets" box), else ``$name``, else ``None``. A missing or unreadable secrets file is "not
-    set" (an unreadable one is logged once per process on the console)."""
-    try:
-        value = st.secrets.get(name)
-    except FileNotFoundError:  # no secrets.toml anywhere: the usual local case
-        value = None
-    except Exception as exc:  # noqa: BLE001 - a malformed secrets.toml must not take the app down
-        _log_once(f"secrets.toml unreadable ({type(exc).__name__}); using the environment")
-        value = None
-    if value is None or (isinstance(value, str) and not value.strip()):
-        value = os.environ.get(name)
-    return None if value is None else str(value)
+    """The raw value of setting ``name`` (one of :data:`bsard_demo.settings.NAMES`) as
+    :func:`app_settings` reads it, ``None`` when neither the secrets nor the environment set it."""
+    return settings.read(None, _Secrets()).get(name)
 
 
 _logged: set[str] = set()
@@ -91,13 +103,13 @@ SCORED_REMEMBERED, SCORED_TTL_S = 4, 3600
 
 
 #: Setting (secret or environment): how many large uploads one server process scores at once (default 1).
-SLOTS_SETTING = "BSARD_LARGE_UPLOADS"
+SLOTS_SETTING = settings.LARGE_UPLOADS
 
 
 @st.cache_resource(show_spinner=False)
 def upload_slot() -> UploadSlot:
     """The large scorings this server process runs at once: ``BSARD_LARGE_UPLOADS`` (default 1)."""
-    return UploadSlot(slot_count(secret(SLOTS_SETTING)), remember=SCORED_REMEMBERED, ttl=SCORED_TTL_S)
+    return UploadSlot(slot_count(app_settings().large_uploads), remember=SCORED_REMEMBERED, ttl=SCORED_TTL_S)
 
 
 def slot_count(value: str | None) -> int:

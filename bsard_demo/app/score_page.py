@@ -39,6 +39,16 @@ from ..stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
 from .highlight import highlight_html
 
 SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
+#: The label of the Score page's checkbox that reads a file's scores as distances (the CLI's
+#: ``--lower-is-better``), which the problems' hints name.
+DISTANCES_LABEL = "scores = distances"
+#: The page's words for a problem's hint (:data:`bsard_demo.runs.problems.HINTS`): the problems
+#: table is in the reader's English, and its hints name both front ends, as the CLI's do.
+PROBLEM_HINTS = {
+    "read_as_distances": f"use --lower-is-better (CLI) / tick « {DISTANCES_LABEL} » under the file (Score page)",
+    "read_as_similarities": f"if higher scores are better, drop --lower-is-better (CLI) / untick « {DISTANCES_LABEL} » "
+                            "(Score page)",
+}
 PROBLEM_COLUMNS = ["ligne", "gravité", "code", "problème"]
 SHORT_NAMES = {"missing_questions": "manquantes", "unknown_questions": "inconnues", "source": "source"}
 #: What the page says about nDCG@10 and MTEB's figures (behind a help icon).
@@ -87,7 +97,7 @@ def problems_frame(problems: ProblemList) -> pd.DataFrame:
     ``gravité`` (erreur / avertissement), ``code`` (the stable code, as in the CLI's JSON),
     ``problème``; the reader's order (file-level first), then the checks' findings."""
     rows = [{"ligne": p.line, "gravité": SEVERITY_FR.get(p.severity, p.severity), "code": p.code,
-             "problème": p.message} for p in problems]
+             "problème": p.text(PROBLEM_HINTS)} for p in problems]
     df = pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
     df["ligne"] = df["ligne"].astype("Int64")
     return df

@@ -25,13 +25,13 @@ Conventions:
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Generic, Hashable, Mapping, TypeVar
+from typing import Callable, Generic, Hashable, TypeVar
 
+from .. import settings
 from ..dataset import DataError, Dataset
 from ..retrievers import Retriever, RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
@@ -107,7 +107,7 @@ def source_kind(spec: str) -> str:
     return spec if spec in ("hub", "sample") else "local"
 
 
-ALLOW_FOLDERS_ENV = "BSARD_ALLOW_FOLDERS"
+ALLOW_FOLDERS_ENV = settings.ALLOW_FOLDERS
 FOLDERS_DISABLED = ("Dossier local désactivé sur ce serveur. Pour l'activer, démarrez l'application avec "
                     "`BSARD_DATA=/chemin/du/dossier` (ce dossier seul) ou `BSARD_ALLOW_FOLDERS=1` (tout dossier "
                     "lisible par le serveur : à réserver à un usage local).")
@@ -130,13 +130,12 @@ class FolderAccess:
         return source_kind(spec) != "local" or self.free or spec == self.fixed
 
 
-def folder_access(environ: Mapping[str, str] | None = None) -> FolderAccess:
+def folder_access(config: settings.Settings | None = None) -> FolderAccess:
     """The folder policy from ``BSARD_ALLOW_FOLDERS`` (``1``, ``true`` or ``yes``) and
-    ``BSARD_DATA`` (default: the process environment)."""
-    env = os.environ if environ is None else environ
-    free = env.get(ALLOW_FOLDERS_ENV, "").strip().lower() in ("1", "true", "yes")
-    data = env.get("BSARD_DATA", "").strip()
-    return FolderAccess(free, data if data and source_kind(data) == "local" else None)
+    ``BSARD_DATA`` of ``config`` (default: :func:`bsard_demo.settings.current`)."""
+    config = settings.current() if config is None else config
+    data = config.data
+    return FolderAccess(config.allow_folders, data if data and source_kind(data) == "local" else None)
 
 
 def data_key(spec: str) -> tuple:
@@ -211,14 +210,14 @@ def failure_detail(error: Exception) -> str:
 
 
 def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None,
-              fallback: str | None = None) -> ActiveData:
-    """Load ``requested`` (default :func:`default_spec`) with ``load``; when it fails, load
-    ``fallback`` (the dataset the session had: a failed switch keeps it), else the sample.
+              fallback: str | None = None, default: str | None = None) -> ActiveData:
+    """Load ``requested`` (default ``default``, else :func:`default_spec`) with ``load``; when it
+    fails, load ``fallback`` (the dataset the session had: a failed switch keeps it), else the sample.
 
     ``load`` is the (cached) loader; a requested dataset that failed within the memo's TTL is not
     tried again. The sample itself failing is a bug and raises.
     """
-    spec = (requested or "").strip() or default_spec()
+    spec = (requested or "").strip() or (default or "").strip() or default_spec()
     if spec == "sample":
         return ActiveData(load("sample"), "sample", spec)
     error = failures.recent(data_key(spec)) if failures else None

@@ -107,10 +107,11 @@ def cached_load(spec: str) -> Dataset:
 def active_data() -> ActiveData:
     """The dataset of this session: the requested one or, when it cannot be loaded, the one the
     session already had (else the sample), with the reason."""
-    access = folder_access()
+    config = hosting_ui.app_settings()
+    access = folder_access(config)
     requested, kept = st.session_state.get(DATA_KEY), st.session_state.get(LOADED_KEY)
     data = open_data(requested if requested and access.allows(requested) else None, cached_load, failure_memo(),
-                     fallback=kept if kept and access.allows(kept) else None)
+                     fallback=kept if kept and access.allows(kept) else None, default=config.data_spec)
     st.session_state[LOADED_KEY] = data.spec
     return data
 
@@ -144,7 +145,7 @@ def sidebar_data(data: ActiveData) -> None:
     fictional_notice(data, short=True, where=sb)
     if data.fallback_reason:
         sb.button("Réessayer la source demandée", key="data_retry", on_click=_switch, args=(data.requested,))
-    access = folder_access()
+    access = folder_access(hosting_ui.app_settings())
     choices = ["hub", "sample"] + (["local"] if access.offered else [])
     if st.session_state.get(CHOICE_KEY) not in choices:
         kind = source_kind(data.requested)
@@ -167,7 +168,7 @@ def sidebar_data(data: ActiveData) -> None:
 # and no button state lost on the way).
 
 def _switch(spec: str) -> None:
-    if not folder_access().allows(spec):  # the sidebar does not offer it; nothing else may
+    if not folder_access(hosting_ui.app_settings()).allows(spec):  # the sidebar does not offer it; nothing else may
         return
     failure_memo().forget(data_key(spec))  # an explicit choice is always tried again
     st.session_state[DATA_KEY] = spec
@@ -175,7 +176,7 @@ def _switch(spec: str) -> None:
 
 def _on_choice() -> None:
     choice = st.session_state.get(CHOICE_KEY)
-    access = folder_access()
+    access = folder_access(hosting_ui.app_settings())
     if choice in ("hub", "sample"):
         _switch(choice)
     elif choice == "local" and not access.free and access.fixed:

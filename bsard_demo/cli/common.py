@@ -7,10 +7,20 @@ Convention: an error the user can fix is one line on stderr, ``bsard_demo <comma
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from .. import settings
+from ..dataset import DataError
 from ..sources import default_spec
+
+#: What a user may do instead of a dataset that cannot be used, by the error's ``advice`` code
+#: (:class:`bsard_demo.dataset.DataError`), as the CLI words it after the message.
+ALTERNATIVES = "use --data sample (the bundled fictional demo) or --data PATH (a folder with articles.csv and questions_<split>.csv)"
+DATA_ADVICE = {
+    "other_source": f"; {ALTERNATIVES}",
+    "other_source_or": f" ({ALTERNATIVES.replace('use ', 'or ')})",
+    "data_words": "; --data takes hub, sample or a folder with articles.csv and questions_<split>.csv",
+}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -56,7 +66,7 @@ def activate_index(args: argparse.Namespace, command: str, dataset) -> object | 
 
     value = getattr(args, "index", None)
     if value is None:
-        value = os.environ.get(bundles.ENV_VAR, "")
+        value = settings.current().index
     if not str(value).strip():
         bundles.deactivate()
         return None
@@ -78,9 +88,26 @@ def say(command: str, message: str) -> None:
     print(one_line(f"bsard_demo {command}: {message}"), file=sys.stderr)
 
 
-def fail(command: str, message: str) -> int:
-    """:func:`say` the message; the exit code of an error the user can fix (2)."""
-    say(command, message)
+#: The CLI's words for a problem's hint (:data:`bsard_demo.runs.problems.HINTS`): the option, and
+#: the Score page's checkbox (``bsard_demo.app.score_page.DISTANCES_LABEL``) for who uses both.
+PROBLEM_HINTS = {
+    "read_as_distances": "use --lower-is-better (CLI) / tick « scores = distances » under the file (Score page)",
+    "read_as_similarities": "if higher scores are better, drop --lower-is-better (CLI) / untick « scores = distances » "
+                            "(Score page)",
+}
+
+
+def error_text(error: BaseException | str) -> str:
+    """The CLI's words for an error: its message, then (a :class:`DataError`) its advice."""
+    if isinstance(error, str):
+        return error
+    return f"{error}{DATA_ADVICE.get(getattr(error, 'advice', None) or '', '')}" if isinstance(error, DataError) else str(error)
+
+
+def fail(command: str, message: BaseException | str) -> int:
+    """:func:`say` the message (an exception in :func:`error_text`'s words); the exit code of an
+    error the user can fix (2)."""
+    say(command, error_text(message))
     return 2
 
 

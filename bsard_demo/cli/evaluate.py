@@ -18,7 +18,7 @@ from ..report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_questio
 from ..run_checks import problem_code, problem_record
 from ..scoring import RunSource, Scoreboard, score_runs
 from ..sources import load_dataset
-from .common import add_data_argument, data_spec, one_line, say
+from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
 
 CONVENTIONS = """\
 conventions:
@@ -138,9 +138,10 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     out = ScoredRuns(score_runs(ds, args.split, sources, ks, keep_runs=False))
     for scored in out.board.runs:
         name, problems = scored.name, scored.file.problems
-        out.problems[name] = [problem_record(p) for p in problems]
+        out.problems[name] = [problem_record(p, PROBLEM_HINTS) for p in problems]
         lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}"
-                          f"{f' [{problem_code(p)}]' if problem_code(p) else ''}: {p.message}") for p in problems]
+                          f"{f' [{problem_code(p)}]' if problem_code(p) else ''}: {p.text(PROBLEM_HINTS)}")
+                 for p in problems]
         if not scored.usable and len(lines) == 1 and not quiet:
             say(command, f"{lines[0]}; not scored")  # one problem: one line
             out.failed = True

@@ -18,7 +18,8 @@ import sys
 from typing import Sequence
 
 from ..dataset import DataError
-from .common import OneLineParser, one_line
+from .. import settings
+from .common import OneLineParser, error_text, one_line
 from .compare import add_compare_parser
 from .evaluate import add_data_parser, add_evaluate_parser
 from .export_onnx import add_export_onnx_parser
@@ -40,12 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    settings.prepare_runtime()  # before any command loads faiss, torch or tokenizers
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
     except DataError as exc:
-        print(one_line(f"bsard_demo {args.command}: {exc}"), file=sys.stderr)
+        print(one_line(f"bsard_demo {args.command}: {error_text(exc)}"), file=sys.stderr)
         return 2
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""

@@ -76,13 +76,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
                               k1_grid=args.k1_values, b_grid=args.b_values, fusion_settings=fusions)
         dataset = load_dataset(data_spec(args))
     except (DataError, ValueError) as exc:
-        return fail("tune", str(exc))
+        return fail("tune", exc)
     activate_index(args, "tune", dataset)  # --index / $BSARD_INDEX (from _common_arguments)
     progress = TqdmProgress(enabled=not args.no_progress)
     try:
         result = tune(options, dataset, progress=progress, notice=lambda m: say("tune", f"note: {m}"))
     except (DataError, ValueError) as exc:  # includes EncoderUnavailable
-        return fail("tune", str(exc))
+        return fail("tune", exc)
     finally:
         progress.close()
     print(result.summary())

@@ -102,18 +102,31 @@ def codes_markdown(codes: Mapping[str, tuple[str, str]] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The fixes a problem may point to (:attr:`Problem.hint`), which each front end words in its
+#: own terms (a CLI option, a checkbox of the Score page): read the scores as distances, or as
+#: similarities.
+HINTS = ("read_as_distances", "read_as_similarities")
+
+
 @dataclass(frozen=True)
 class Problem:
     """One problem of an input; ``line`` is 1-based, ``None`` for the file as a whole; ``code`` is
-    its stable kind (a key of :data:`CODES`)."""
+    its stable kind (a key of :data:`CODES`); ``hint``, when set, the fix it points to (one of
+    :data:`HINTS`), which :meth:`text` words after the message with a front end's ``hints``."""
 
     severity: Severity
     message: str
     line: int | None = None
     code: str = field(default="", kw_only=True)
+    hint: str = field(default="", kw_only=True)
 
-    def as_dict(self) -> dict:
-        return {"severity": self.severity, "code": self.code, "line": self.line, "message": self.message}
+    def text(self, hints: Mapping[str, str] | None = None) -> str:
+        """The message, then ``"; "`` and the front end's wording of the hint (when it has one)."""
+        worded = (hints or {}).get(self.hint) if self.hint else None
+        return f"{self.message}; {worded}" if worded else self.message
+
+    def as_dict(self, hints: Mapping[str, str] | None = None) -> dict:
+        return {"severity": self.severity, "code": self.code, "line": self.line, "message": self.text(hints)}
 
     def __str__(self) -> str:
         where = f"line {self.line}: " if self.line is not None else ""
@@ -139,23 +152,26 @@ class ProblemList:
     _keys: list = field(default_factory=list)  # the kind of each kept item
 
     def add(self, severity: Severity, code: str, message: str, line: int | None = None,
-            kind: str | None = None) -> None:
+            kind: str | None = None, hint: str = "") -> None:
         declared = CODES.get(code) or CHECK_CODES.get(code)
         if declared is None or declared[0] != severity:
             raise ValueError(f"undeclared problem code {code!r} for a {severity}")
+        if hint and hint not in HINTS:
+            raise ValueError(f"unknown problem hint {hint!r}")
         key = kind or message
         self.totals[key] += 1
         self._severity_of[key] = severity
         self._code_of[key] = code
         if self.totals[key] <= self.cap:
-            self.items.append(Problem(severity, message, line, code=code))
+            self.items.append(Problem(severity, message, line, code=code, hint=hint))
             self._keys.append(key)
 
     def error(self, code: str, message: str, line: int | None = None, kind: str | None = None) -> None:
         self.add("error", code, message, line, kind)
 
-    def warning(self, code: str, message: str, line: int | None = None, kind: str | None = None) -> None:
-        self.add("warning", code, message, line, kind)
+    def warning(self, code: str, message: str, line: int | None = None, kind: str | None = None,
+                hint: str = "") -> None:
+        self.add("warning", code, message, line, kind, hint)
 
     def add_counted(self, severity: Severity, code: str, kind: str, n: int) -> None:
         """Count ``n`` more occurrences of ``kind`` without their messages; only once ``cap`` of

@@ -25,8 +25,6 @@ from .run import Run, ScoreTable
 
 _EXAMPLES = 5  # ids listed in a summary warning
 _BITMAP_LIMIT = 64 * 2**20  # questions x articles up to which repeats are found with a bitmap
-#: How to read a file as distances, in the CLI and on the Score page (its checkbox's label).
-ORIENTATION_HINT = "use --lower-is-better (CLI) / tick « scores = distances » under the file (Score page)"
 
 
 def _intern(tokens, by_key: dict, by_str: dict, names: list[str]) -> np.ndarray:
@@ -348,14 +346,13 @@ def _check_direction(cols: Columns, problems: ProblemList, lower_is_better: bool
         problems.warning(
             "scores_ascending",
             f"scores grow with rank for {ascending} of {counted} questions ({_pct(ascending / counted)}): "
-            f"they look like distances (lower = better); {ORIENTATION_HINT}")
+            "they look like distances (lower = better)", hint="read_as_distances")
     elif lower_is_better and descending * 2 > counted:
         problems.warning(
             "scores_descending",
             f"scores fall with rank for {descending} of {counted} questions ({_pct(descending / counted)}), "
             "yet they are read as distances (lower is better), which puts each question's best-scored "
-            "articles last; if higher scores are better, drop --lower-is-better (CLI) / untick « scores = "
-            "distances » (Score page)")
+            "articles last", hint="read_as_similarities")
 
 
 def _examples(ids) -> str:

@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 import numpy as np
 from bsard_demo.evaluation import evaluate
 from bsard_demo.runs import Run, read_run_bytes
-from bsard_demo.runs.validate import ORIENTATION_HINT
+from bsard_demo.app.score_page import DISTANCES_LABEL
+from bsard_demo.app.score_page import PROBLEM_HINTS as PAGE_HINTS
+from bsard_demo.cli.common import PROBLEM_HINTS as CLI_HINTS
+
+#: The orientation hints as both front ends have always shown them, word for word.
+ORIENTATION_HINT = "use --lower-is-better (CLI) / tick « scores = distances » under the file (Score page)"
+SIMILARITY_HINT = "if higher scores are better, drop --lower-is-better (CLI) / untick « scores = distances » (Score page)"
 
 
 def codes(rf) -> list[str]:
@@ -99,9 +105,10 @@ def test_scores_ascending_names_the_fix_and_is_not_given_with_lower_is_better():
     rf = read_run_bytes(data, "d")
     [p] = [p for p in rf.problems if p.code == "scores_ascending"]
     assert p.severity == "warning" and p.line is None
-    assert p.message == ("scores grow with rank for 5 of 5 questions (100.0 %): they look like distances "
-                         f"(lower = better); {ORIENTATION_HINT}")
-    assert "--lower-is-better" in p.message and "« scores = distances »" in p.message
+    assert p.message == "scores grow with rank for 5 of 5 questions (100.0 %): they look like distances (lower = better)"
+    assert p.hint == "read_as_distances" and "--lower-is-better" not in p.message  # the core names no front end
+    for hints in (CLI_HINTS, PAGE_HINTS):  # each front end words the hint; the text shown is the same
+        assert p.text(hints) == f"{p.message}; {ORIENTATION_HINT}" == p.as_dict(hints)["message"]
     assert "scores_ascending" not in codes(read_run_bytes(data, "d", lower_is_better=True))
 
 
@@ -110,8 +117,11 @@ def test_similarities_read_as_distances_get_scores_descending():
     assert not {"scores_ascending", "scores_descending"} & set(codes(read_run_bytes(data, "s")))
     rf = read_run_bytes(data, "s", lower_is_better=True)
     [p] = [p for p in rf.problems if p.code == "scores_descending"]
-    assert p.message.startswith("scores fall with rank for 4 of 4 questions (100.0 %)")
-    assert "drop --lower-is-better" in p.message
+    assert p.message == ("scores fall with rank for 4 of 4 questions (100.0 %), yet they are read as distances "
+                         "(lower is better), which puts each question's best-scored articles last")
+    assert p.hint == "read_as_similarities"
+    for hints in (CLI_HINTS, PAGE_HINTS):
+        assert p.text(hints) == f"{p.message}; {SIMILARITY_HINT}"
 
 
 def test_rank_only_formats_ignore_lower_is_better():
@@ -201,6 +211,8 @@ def test_the_hint_names_the_score_pages_checkbox():
 
     import re
 
-    quoted = re.search(r"« (.+?) »", ORIENTATION_HINT).group(1)
+    for hints in (CLI_HINTS, PAGE_HINTS):
+        for text in hints.values():
+            assert re.search(r"« (.+?) »", text).group(1) == DISTANCES_LABEL
     page = (Path(__file__).resolve().parents[2] / "pages" / "score.py").read_text(encoding="utf-8")
-    assert f": {quoted} (plus petit = meilleur)" in page
+    assert ": {DISTANCES_LABEL} (plus petit = meilleur)" in page

