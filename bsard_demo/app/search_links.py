@@ -18,6 +18,8 @@ import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Collection, Mapping, Sequence
 
+from ..retrievers import hybrid
+from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, FUSION_METHODS, FusionConfig, FusionError
 from ..retrievers.registry import default_weights
 from .search_page import KIND_LABELS
 
@@ -25,9 +27,11 @@ from .search_page import KIND_LABELS
 DEFAULT_SYSTEMS = ("bm25",)
 DEFAULT_K, MAX_K = 10, 100
 MAX_QUESTION_CHARS = 2000
-FUSIONS = ("rrf", "weighted")
-DEFAULT_RRF_K, MAX_RRF_K = 60, 1000
-DEFAULT_ALPHA = 0.5
+#: The fusions a link may hold (:data:`bsard_demo.retrievers.hybrid.FUSION_METHODS`).
+FUSIONS = FUSION_METHODS
+#: The default RRF constant (:class:`~bsard_demo.retrievers.hybrid.FusionConfig`'s), an integer
+#: in a link; a link's k is an integer from 1 to ``MAX_RRF_K``.
+DEFAULT_RRF_K, MAX_RRF_K = int(hybrid.DEFAULT_RRF_K), 1000
 MAX_WEIGHT = 100.0
 #: URL parameter -> what it holds. Lists (``systems``, ``henc``, ``w``) are read repeated
 #: (``systems=bm25&systems=dense``) or comma-separated (``systems=bm25,dense``) and written repeated.
@@ -41,6 +45,12 @@ LINK_PARAMS = {
 _LIST_PARAMS = frozenset({"systems", "henc", "w"})
 #: Streamlit's own parameters: never ours to complain about.
 _STREAMLIT_PARAMS = frozenset({"embed", "embed_options"})
+#: A link's weights that the fusion refuses (:class:`~bsard_demo.retrievers.hybrid.FusionError`
+#: codes), in the page's words.
+_WEIGHT_NOTES = {
+    "weight_count": "{given} poids pour {n} systèmes de l'hybride (BM25 puis {encoders}) : poids par défaut pris.",
+    "weights_zero": "Poids tous nuls : poids par défaut pris.",
+}
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
@@ -56,7 +66,7 @@ class SearchSettings:
     code: str | None = None
     encoder: str = "use"
     hybrid_encoders: tuple[str, ...] = ("use",)
-    fusion: str = "rrf"
+    fusion: str = DEFAULT_FUSION
     rrf_k: int = DEFAULT_RRF_K
     alpha: float = DEFAULT_ALPHA
     weights: tuple[float, ...] | None = None
@@ -81,7 +91,7 @@ class SearchSettings:
         if "dense" not in s.systems:
             s = replace(s, encoder=default_encoder)
         if not hybrid:
-            return replace(s, hybrid_encoders=(default_encoder,), fusion="rrf", rrf_k=DEFAULT_RRF_K,
+            return replace(s, hybrid_encoders=(default_encoder,), fusion=DEFAULT_FUSION, rrf_k=DEFAULT_RRF_K,
                            alpha=DEFAULT_ALPHA, weights=None)
         if s.fusion != "rrf":
             s = replace(s, rrf_k=DEFAULT_RRF_K)
@@ -234,10 +244,10 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
     hybrid_encoders = pick("henc", list(choices.encoders), (default_encoder,), "Encodeur(s)")
     fusion = single("fusion")
     if fusion is None or not fusion.strip():
-        fusion = "rrf"
+        fusion = DEFAULT_FUSION
     elif fusion.strip() not in FUSIONS:
-        notes.append(f"Fusion « {_shown(fusion)} » inconnue (choix : {', '.join(FUSIONS)}) : rrf est prise.")
-        fusion = "rrf"
+        notes.append(f"Fusion « {_shown(fusion)} » inconnue (choix : {', '.join(FUSIONS)}) : {DEFAULT_FUSION} est prise.")
+        fusion = DEFAULT_FUSION
     fusion = fusion.strip()
     rrf_k = number("rrfk", single("rrfk"), 1, MAX_RRF_K, DEFAULT_RRF_K, True)
     alpha = number("alpha", single("alpha"), 0, 1, DEFAULT_ALPHA, False)
@@ -246,16 +256,15 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
         asked = items("w")
         parsed = [float(w) if _NUMBER.fullmatch(w) else None for w in asked]
         n = 1 + len(hybrid_encoders)
-        if any(w is None or not 0 <= w <= MAX_WEIGHT for w in parsed):
+        if any(w is None or not 0 <= w <= MAX_WEIGHT for w in parsed):  # the link's range
             notes.append("Poids « " + _shown(",".join(asked)) + f" » : des nombres de 0 à {MAX_WEIGHT:g} sont attendus ; "
                          "poids par défaut pris.")
-        elif len(parsed) != n:
-            notes.append(f"{len(parsed)} poids pour {n} systèmes de l'hybride (BM25 puis "
-                         f"{', '.join(hybrid_encoders)}) : poids par défaut pris.")
-        elif not any(w > 0 for w in parsed):
-            notes.append("Poids tous nuls : poids par défaut pris.")
         else:
-            weights = tuple(parsed)
+            try:  # the fusion's own rules (one weight per system, not all 0), worded here in French
+                weights = FusionConfig(fusion, weights=parsed).validate(n).weights
+            except FusionError as exc:
+                notes.append(_WEIGHT_NOTES.get(exc.code, _WEIGHT_NOTES["weights_zero"]).format(
+                    given=len(parsed), n=n, encoders=", ".join(hybrid_encoders)))
         if weights is not None and fusion == "weighted" and len(hybrid_encoders) == 1:
             notes.append("Fusion pondérée de deux systèmes : α fixe leurs poids, « w » est ignoré.")
             weights = None
@@ -331,7 +340,8 @@ def settings_from_state(state: Mapping[str, object], choices: LinkChoices) -> Se
     s = SearchSettings(
         question=str(get("question", "")), systems=systems, k=int(get("k", DEFAULT_K)),
         code=code if code in choices.codes else None, encoder=encoder if encoder in offered else default,
-        hybrid_encoders=hybrid, fusion=get("fusion", "rrf") if get("fusion", "rrf") in FUSIONS else "rrf",
+        hybrid_encoders=hybrid,
+        fusion=get("fusion", DEFAULT_FUSION) if get("fusion", DEFAULT_FUSION) in FUSIONS else DEFAULT_FUSION,
         rrf_k=int(get("rrf_k", DEFAULT_RRF_K)), alpha=float(get("alpha", DEFAULT_ALPHA)),
         example=example if example in choices.examples else None)
     if s.uses_alpha:

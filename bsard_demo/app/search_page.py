@@ -33,7 +33,7 @@ from ..dataset import Dataset, hierarchy
 from ..metrics import compute_metrics
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Retriever
-from ..retrievers.hybrid import FUSION_METHODS
+from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, FusionError
 from ..retrievers.registry import hybrid_spec
 
 NEW = "nouveau"
@@ -231,15 +231,13 @@ def example_questions(dataset: Dataset, split: str = "test") -> pd.DataFrame:
 
 
 KIND_LABELS = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybride"}
+#: The page's words for a fusion (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label`).
+FUSION_WORDS = {"rrf": "RRF", "weighted": "pondéré", "alpha": "α"}
 
 
-def _number(x: float) -> str:
-    return f"{float(x):g}"
-
-
-def hybrid_column(encoders: Sequence[str], *, fusion: str = "rrf", rrf_k: float = 60, alpha: float = 0.5,
-                  weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None
-                  ) -> tuple[str, RetrieverSpec]:
+def hybrid_column(encoders: Sequence[str], *, fusion: str = DEFAULT_FUSION, rrf_k: float = DEFAULT_RRF_K,
+                  alpha: float = DEFAULT_ALPHA, weights: Sequence[float] | None = None,
+                  targets: Mapping[str, str] | None = None) -> tuple[str, RetrieverSpec]:
     """``(label, spec)`` of a hybrid column fusing BM25 with a dense part per encoder (keys,
     mapped to what the dense retriever takes by ``targets``; default: the key itself). The spec
     is :func:`~bsard_demo.retrievers.registry.hybrid_spec`'s, so a column with the default
@@ -249,35 +247,30 @@ def hybrid_column(encoders: Sequence[str], *, fusion: str = "rrf", rrf_k: float 
     system, BM25 first; ``None``: the product's defaults, BM25 1, a built-in zero-shot encoder
     0.5, any other 1); ``"weighted"``: min-max normalised scores, ``alpha`` the weight of BM25
     when there are two systems and no ``weights``, else ``weights`` (default all 1). The label
-    shows the weights unless all are 1. Raises :class:`ValueError` on an unknown fusion, no
-    encoder, or a wrong number of weights."""
+    (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label` in :data:`FUSION_WORDS`) shows the
+    weights unless all are 1. Raises :class:`ValueError` on an unknown fusion, no encoder, or a
+    wrong number of weights (checked by :meth:`~bsard_demo.retrievers.hybrid.FusionConfig.validate`)."""
     encoders = list(dict.fromkeys(encoders))
     if not encoders:
         raise ValueError("a hybrid needs at least one dense encoder")
-    if fusion not in FUSION_METHODS:
-        raise ValueError(f"unknown fusion {fusion!r}; choose rrf or weighted")
-    if weights is not None and len(weights) != 1 + len(encoders):
-        raise ValueError(f"{len(weights)} weights for {1 + len(encoders)} systems (BM25, {', '.join(encoders)})")
+    n = 1 + len(encoders)
     targets = targets or {}
-    by_alpha = fusion == "weighted" and weights is None and len(encoders) == 1
-    spec = hybrid_spec([targets.get(e, e) for e in encoders], method=fusion,
-                       rrf_k=float(rrf_k) if fusion == "rrf" else None,
-                       weights=None if weights is None else [float(w) for w in weights],
-                       alpha=float(alpha) if by_alpha else None)
-    used = spec.options.get("weights") or [1.0] * (1 + len(encoders))
-    shown_w = ",".join(_number(w) for w in used)
-    names = " + ".join(encoders)
-    if fusion == "rrf":
-        label = f"Hybride RRF k={_number(rrf_k)}{'' if all(w == 1 for w in used) else ' w=' + shown_w} ({names})"
-    elif by_alpha:
-        label = f"Hybride pondéré α={_number(alpha)} ({names})"
-    else:
-        label = f"Hybride pondéré w={shown_w} ({names})"
-    return label, spec
+    by_alpha = FusionConfig(fusion, weights=weights).takes_alpha(n)
+    try:
+        spec = hybrid_spec([targets.get(e, e) for e in encoders], method=fusion,
+                           rrf_k=float(rrf_k) if fusion == "rrf" else None,
+                           weights=None if weights is None else [float(w) for w in weights],
+                           alpha=float(alpha) if by_alpha else None)
+    except FusionError as exc:
+        if exc.code == "weight_count":  # the systems by the page's keys, not the models' folders
+            raise ValueError(f"{exc.params['given']} weights for {n} systems (BM25, {', '.join(encoders)})") from None
+        raise
+    label = FusionConfig.from_options(spec.options, n).label(n, FUSION_WORDS)
+    return f"Hybride {label} ({' + '.join(encoders)})", spec
 
 
-def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = "rrf", rrf_k: float = 60,
-                 alpha: float = 0.5, hybrid_encoders: Sequence[str] | None = None,
+def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DEFAULT_FUSION,
+                 rrf_k: float = DEFAULT_RRF_K, alpha: float = DEFAULT_ALPHA, hybrid_encoders: Sequence[str] | None = None,
                  weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None
                  ) -> dict[str, RetrieverSpec]:
     """One :class:`RetrieverSpec` per chosen kind, keyed by its French column label.

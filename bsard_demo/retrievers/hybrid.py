@@ -12,16 +12,32 @@ Any number of rankings can be fused, with one weight per ranking (``w_i >= 0``, 
 order of the rankings or of their contributions, and equal contributions give exactly equal
 scores; results are ordered by score descending, ties by article id descending as strings
 (:func:`order_hits`, the run convention), so a fused ranking is the same in every process.
+
+:class:`FusionConfig` declares a fusion apart from who runs it (method, RRF k, weights, α,
+normalisation, depth, with the defaults above): its :meth:`~FusionConfig.validate` is the one
+check (the fusion functions, :class:`HybridRetriever`, the registry's ``hybrid_spec``, the
+Search page and its links, ``tune``), its :meth:`~FusionConfig.label` the one label.
 """
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
 
 from .base import DEFAULT_DEPTH, Hit, Retriever, clip_k
 
 FUSION_METHODS = ("rrf", "weighted")
 NORMALISATIONS = ("minmax", "none")
+#: The default fusion (:class:`FusionConfig`, :func:`~bsard_demo.retrievers.registry.hybrid_spec`):
+#: reciprocal rank fusion with Cormack et al.'s k = 60 (2009; it also gave the best or tied
+#: recall@100 of k in 10..200 in every check of docs/effectiveness.md); a weighted fusion of two
+#: systems weighs the first α = 0.5 and the second 1 - α; min-max normalised scores.
+DEFAULT_FUSION = "rrf"
+DEFAULT_RRF_K = 60.0
+DEFAULT_ALPHA = 0.5
+DEFAULT_NORMALISATION = "minmax"
+#: How :meth:`FusionConfig.label` words a fusion (a front end passes its own words).
+LABEL_WORDS = {"rrf": "rrf", "weighted": "weighted {normalisation}", "alpha": "alpha"}
 
 
 def order_hits(scores: dict[str, float], limit: int | None = None) -> list[Hit]:
@@ -33,39 +49,164 @@ def order_hits(scores: dict[str, float], limit: int | None = None) -> list[Hit]:
     return [Hit(doc, score) for doc, score in ordered]
 
 
-def _weights(n: int, weights: Sequence[float] | None, alpha: float | None) -> list[float]:
-    if weights is not None and alpha is not None:
-        raise ValueError("give weights or alpha, not both")
-    if alpha is not None:
-        if n != 2:
-            raise ValueError(f"alpha fuses exactly two rankings, not {n}")
-        if not 0 <= alpha <= 1:
-            raise ValueError(f"alpha must be between 0 and 1, not {alpha}")
-        return [float(alpha), 1.0 - float(alpha)]
-    if weights is None:
-        return [1.0] * n
-    if isinstance(weights, (str, bytes)) or len(weights) != n:
-        raise ValueError(f"{len(weights)} weights for {n} rankings (one per system, in order)")
+class FusionError(ValueError):
+    """A fusion setting that :meth:`FusionConfig.validate` refuses: ``code`` names the rule
+    (``method``, ``normalisation``, ``weight_count``, ``weight_type``, ``alpha_method``,
+    ``alpha_and_weights``, ``alpha_count``, ``alpha_range``, ``weight_range``, ``weights_zero``,
+    ``rrf_k``, ``depth``) and ``params`` its values, so that a front end can word it; the message
+    is the English one."""
+
+    def __init__(self, code: str, message: str, **params):
+        super().__init__(message)
+        self.code = code
+        self.params = params
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """How a hybrid fuses its rankings, whatever the front end: ``method`` (:data:`FUSION_METHODS`),
+    ``rrf_k`` (RRF only), ``weights`` (one per ranking, in order; ``None``: all 1), ``alpha`` (a
+    weighted fusion of exactly two rankings without weights: ``[alpha, 1 - alpha]``; ``None``:
+    not set), ``normalisation`` (weighted only, :data:`NORMALISATIONS`) and ``depth`` (how deep
+    each part is searched). :meth:`validate` is the one check, :meth:`label` the one label."""
+
+    method: str = DEFAULT_FUSION
+    rrf_k: float = DEFAULT_RRF_K
+    weights: Sequence[float] | None = None
+    alpha: float | None = None
+    normalisation: str = DEFAULT_NORMALISATION
+    depth: int = DEFAULT_DEPTH
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, object], n: int) -> "FusionConfig":
+        """The fusion a hybrid :class:`~bsard_demo.retrievers.registry.RetrieverSpec`'s options
+        (or :class:`HybridRetriever`'s arguments) describe for ``n`` systems, absent ones at
+        their defaults; ``alpha`` kept only where it applies (:meth:`takes_alpha`), 0.5 there
+        when absent. Not checked: see :meth:`validate`."""
+        config = cls(method=options.get("method", DEFAULT_FUSION), rrf_k=options.get("rrf_k", DEFAULT_RRF_K),
+                     weights=options.get("weights"), alpha=options.get("alpha"),
+                     normalisation=options.get("normalisation", DEFAULT_NORMALISATION),
+                     depth=options.get("depth", DEFAULT_DEPTH))
+        if not config.takes_alpha(n):
+            return replace(config, alpha=None)
+        return config if config.alpha is not None else replace(config, alpha=DEFAULT_ALPHA)
+
+    def takes_alpha(self, n: int) -> bool:
+        """A weighted fusion of two rankings without weights is set by ``alpha``."""
+        return self.method == "weighted" and self.weights is None and n == 2
+
+    def validate(self, n: int, systems: Sequence[str] | None = None) -> "FusionConfig":
+        """This fusion for ``n`` rankings, checked, with numbers as floats (``weights`` a tuple,
+        ``depth`` an int); raises :class:`FusionError`, naming ``systems`` (names of the ``n``
+        systems, in order) when given."""
+        named = ", ".join(map(str, systems)) if systems is not None else None
+        if self.method not in FUSION_METHODS:
+            raise FusionError("method", f"unknown fusion method {self.method!r}; choose {' or '.join(FUSION_METHODS)}",
+                              method=self.method)
+        if self.normalisation not in NORMALISATIONS:
+            raise FusionError("normalisation", f"unknown normalisation {self.normalisation!r}; choose "
+                              f"{' or '.join(NORMALISATIONS)}", normalisation=self.normalisation)
+        w = None
+        if self.weights is not None:
+            if isinstance(self.weights, (str, bytes)) or len(self.weights) != n:
+                given = len(self.weights)
+                raise FusionError("weight_count", f"{given} weight(s) for {n} systems ({named}): give one per system, "
+                                  "in that order" if named is not None else
+                                  f"{given} weights for {n} rankings (one per system, in order)", given=given, needed=n)
+            try:
+                w = tuple(float(x) for x in self.weights)
+            except (TypeError, ValueError):
+                raise FusionError("weight_type", f"weights must be numbers, not {list(self.weights)!r}") from None
+        alpha = None
+        if self.alpha is not None:
+            if self.method != "weighted":
+                raise FusionError("alpha_method", "alpha applies to the weighted fusion only (method 'weighted'); "
+                                  "RRF takes weights")
+            if w is not None:
+                raise FusionError("alpha_and_weights", "give weights or alpha, not both")
+            if n != 2:
+                raise FusionError("alpha_count", f"alpha weighs exactly two systems, here there are {n} ({named}); give "
+                                  "weights instead" if named is not None else f"alpha fuses exactly two rankings, not {n}",
+                                  n=n)
+            alpha = _number(self.alpha)
+            if not 0 <= alpha <= 1:
+                raise FusionError("alpha_range", f"alpha must be between 0 and 1, not {self.alpha}", alpha=self.alpha)
+        if w is not None:
+            if any(not (0 <= x < math.inf) for x in w):
+                raise FusionError("weight_range", f"weights must be finite and >= 0, not {','.join(f'{x:g}' for x in w)}",
+                                  weights=w)
+            if n and not any(x > 0 for x in w):
+                raise FusionError("weights_zero", "at least one weight must be above 0")
+        rrf_k = self.rrf_k
+        if self.method == "rrf":
+            rrf_k = _number(self.rrf_k)
+            if not 0 <= rrf_k < math.inf:
+                raise FusionError("rrf_k", f"the RRF constant k must be finite and >= 0, not {self.rrf_k}", rrf_k=self.rrf_k)
+        try:
+            depth = int(self.depth)
+        except (TypeError, ValueError):
+            depth = 0
+        if depth < 1:
+            raise FusionError("depth", f"depth must be at least 1, not {self.depth}", depth=self.depth)
+        return replace(self, rrf_k=rrf_k, weights=w, alpha=alpha, depth=depth)
+
+    def weights_for(self, n: int) -> list[float]:
+        """The weight of each of ``n`` rankings: ``[alpha, 1 - alpha]``, the weights, or all 1."""
+        if self.alpha is not None:
+            return [float(self.alpha), 1.0 - float(self.alpha)]
+        return [1.0] * n if self.weights is None else [float(x) for x in self.weights]
+
+    def spec_options(self) -> dict:
+        """The hybrid spec options of this fusion: ``method``, ``rrf_k`` (RRF), ``weights`` and
+        ``alpha`` when set (normalisation and depth are the caller's to write)."""
+        options: dict = {"method": self.method}
+        if self.method == "rrf":
+            options["rrf_k"] = self.rrf_k
+        if self.weights is not None:
+            options["weights"] = [float(x) for x in self.weights]
+        if self.alpha is not None:
+            options["alpha"] = self.alpha
+        return options
+
+    def label(self, n: int, words: Mapping[str, str] = LABEL_WORDS) -> str:
+        """``rrf k=60 w=1,0.5``, ``weighted minmax alpha=0.7``, ``weighted none w=2,1,1`` (RRF's
+        weights shown unless all 1); ``words`` gives the words (:data:`LABEL_WORDS`), e.g. the
+        Search page's ``RRF``, ``pondéré``, ``α``."""
+        weights = self.weights_for(n)
+        shown = ",".join(f"{x:g}" for x in weights)
+        if self.method == "rrf":
+            return f"{words['rrf']} k={self.rrf_k:g}" + ("" if all(x == 1 for x in weights) else f" w={shown}")
+        head = words["weighted"].format(normalisation=self.normalisation)
+        if self.alpha is not None:
+            return f"{head} {words['alpha']}={self.alpha:g}"
+        return f"{head} w={shown}"
+
+    def fuse(self, rankings: Sequence[Sequence[Hit]], limit: int | None = None) -> list[Hit]:
+        """Fuse ``rankings`` (one per system, in order) by this fusion, which :meth:`validate`
+        has checked for that many rankings."""
+        weights = self.weights_for(len(rankings))
+        if self.method == "rrf":
+            return _rrf(rankings, self.rrf_k, weights, limit)
+        return _weighted(rankings, weights, self.normalisation, limit)
+
+
+def _number(value) -> float:
     try:
-        w = [float(x) for x in weights]
+        return float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"weights must be numbers, not {list(weights)!r}") from None
-    if any(not (0 <= x < math.inf) for x in w):
-        raise ValueError(f"weights must be finite and >= 0, not {','.join(f'{x:g}' for x in w)}")
-    if n and not any(x > 0 for x in w):
-        raise ValueError("at least one weight must be above 0")
-    return w
+        return math.nan
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: float = 60, *,
                            weights: Sequence[float] | None = None, limit: int | None = None) -> list[Hit]:
     """Reciprocal rank fusion of ``rankings`` (each best first; a repeated id counts at its first
     rank). ``k`` must be >= 0."""
-    if not 0 <= k < math.inf:
-        raise ValueError(f"the RRF constant k must be finite and >= 0, not {k}")
-    w = _weights(len(rankings), weights, None)
+    return FusionConfig("rrf", rrf_k=k, weights=weights).validate(len(rankings)).fuse(rankings, limit)
+
+
+def _rrf(rankings: Sequence[Sequence[Hit]], k: float, weights: Sequence[float], limit: int | None) -> list[Hit]:
     parts: dict[str, list[float]] = {}
-    for wi, ranking in zip(w, rankings):
+    for wi, ranking in zip(weights, rankings):
         seen: set[str] = set()
         for rank, hit in enumerate(ranking, start=1):
             if hit.article_id in seen:
@@ -89,13 +230,17 @@ def _normalise(ranking: Sequence[Hit], normalisation: str) -> dict[str, float]:
 
 
 def weighted_fusion(rankings_with_scores: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None, *,
-                    alpha: float | None = None, normalisation: str = "minmax", limit: int | None = None) -> list[Hit]:
+                    alpha: float | None = None, normalisation: str = DEFAULT_NORMALISATION,
+                    limit: int | None = None) -> list[Hit]:
     """Weighted sum of normalised scores (see the module docstring)."""
-    if normalisation not in NORMALISATIONS:
-        raise ValueError(f"unknown normalisation {normalisation!r}; choose {' or '.join(NORMALISATIONS)}")
-    w = _weights(len(rankings_with_scores), weights, alpha)
+    config = FusionConfig("weighted", weights=weights, alpha=alpha, normalisation=normalisation)
+    return config.validate(len(rankings_with_scores)).fuse(rankings_with_scores, limit)
+
+
+def _weighted(rankings: Sequence[Sequence[Hit]], weights: Sequence[float], normalisation: str,
+              limit: int | None) -> list[Hit]:
     parts: dict[str, list[float]] = {}
-    for wi, ranking in zip(w, rankings_with_scores):
+    for wi, ranking in zip(weights, rankings):
         for doc, s in _normalise(ranking, normalisation).items():
             parts.setdefault(doc, []).append(wi * s)
     return order_hits({doc: math.fsum(p) for doc, p in parts.items()}, limit)
@@ -103,42 +248,31 @@ def weighted_fusion(rankings_with_scores: Sequence[Sequence[Hit]], weights: Sequ
 
 class HybridRetriever:
     """Fuses two or more retrievers. Each is searched to ``max(k, depth)`` (capped at
-    ``corpus_size`` when known), then fused by ``method`` and cut to ``k``."""
+    ``corpus_size`` when known), then fused by :attr:`fusion` and cut to ``k``. The fusion is
+    ``fusion`` when given, else the one the other arguments describe
+    (:meth:`FusionConfig.from_options`); it is validated here, once."""
 
-    def __init__(self, retrievers: Sequence[Retriever], method: str = "rrf", rrf_k: float = 60,
-                 alpha: float = 0.5, depth: int = DEFAULT_DEPTH, *, weights: Sequence[float] | None = None,
-                 normalisation: str = "minmax", corpus_size: int | None = None):
+    def __init__(self, retrievers: Sequence[Retriever], method: str = DEFAULT_FUSION, rrf_k: float = DEFAULT_RRF_K,
+                 alpha: float = DEFAULT_ALPHA, depth: int = DEFAULT_DEPTH, *, weights: Sequence[float] | None = None,
+                 normalisation: str = DEFAULT_NORMALISATION, corpus_size: int | None = None,
+                 fusion: FusionConfig | None = None):
         if len(retrievers) < 2:
             raise ValueError("a hybrid retriever needs at least two retrievers")
-        if method not in FUSION_METHODS:
-            raise ValueError(f"unknown fusion method {method!r}; choose {' or '.join(FUSION_METHODS)}")
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, not {depth}")
+        n = len(retrievers)
+        if fusion is None:
+            fusion = FusionConfig.from_options({"method": method, "rrf_k": rrf_k, "alpha": alpha, "depth": depth,
+                                                "weights": weights, "normalisation": normalisation}, n)
+        self.fusion = fusion.validate(n)
         self.retrievers = list(retrievers)
-        self.method = method
-        self.rrf_k = rrf_k
-        self.alpha = alpha
-        self.weights = list(weights) if weights is not None else None
-        self.normalisation = normalisation
-        self.depth = int(depth)
         self.corpus_size = corpus_size
-        # Validate the fusion settings now rather than at the first search.
-        if method == "rrf":
-            reciprocal_rank_fusion([[] for _ in self.retrievers], rrf_k, weights=self.weights)
-        else:
-            weighted_fusion([[] for _ in self.retrievers], self.weights,
-                            alpha=None if self.weights is not None or len(self.retrievers) != 2 else alpha,
-                            normalisation=normalisation)
-        inner = " + ".join(r.name for r in self.retrievers)
-        if method == "rrf":
-            how = f"rrf k={rrf_k:g}"
-            if self.weights is not None and any(w != 1 for w in self.weights):
-                how += " w=" + ",".join(f"{w:g}" for w in self.weights)
-        elif self.weights is not None or len(self.retrievers) != 2:
-            how = f"weighted {normalisation} w=" + ",".join(f"{w:g}" for w in (self.weights or [1.0] * len(self.retrievers)))
-        else:
-            how = f"weighted {normalisation} alpha={alpha:g}"
-        self.name = f"hybrid {how} ({inner})"
+        self.name = f"hybrid {self.fusion.label(n)} ({' + '.join(r.name for r in self.retrievers)})"
+
+    method = property(lambda self: self.fusion.method)
+    rrf_k = property(lambda self: self.fusion.rrf_k)
+    alpha = property(lambda self: self.fusion.alpha)
+    weights = property(lambda self: self.fusion.weights)
+    normalisation = property(lambda self: self.fusion.normalisation)
+    depth = property(lambda self: self.fusion.depth)
 
     def _depth(self, k: int) -> int:
         depth = max(k, self.depth)
@@ -146,10 +280,7 @@ class HybridRetriever:
 
     def fuse(self, rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
         """Fuse one question's rankings (one per retriever, in order) and cut to ``k``."""
-        if self.method == "rrf":
-            return reciprocal_rank_fusion(rankings, self.rrf_k, weights=self.weights, limit=k)
-        alpha = None if self.weights is not None or len(rankings) != 2 else self.alpha
-        return weighted_fusion(rankings, self.weights, alpha=alpha, normalisation=self.normalisation, limit=k)
+        return self.fusion.fuse(rankings, k)
 
     def search(self, question: str, k: int = 100) -> list[Hit]:
         return self.search_many([question], k)[0]

@@ -22,14 +22,14 @@ product's default fusion (RRF k = 60, zero-shot dense parts weighted 0.5: :func:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..dataset import DataError, Dataset
 from .base import Progress, Retriever
 from .bm25 import BM25Retriever, BM25Settings
-from .hybrid import DEFAULT_DEPTH, HybridRetriever
+from .hybrid import DEFAULT_ALPHA, DEFAULT_DEPTH, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, HybridRetriever
 
 KINDS = ("bm25", "dense", "hybrid")
 _BM25_OPTIONS = frozenset(BM25Settings.__dataclass_fields__)
@@ -75,11 +75,8 @@ def default_hybrid_parts() -> list[RetrieverSpec]:
     return [RetrieverSpec("bm25"), RetrieverSpec("dense")]
 
 
-#: The default fusion (:func:`hybrid_spec`): reciprocal rank fusion with Cormack et al.'s k = 60
-#: (2009; it also gave the best or tied recall@100 of k in 10..200 in every check below).
-DEFAULT_FUSION = "rrf"
-DEFAULT_RRF_K = 60.0
-DEFAULT_ALPHA = 0.5
+# The default fusion (DEFAULT_FUSION, DEFAULT_RRF_K, DEFAULT_ALPHA) is retrievers/hybrid.py's
+# (FusionConfig's defaults): reciprocal rank fusion with Cormack et al.'s k = 60.
 #: RRF weight of a built-in, zero-shot dense encoder (:data:`~.encoders.ENCODER_CHOICES`) when
 #: :func:`hybrid_spec` is given no weights; BM25 and any other encoder (a model folder, e.g. one
 #: fine-tuned by ``train``, or a hub id) weigh 1. Why half: general-purpose encoders used
@@ -174,48 +171,23 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
     before any index is built: :class:`ValueError` with a message naming the systems.
     (A hybrid spec written by hand without ``weights``, such as ``RetrieverSpec("hybrid")``,
     keeps meaning equal weights.)"""
-    from .hybrid import FUSION_METHODS, NORMALISATIONS, _weights
-
     names = parse_encoders(encoders)
     systems = ["bm25", *names]
-    if method not in FUSION_METHODS:
-        raise ValueError(f"unknown fusion method {method!r}; choose {' or '.join(FUSION_METHODS)}")
-    if normalisation not in NORMALISATIONS:
-        raise ValueError(f"unknown normalisation {normalisation!r}; choose {' or '.join(NORMALISATIONS)}")
-    w = parse_weights(weights)
-    if w is not None and len(w) != len(systems):
-        raise ValueError(f"{len(w)} weight(s) for {len(systems)} systems ({', '.join(systems)}): give one per system, in that order")
-    if alpha is not None and method != "weighted":
-        raise ValueError("alpha applies to the weighted fusion only (method 'weighted'); RRF takes weights")
-    if alpha is not None and w is not None:
-        raise ValueError("give weights or alpha, not both")
-    if alpha is not None and len(systems) != 2:
-        raise ValueError(f"alpha weighs exactly two systems, here there are {len(systems)} ({', '.join(systems)}); give weights instead")
-    _weights(len(systems), w, alpha)  # the fusion's own checks (range, not all 0)
+    fusion = FusionConfig(method, rrf_k=DEFAULT_RRF_K if rrf_k is None else rrf_k, weights=parse_weights(weights),
+                          alpha=alpha, normalisation=normalisation,
+                          depth=DEFAULT_DEPTH if depth is None else depth).validate(len(systems), systems)
+    if fusion.method == "rrf" and fusion.weights is None:
+        fusion = replace(fusion, weights=tuple(default_weights(names, method)))
+    if fusion.takes_alpha(len(systems)) and fusion.alpha is None:
+        fusion = replace(fusion, alpha=DEFAULT_ALPHA)
     options: dict[str, Any] = {
         "retrievers": [RetrieverSpec("bm25", dict(bm25_options or {}))]
         + [RetrieverSpec("dense", {**dict(dense_options or {}), "encoder": name}) for name in names],
-        "method": method,
+        **fusion.spec_options(),
     }
-    if method == "rrf":
-        k = DEFAULT_RRF_K if rrf_k is None else float(rrf_k)
-        if not 0 <= k < float("inf"):
-            raise ValueError(f"the RRF constant k must be finite and >= 0, not {rrf_k}")
-        options["rrf_k"] = k
-        if w is None:
-            w = default_weights(names, method)
-    else:
-        options["normalisation"] = normalisation
-        if w is None and len(systems) == 2:
-            a = DEFAULT_ALPHA if alpha is None else float(alpha)
-            if not 0 <= a <= 1:
-                raise ValueError(f"alpha must be between 0 and 1, not {alpha}")
-            options["alpha"] = a
-    if w is not None:
-        options["weights"] = w
+    if fusion.method == "weighted":
+        options["normalisation"] = fusion.normalisation
     if depth is not None:
-        if int(depth) < 1:
-            raise ValueError(f"depth must be at least 1, not {depth}")
         options["depth"] = int(depth)
     return RetrieverSpec("hybrid", options)
 
@@ -261,14 +233,5 @@ def hybrid_parts(spec: RetrieverSpec) -> list[RetrieverSpec]:
 def make_hybrid(spec: RetrieverSpec, parts: Sequence[Retriever], corpus_size: int | None = None) -> HybridRetriever:
     """The :class:`HybridRetriever` of a hybrid ``spec`` over already built ``parts`` (in the order
     of :func:`hybrid_parts`), for callers that build and share the parts themselves."""
-    options = spec.options
-    return HybridRetriever(
-        list(parts),
-        method=options.get("method", DEFAULT_FUSION),
-        rrf_k=options.get("rrf_k", DEFAULT_RRF_K),
-        alpha=options.get("alpha", DEFAULT_ALPHA),
-        depth=options.get("depth", DEFAULT_DEPTH),
-        weights=options.get("weights"),
-        normalisation=options.get("normalisation", "minmax"),
-        corpus_size=corpus_size,
-    )
+    return HybridRetriever(list(parts), fusion=FusionConfig.from_options(spec.options, len(parts)),
+                           corpus_size=corpus_size)

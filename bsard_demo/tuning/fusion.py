@@ -15,6 +15,7 @@ import pandas as pd
 from ..dataset import Dataset
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Progress, id_ranks, rank_all
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, search_all
+from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, FUSION_METHODS, FusionConfig
 from ..retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, hybrid_spec
 from ..retrievers.base import report_progress
 from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _fmt, _split_questions, run_command
@@ -38,16 +39,19 @@ class FusionSetting:
     weights: tuple[float, ...] | None = None
     alpha: float | None = None
 
+    @classmethod
+    def of(cls, config: FusionConfig) -> "FusionSetting":
+        """The setting of a (validated) fusion: its method, RRF k (RRF only), weights and α."""
+        return cls(config.method, rrf_k=config.rrf_k if config.method == "rrf" else None,
+                   weights=None if config.weights is None else tuple(config.weights), alpha=config.alpha)
+
+    def config(self) -> FusionConfig:
+        """This setting as the product's fusion (:class:`~bsard_demo.retrievers.hybrid.FusionConfig`)."""
+        return FusionConfig(self.method, rrf_k=self.rrf_k, weights=self.weights, alpha=self.alpha)
+
     def options(self) -> dict:
         """Hybrid RetrieverSpec options for this setting."""
-        o: dict = {"method": self.method}
-        if self.method == "rrf":
-            o["rrf_k"] = self.rrf_k
-        if self.weights is not None:
-            o["weights"] = list(self.weights)
-        if self.alpha is not None:
-            o["alpha"] = self.alpha
-        return o
+        return self.config().spec_options()
 
     def row(self) -> dict:
         return {"method": self.method, "rrf_k": self.rrf_k,
@@ -77,7 +81,7 @@ def fusion_grid(n_parts: int, *, methods: Sequence[str] = ("rrf", "weighted"), r
             else:
                 out += [FusionSetting("weighted", weights=weights(ws)) for ws in combos]
         else:
-            raise ValueError(f"unknown fusion method {method!r}; choose rrf or weighted")
+            raise ValueError(f"unknown fusion method {method!r}; choose {' or '.join(FUSION_METHODS)}")
     return out
 
 
@@ -127,15 +131,11 @@ class _FusionTable:
     def contributions(self, s: FusionSetting) -> np.ndarray:
         """Each (article, part) term of the fused score, with the product's arithmetic
         (``w / (k + rank)`` or ``w * norm``; 0 where the part did not return the article)."""
+        w = np.asarray(s.config().weights_for(self.n_parts), dtype=np.float64)
         if s.method == "rrf":
-            w = np.ones(self.n_parts) if s.weights is None else np.asarray(s.weights, dtype=np.float64)
             with np.errstate(divide="ignore"):
                 terms = w / (s.rrf_k + self.ranks)
         else:
-            if s.alpha is not None:
-                w = np.array([float(s.alpha), 1.0 - float(s.alpha)])
-            else:
-                w = np.ones(self.n_parts) if s.weights is None else np.asarray(s.weights, dtype=np.float64)
             terms = w * self.norms
         return np.where(self.present, terms, 0.0)
 
@@ -183,14 +183,9 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
     settings = list(settings) if settings is not None else fusion_grid(n)
     if not settings:
         raise ValueError("no fusion setting to try")
-    start = FusionSetting(
-        spec.options.get("method", "rrf"),
-        rrf_k=float(spec.options.get("rrf_k", 60)) if spec.options.get("method", "rrf") == "rrf" else None,
-        weights=tuple(float(w) for w in spec.options["weights"]) if spec.options.get("weights") is not None else None,
-        alpha=(float(spec.options.get("alpha", 0.5)) if spec.options.get("method", "rrf") == "weighted"
-               and spec.options.get("weights") is None and n == 2 else None))
-    for s in settings + [start]:
-        _check_setting(s, n)
+    start = FusionSetting.of(FusionConfig.from_options(spec.options, n).validate(n))
+    for s in settings:
+        s.config().validate(n)  # the product's checks of a fusion
     qids, texts, qrels = _split_questions(dataset, split, with_description)
     if parts is None:
         parts = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice) for p in part_specs]
@@ -229,10 +224,9 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
 
     def distance(s: FusionSetting) -> tuple:
         ws = s.weights or (1.0,) * n
-        k_gap = abs(math.log((s.rrf_k + 1) / ((start.rrf_k if start.rrf_k is not None else 60.0) + 1))) \
-            if s.rrf_k is not None else 0.0
-        return (s.method != start.method, k_gap,
-                sum(abs(math.log(w)) if w > 0 else math.inf for w in ws), abs(_or(s.alpha, 0.5) - _or(start.alpha, 0.5)))
+        k_gap = abs(math.log((s.rrf_k + 1) / (_or(start.rrf_k, DEFAULT_RRF_K) + 1))) if s.rrf_k is not None else 0.0
+        return (s.method != start.method, k_gap, sum(abs(math.log(w)) if w > 0 else math.inf for w in ws),
+                abs(_or(s.alpha, DEFAULT_ALPHA) - _or(start.alpha, DEFAULT_ALPHA)))
 
     top = max(r[m.name] for r in rows)
     best_setting = min((s for s in settings if by_setting[s][m.name] == top), key=distance)
@@ -254,19 +248,3 @@ def _or(value: float | None, default: float) -> float:
 
 def _clean(row: dict) -> dict:
     return {k: v for k, v in row.items() if v not in (None, "")}
-
-
-def _check_setting(s: FusionSetting, n: int) -> None:
-    if s.method == "rrf":
-        if s.rrf_k is None or not s.rrf_k >= 0:
-            raise ValueError(f"the RRF constant k must be >= 0, not {s.rrf_k}")
-        if s.alpha is not None:
-            raise ValueError("alpha is a weighted-fusion setting")
-    elif s.method == "weighted":
-        if s.alpha is not None and (n != 2 or s.weights is not None or not 0 <= s.alpha <= 1):
-            raise ValueError("alpha (between 0 and 1) fuses exactly two parts, without weights")
-    else:
-        raise ValueError(f"unknown fusion method {s.method!r}; choose rrf or weighted")
-    if s.weights is not None and (len(s.weights) != n or any(not w >= 0 for w in s.weights)):
-        raise ValueError(f"give {n} weights >= 0, not {s.weights}")
-

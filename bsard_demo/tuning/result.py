@@ -20,6 +20,7 @@ from ..retrievers.base import DEFAULT_DEPTH, Progress, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
 from ..retrievers.bm25 import BM25Settings
 from ..retrievers.encoders import DEFAULT_ENCODER
+from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_NORMALISATION, DEFAULT_RRF_K, FusionConfig
 from ..retrievers.registry import RetrieverSpec, default_weights, hybrid_parts
 
 DEFAULT_MEASURE = "recall@100"
@@ -218,27 +219,25 @@ def run_command(spec: RetrieverSpec, data: str | None = None, *, split: str = "t
                          + " + ".join(p.kind for p in parts))
         else:
             args += _bm25_args(parts[0].options, notes) + _dense_args(parts[1:], notes)
-        o = spec.options
-        method = o.get("method", "rrf")
-        if method != "rrf":
-            args += ["--fusion", method]
-        if method == "rrf" and float(o.get("rrf_k", 60)) != 60:
-            args += ["--rrf-k", _fmt(float(o["rrf_k"]))]
-        weights = o.get("weights")
-        if method == "rrf":
+        f = FusionConfig.from_options(spec.options, len(parts))  # absent options at their defaults
+        if f.method != DEFAULT_FUSION:
+            args += ["--fusion", f.method]
+        if f.method == "rrf" and float(f.rrf_k) != DEFAULT_RRF_K:
+            args += ["--rrf-k", _fmt(float(f.rrf_k))]
+        if f.method == "rrf":
             # a spec without weights means equal weights, but run's default is default_weights
-            effective = [float(w) for w in weights] if weights is not None else [1.0] * len(parts)
+            effective = f.weights_for(len(parts))
             encoders = [str(p.options.get("encoder") or DEFAULT_ENCODER) for p in parts[1:]]
             if effective != default_weights(encoders):
                 args += ["--weights", ",".join(_fmt(w) for w in effective)]
-        elif weights is not None:
-            args += ["--weights", ",".join(_fmt(float(w)) for w in weights)]
-        elif method == "weighted" and len(parts) == 2 and float(o.get("alpha", 0.5)) != 0.5:
-            args += ["--alpha", _fmt(float(o["alpha"]))]
-        if o.get("normalisation", "minmax") != "minmax":
-            notes.append(f"normalisation {o['normalisation']!r} is not a run option")
-        if int(o.get("depth", DEFAULT_DEPTH)) != DEFAULT_DEPTH:
-            notes.append(f"fusion depth {o['depth']} is not a run option")
+        elif f.weights is not None:
+            args += ["--weights", ",".join(_fmt(float(w)) for w in f.weights)]
+        elif f.alpha is not None and float(f.alpha) != DEFAULT_ALPHA:  # a weighted fusion of two parts
+            args += ["--alpha", _fmt(float(f.alpha))]
+        if f.normalisation != DEFAULT_NORMALISATION:
+            notes.append(f"normalisation {f.normalisation!r} is not a run option")
+        if int(f.depth) != DEFAULT_DEPTH:
+            notes.append(f"fusion depth {f.depth} is not a run option")
     if data is not None:
         args += ["--data", str(data)]
     if split != "test":
