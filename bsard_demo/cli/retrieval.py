@@ -16,7 +16,7 @@ from pathlib import Path
 from ..dataset import DataError
 from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS, question_texts, ranked_pairs, run_tag, search_all
-from ..retrievers.hybrid import FUSION_METHODS
+from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FUSION_METHODS
 from ..retrievers.registry import hybrid_spec, parse_encoders
 from ..runs import format_run, write_text_atomic
 from ..sources import load_dataset
@@ -45,16 +45,16 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
                       help="index the article text only, not its reference and headers")
     bm25.add_argument("--no-stem", action="store_true", help="no Snowball stemming")
     hybrid = p.add_argument_group("hybrid")
-    hybrid.add_argument("--fusion", choices=FUSION_METHODS, default="rrf",
+    hybrid.add_argument("--fusion", choices=FUSION_METHODS, default=DEFAULT_FUSION,
                         help="rrf: reciprocal rank fusion (default); weighted: weighted sum of min-max scores")
-    hybrid.add_argument("--rrf-k", type=float, default=None, help="RRF constant k (default 60)")
+    hybrid.add_argument("--rrf-k", type=float, default=None, help=f"RRF constant k (default {DEFAULT_RRF_K:g})")
     hybrid.add_argument("--weights", default=None, metavar="W,W,...",
                         help="one weight per fused system, BM25 first, then the encoders in --encoder order "
                              "(e.g. 1,0.5,0.5); default for rrf: 1 for BM25 and for a model folder or hub id, "
                              "0.5 for a built-in zero-shot encoder (use, e5, minilm); for weighted: all 1")
     hybrid.add_argument("--alpha", type=float, default=None,
                         help="weighted fusion of two systems: weight of BM25, 1 - alpha that of the dense "
-                             "retriever (default 0.5); with more systems give --weights")
+                             f"retriever (default {DEFAULT_ALPHA:g}); with more systems give --weights")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="index cache folder (default $BSARD_CACHE or ~/.cache/bsard_demo)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
