@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..dataset import DataError
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
+from ..retrievers.hybrid import FUSION_METHODS
 from ..sources import load_dataset
 from ..tuning import DEFAULT_MEASURE, TuneOptions, fusion_grid, tune
 from ..tuning.bm25 import B_GRID, K1_GRID
@@ -50,7 +51,7 @@ def add_tune_parser(subparsers) -> argparse.ArgumentParser:
                            + " ".join(f"{w:g}" for w in WEIGHT_GRID) + ")")
     grid.add_argument("--alpha-values", type=float, nargs="+", default=list(ALPHA_GRID), metavar="A",
                       help="weighted fusion of two parts: BM25's weight alpha (default 0 0.1 ... 1)")
-    grid.add_argument("--fusions", nargs="+", choices=("rrf", "weighted"), default=["rrf", "weighted"],
+    grid.add_argument("--fusions", nargs="+", choices=FUSION_METHODS, default=list(FUSION_METHODS),
                       help="fusion methods tried for a hybrid (default both)")
     p.set_defaults(func=cmd_tune)
     return p
