@@ -1,0 +1,42 @@
+"""bsard_demo.measures: one parser and one label table for every measure of the product."""
+import pytest
+
+from bsard_demo.evaluation import DEFAULT_EXTRA, EXTRA_MEASURES, metric_columns
+from bsard_demo.measures import EXTRA, FAMILIES, Measure, column_label, cutoff_columns, is_measure_column
+
+
+def test_parse_accepts_case_and_blanks_and_gives_the_column():
+    assert Measure.parse("recall@100") == Measure("recall", 100)
+    assert Measure.parse(" MAP @ 10 ").column == "map@10"
+    assert Measure.parse("nDCG@10") == Measure("ndcg", 10) == EXTRA[0]
+    assert str(Measure.parse("MRR@100")) == "mrr@100" == Measure("mrr", 100).name
+
+
+@pytest.mark.parametrize("text, message", [
+    ("precision@10", "unknown measure"), ("recall", "unknown measure"), ("recall@-1", "unknown measure"),
+    ("R@100", "unknown measure"), ("recall@0", "must be at least 1"), ("ndcg@20", "nDCG is available at ndcg@10 only"),
+])
+def test_parse_refuses_what_nothing_computes(text, message):
+    with pytest.raises(ValueError, match=message):
+        Measure.parse(text)
+
+
+def test_labels_cutoff_and_columns():
+    m = Measure("map", 100)
+    assert (m.label, m.short_label, m.label_fr, m.cutoff, m.is_extra) == ("MAP@100", "AP@100", "MAP@100", 100, False)
+    assert [Measure(f, 10).label for f in FAMILIES] == ["R@10", "MAP@10", "MRR@10", "nDCG@10"]
+    assert [Measure(f, 10).short_label for f in FAMILIES] == ["R@10", "AP@10", "RR@10", "nDCG@10"]
+    assert Measure("recall", 200).label_fr == "Rappel@200" and Measure("ndcg", 10).is_extra
+    assert column_label("recall@500") == "R@500" and column_label("ndcg@10", french=True) == "nDCG@10"
+    assert column_label("n_relevant") == "n_relevant" and column_label("missing_questions", french=True) == "missing_questions"
+    assert cutoff_columns((100, 200)) == metric_columns((100, 200)) == [
+        "recall@100", "recall@200", "map@100", "map@200", "mrr@100", "mrr@200"]
+    assert EXTRA_MEASURES == DEFAULT_EXTRA == ("ndcg@10",)
+
+
+def test_from_column_reads_only_measure_columns():
+    assert Measure.from_column("mrr@500") == Measure("mrr", 500)
+    for other in ("n_relevant", "missing_questions", "R@100", "recall@x", "recall@0", "Recall@100", "source"):
+        assert Measure.from_column(other) is None and not is_measure_column(other)
+    with pytest.raises(ValueError):
+        Measure("precision", 10)
