@@ -166,7 +166,10 @@ class OnnxEncoder:
                  model_name: str | None = None, threads: int | None = None) -> None:
         self.folder = Path(folder)
         self.name = name or str(folder)
-        self.model_name = model_name or Path(source or folder).resolve().name
+        where = Path(source or folder).resolve()
+        if source is None and where.name == EXPORT_DIRNAME and (where.parent / "modules.json").is_file():
+            where = where.parent  # MODEL/onnx given as the folder: the model is MODEL
+        self.model_name = model_name or where.name
         fix = f"run python -m bsard_demo export-onnx {source or folder} --refresh where torch is installed"
         try:
             record = read_record(self.folder)
