@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 from . import settings
 from .dataset import first_line
+from .progress import Step
 
 T = TypeVar("T")
 MANIFEST = "manifest.json"
@@ -241,23 +242,42 @@ def load(kind: str, key: str, read: Callable[[Path], T], root: Path | None = Non
     return None
 
 
+def is_stored(kind: str, key: str, root: Path | None = None, *, what: str = "") -> bool:
+    """Whether entry ``kind/key`` is in an active index bundle or the cache, i.e. whether
+    :func:`load_or_build` would only load it (the cache entry is not checksummed here: a damaged
+    one is found, removed and rebuilt on load). Never raises."""
+    for bundle in active_bundles():
+        try:
+            folder, _note = bundle.lookup(kind, key, what=what)
+        except Exception:  # noqa: BLE001 - an unreadable bundle holds nothing for us
+            continue
+        if folder is not None:
+            return True
+    try:
+        return entry_path(kind, key, root).is_dir()
+    except OSError:
+        return False
+
+
 def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Callable[[], T],
                   write: Callable[[T, Path], None], what: str, use_cache: bool = True,
                   root: Path | None = None, notice: Callable[[str], None] | None = None,
                   progress: Callable[[int, int, str], None] | None = None,
-                  describe: Mapping[str, object] | None = None) -> T:
+                  describe: Mapping[str, object] | None = None, subject: str = "") -> T:
     """Entry ``kind/key`` read with ``read`` from an active index bundle (:func:`set_bundles`)
     or the cache when there and sound, else ``build()`` it and store it in the cache with
-    ``write(value, folder)``. ``what`` names the entry in progress messages ("BM25 index");
+    ``write(value, folder)``. ``what`` names the entry in notices and progress ("BM25 index"),
+    whose steps are :class:`~bsard_demo.retrievers.base.Step` s (``saving``, ``loaded_cached``,
+    ``loaded_bundle``) with the entry's ``kind`` and ``subject`` (e.g. the encoder) as parameters;
     ``describe`` (optional, JSON-able: e.g. ``{"corpus": {...}, "settings": {...}}``) is kept in
     :func:`used_entries` and lets a bundle say why it has no such entry. A bundle that lacks the
     entry or holds a damaged one is reported through ``notice`` (one line) and the usual path
     runs; a bundle is only ever read. A cache that cannot be written is reported through
     ``notice``; the value is returned anyway and rebuilt next time. ``use_cache=False`` skips
     bundles and cache alike."""
-    def report(done: int, message: str) -> None:
+    def report(done: int, step: str) -> None:
         if progress is not None:
-            progress(done, 1, message)
+            progress(done, 1, Step(step, entry=kind, subject=subject, what=what))
 
     def say(message: str) -> None:
         if notice is not None:
@@ -283,16 +303,16 @@ def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Call
                     f"({first_line(exc, limit=200)}); using the cache or building instead")
                 continue
             _record(UsedEntry(kind, key, folder, what, "bundle", info))
-            report(1, f"loaded {what} from the index bundle")
+            report(1, "loaded_bundle")
             return value
         loaded = load(kind, key, read, root=root, notice=notice)
         if loaded is not None:
             _record(UsedEntry(kind, key, entry_path(kind, key, root), what, "cache", info))
-            report(1, f"loaded cached {what}")
+            report(1, "loaded_cached")
             return loaded
     value = build()
     if use_cache:
-        report(0, f"saving {what}")
+        report(0, "saving")
         try:
             path = store(kind, key, lambda folder: write(value, folder), root=root)
             _record(UsedEntry(kind, key, path, what, "built", info))
@@ -300,5 +320,5 @@ def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Call
             _record(UsedEntry(kind, key, None, what, "unsaved", info))
             if notice:
                 notice(f"could not save the {what} to the cache ({exc.strerror or exc}); it will be rebuilt next time")
-        report(1, f"saving {what}")
+        report(1, "saving")
     return value

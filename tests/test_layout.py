@@ -1,9 +1,15 @@
 """The package's shape (issue 8): no import cycle, even through a function-level import; no module
-over 600 lines; the pages import no private names. Read from the source with ``ast``."""
+over 600 lines; the pages import no private names; no French wording stands outside the app
+(issue 15). Read from the source with
+``ast``."""
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 
@@ -199,3 +205,64 @@ def test_the_caller_check_can_fail(tmp_path):
     crafted.write_text("from ..run_checks import check_run_file\n\n\ndef f(rf, ctx):\n    return run_checks.check_run_file(rf, ctx)\n"
                        "\n\ncheck_run_file(None, None)\n")
     assert len(callers("check_run_file", code_files(tmp_path))) == 2
+
+
+# --------------------------------------------------------------------------- settings, wording (issue 15)
+
+#: Words of the app's French that the core never needs: the front end's wording (labels,
+#: notices, progress steps). Matched as whole words, any case, with the guillemets « ».
+FRENCH_UI_WORDS = (
+    "préparation", "indisponibles?", "patientez", "fichiers?", "encodeurs?", "cochez", "décochez", "chargée?s?",
+    "préconstruits?", "dossiers?", "données", "échantillon", "rechercher", "évaluer", "évaluation", "plongements",
+    "encodage", "indexation", "enregistrement", "injoignable", "erreur", "avertissement", "ligne", "gravité",
+    "problème", "manquantes", "inconnues", "cœurs", "calcul", "serveur", "depuis", "réessayer", "fictifs?",
+    "résultats", "veuillez", "cliquez",
+)
+FRENCH_UI = re.compile(r"[«»]|\b(?:" + "|".join(FRENCH_UI_WORDS) + r")\b", re.IGNORECASE)
+#: French a module outside the app may hold, with why: the CLI's hints name the Score page's
+#: checkbox by its label (the same words as the page, as they always were).
+FRENCH_ALLOWED = {"bsard_demo/cli/common.py": ("« scores = distances »",)}
+
+
+def french_texts(path: Path, allowed: Sequence[str] = ()) -> list[str]:
+    """``line: text`` of every string constant (docstrings and f-string parts included) and every
+    comment of a module holding :data:`FRENCH_UI`, once the ``allowed`` fragments are taken out.
+    (The analyzer's French stop words and the sample's labels hold none of these words.)"""
+    source = path.read_text(encoding="utf-8")
+    texts = [(n.lineno, n.value) for n in ast.walk(ast.parse(source, str(path)))
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    texts += [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
+              if t.type == tokenize.COMMENT]
+    found = []
+    for line, text in texts:
+        for fragment in allowed:
+            text = text.replace(fragment, "")
+        if FRENCH_UI.search(text):
+            found.append(f"{line}: {text.strip()[:80]}")
+    return sorted(found, key=lambda s: int(s.split(":")[0]))
+
+
+def test_no_french_wording_outside_the_app():
+    """The core (and the CLI) words nothing in French: the app's French lives in bsard_demo/app/,
+    the pages and app.py, which word the core's codes and parameters."""
+    outside = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        if not rel.startswith("bsard_demo/app/") and (found := french_texts(path, FRENCH_ALLOWED.get(rel, ()))):
+            outside[rel] = found
+    assert outside == {}, f"word it in bsard_demo/app/ from a code: {outside}"
+
+
+def test_the_french_check_can_fail(tmp_path):
+    crafted = tmp_path / "m.py"
+    crafted.write_text('"""Un module."""\n\nHINT = "tick « scores = distances »"\n\n\ndef f(n):\n'
+                       '    """Pas de fichier."""\n    return f"Préparation de {n} index"  # patientez\n'
+                       'STOP = "a à au aux avec ce ceci cela ça ces cet cette de des du"\n'
+                       'OK = "Encodeurs and Dossier as words: ENCODEUR"\n')
+    assert french_texts(crafted) == ["3: tick « scores = distances »", "7: Pas de fichier.",
+                                     "8: Préparation de", "8: # patientez", "10: Encodeurs and Dossier as words: ENCODEUR"]
+    assert french_texts(crafted, ("« scores = distances »",))[0] == "7: Pas de fichier."
+    clean = tmp_path / "clean.py"
+    clean.write_text('STOP = "a à au aux avec ce ceci cela ça ces de des du être avoir"\nQ = "Mon propriétaire peut-il ?"\n'
+                     'MSG = "cannot read the file; use --lower-is-better"  # a files line\n')
+    assert french_texts(clean) == []

@@ -282,25 +282,48 @@ def is_built(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec) -> bool
     return (data.key, spec.key()) in registry
 
 
-PROGRESS_WORDS = {
-    "analysing articles": "analyse des articles",
+#: The French words of a build's :class:`~bsard_demo.progress.Step`, by kind; a cache step's by
+#: kind and entry (the cache kind: ``bm25s``, ``dense``); a parameter in parentheses follows (engine, encoder).
+STEP_FR = {
+    "analysing_articles": "analyse des articles",
     "indexing": "indexation",
-    "saving BM25 index": "enregistrement de l'index BM25",
-    "loaded cached BM25 index": "index BM25 chargé depuis le cache",
-    "saving embeddings": "enregistrement des plongements",
-    "embedding articles": "encodage des articles",
-    "embedding questions": "encodage des questions",
-    "loaded cached embeddings": "plongements chargés depuis le cache",
-    "loaded BM25 index": "index BM25 chargé",
-    "loaded embeddings": "plongements chargés",
-    "searching questions": "recherche des questions",
+    "embedding_articles": "encodage des articles",
+    "embedding_questions": "encodage des questions",
+    "searching_questions": "recherche des questions",
 }
+ENTRY_STEP_FR = {
+    ("saving", "bm25s"): "enregistrement de l'index BM25",
+    ("saving", "dense"): "enregistrement des plongements",
+    ("loaded_cached", "bm25s"): "index BM25 chargé depuis le cache",
+    ("loaded_cached", "dense"): "plongements chargés depuis le cache",
+    ("loaded_bundle", "bm25s"): "index BM25 chargé",
+    ("loaded_bundle", "dense"): "plongements chargés",
+}
+#: Where a ``loaded_bundle`` step loaded from.
+FROM_BUNDLE_FR = " depuis les index préconstruits"
 
 
 def progress_text(message: str) -> str:
-    """French wording of a library progress message (its known prefix translated, the rest kept)."""
-    message = message.replace(" from the index bundle", " depuis les index préconstruits")
-    for english, french in PROGRESS_WORDS.items():
+    """French wording of a library progress message: a :class:`~bsard_demo.progress.Step` from
+    its kind and parameters (an unknown kind keeps its English words); any other text as it is."""
+    kind, params = getattr(message, "kind", None), getattr(message, "params", {})
+    if kind in STEP_FR:
+        detail = params.get("engine") or params.get("encoder")
+        return STEP_FR[kind] + (f" ({detail})" if detail else "")
+    words = ENTRY_STEP_FR.get((kind, params.get("entry")))
+    if words is None:
+        return _legacy_text(str(message))
+    subject = params.get("subject")
+    return words + (f" ({subject})" if subject else "") + (FROM_BUNDLE_FR if kind == "loaded_bundle" else "")
+
+
+#: Until the encoders report steps (their modules are being edited elsewhere): their plain
+#: messages' French by prefix, as before.
+_LEGACY_WORDS = {"embedding articles": "encodage des articles", "embedding questions": "encodage des questions"}
+
+
+def _legacy_text(message: str) -> str:
+    for english, french in _LEGACY_WORDS.items():
         if message.startswith(english):
             return french + message[len(english):]
     return message

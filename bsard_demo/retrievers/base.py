@@ -12,8 +12,10 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ..progress import STEP_WORDS, Step  # noqa: F401 - the steps builds report, with Progress
+
 #: ``progress(done, total, message)``: long builds report through it (tqdm in the CLI, a
-#: progress bar in the app).
+#: progress bar in the app). The library's own steps report a :class:`Step` as the message.
 Progress = Callable[[int, int, str], None]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from .base import Hit, Retriever
+from .base import Hit, Retriever, Step
 
 #: Append a question's ``extra_description`` (its topic path on the source website) to it? Off:
 #: the published BSARD baselines search the question alone, so scores stay comparable. On the
@@ -58,10 +58,10 @@ def search_all(retriever: Retriever, texts: Sequence[str], depth: int,
     out: list = []
     for start in range(0, len(texts), _SEARCH_BATCH):
         if progress:
-            progress(start, len(texts), "searching questions")
+            progress(start, len(texts), Step("searching_questions"))
         out.extend(retriever.search_many(texts[start:start + _SEARCH_BATCH], depth))
     if progress:
-        progress(len(texts), len(texts), "searching questions")
+        progress(len(texts), len(texts), Step("searching_questions"))
     return out
 
 

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, Analyzer, article_texts
-from .base import Hit, Progress, clip_k, id_ranks, rank_all, report_progress
+from .base import Hit, Progress, Step, clip_k, id_ranks, rank_all, report_progress
 from .bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
 
 ENGINES = ("bm25s", "rank_bm25")
@@ -137,9 +137,7 @@ class BM25Retriever:
         """Index ``articles`` (a DataFrame in the dataset schema). ``overrides`` replace fields of
         ``settings`` (e.g. ``k1=1.2``). The bm25s engine is loaded from / stored in the cache
         unless ``use_cache`` is false."""
-        if "engine" in overrides and "method" not in overrides:
-            overrides["method"] = None  # the new engine's default method
-        settings = replace(settings or BM25Settings(), **overrides) if overrides else (settings or BM25Settings())
+        settings = _settings(settings, overrides)
         if articles is None or len(articles) == 0:
             raise ValueError("no articles to index")
         ids = [str(a) for a in articles["id"]]
@@ -153,6 +151,21 @@ class BM25Retriever:
             write=lambda retriever, folder: retriever._write(folder), what="BM25 index",
             use_cache=use_cache, root=cache_root, notice=notice, progress=progress)
 
+    @classmethod
+    def is_stored(cls, articles, settings: BM25Settings | None = None, *, cache_root: Path | None = None,
+                  **overrides) -> bool:
+        """Whether :meth:`build` with these settings would only load the index (from an active
+        index bundle or the cache); ``False`` for rank_bm25, which is never stored. Never raises."""
+        try:
+            settings = _settings(settings, overrides)
+        except (TypeError, ValueError):
+            return False
+        if settings.engine == "rank_bm25" or articles is None or len(articles) == 0:
+            return False
+        ids = [str(a) for a in articles["id"]]
+        key = cache_key(ids, article_texts(articles, settings.fields), settings)
+        return cache.is_stored(CACHE_KIND, key, cache_root, what="BM25 index")
+
     @staticmethod
     def _tokenize(texts: Sequence[str], settings: BM25Settings, progress: Progress | None) -> list[list[str]]:
         return analyse(texts, settings.analyzer(), progress)
@@ -162,9 +175,9 @@ class BM25Retriever:
         from rank_bm25 import BM25Okapi
 
         tokens = cls._tokenize(texts, settings, progress)
-        report_progress(progress, 0, 1, "indexing (rank_bm25)")
+        report_progress(progress, 0, 1, Step("indexing", engine="rank_bm25"))
         okapi = BM25Okapi(tokens, k1=settings.k1, b=settings.b, epsilon=0.0)
-        report_progress(progress, 1, 1, "indexing (rank_bm25)")
+        report_progress(progress, 1, 1, Step("indexing", engine="rank_bm25"))
         return cls(ids, settings, okapi=okapi)
 
     def _write(self, folder: Path) -> None:
@@ -215,10 +228,18 @@ def cache_key(ids: Sequence[str], texts: Sequence[str], settings: BM25Settings) 
     return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
 
 
+def _settings(settings: BM25Settings | None, overrides: dict) -> BM25Settings:
+    """``settings`` (default :class:`BM25Settings`) with ``overrides``; a new engine without a
+    method takes its own default method."""
+    if "engine" in overrides and "method" not in overrides:
+        overrides = {**overrides, "method": None}  # the new engine's default method
+    return replace(settings or BM25Settings(), **overrides) if overrides else (settings or BM25Settings())
+
+
 def _bm25s_index(tokens: list[list[str]], settings: BM25Settings, progress: Progress | None):
     import bm25s
 
-    report_progress(progress, 0, 1, "indexing (bm25s)")
+    report_progress(progress, 0, 1, Step("indexing", engine="bm25s"))
     index = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method, dtype="float64")
     vocab = sorted_vocabulary(tokens)
     token_ids = [[vocab[t] for t in doc] for doc in tokens]
@@ -229,7 +250,7 @@ def _bm25s_index(tokens: list[list[str]], settings: BM25Settings, progress: Prog
         index.index((token_ids, vocab), show_progress=False)
     finally:
         del index.build_index_from_ids  # a plain bm25s index from here on
-    report_progress(progress, 1, 1, "indexing (bm25s)")
+    report_progress(progress, 1, 1, Step("indexing", engine="bm25s"))
     return index
 
 

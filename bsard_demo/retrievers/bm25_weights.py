@@ -25,7 +25,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .base import Progress, report_progress
+from .base import Progress, Step, report_progress
 
 _ANALYSE_STEP = 1000
 
@@ -73,9 +73,9 @@ def analyse(texts: Sequence[str], analyzer, progress: Progress | None = None) ->
     "analysing articles" progress; raises :class:`ValueError` when no text holds a term."""
     out: list[list[str]] = []
     for start in range(0, len(texts), _ANALYSE_STEP):
-        report_progress(progress, start, len(texts), "analysing articles")
+        report_progress(progress, start, len(texts), Step("analysing_articles"))
         out.extend(analyzer.tokens(t) for t in texts[start:start + _ANALYSE_STEP])
-    report_progress(progress, len(texts), len(texts), "analysing articles")
+    report_progress(progress, len(texts), len(texts), Step("analysing_articles"))
     if not any(out):
         raise ValueError("the articles hold no indexable word")
     return out

@@ -288,9 +288,41 @@ def test_dataset_summary_and_names(sample):
     assert display_name(ActiveData(sample, "/data/bsard", "/data/bsard")) == "Dossier local : /data/bsard"
 
 
+#: The app's French of the library's progress messages as it was worded before steps had codes
+#: (by English prefix): the steps' French must be the same, word for word.
+_OLD_WORDS = {
+    "analysing articles": "analyse des articles", "indexing": "indexation",
+    "saving BM25 index": "enregistrement de l'index BM25", "loaded cached BM25 index": "index BM25 chargé depuis le cache",
+    "saving embeddings": "enregistrement des plongements", "embedding articles": "encodage des articles",
+    "embedding questions": "encodage des questions", "loaded cached embeddings": "plongements chargés depuis le cache",
+    "loaded BM25 index": "index BM25 chargé", "loaded embeddings": "plongements chargés",
+    "searching questions": "recherche des questions",
+}
+
+
+def _old_progress_text(message: str) -> str:
+    message = message.replace(" from the index bundle", " depuis les index préconstruits")
+    for english, french in _OLD_WORDS.items():
+        if message.startswith(english):
+            return french + message[len(english):]
+    return message
+
+
 def test_progress_helpers():
-    assert progress_text("analysing articles") == "analyse des articles"
-    assert progress_text("embedding articles (use)") == "encodage des articles (use)"
+    from bsard_demo.progress import STEP_WORDS, Step
+
+    steps = [Step("analysing_articles"), Step("indexing", engine="bm25s"), Step("indexing", engine="rank_bm25"),
+             Step("embedding_articles", encoder="use"), Step("embedding_questions", encoder="e5"),
+             Step("searching_questions")]
+    for kind in ("saving", "loaded_cached", "loaded_bundle"):
+        steps += [Step(kind, entry="bm25s", subject="", what="BM25 index"),
+                  Step(kind, entry="dense", subject="use", what="embeddings (use)")]
+    assert {s.kind for s in steps} == set(STEP_WORDS)
+    for step in steps:  # the French comes from the kind and parameters; it is what it always was
+        assert progress_text(step) == _old_progress_text(str(step)) != str(step), step
+    assert progress_text(Step("embedding_articles", encoder="use")) == "encodage des articles (use)"
+    assert progress_text(Step("loaded_bundle", entry="dense", subject="use", what="embeddings (use)")) == \
+        "plongements chargés (use) depuis les index préconstruits"
     assert progress_text("something new") == "something new"
     assert progress_fraction(3, 4) == 0.75 and progress_fraction(5, 4) == 1.0 and progress_fraction(1, 0) == 0.0
 
