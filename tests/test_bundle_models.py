@@ -25,6 +25,10 @@ from bsard_demo.retrievers import bm25 as bm25_module
 from bsard_demo.retrievers.onnx_encoder import OnnxEncoder
 from bsard_demo.training import METADATA_FILE
 
+#: One xdist worker runs the three ONNX files, so the session's export (and the torch/ONNX vectors)
+#: is made once (tests/conftest.py groups them too).
+pytestmark = pytest.mark.xdist_group("onnx")
+
 REPO = Path(__file__).resolve().parents[1]
 ARTICLES = pd.DataFrame({
     "id": [str(i) for i in range(1, 9)],
@@ -82,7 +86,7 @@ def run_cli(*argv: str) -> int:
     return args.func(args)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # xdist may interleave files of the group
 def setup(tmp_path_factory):
     """A trained-looking model folder (the session export plus a training record), a tiny dataset,
     its hybrid bundle, and the warm runs made with the model folder itself."""

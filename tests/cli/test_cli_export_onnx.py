@@ -16,6 +16,10 @@ from bsard_demo.retrievers import encoders as E
 from bsard_demo.retrievers.onnx_encoder import MODEL_FILE, RECORD_FILE, OnnxEncoder, read_record
 from bsard_demo.sources import load_dataset
 
+#: One xdist worker runs the three ONNX files, so the session's export (and the torch/ONNX vectors)
+#: is made once (tests/conftest.py groups them too).
+pytestmark = pytest.mark.xdist_group("onnx")
+
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):

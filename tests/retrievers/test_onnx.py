@@ -16,18 +16,22 @@ from bsard_demo.retrievers.encoders import EncoderUnavailable, embed_documents, 
 from bsard_demo.retrievers.onnx_encoder import MODEL_FILE, RECORD_FILE, TOKENIZER_FILE, OnnxEncoder, read_record
 from bsard_demo.sources import load_dataset
 
+#: One xdist worker runs the three ONNX files, so the session's export (and the torch/ONNX vectors)
+#: is made once (tests/conftest.py groups them too).
+pytestmark = pytest.mark.xdist_group("onnx")
+
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     return exported_model(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # xdist may interleave files of the group
 def sample():
     return load_dataset("sample")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # xdist may interleave files of the group
 def encoders(model_dir):
     return {"onnx": resolve_encoder(str(model_dir)), "torch": resolve_encoder(str(model_dir), "torch")}
 
@@ -38,7 +42,7 @@ def encoders(model_dir):
 N_ARTICLES = 40
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # xdist may interleave files of the group
 def vectors(encoders, sample):
     """Article (windowed, as the dense retriever embeds them) and question vectors by both
     backends: :data:`N_ARTICLES` articles of the sample, all its questions one at a time, as a
