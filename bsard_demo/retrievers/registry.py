@@ -154,7 +154,7 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
                 dense_options: Mapping[str, Any] | None = None, depth: int | None = None) -> RetrieverSpec:
     """A hybrid spec fusing BM25 (``bm25_options``) with one dense retriever per encoder of
     ``encoders`` (``"use,e5"`` or a list; default: the default encoder), each with
-    ``dense_options`` (``fields``, ``pooling``, ``window``, ``batch_size``).
+    ``dense_options`` (``fields``, ``pooling``, ``window``, ``batch_size``, ``backend``).
 
     - ``method="rrf"``: weighted reciprocal rank fusion ``sum_i w_i / (rrf_k + rank_i)``
       (``rrf_k`` default :data:`DEFAULT_RRF_K`);
