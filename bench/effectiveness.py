@@ -24,7 +24,8 @@ Two tables:
      min-max), ``qtext`` (question+description rows; left out, with a note, when every
      extra_description of the split is empty, as in frlaw-dev), ``models`` (each ``--model DIR``:
      dense, RRF with BM25, RRF with BM25 + use (+ e5 on the sub-corpus), on ``--model-corpus``),
-     ``sub`` (every sub-corpus row), ``full`` (every full-corpus row), ``all``.
+     ``sub`` (every sub-corpus row), ``full`` (every full-corpus row), ``all``; ``-NAME`` leaves a
+     group or row out (``all,-sub:minilm``).
    - Sub-corpus (rows labelled ``sub N`` in the corpus column): every gold article of the
      questions of ``--sub-gold`` plus distractors drawn uniformly without replacement from the
      other articles (sorted by id) by ``numpy.random.default_rng(--sub-seed)``, up to
@@ -338,14 +339,21 @@ def plan_systems(tuned: Mapping[str, dict], models: Sequence[str], model_corpus:
 
 
 def select_systems(rows: Sequence[System], selector: str) -> list[System]:
-    """``--systems``: comma-separated groups (:data:`GROUPS`, ``all``) and/or row ids."""
-    wanted = [w.strip() for w in selector.split(",") if w.strip()]
+    """``--systems``: comma-separated groups (:data:`GROUPS`, ``all``) and/or row ids; an item
+    written ``-NAME`` leaves that group or row out (e.g. ``all,-sub:minilm``)."""
+    items = [w.strip() for w in selector.split(",") if w.strip()]
+    wanted = [w for w in items if not w.startswith("-")] or ["all"]
+    dropped = [w[1:] for w in items if w.startswith("-")]
     ids = {r.id for r in rows}
-    unknown = [w for w in wanted if w != "all" and w not in GROUPS and w not in ids]
+    unknown = [w for w in wanted + dropped if w != "all" and w not in GROUPS and w not in ids]
     if unknown:
         raise ValueError(f"unknown system(s) or group(s): {', '.join(unknown)}; groups: all, {', '.join(GROUPS)}; "
                          f"ids: {', '.join(r.id for r in rows)}")
-    return [r for r in rows if "all" in wanted or r.id in wanted or any(g in wanted for g in r.groups)]
+
+    def named(r: System, names: Sequence[str]) -> bool:
+        return "all" in names or r.id in names or any(g in names for g in r.groups)
+
+    return [r for r in rows if named(r, wanted) and not (r.id in dropped or any(g in dropped for g in r.groups))]
 
 
 def _corpus_digest(ds) -> str:
