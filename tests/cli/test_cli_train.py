@@ -1,5 +1,6 @@
-"""The train command: a tiny real training on the sample, the model it prints is usable by run,
-and errors are one line."""
+"""The train command: the session's tiny training through ``python -m bsard_demo train``
+(``tiny_model.b``, ``tests/_training_fixture.py``) records its flags and prints a ``run`` line that
+works, and errors are one line."""
 from __future__ import annotations
 
 import json
@@ -7,15 +8,16 @@ import shlex
 
 import pytest
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("datasets")
+from _training_fixture import HARD_NEGATIVES, SEED, TINY, skip_without_training
+
+skip_without_training()
 
 from bsard_demo.cli.common import OneLineParser  # noqa: E402
 from bsard_demo.cli.retrieval import add_run_parser  # noqa: E402
 from bsard_demo.cli.train import add_train_parser  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 from bsard_demo.training import METADATA_FILE  # noqa: E402
-from _small_sample import one_torch_thread, small_sample_folder  # noqa: E402
+from _small_sample import one_torch_thread  # noqa: E402
 
 
 def _main(argv: list[str]) -> int:
@@ -35,23 +37,21 @@ def _private_cache(tmp_path, monkeypatch):
         yield
 
 
-def test_train_then_run_with_the_printed_command(tmp_path, capsys):
-    data = small_sample_folder(tmp_path / "data")
+def test_train_then_run_with_the_printed_command(tiny_model, tmp_path, capsys, monkeypatch):
+    data, out = tiny_model.data, tiny_model.b
     n_test, n_articles = len(load_dataset(str(data)).questions("test")), len(load_dataset(str(data)).articles)
-    out = tmp_path / "models" / "tiny"
-    code = _main(["train", "--data", str(data), "--out", str(out), "--max-seq", "64", "--batch", "8",
-                  "--hard-negatives", "1", "--seed", "3", "--threads", "1", "--no-progress"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
     record = json.loads((out / METADATA_FILE).read_text())
-    assert record["settings"] | {"seed": 3, "max_seq": 64, "batch": 8, "hard_negatives": 1} == record["settings"]
+    flags = {"seed": SEED, "max_seq": TINY["max_seq"], "batch": TINY["batch"], "hard_negatives": HARD_NEGATIVES,
+             "threads": TINY["threads"]}
+    assert record["settings"] | flags == record["settings"]
     assert record["dataset"]["split"] == "train" and record["dataset"]["spec"] == str(data)
-    assert f"model folder: {out}" in captured.out
-    dense = next(l.split("use it: ", 1)[1] for l in captured.out.splitlines() if "--retriever dense" in l)
+    assert f"model folder: {out}" in tiny_model.cli_stdout
+    dense = next(l.split("use it: ", 1)[1] for l in tiny_model.cli_stdout.splitlines() if "--retriever dense" in l)
     argv = shlex.split(dense)[3:]
     run_file = tmp_path / "dense.trec"
     argv[argv.index("--out") + 1] = str(run_file)
-    assert _main(argv + ["--no-progress"]) == 0
+    monkeypatch.setenv("BSARD_CACHE", str(tiny_model.cache))  # test_training's dense run of a may have built it
+    assert _main(argv + ["--no-progress"]) == 0, capsys.readouterr().err
     lines = run_file.read_text().splitlines()
     assert len(lines) == n_test * n_articles and lines[0].split()[1] == "Q0"
 

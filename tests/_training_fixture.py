@@ -1,0 +1,98 @@
+"""The one tiny fine-tuning of a test run, shared by ``tests/test_training.py`` and
+``tests/cli/test_cli_train.py`` (``tests/conftest.py`` registers the fixtures and marks every test
+that uses ``tiny_model`` ``training`` and ``slow``, in one xdist group so that one worker trains).
+
+``tiny_model`` is two trainings with the same settings and seed, made side by side:
+
+- ``a``: :func:`bsard_demo.training.train` in this process, its progress calls recorded;
+- ``b``: ``python -m bsard_demo train`` with the same settings through the real interpreter, with
+  another hash seed: the entry point trains, and a seed gives the same weights in another process.
+
+Tests read what they need from the folders (the record, ``model.safetensors``, what the CLI
+printed), never the folders' full file list (``train`` may add files, e.g. an ONNX export).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: Tiny settings; one torch thread: on a busy 2-core machine two threads trained ~3x slower.
+TINY = dict(max_seq=32, batch=8, epochs=1, threads=1)
+#: The settings of ``a`` and ``b``: one BM25 hard negative per pair (that path trains too).
+SEED, HARD_NEGATIVES = 0, 1
+#: ``b``'s flags: the same settings as ``a`` (``--no-onnx``: the export has tests of its own).
+CLI_FLAGS = ["--max-seq", str(TINY["max_seq"]), "--batch", str(TINY["batch"]), "--epochs", str(TINY["epochs"]),
+             "--threads", str(TINY["threads"]), "--seed", str(SEED), "--hard-negatives", str(HARD_NEGATIVES),
+             "--no-onnx", "--no-progress"]
+
+
+#: What training needs (none of them below Python 3.12's hosted install).
+TRAINING_MODULES = ("sentence_transformers", "datasets", "accelerate")
+
+
+def skip_without_training() -> None:
+    """Skip the calling test module when a training dependency is not installed. Looked up, not
+    imported: importing sentence-transformers (torch) costs seconds that collecting the quick
+    loop need not pay."""
+    missing = [m for m in TRAINING_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"training needs {', '.join(missing)} (not installed)", allow_module_level=True)
+
+
+@dataclass
+class TinyModel:
+    data: Path  #: the dataset folder both were trained on (the sample cut to ~110 articles)
+    root: Path  #: holds ``a`` and ``b``
+    a: Path  #: trained in this process
+    b: Path  #: trained by ``python -m bsard_demo train`` in another process
+    result: object  #: ``a``'s :class:`bsard_demo.training.TrainResult`
+    steps: list = field(default_factory=list)  #: ``a``'s progress calls ``(done, total, message)``
+    cli_argv: list = field(default_factory=list)  #: ``b``'s arguments after ``python -m bsard_demo``
+    cli_stdout: str = ""  #: what ``b``'s command printed
+    cache: Path = Path()  #: an index cache for dense builds of these models (shared: built once)
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory) -> Path:
+    """The bundled sample cut to its gold articles (~110 of 220), as a dataset folder."""
+    from _small_sample import small_sample_folder
+
+    return small_sample_folder(tmp_path_factory.mktemp("tiny-data") / "data")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_data, tmp_path_factory) -> TinyModel:
+    for module in TRAINING_MODULES:
+        pytest.importorskip(module)
+    from bsard_demo.sources import load_dataset
+    from bsard_demo.training import TrainOptions, train
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    cache = tmp_path_factory.mktemp("tiny-cache")
+    argv = ["train", "--data", str(tiny_data), "--out", str(root / "b"), "--cache-dir", str(cache / "b"), *CLI_FLAGS]
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(REPO)}
+    env.pop("BSARD_DATA", None)
+    # b first: it starts its interpreter while a trains here
+    proc = subprocess.Popen([sys.executable, "-m", "bsard_demo", *argv], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        dataset = load_dataset(str(tiny_data))
+        steps: list = []
+        result = train(TrainOptions(out=root / "a", data=dataset.name, seed=SEED, hard_negatives=HARD_NEGATIVES,
+                                    cache_root=cache / "a", **TINY), dataset,
+                       progress=lambda done, total, message: steps.append((done, total, message)))
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0 and "Traceback" not in err, err[-2000:]
+    return TinyModel(data=tiny_data, root=root, a=root / "a", b=root / "b", result=result, steps=steps,
+                     cli_argv=argv, cli_stdout=out, cache=cache / "dense")
