@@ -50,9 +50,22 @@ PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie"
 BUILD_ERRORS = (DataError, ValueError, OSError)
 
 
+def _model_encoders(data) -> list:
+    """The index bundle's models offered here (:func:`bsard_demo.app.ui.encoder_menu`)."""
+    return [o for o in ui.encoder_menu(data) if o.bundled and o.available]
+
+
+def _specs(data) -> dict:
+    return baseline_specs(models={o.key: o.target for o in _model_encoders(data)})
+
+
 def _make_builtin(data, split: str, label: str, query_text: str):
+    specs = _specs(data)
+    if label not in specs:
+        st.error(f"Système intégré « {md_escape(label)} » indisponible sur ce serveur.")
+        return None
     try:
-        retriever = ui.retriever(data, baseline_specs()[label], label)
+        retriever = ui.retriever(data, specs[label], label)
     except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
         st.error(f"Système intégré « {md_escape(label)} » indisponible : {md_escape(exc)}")
         return None
@@ -70,7 +83,9 @@ def _builtins(data, split: str) -> BuiltinRun:
                 "les questions du split comme `python -m bsard_demo run` ; le run obtenu est évalué comme un fichier "
                 "déposé. Un index déjà construit (ou fourni dans un paquet d'index) rend le calcul immédiat ; sinon "
                 "sa construction s'affiche.")
-    label = st.selectbox("Système intégré", list(baseline_specs()), key="builtin_system", placeholder="Choisir…")
+    label = st.selectbox("Système intégré", list(_specs(data)), key="builtin_system", placeholder="Choisir…")
+    for option in _model_encoders(data):
+        st.caption(md_escape(option.label))
     query_text = st.radio("Texte des questions", QUERY_TEXTS, index=QUERY_TEXTS.index(DEFAULT_QUERY_TEXT),
                           format_func=QUERY_TEXT_FR.get, key="builtin_query_text",
                           help="`--query-text` de `python -m bsard_demo run` : l'article BSARD interroge avec la "

@@ -4,18 +4,17 @@ import streamlit as st
 
 from bsard_demo import settings
 from bsard_demo.app import ui
-from bsard_demo.app.builds import (SLOW_ENCODERS, dense_index_stored, encoder_options, first_build_note, offered,
-                                   slow_parts, unavailable_note)
+from bsard_demo.app.builds import (SLOW_ENCODERS, dense_index_stored, first_build_note, offered, slow_parts,
+                                   unavailable_note)
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import hit_card, missed_list, question_box
 from bsard_demo.app.search_links import (FUSIONS, MAX_K, MAX_QUESTION_CHARS, MAX_RRF_K, MAX_WEIGHT, WIDGET_KEYS,
-                                         LinkChoices,
+                                         LinkChoices, default_hybrid_encoder, default_systems,
                                          hybrid_systems, link_params, parse_link, query_params_dict, same_params,
                                          settings_from_state, share_url, should_apply, state_from_settings, weight_key)
 from bsard_demo.app.search_page import KIND_LABELS, article_codes, build_columns, column_specs, examples_of, run_search
 from bsard_demo.app.state import is_built
 from bsard_demo.retrievers import RetrieverSpec
-from bsard_demo.training import articles_fingerprint, list_trained_models
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
@@ -31,12 +30,6 @@ def _fill_from_example() -> None:
     examples = st.session_state.get("_examples", {})
     if qid is not None and qid in examples:
         st.session_state[QUESTION] = examples[qid]
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _corpus_sha256(key: tuple, _articles) -> str:  # noqa: ARG001 - key is the cache key
-    """The corpus fingerprint trained models record (to say whether they were trained on it)."""
-    return articles_fingerprint(_articles)
 
 
 def _confirm(encoder: str) -> None:
@@ -78,12 +71,15 @@ def page() -> None:
     examples = examples_of(ds)
     split, by_id = examples.split, examples.texts
     st.session_state["_examples"] = by_id
-    models = list_trained_models()
-    options = encoder_options(models, corpus_sha256=_corpus_sha256(data.key, ds.articles) if models else None)
+    options = ui.encoder_menu(data)
     menu = offered(options)
     keys = [o.key for o in menu]
     labels, targets = {o.key: o.label for o in menu}, {o.key: o.target for o in menu}
-    choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=by_id)
+    # what a first visitor (or a link without systems) sees: one rule, search_links.default_systems
+    hybrid_default = default_hybrid_encoder(keys, [o.key for o in menu if o.bundled and o.this_corpus])
+    first_systems = default_systems(ui.dense_stored(data, targets.get(hybrid_default, hybrid_default)))
+    choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=by_id, systems=first_systems,
+                          hybrid_encoders=(hybrid_default,))
     _sync_state(choices, keys)
 
     left, right = st.columns([3, 2], gap="large")
@@ -116,7 +112,7 @@ def page() -> None:
                           persist_state="session")
             else:
                 st.caption("Poids de chaque système dans la fusion. Par défaut en RRF : BM25 1, encodeur pré-entraîné "
-                           "(use, e5, minilm) 0,5, modèle entraîné 1, comme `run --retriever hybrid` ; "
+                           "(use, e5, minilm) 0,5, modèle entraîné (trained:…, bundle:…) 1, comme `run --retriever hybrid` ; "
                            "1 partout : fusion simple.")
                 _weights_inputs(hybrid_systems(settings))
             note = unavailable_note(options)

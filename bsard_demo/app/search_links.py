@@ -9,7 +9,12 @@ Conventions:
   s.canonical()`` for every valid ``s``;
 - a value that is not valid here (unknown system, encoder not installed on this server, code
   absent from this corpus, k out of range, …) is replaced by its default with a French note:
-  :func:`parse_link` never raises. Notes are plain text; the page escapes them.
+  :func:`parse_link` never raises. Notes are plain text; the page escapes them;
+- what a first visitor sees is decided in one place: :func:`default_systems` (BM25, plus the
+  hybrid when its dense embeddings are already stored) and :func:`default_hybrid_encoder` (the
+  trained model of the index bundle, else ``use``), held by :class:`LinkChoices` and used both by
+  the page's state and by a link without ``systems`` / ``henc``. Links always write ``systems``
+  (and ``henc`` with the hybrid), so a shared link keeps its meaning when these defaults change.
 """
 from __future__ import annotations
 
@@ -25,6 +30,13 @@ from .search_page import KIND_LABELS
 
 
 DEFAULT_SYSTEMS = ("bm25",)
+#: BM25 and its hybrid: what a first visitor sees when the hybrid's embeddings are stored.
+STORED_HYBRID_SYSTEMS = ("bm25", "hybrid")
+#: The default hybrid fuses BM25 with the index bundle's model trained on this corpus (when the
+#: bundle carries one) rather than with ``use``: decided in docs/effectiveness.md.
+PREFER_BUNDLED_MODEL = True
+#: Whether a first visitor sees the hybrid when its embeddings are stored (:func:`default_systems`).
+SHOW_STORED_HYBRID = True
 DEFAULT_K, MAX_K = 10, 100
 MAX_QUESTION_CHARS = 2000
 #: The fusions a link may hold (:data:`bsard_demo.retrievers.hybrid.FUSION_METHODS`).
@@ -82,16 +94,17 @@ class SearchSettings:
         """The weights the hybrid uses: :attr:`weights`, else the defaults."""
         return self.weights if self.weights is not None else default_hybrid_weights(self.fusion, self.hybrid_encoders)
 
-    def canonical(self, default_encoder: str = "use") -> "SearchSettings":
-        """The same search with the settings its systems do not use reset to their defaults (and
-        no example without a question: a link's example fills an absent question)."""
+    def canonical(self, default_encoder: str = "use", default_hybrid: Sequence[str] | None = None) -> "SearchSettings":
+        """The same search with the settings its systems do not use reset to their defaults
+        (``default_hybrid``: the hybrid's encoders, default ``(default_encoder,)``; and no example
+        without a question: a link's example fills an absent question)."""
         s, hybrid = self, "hybrid" in self.systems
         if not s.question.strip():
             s = replace(s, example=None)
         if "dense" not in s.systems:
             s = replace(s, encoder=default_encoder)
         if not hybrid:
-            return replace(s, hybrid_encoders=(default_encoder,), fusion=DEFAULT_FUSION, rrf_k=DEFAULT_RRF_K,
+            return replace(s, hybrid_encoders=tuple(default_hybrid or (default_encoder,)), fusion=DEFAULT_FUSION, rrf_k=DEFAULT_RRF_K,
                            alpha=DEFAULT_ALPHA, weights=None)
         if s.fusion != "rrf":
             s = replace(s, rrf_k=DEFAULT_RRF_K)
@@ -102,15 +115,45 @@ class SearchSettings:
 @dataclass(frozen=True)
 class LinkChoices:
     """The valid values of a link here: the corpus's codes, the encoders offered (the first is
-    the default) and the example questions (id -> text)."""
+    the dense column's default) and the example questions (id -> text); and what a search
+    without them shows: ``systems`` (:func:`default_systems`) and ``hybrid_encoders``
+    (:func:`default_hybrid_encoder`; empty: the default encoder)."""
 
     codes: Collection[str] = ()
     encoders: Sequence[str] = ("use",)
     examples: Mapping[str, str] = field(default_factory=dict)
+    systems: tuple[str, ...] = DEFAULT_SYSTEMS
+    hybrid_encoders: tuple[str, ...] = ()
 
     @property
     def default_encoder(self) -> str:
         return self.encoders[0] if self.encoders else "use"
+
+    @property
+    def default_hybrid(self) -> tuple[str, ...]:
+        """The hybrid's encoders by default: :attr:`hybrid_encoders` offered here, else the default encoder."""
+        chosen = tuple(e for e in self.hybrid_encoders if e in self.encoders)
+        return chosen or (self.default_encoder,)
+
+
+def default_hybrid_encoder(encoders: Sequence[str], bundled: Sequence[str] = ()) -> str:
+    """The encoder of a first visitor's hybrid: the first of ``bundled`` (the keys of the index
+    bundle's models trained on the active corpus, offered here) when :data:`PREFER_BUNDLED_MODEL`,
+    else ``use`` when offered, else the first encoder offered."""
+    if PREFER_BUNDLED_MODEL:
+        for key in bundled:
+            if key in encoders:
+                return key
+    if "use" in encoders or not encoders:
+        return "use"
+    return encoders[0]
+
+
+def default_systems(hybrid_stored: bool) -> tuple[str, ...]:
+    """The systems a first visitor sees (and a link without ``systems``): BM25 and the default
+    hybrid when ``hybrid_stored`` (the dense embeddings of that hybrid are in the index bundle or
+    the cache: it answers at once), else BM25 alone, so that no first visitor waits for a build."""
+    return STORED_HYBRID_SYSTEMS if SHOW_STORED_HYBRID and hybrid_stored else DEFAULT_SYSTEMS
 
 
 def default_hybrid_weights(fusion: str, hybrid_encoders: Sequence[str]) -> tuple[float, ...]:
@@ -230,7 +273,7 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
             notes.append(f"« {name} » est vide{instead}.")
         return good or default
 
-    systems = pick("systems", list(KIND_LABELS), DEFAULT_SYSTEMS, "Système(s)")
+    systems = pick("systems", list(KIND_LABELS), tuple(choices.systems), "Système(s)")
     k = number("k", single("k"), 1, MAX_K, DEFAULT_K, True)
     code = single("code")
     if code is not None and not code.strip():
@@ -241,7 +284,7 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
     encoder = pick("enc", list(choices.encoders), (default_encoder,), "Encodeur(s)")
     if len(encoder) > 1:
         notes.append(f"Un seul encodeur pour le système dense : « {encoder[0]} » est pris.")
-    hybrid_encoders = pick("henc", list(choices.encoders), (default_encoder,), "Encodeur(s)")
+    hybrid_encoders = pick("henc", list(choices.encoders), choices.default_hybrid, "Encodeur(s)")
     fusion = single("fusion")
     if fusion is None or not fusion.strip():
         fusion = DEFAULT_FUSION
@@ -332,10 +375,11 @@ def settings_from_state(state: Mapping[str, object], choices: LinkChoices) -> Se
 
     offered = list(choices.encoders)
     default = choices.default_encoder
-    systems = tuple(k for k in dict.fromkeys(get("systems", list(DEFAULT_SYSTEMS))) if k in KIND_LABELS)
+    systems = tuple(k for k in dict.fromkeys(get("systems", list(choices.systems))) if k in KIND_LABELS)
     code = get("code", None)
     encoder = get("encoder", default)
-    hybrid = tuple(e for e in dict.fromkeys(get("hybrid_encoders", [default])) if e in offered) or (default,)
+    hybrid = (tuple(e for e in dict.fromkeys(get("hybrid_encoders", list(choices.default_hybrid))) if e in offered)
+              or choices.default_hybrid)
     example = get("example", None)
     s = SearchSettings(
         question=str(get("question", "")), systems=systems, k=int(get("k", DEFAULT_K)),

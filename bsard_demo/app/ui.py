@@ -221,6 +221,53 @@ def retriever(data: ActiveData, spec: RetrieverSpec, label: str) -> Retriever:
             st.caption("Note : " + md_escape(n))
 
 
+# --------------------------------------------------------------------------- dense encoders
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _corpus_sha256(key: tuple, _articles) -> str:  # noqa: ARG001 - key is the cache key
+    """The corpus fingerprint trained models record (to say whether they were trained on it)."""
+    from ..training import articles_fingerprint
+
+    return articles_fingerprint(_articles)
+
+
+def encoder_menu(data: ActiveData) -> list:
+    """Every dense encoder the app knows for the active dataset, offered or not
+    (:func:`bsard_demo.app.builds.encoder_options`): the built-in ones, the models of the index
+    bundle when it serves this corpus, the trained folders of ``$BSARD_MODELS``."""
+    from ..training import list_trained_models
+    from .builds import encoder_options
+
+    ds = data.dataset
+    setup = hosting_ui.bundle_setup()
+    bundle = setup.bundle if ds.articles is not None and setup.serves(data.key, ds.articles, ds.name) else None
+    models = list_trained_models()
+    has_models = bool(models) or (bundle is not None and bool(bundle.model_list()))
+    sha = _corpus_sha256(data.key, ds.articles) if has_models and ds.articles is not None else None
+    return encoder_options(models, corpus_sha256=sha, bundle=bundle)
+
+
+#: Seconds a "not stored" answer of :func:`dense_stored` is kept (a "stored" one stays).
+STORED_RECHECK_S = 60
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, ttl=STORED_RECHECK_S)
+def _dense_stored(key: tuple, target: str, _articles) -> bool:  # noqa: ARG001 - key is the cache key
+    from .builds import dense_index_stored
+
+    return dense_index_stored(_articles, target)
+
+
+def dense_stored(data: ActiveData, target: str) -> bool:
+    """Whether the dense index of ``target`` (default settings) over the active dataset is built
+    in this process, or stored in the index bundle or the cache (checked at most once a minute)."""
+    if data.dataset.articles is None:
+        return False
+    if is_built(index_registry(), data, RetrieverSpec("dense", {"encoder": target})):
+        return True
+    return _dense_stored(data.key, target, data.dataset.articles)
+
+
 # --------------------------------------------------------------------------- errors
 
 @contextmanager
