@@ -5,7 +5,7 @@
         [--workdir bench/out/app]
 
 A real ``streamlit run app.py`` on 127.0.0.1 (free port) driven by Debian's Chromium through
-Playwright (helpers in ``tests/_browser.py``); nothing leaves the loopback interface. Chromium is
+Playwright (helpers in ``bench/browser.py``); nothing leaves the loopback interface. Chromium is
 launched once, before the timed rounds; every round starts a new server and a new browser context.
 
 - **sample** (``BSARD_DATA=sample``, a fresh ``BSARD_CACHE`` each round): *first page ready* =
@@ -43,83 +43,31 @@ of 2 CPUs for 22,633 articles with USE); ``--no-dense`` leaves dense and hybrid 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
-import numpy as np
+if __package__ in (None, ""):  # python bench/bench_app.py (bench/_path.py)
+    import _path  # noqa: F401
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
-
-from _browser import (RESULTS_READY_JS, SERVER_TIMES_JS, STEP_MS, AppServer, app_env,  # noqa: E402
-                      browser_missing, choose, chromium_options)
+from bench.browser import (QUESTION_BOX, RESULTS_READY_JS, SERVER_TIMES_JS, STEP_MS, SYSTEMS, TOP_K,  # noqa: E402
+                           VIEWPORT, AppServer, app_env, app_machine_facts, browser_missing, choose,
+                           chromium_options)
+from bench.common import (REPO, cli, fresh_dir, json_option, load_average, mb, p50_p95, synthetic_corpus,  # noqa: E402
+                          table, write_json)
+from bench.targets import target  # noqa: E402
 
 from bsard_demo.sources import load_dataset  # noqa: E402
 
-FIRST_PAGE_TARGET_S = 5.0
-SEARCH_TARGET_MS = 300.0
-FIRST_HITS_TARGET_S = 10.0
-COLD_LINK_TARGET_S = 45.0
-RSS_TARGET_MB = 1024.0
-VIEWPORT = {"width": 1440, "height": 1000}
-QUESTION_BOX = "Votre question"
-SYSTEMS = "Systèmes (côte à côte)"
-TOP_K = 10  # the page's default top-k
-
-
-# --------------------------------------------------------------------------- shared with load_app.py
-
-def machine_facts() -> str:
-    from importlib.metadata import version
-
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    chromium = subprocess.run(["/usr/bin/chromium", "--version"], capture_output=True, text=True).stdout.strip()
-    return (f"machine: {platform.machine()} {platform.system()}, cpu_count {os.cpu_count()} "
-            f"(usable {len(os.sched_getaffinity(0))}), load average {load}\n"
-            f"python {platform.python_version()}, streamlit {version('streamlit')}, "
-            f"playwright {version('playwright')}, {chromium or 'chromium ?'}")
-
-
-def load_average() -> str:
-    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def p50_p95(values: Sequence[float]) -> tuple[float, float]:
-    """Median and 95th percentile (linear interpolation)."""
-    a = np.asarray(values, dtype=float)
-    return float(np.percentile(a, 50)), float(np.percentile(a, 95))
-
-
-def table(rows: Iterable[Sequence[object]], header: Sequence[str]) -> str:
-    """A plain text table, first column left-aligned, the others right-aligned."""
-    rows = [[str(c) for c in r] for r in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(header)]
-    def line(cells):
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line([str(h) for h in header]), *(line(r) for r in rows)])
-
-
-def cli(args: Sequence[str], cache: Path, timeout: float = 1800) -> subprocess.CompletedProcess:
-    """``python -m bsard_demo ARGS`` with ``BSARD_CACHE=cache``, offline; raises on failure."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "BSARD_CACHE": str(cache)}
-    done = subprocess.run([sys.executable, "-m", "bsard_demo", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"bsard_demo {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return done
-
-
-def mb(kb: int) -> float:
-    return kb / 1024
+FIRST_PAGE_TARGET_S = target("app_first_page_s")
+SEARCH_TARGET_MS = target("app_search_ms")
+FIRST_HITS_TARGET_S = target("app_first_hits_s")
+COLD_LINK_TARGET_S = target("app_cold_link_s")
+RSS_TARGET_MB = target("app_rss_mb")
 
 
 # --------------------------------------------------------------------------- browser steps
@@ -143,12 +91,6 @@ def search(page, question: str, columns: int) -> tuple[float, list[float]]:
     if len(shown) != columns:
         raise RuntimeError(f"expected {columns} server times on the page, found {shown}")
     return wall, shown
-
-
-def fresh_dir(path: Path) -> Path:
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
 
 
 # --------------------------------------------------------------------------- the two scenarios
@@ -392,11 +334,9 @@ def report_full(bm25: list[dict], both: list[dict], prebuilt: dict) -> str:
     return pre + "\n" + "\n".join(out)
 
 
-def run_cold(browser, args, workdir: Path) -> bool:
+def run_cold(browser, args, workdir: Path, results: dict) -> bool:
     data = (args.synthetic or workdir / f"synth-{args.articles}").resolve()
-    if not (data / "articles.csv").is_file():
-        subprocess.run([sys.executable, str(REPO / "bench" / "synthetic.py"), "--out", str(data), "--articles",
-                        str(args.articles)], check=True, timeout=600)
+    synthetic_corpus(data, articles=args.articles)
     warm = (args.warm_cache or workdir / f"cache-{args.articles}").resolve()
     if args.dense_cache is not None:
         prebuild_full(data, warm, args.dense_cache, True)
@@ -413,6 +353,7 @@ def run_cold(browser, args, workdir: Path) -> bool:
     for n in range(args.rounds):
         rounds.append(cold_round(browser, workdir, n, data, warm, bundle, question))
         print(f"  cold round {n + 1}: load average {load_average()}", flush=True)
+    results["cold"] = {"facts": facts, "made": made, "rounds": [{k: {**v, "log": None} for k, v in r.items()} for r in rounds]}
     text, ok = report_cold(rounds, facts)
     print("\n" + text, flush=True)
     return ok
@@ -434,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dense-cache", type=Path, help="a cache root whose dense/ entries are copied first")
     ap.add_argument("--no-dense", action="store_true", help="full scale: BM25 only")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "app")
+    json_option(ap, "bench_app")
     args = ap.parse_args(argv)
     missing = browser_missing()
     if missing:
@@ -443,10 +385,11 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    print(machine_facts())
+    print(app_machine_facts())
     print(f"rounds {args.rounds}, {args.searches} timed searches per round and setting; "
           f"started {time.strftime('%Y-%m-%d %H:%M:%S')}")
     sample_out = full_out = None
+    results: dict = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(**chromium_options())
         try:
@@ -457,13 +400,12 @@ def main(argv: list[str] | None = None) -> int:
                 for n in range(args.rounds):
                     rounds.append(sample_round(browser, workdir, n, args.searches, questions))
                     print(f"  sample round {n + 1}: load average {load_average()}", flush=True)
+                results["sample"] = rounds
                 sample_out = report_sample(rounds)
                 print("\n" + sample_out, flush=True)
             if args.only in (None, "full"):
                 data = (args.synthetic or workdir / "synth").resolve()
-                if not (data / "articles.csv").is_file():
-                    subprocess.run([sys.executable, str(REPO / "bench" / "synthetic.py"), "--out", str(data)],
-                                   check=True, timeout=600)
+                synthetic_corpus(data)
                 cache = workdir / "cache-full"
                 dense = not args.no_dense
                 prebuilt = prebuild_full(data, cache, args.dense_cache, dense)
@@ -475,15 +417,17 @@ def main(argv: list[str] | None = None) -> int:
                     if dense:
                         both.append(full_round(browser, workdir, n, data, cache, args.searches, questions, True))
                     print(f"  full round {n + 1}: load average {load_average()}", flush=True)
+                results["full"] = {"prebuilt": prebuilt, "bm25": bm25, "bm25_and_hybrid": both}
                 full_out = report_full(bm25, both, prebuilt)
                 print("\n" + full_out, flush=True)
             if args.only == "cold":
-                ok = run_cold(browser, args, workdir)
+                ok = run_cold(browser, args, workdir, results)
                 if not ok:
                     print("\nCOLD START: FAIL", flush=True)
         finally:
             browser.close()
     print(f"\nfinished {time.strftime('%Y-%m-%d %H:%M:%S')}, load average {load_average()}")
+    write_json(args.json, results)
     return 0
 
 

@@ -24,12 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+import numpy as np
+import pandas as pd
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+if __package__ in (None, ""):  # python bench/bench_bundles.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import SYNTH as DEFAULT_DATA  # noqa: E402
+from bench.common import json_option, synthetic_corpus, write_json  # noqa: E402
 
 from bsard_demo import bundles, cache  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
@@ -37,10 +39,8 @@ from bsard_demo.retrievers.dense import DenseRetriever  # noqa: E402
 from bsard_demo.retrievers.encoders import resolve_encoder  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 
-DEFAULT_DATA = ROOT / "bench" / "out" / "synth"
-
-
-def mb(n: float) -> str:
+def size_text(n: float) -> str:
+    """Bytes as decimal megabytes, ``"    12.3 MB"``."""
     return f"{n / 1e6:8.1f} MB"
 
 
@@ -48,7 +48,7 @@ def folder_size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def bm25_bundle(data, tmp: Path) -> None:
+def bm25_bundle(data, tmp: Path) -> dict:
     articles = data.articles
     print(f"## BM25 bundle: {len(articles):,} articles ({data.name})")
     cache.forget_used()
@@ -59,9 +59,9 @@ def bm25_bundle(data, tmp: Path) -> None:
     corpus = bundles.corpus_id(articles, data.name)
     fp_time = time.perf_counter() - t0
     bundle = bundles.export_bundle(tmp / "bm25-bundle", cache.used_entries(), corpus=corpus)
-    print(f"build {build:6.2f} s; corpus fingerprint {fp_time:5.2f} s; bundle total {mb(bundle.total_size)}")
+    print(f"build {build:6.2f} s; corpus fingerprint {fp_time:5.2f} s; bundle total {size_text(bundle.total_size)}")
     for name, meta in sorted(bundle.manifest["files"].items(), key=lambda kv: -kv[1]["size"]):
-        print(f"  {mb(meta['size'])}  {name.split('/', 2)[-1] if '/' in name else name}")
+        print(f"  {size_text(meta['size'])}  {name.split('/', 2)[-1] if '/' in name else name}")
     bundles.activate(bundle)
     empty = tmp / "empty-cache"
     times = []
@@ -72,9 +72,11 @@ def bm25_bundle(data, tmp: Path) -> None:
     bundles.deactivate()
     assert not empty.exists() or not any(empty.rglob("*")), "the bundle load wrote into the cache"
     print(f"load from the bundle, empty cache: first {times[0]:.2f} s (checksums), then median {sorted(times[1:])[0]:.2f} s")
+    return {"articles": len(articles), "build_s": build, "fingerprint_s": fp_time, "bundle_bytes": bundle.total_size,
+            "files": {name: meta["size"] for name, meta in bundle.manifest["files"].items()}, "load_s": times}
 
 
-def compare_float16(name: str, articles: pd.DataFrame, questions: list[str], depth: int, tmp: Path) -> None:
+def compare_float16(name: str, articles: pd.DataFrame, questions: list[str], depth: int, tmp: Path) -> dict:
     enc = resolve_encoder(name)
     t0 = time.perf_counter()
     r32 = DenseRetriever.build(articles, encoder=enc, cache_root=tmp / f"cache-{name}")
@@ -103,8 +105,11 @@ def compare_float16(name: str, articles: pd.DataFrame, questions: list[str], dep
     print(f"{name:7s} {len(articles):6,} art  {n:4d} q  depth {depth:4d}  identical order {same_order / n:7.1%}  "
           f"identical top-100 order {same_top100 / n:7.1%}  identical set {same_set / n:7.1%}  "
           f"max rank shift {max_shift:4d}  max |Δscore| {max_dscore:.2e}  (encode {encode:5.1f} s)")
-    print(f"        embeddings at {full:,} articles × {enc.dim}: float32 {mb(full * enc.dim * 4 + header)}, "
-          f"float16 {mb(full * enc.dim * 2 + header)}")
+    print(f"        embeddings at {full:,} articles × {enc.dim}: float32 {size_text(full * enc.dim * 4 + header)}, "
+          f"float16 {size_text(full * enc.dim * 2 + header)}")
+    return {"encoder": name, "articles": len(articles), "questions": n, "depth": depth, "identical_order": same_order / n,
+            "identical_top100": same_top100 / n, "identical_set": same_set / n, "max_rank_shift": max_shift,
+            "max_abs_score_diff": max_dscore, "encode_s": encode}
 
 
 def main(argv=None) -> int:
@@ -114,26 +119,27 @@ def main(argv=None) -> int:
     ap.add_argument("--depth", type=int, default=500)
     ap.add_argument("--sample", action="store_true", help="also check float16 on the sample for use and minilm")
     ap.add_argument("--no-bm25", action="store_true")
+    json_option(ap, "bench_bundles")
     args = ap.parse_args(argv)
     data_dir = Path(args.data)
-    if data_dir == DEFAULT_DATA and not (data_dir / "articles.csv").is_file():
-        import synthetic
-
-        synthetic.generate(data_dir)
+    if data_dir == DEFAULT_DATA:
+        synthetic_corpus(data_dir)
+    results: dict = {"float16": []}
     data = load_dataset(str(data_dir))
     with tempfile.TemporaryDirectory(prefix="bench-bundles-") as t:
         tmp = Path(t)
         os.environ.pop("BSARD_INDEX", None)
         if not args.no_bm25:
-            bm25_bundle(data, tmp)
+            results["bm25"] = bm25_bundle(data, tmp)
         print(f"\n## float16 embeddings (cast back to float32 at load) vs float32, top-{args.depth}")
         questions = list(data.questions("test")["question"])
-        compare_float16("use", data.articles.iloc[:args.dense_articles].reset_index(drop=True), questions, args.depth, tmp)
+        results["float16"].append(compare_float16("use", data.articles.iloc[:args.dense_articles].reset_index(drop=True), questions, args.depth, tmp))
         if args.sample:
             sample = load_dataset("sample")
             qs = [q for split in sample.split_names for q in sample.questions(split)["question"]]
             for name in ("use", "minilm"):
-                compare_float16(name, sample.articles, qs, len(sample.articles), tmp)
+                results["float16"].append(compare_float16(name, sample.articles, qs, len(sample.articles), tmp))
+    write_json(args.json, results)
     return 0
 
 

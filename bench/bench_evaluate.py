@@ -20,9 +20,6 @@ score desc, doc id desc), to 1e-9, per question and on the means.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -31,23 +28,24 @@ from pathlib import Path
 from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
+import pytrec_eval
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+if __package__ in (None, ""):  # python bench/bench_evaluate.py (bench/_path.py)
+    import _path  # noqa: F401
 
-import pytrec_eval  # noqa: E402
+from bench.common import REPO, json_option, machine_facts, percentile, write_json  # noqa: E402
+from bench.synthetic import BSARD_ARTICLES, generate, make_run  # noqa: E402
+from bench.targets import target  # noqa: E402
 
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.runs import RunFile, read_run_path  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
-from synthetic import BSARD_ARTICLES, generate, make_run  # noqa: E402
 
 REAL_DATA = REPO.parent / "shared" / "data" / "bsard"
 KS = (100, 200, 500)
 MEASURES = {"recall_100", "recall_200", "recall_500", "map_cut_100", "recip_rank"}
 TOLERANCE = 1e-9
-TARGET_SECONDS = 0.3
+TARGET_SECONDS = target("evaluate_whole_s")
 
 
 def read_ours(path: Path, qids: Collection[str], corpus_ids: Collection[str]) -> RunFile:
@@ -86,22 +84,13 @@ def time_interleaved(cases: Mapping[str, Callable[[], object]], repeat: int) -> 
     return times
 
 
-def machine_facts() -> str:
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    versions = {name: importlib.metadata.version(dist) for name, dist in
-                (("numpy", "numpy"), ("pandas", "pandas"), ("pytrec_eval", "pytrec-eval-terrier"))}
-    return (f"machine: {platform.machine()} {platform.system()}, cpu_count {os.cpu_count()} (usable {affinity}), "
-            f"load average {load}\npython {platform.python_version()}, "
-            + ", ".join(f"{k} {v}" for k, v in versions.items()))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="timed repetitions after one warm-up")
     parser.add_argument("--depth", type=int, default=500, help="run depth per question")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--synthetic-qrels", action="store_true", help="ignore the real test qrels")
+    json_option(parser, "bench_evaluate")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-evaluate-") as tmp:
@@ -118,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         n_lines = run_path.read_text(encoding="utf-8").count("\n")
         pt_qrels = {q: {d: 1 for d in docs} for q, docs in qrels.items()}
 
-        print(machine_facts())
+        print(machine_facts("numpy", "pandas", "pytrec_eval=pytrec-eval-terrier"))
         print(f"labels: {source}: {len(qrels)} questions, {sum(map(len, qrels.values()))} relevant pairs")
         print(f"run: synthetic, {n_lines} lines ({args.depth} per question, with ties), "
               f"{run_path.stat().st_size / 1e6:.1f} MB; {args.repeat} interleaved timed rounds after 1 warm-up")
@@ -150,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{'step':<38} {'median ms':>10} {'p95 ms':>8} {'vs pytrec_eval':>15}")
         for name, ts in times.items():
             med = statistics.median(ts) * 1e3
-            p95 = float(np.percentile(ts, 95)) * 1e3
+            p95 = percentile(ts, 95) * 1e3
             ref = baseline.get(name)
             ratio = f"{med / (statistics.median(times[ref]) * 1e3):.2f}×" if ref else ""
             print(f"{name:<38} {med:>10.1f} {p95:>8.1f} {ratio:>15}")
@@ -182,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{label:<8} {ours.means[ours_col]:>12.6f} {means[pt_name]:>12.6f} {max(diffs):>17.1e}  "
                   f"{'yes' if ok else 'NO'}{note}")
         print(f"agreement with pytrec_eval to {TOLERANCE:g}: {'all five figures agree' if all_ok else 'MISMATCH'}")
+        write_json(args.json, {"labels": source, "run_lines": n_lines, "times_s": times, "whole_s": whole,
+                               "target": verdict, "agree": all_ok})
     return 0 if all_ok else 1
 
 

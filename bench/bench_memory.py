@@ -34,14 +34,15 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+if __package__ in (None, ""):  # python bench/bench_memory.py (bench/_path.py)
+    import _path  # noqa: F401
 
-from synthetic import BSARD_ARTICLES, generate, make_run  # noqa: E402
+from bench.common import REPO, json_option, load_average, mb, synthetic_corpus, write_json  # noqa: E402
+from bench.common import SYNTH as DEFAULT_DATA  # noqa: E402
+from bench.synthetic import BSARD_ARTICLES, make_run  # noqa: E402
+from bench.targets import target  # noqa: E402
 
-DEFAULT_DATA = REPO / "bench" / "out" / "synth"
-LIMIT_MB = 150
+LIMIT_MB = target("read_run_above_tiny_mb")
 
 WORKER = r"""
 import hashlib, json, resource, sys, time
@@ -102,22 +103,22 @@ print(json.dumps({"cost": status("VmHWM") - before, "before": before, "seconds":
 """
 
 
-def run_cold(path: Path) -> dict:
+def _python_json(code: str, *argv: str, what: str) -> dict:
+    """Run ``python -c code argv…`` with the repository importable; its last output line, as JSON."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", COLD_WORKER, str(path)], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
-        raise SystemExit(f"cold worker failed on {path}:\n{proc.stderr}")
+        raise SystemExit(f"{what} failed on {argv[0]}:\n{proc.stderr}")
     return json.loads(proc.stdout)
+
+
+def run_cold(path: Path) -> dict:
+    return _python_json(COLD_WORKER, str(path), what="cold worker")
 
 
 def run_worker(path: Path, data: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", WORKER, str(path), str(data)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise SystemExit(f"worker failed on {path}:\n{proc.stderr}")
-    return json.loads(proc.stdout)
+    return _python_json(WORKER, str(path), str(data), what="worker")
 
 
 def run_cli_peak(path: Path, data: Path) -> dict:
@@ -128,11 +129,10 @@ def run_cli_peak(path: Path, data: Path) -> dict:
                                  "--format", "json"], cwd=REPO, env=env, stdout=null, stderr=null)
         _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"seconds": time.perf_counter() - t, "peak_mb": usage.ru_maxrss / 1024, "returncode": proc.returncode}
+    return {"seconds": time.perf_counter() - t, "peak_mb": mb(usage.ru_maxrss), "returncode": proc.returncode}
 
 
 def make_files(data: Path, out: Path, depth: int, formats: Sequence[str]) -> dict[str, Path]:
-    sys.path.insert(0, str(REPO))
     from bsard_demo.sources import load_dataset
 
     ds = load_dataset(data, need_corpus=False)
@@ -176,15 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="fresh interpreters per case (median reported)")
     parser.add_argument("--formats", default="gz,parquet", help="large-run variants besides plain TREC")
     parser.add_argument("--no-cli", action="store_true", help="skip the CLI measurement")
+    json_option(parser, "bench_memory")
     args = parser.parse_args(argv)
-    if not (args.data / "questions_test.csv").exists():
-        print(f"generating the synthetic dataset in {args.data} (seed 0) ...", file=sys.stderr)
-        generate(args.data, seed=0)
+    synthetic_corpus(args.data)
     formats = [f for f in args.formats.split(",") if f]
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         files = make_files(args.data, Path(tmp), args.depth, formats)
         print(f"dataset: {args.data}; python {sys.version.split()[0]}; load average "
-              + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+              + load_average())
         for name, path in files.items():
             print(f"  {name}: {path.name}, {path.stat().st_size / 2**20:.1f} MB")
         results = {}
@@ -238,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 peak = statistics.median(r["peak_mb"] for r in rs)
                 print(f"{name:<24} {peak:>8.0f} {peak - tiny_cli:>11.0f} "
                       f"{statistics.median(r['seconds'] for r in rs):>8.2f}")
+        write_json(args.json, {"warm": results, "cold": cold, "cli": None if args.no_cli else cli,
+                               "same_figures": same, "worst_above_tiny_mb": worst})
     return 0 if same and worst <= LIMIT_MB else 1
 
 

@@ -34,75 +34,44 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Sequence
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+import numpy as np
 
-import numpy as np  # noqa: E402
+if __package__ in (None, ""):  # python bench/bench_retrieval.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import REPO as ROOT  # noqa: E402
+from bench.common import SYNTH as DEFAULT_DATA  # noqa: E402
+from bench.common import (json_option, machine_facts, median_time, memory_mb, percentile, synthetic_corpus,  # noqa: E402
+                          timed, write_json)
+from bench.targets import target  # noqa: E402
 
 from bsard_demo.analyzer import DEFAULT_FIELDS, Analyzer, article_texts  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 
-DEFAULT_DATA = ROOT / "bench" / "out" / "synth"
 RECORDS = "bench_retrieval.json"
 BSARD_ARTICLES = 22_633
-MB = 1024 * 1024
 
-# Targets (issue 3): name -> threshold
-BM25_ALL_S = 1.0
-BM25_SPEEDUP = 50.0
-BM25_ONE_MS = 5.0
-BM25_BUILD_S = 15.0
-DENSE_ONE_MS = 50.0
-MEMORY_MB = 1024.0
+# Targets (issue 3), from bench/targets.py
+BM25_ALL_S = target("bm25_all_s")
+BM25_SPEEDUP = target("bm25_speedup")
+BM25_ONE_MS = target("bm25_one_ms")
+BM25_BUILD_S = target("bm25_build_s")
+DENSE_ONE_MS = target("dense_one_ms")
+MEMORY_MB = target("memory_mb")
 
 
 # --------------------------------------------------------------------------- measuring
 
-def memory_mb() -> tuple[float, float]:
-    """(current RSS, peak RSS) of this process in MiB, from /proc/self/status (Linux)."""
-    values = {}
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                key, amount, _unit = line.split()
-                values[key[:-1]] = int(amount) / 1024
-    except OSError:
-        import resource
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        return float("nan"), peak
-    return values.get("VmRSS", float("nan")), values.get("VmHWM", float("nan"))
-
-
 def load1() -> float:
     return os.getloadavg()[0]
-
-
-def timed(fn: Callable[[], object]) -> tuple[float, object]:
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    """Median wall-clock seconds of ``repeat`` calls, and the last result."""
-    times, out = [], None
-    for _ in range(max(1, repeat)):
-        t, out = timed(fn)
-        times.append(t)
-    return statistics.median(times), out
 
 
 def latencies_ms(search: Callable[[str], object], questions: Sequence[str]) -> list[float]:
@@ -112,10 +81,6 @@ def latencies_ms(search: Callable[[str], object], questions: Sequence[str]) -> l
         t, _ = timed(lambda: search(q))
         out.append(1000 * t)
     return out
-
-
-def pct(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(values, q)) if len(values) else float("nan")
 
 
 @dataclass
@@ -166,7 +131,7 @@ def bench_bm25s(articles, questions, lat_questions, cache_root: Path, args) -> t
     r.search_many(questions[:8], 500)  # warm-up
     for k in (100, 500):
         ms = latencies_ms(lambda q: r.search(q, k), lat_questions)
-        row.one[k] = (pct(ms, 50), pct(ms, 95))
+        row.one[k] = (percentile(ms, 50), percentile(ms, 95))
     row.all_s, _ = median_time(lambda: r.search_many(questions, 500), args.repeat)
     tokens = [r.analyzer.tokens(q) for q in questions]
     k = min(500, len(articles))
@@ -183,7 +148,7 @@ def bench_rank_bm25(articles, questions, lat_questions, args) -> tuple[Row, list
     row.build_note = " (1×)"
     for k in (100, 500):
         ms = latencies_ms(lambda q: r.search(q, k), lat_questions[:args.rank_bm25_latency_questions])
-        row.one[k] = (pct(ms, 50), pct(ms, 95))
+        row.one[k] = (percentile(ms, 50), percentile(ms, 95))
     row.all_s, ref_hits = timed(lambda: r.search_many(questions, 500))
     row.rss_mb, row.peak_mb = memory_mb()
     notes = [f"rank_bm25: search timed once for the 222 questions; single-question latency over "
@@ -275,10 +240,10 @@ def bench_dense(articles, questions, lat_questions, cache_root: Path, args) -> t
     r.search_many(questions[:8], 500)  # warm-up
     for k in (100, 500):
         ms = latencies_ms(lambda q: r.search(q, k), lat_questions)
-        row.one[k] = (pct(ms, 50), pct(ms, 95))
+        row.one[k] = (percentile(ms, 50), percentile(ms, 95))
     vec = enc.encode_queries(lat_questions[:1])
     search_ms = latencies_ms(lambda q: r.search_vectors(vec, 100), lat_questions)
-    notes.append(f"dense use: of one question at k=100, the FAISS search + ordering alone takes p50 {pct(search_ms, 50):.1f} ms")
+    notes.append(f"dense use: of one question at k=100, the FAISS search + ordering alone takes p50 {percentile(search_ms, 50):.1f} ms")
     row.all_s, _ = median_time(lambda: r.search_many(questions, 500), args.repeat)
     row.rss_mb, row.peak_mb = memory_mb()
     del r
@@ -300,7 +265,7 @@ def bench_minilm(articles, lat_questions, args) -> tuple[Row, list[str]]:
     over = sum(c > enc.max_tokens for c in enc.count_tokens(texts))
     notes = [f"dense minilm: only throughput measured, on {len(texts)} articles ({over} over its {enc.max_tokens}-token "
              f"window, mean-pooled chunks); full build EXTRAPOLATED to {len(articles)} articles; "
-             f"one question's encoding alone p50 {pct(ms, 50):.1f} ms / p95 {pct(ms, 95):.1f} ms"]
+             f"one question's encoding alone p50 {percentile(ms, 50):.1f} ms / p95 {percentile(ms, 95):.1f} ms"]
     return row, notes
 
 
@@ -396,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--throughput-docs", type=int, default=500, help="articles for the fresh encoding throughput")
     p.add_argument("--minilm", action="store_true", help="also measure minilm throughput (~15 docs/s: slow)")
     p.add_argument("--no-memory", action="store_true", help="skip the memory subprocess")
+    json_option(p, "bench_retrieval")
     p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -403,21 +369,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.memory_child:
         return memory_child(args.data, cache_root, args.dense_articles)
     data = Path(args.data) if args.data not in ("sample", "hub") else args.data
-    if isinstance(data, Path) and data.resolve() == DEFAULT_DATA and not (data / "articles.csv").exists():
-        from synthetic import generate
-
-        print(f"generating the synthetic corpus into {data} ...", flush=True)
-        generate(data)
+    if isinstance(data, Path) and data.resolve() == DEFAULT_DATA:
+        synthetic_corpus(data)
     import bm25s
     import rank_bm25  # noqa: F401
 
     ds = load_dataset(str(data))
     questions = [str(q) for q in ds.questions("test")["question"]]
     lat_questions = questions[:args.latency_questions]
-    la = os.getloadavg()
-    print(f"machine: {platform.machine()} {platform.system()}, cpu_count {os.cpu_count()} "
-          f"(usable {len(os.sched_getaffinity(0))}), load average {la[0]:.2f}, {la[1]:.2f}, {la[2]:.2f}")
-    print(f"python {platform.python_version()}, numpy {np.__version__}, bm25s {bm25s.__version__}")
+    print(machine_facts("numpy", "bm25s"))
     print(f"data: {data} ({len(ds.articles)} articles, {len(questions)} test questions); cache: {cache_root}")
     print(f"started {datetime.now().isoformat(timespec='seconds')}; RSS after imports + dataset "
           f"{memory_mb()[0]:.0f} MB", flush=True)
@@ -464,6 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in targets(rows, mem):
         print("- " + line)
     print(f"finished {datetime.now().isoformat(timespec='seconds')}, load average {la[0]:.2f}, {la[1]:.2f}, {la[2]:.2f}")
+    write_json(args.json, {"rows": rows, "notes": notes, "memory": mem, "targets": targets(rows, mem)})
     return 0
 
 

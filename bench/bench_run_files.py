@@ -1,7 +1,8 @@
 """Time run-file parsing: 222 questions x 500 articles (111,000 lines) in each format.
 
 Usage: python bench/bench_run_files.py [repeats]
-Prints the best of ``repeats`` CPU times (process_time, robust to a busy machine) per format (target for TREC: well under 0.2 s).
+Prints the best of ``repeats`` CPU times (process_time, robust to a busy machine) per format (target for TREC: well under 0.2 s);
+writes them to ``bench/out/bench_run_files.json``.
 """
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import json
 import random
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __package__ in (None, ""):  # python bench/bench_run_files.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import OUT, write_json  # noqa: E402
 
 from bsard_demo.runs import read_run_bytes  # noqa: E402
 
@@ -44,6 +47,7 @@ def main(repeats: int = 7) -> None:
     scores = make_scores()
     qids = list(scores)
     corpus = {str(i) for i in range(1, 22634)}
+    results = {}
     for name, data in files(scores).items():
         best = float("inf")
         for _ in range(repeats):
@@ -52,6 +56,8 @@ def main(repeats: int = 7) -> None:
             best = min(best, time.process_time() - t)
         assert rf.ok, [str(p) for p in rf.problems]
         print(f"{name:12s} {len(data) / 2**20:6.1f} MB  best {best * 1000:7.1f} ms CPU  ({rf.format}, {len(rf.problems)} problems)")
+        results[name] = {"bytes": len(data), "best_cpu_s": best, "format": rf.format, "problems": len(rf.problems)}
+    write_json(OUT / "bench_run_files.json", {"repeats": repeats, "formats": results})
 
 
 if __name__ == "__main__":

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):  # python bench/bench_train.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import REPO as ROOT  # noqa: E402
+from bench.common import json_option, machine_facts, write_json  # noqa: E402
 
 from bsard_demo.dataset import Dataset  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
@@ -36,11 +37,6 @@ from bsard_demo.sources import load_dataset  # noqa: E402
 from bsard_demo.training import TrainOptions, train, training_pairs  # noqa: E402
 
 BSARD_TRAIN_PAIRS = 4200
-
-
-def _machine() -> str:
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"machine: {platform.machine()} {platform.system()}, cpu_count {os.cpu_count()}, load average {load}"
 
 
 def _first_pairs(dataset: Dataset, split: str, n_pairs: int) -> Dataset:
@@ -57,10 +53,11 @@ def cmd_cost(args) -> int:
     dataset = load_dataset(args.data)
     subset = _first_pairs(dataset, "train", args.pairs)
     pairs = len(training_pairs(subset, "train"))
-    print(_machine())
+    print(machine_facts(usable=False, python=False))
     print(f"data: {dataset.name}, train pairs used: {pairs} (of {len(training_pairs(dataset, 'train'))}); "
           f"base {args.base}, batch {args.batch}, 1 epoch, seed 0, threads {args.threads or 'default'}")
     print(f"{'max-seq':>8} {'steps':>6} {'train s':>8} {'pairs/s':>8} {'epoch of 4,200 pairs (EXTRAPOLATED)':>38}")
+    rows = []
     for max_seq in args.max_seq:
         with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
             opts = TrainOptions(out=Path(tmp) / "m", base=args.base, batch=args.batch, max_seq=max_seq,
@@ -70,7 +67,10 @@ def cmd_cost(args) -> int:
         rate = pairs / seconds
         print(f"{max_seq:>8} {result.metadata['steps']:>6} {seconds:>8.1f} {rate:>8.2f} "
               f"{BSARD_TRAIN_PAIRS / rate / 60:>34.1f} min")
-    print(_machine())
+        rows.append({"max_seq": max_seq, "steps": result.metadata["steps"], "train_s": seconds, "pairs_per_s": rate,
+                     "bsard_epoch_min_extrapolated": BSARD_TRAIN_PAIRS / rate / 60})
+    print(machine_facts(usable=False, python=False))
+    write_json(args.json, {"what": "cost", "pairs": pairs, "rows": rows})
     return 0
 
 
@@ -85,7 +85,7 @@ def _score(dataset: Dataset, retriever, split: str = "test") -> dict[str, float]
 def cmd_quality(args) -> int:
     dataset = load_dataset(args.data)
     cache_root = Path(args.cache_dir) if args.cache_dir else (None if os.environ.get("BSARD_CACHE") else ROOT / "bench" / "out" / "cache")
-    print(_machine())
+    print(machine_facts(usable=False, python=False))
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-train-")) / "model"
     opts = TrainOptions(out=out, data=args.data, base=args.base, epochs=args.epochs, batch=args.batch,
                         max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
@@ -110,7 +110,8 @@ def cmd_quality(args) -> int:
     print("| system | R@100 | MAP@100 |\n|---|---:|---:|")
     for label, m in rows:
         print(f"| {label} | {100 * m['R@100']:.2f} | {100 * m['MAP@100']:.2f} |")
-    print(_machine())
+    print(machine_facts(usable=False, python=False))
+    write_json(args.json, {"what": "quality", "metadata": result.metadata, "rows": dict(rows)})
     return 0
 
 
@@ -125,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--base", default="minilm")
     c.add_argument("--hard-negatives", type=int, default=0)
     c.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, one per core)")
+    json_option(c, "bench_train")
     c.set_defaults(func=cmd_cost)
     q = sub.add_parser("quality", help="R@100 / MAP@100 before and after fine-tuning")
     q.add_argument("--data", default="sample")
@@ -137,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("--out", default=None, help="keep the trained model here (default: a temporary folder)")
     q.add_argument("--cache-dir", default=None)
     q.add_argument("--threads", type=int, default=None, help="torch threads while training (default: torch's)")
+    json_option(q, "bench_train")
     q.set_defaults(func=cmd_quality)
     args = p.parse_args(argv)
     return args.func(args)

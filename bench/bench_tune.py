@@ -18,16 +18,16 @@ also tunes the fusion of BM25 (tuned) + dense ``use`` and scores it the same way
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Sequence
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):  # python bench/bench_tune.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import REPO as ROOT  # noqa: E402
+from bench.common import json_option, machine_facts, synthetic_corpus, write_json  # noqa: E402
 
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
@@ -39,34 +39,20 @@ from bsard_demo.tuning import Measure, TermMatrix, tune_bm25, tune_hybrid  # noq
 KS = (100, 200, 500)
 
 
-def _machine() -> str:
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"machine: {platform.machine()} {platform.system()}, cpu_count {os.cpu_count()}, load average {load}"
-
-
 def _timed(fn):
     w, c = time.perf_counter(), time.process_time()
     out = fn()
     return out, time.perf_counter() - w, time.process_time() - c
 
 
-def _synthetic(path: Path) -> Path:
-    if not (path / "questions_train.csv").is_file():
-        from synthetic import generate  # bench/synthetic.py
-
-        generate(path, seed=0, n_train=886)
-    return path
-
-
 def cmd_speed(args) -> int:
-    sys.path.insert(0, str(ROOT / "bench"))
-    data = Path(args.data) if args.data else _synthetic(ROOT / "bench" / "out" / "synth")
+    data = Path(args.data) if args.data else synthetic_corpus(ROOT / "bench" / "out" / "synth")
     dataset = load_dataset(str(data))
     questions = dataset.questions("train")
     qrels = dataset.qrels("train")
     texts = question_texts(questions, False)
     qids = [str(q) for q in questions["id"]]
-    print(_machine())
+    print(machine_facts(usable=False, python=False))
     print(f"data: {data} — {len(dataset.articles)} articles, train split {len(questions)} questions")
     matrix, w, c = _timed(lambda: TermMatrix.build(dataset.articles, BM25Settings()))
     rows = [("tokenised corpus (once)", w, c)]
@@ -116,7 +102,10 @@ def cmd_speed(args) -> int:
         print(f"\nhybrid of two BM25 variants, {len(hybrid.grid)} fusion settings: {w:.1f} s wall, {c:.1f} s CPU; "
               + ", ".join(f"{k} {v:.1f} s" for k, v in hybrid.stages.items()))
         print(f"best: {hybrid.settings_text(hybrid.best)} recall@100 = {hybrid.best_value:.4f} (start {hybrid.start_value:.4f})")
-    print(_machine())
+    print(machine_facts(usable=False, python=False))
+    write_json(args.json, {"what": "speed", "rows": [{"step": label, "wall_s": w, "cpu_s": c} for label, w, c in rows],
+                           "best": result.settings_text(result.best), "best_value": result.best_value,
+                           "start_value": result.start_value})
     return 0
 
 
@@ -132,7 +121,7 @@ def _test_figures(dataset, retriever) -> dict[str, float]:
 def cmd_effect(args) -> int:
     dataset = load_dataset(args.data)
     cache_root = Path(args.cache_dir) if args.cache_dir else None
-    print(_machine())
+    print(machine_facts(usable=False, python=False))
     rows = []
     tuned = tune_bm25(dataset, "train", measure=args.measure, data=args.data)
     print(tuned.summary())
@@ -163,7 +152,9 @@ def cmd_effect(args) -> int:
     for label, train_fig, m in rows:
         print(f"| {label} | {train_fig} | " + " | ".join(f"{100 * m[k]:.2f}" for k in
                                                        ("R@100", "R@200", "R@500", "MAP@100", "MRR@100")) + " |")
-    print(_machine())
+    print(machine_facts(usable=False, python=False))
+    write_json(args.json, {"what": "effect", "measure": args.measure,
+                           "rows": [{"settings": label, "train": fig, **m} for label, fig, m in rows]})
     return 0
 
 
@@ -174,12 +165,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("--data", default=None, help="a dataset folder (default: bench/out/synth, generated if absent)")
     s.add_argument("--points", type=int, default=5, help="grid points timed against the naive way (max 7)")
     s.add_argument("--hybrid", action="store_true", help="also time a fusion grid (parts: two BM25 variants)")
+    json_option(s, "bench_tune")
     s.set_defaults(func=cmd_speed)
     e = sub.add_parser("effect", help="default vs train-tuned settings on the test split")
     e.add_argument("--data", default="sample")
     e.add_argument("--measure", default="recall@100")
     e.add_argument("--hybrid", action="store_true", help="also tune the fusion of BM25 + dense use")
     e.add_argument("--cache-dir", default=None)
+    json_option(e, "bench_tune")
     e.set_defaults(func=cmd_effect)
     args = p.parse_args(argv)
     return args.func(args)

@@ -13,12 +13,17 @@ import sys
 
 import pandas as pd
 
-from bsard_demo.analyzer import TEXT_ONLY
-from bsard_demo.retrievers.batch import question_texts
-from bsard_demo.evaluation import evaluate
-from bsard_demo.retrievers.bm25 import BM25Retriever
-from bsard_demo.runs import Run
-from bsard_demo.sources import load_dataset
+if __package__ in (None, ""):  # python bench/bm25_quality.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import json_option, write_json  # noqa: E402
+
+from bsard_demo.analyzer import TEXT_ONLY  # noqa: E402
+from bsard_demo.evaluation import evaluate  # noqa: E402
+from bsard_demo.retrievers.batch import question_texts  # noqa: E402
+from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
+from bsard_demo.runs import Run  # noqa: E402
+from bsard_demo.sources import load_dataset  # noqa: E402
 
 VARIANTS = {
     "default (headers, stem, lucene k1=1 b=0.6)": {},
@@ -35,6 +40,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data")
     p.add_argument("--ks", type=int, nargs="+", default=[10, 100])
+    json_option(p, "bm25_quality")
     args = p.parse_args(argv)
     ds = load_dataset(args.data)
     rows = []
@@ -50,6 +56,7 @@ def main(argv=None) -> int:
                              **{m: round(100 * v, 1) for m, v in means.items()}})
     pd.set_option("display.width", 200)
     print(pd.DataFrame(rows).to_string(index=False))
+    write_json(args.json, rows)
     return 0
 
 

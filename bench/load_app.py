@@ -8,7 +8,7 @@
 One ``streamlit run app.py`` with the bundled sample (``BSARD_DATA=sample``) and a fresh,
 empty ``BSARD_CACHE`` on 127.0.0.1 (free port); one headless Debian Chromium with one browser
 context (own cookies, own Streamlit session) per simulated visitor; all sessions are driven at
-the same time by asyncio (Playwright's async API). Helpers: ``tests/_browser.py``.
+the same time by asyncio (Playwright's async API). Helpers: ``bench/browser.py``.
 
 Each session ``i``, all starting together (so their first searches race to build the BM25
 index):
@@ -42,31 +42,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "bench"))
+if __package__ in (None, ""):  # python bench/load_app.py (bench/_path.py)
+    import _path  # noqa: F401
 
-from _browser import (HIT_IDS_JS, RESULTS_READY_JS, SERVER_TIMES_JS, STEP_MS, AppServer, app_env, browser_missing,  # noqa: E402
-                      chromium_options, cpu_seconds, process_tree)
-from bench_app import QUESTION_BOX, TOP_K, VIEWPORT, cli, load_average, machine_facts, mb, p50_p95, table  # noqa: E402
+from bench.browser import (ERRORS_JS, HIT_IDS_JS, QUESTION_BOX, RESULTS_READY_JS, SCORED_JS,  # noqa: E402
+                           SERVER_TIMES_JS, SETTLED_JS, STEP_MS, TABLE_JS, TOP_K, VIEWPORT, AppServer, app_env,
+                           app_machine_facts, browser_missing, chromium_options, first_row_cell)
+from bench.common import (REPO, cli, cpu_seconds, json_option, load_average, mb, p50_p95, process_tree,  # noqa: E402
+                          table, write_json)
 
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 
 ACTIONS = ("open", "search", "score page", "score")
-SETTLED_JS = """() => !document.querySelector("[data-testid='stStatusWidget']")
-  && !document.querySelector("[data-stale='true']")"""
-#: the metrics table: the dataframe with a column header exactly "R@100" (not "MRR@100")
-METRICS_TABLE_JS = """[...document.querySelectorAll("[data-testid='stDataFrame']")].find(e =>
-  [...e.querySelectorAll("th, [role='columnheader']")].some(c => c.textContent.trim() === 'R@100'))"""
-SCORED_JS = f"""() => !document.querySelector("[data-testid='stStatusWidget']")
-  && !document.querySelector("[data-stale='true']") && !!{METRICS_TABLE_JS}"""
-TABLE_JS = f"""() => {{ const e = {METRICS_TABLE_JS};
-  return [[...e.querySelectorAll("th, [role='columnheader']")].map(c => c.textContent.trim()),
-          [...e.querySelectorAll("td, [role='gridcell']")].map(c => c.textContent.trim())]; }}"""
-ERRORS_JS = """() => [...document.querySelectorAll("[data-testid='stException'], [data-testid='stAlertContentError']")]
-  .map(e => e.innerText.slice(0, 200))"""
 
 
 @dataclass
@@ -200,7 +188,7 @@ async def session(browser, url: str, task: Task, go: asyncio.Event) -> Outcome:
             await page.wait_for_function(SCORED_JS, polling=50)
         await _timed(out, "score", score())
         header, cells = await page.evaluate(TABLE_JS)
-        out.r100_shown = _cell(header, cells, "R@100")
+        out.r100_shown = first_row_cell(header, cells, "R@100")
         if out.r100_shown != task.expected_r100:
             out.failures.append(f"R@100 shown {out.r100_shown} != CLI {task.expected_r100} (table {header} {cells})")
         errors = await page.evaluate(ERRORS_JS)
@@ -209,13 +197,6 @@ async def session(browser, url: str, task: Task, go: asyncio.Event) -> Outcome:
     except Exception as exc:  # noqa: BLE001 - a failed session is reported, the others go on
         out.failures.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
     return out
-
-
-def _cell(header: list[str], cells: list[str], name: str) -> str | None:
-    """The first row's cell under column ``name`` (the mirror lists the index column too)."""
-    if name not in header or len(cells) < len(header):
-        return None
-    return cells[header.index(name)]
 
 
 async def load_round(tasks: list[Task], server: AppServer, overall_s: float) -> tuple[list[Outcome], dict]:
@@ -301,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1, help="rounds, each on a new server with an empty cache")
     ap.add_argument("--timeout", type=float, default=600, help="overall seconds per round")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "app-load")
+    json_option(ap, "load_app")
     ap.add_argument("--scenario", choices=("visits", "uploads"), default="visits",
                     help="visits: the sample, searches and scoring (default); uploads: large uploads at once "
                          "(bench/load_uploads.py)")
@@ -316,15 +298,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario == "uploads":
         if args.data is None or args.bundle is None:
             ap.error("--scenario uploads needs --data and --bundle")
-        import load_uploads
+        from bench import load_uploads
 
         workdir = args.workdir.resolve()
         workdir.mkdir(parents=True, exist_ok=True)
-        print(machine_facts())
+        print(app_machine_facts())
         return load_uploads.run(args, workdir)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    print(machine_facts())
+    print(app_machine_facts())
     print(f"{args.sessions} sessions × ({args.searches} searches + 1 scoring), {args.rounds} round(s); "
           f"started {time.strftime('%Y-%m-%d %H:%M:%S')}", flush=True)
     tasks = prepare(workdir, args.sessions, args.searches)
@@ -345,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  round {n + 1} done in {seconds:.1f} s, load average {load_average()}", flush=True)
     text, ok = report(rounds, args.sessions)
     print("\n" + text)
+    write_json(args.json, {"scenario": "visits", "ok": ok, "rounds": rounds})
     print(f"\n{'PASS' if ok else 'FAIL'}; finished {time.strftime('%Y-%m-%d %H:%M:%S')}, load average {load_average()}")
     return 0 if ok else 1
 

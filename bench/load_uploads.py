@@ -27,16 +27,17 @@ import asyncio
 import hashlib
 import json
 import shutil
-import sys
 import threading
 import time
 import urllib.parse
 from pathlib import Path
 
-from _browser import AppServer, RESULTS_READY_JS, STEP_MS, app_env, chromium_options  # noqa: E402
-from bench_app import QUESTION_BOX, TOP_K, VIEWPORT, cli, load_average, mb, p50_p95, table  # noqa: E402
+from bench.browser import (ERRORS_JS, QUESTION_BOX, RESULTS_READY_JS, STEP_MS, TABLE_JS, TOP_K, VIEWPORT, AppServer,
+                           app_env, chromium_options, first_row_cell)
+from bench.common import cli, load_average, mb, p50_p95, table, write_json
+from bench.targets import target
 
-RSS_TARGET_MB = 1536.0
+RSS_TARGET_MB = target("uploads_rss_mb")
 WAIT_NOTICE = "Un autre fichier volumineux est en cours d'évaluation"
 STATE_JS = """() => {
   const table = [...document.querySelectorAll("[data-testid='stDataFrame']")].find(e =>
@@ -50,8 +51,7 @@ STATE_JS = """() => {
 
 def prepare(workdir: Path, data: Path, sessions: int, depth: int) -> list[dict]:
     """One run file per session and the R@100 the CLI computes on it (memoised by file digest)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from synthetic import make_run
+    from bench.synthetic import make_run
 
     from bsard_demo.sources import load_dataset
 
@@ -119,8 +119,6 @@ async def warm_up(browser, url: str, question: str) -> float:
 
 
 async def upload(browser, url: str, task: dict, go: asyncio.Event, timeout_s: float) -> dict:
-    from load_app import ERRORS_JS, TABLE_JS, _cell
-
     out = {"number": task["number"], "failures": [], "waited": False, "seconds": None, "shown": None}
     context = await browser.new_context(viewport=VIEWPORT, locale="fr-BE")
     page = await context.new_page()
@@ -141,7 +139,7 @@ async def upload(browser, url: str, task: dict, go: asyncio.Event, timeout_s: fl
             await asyncio.sleep(0.2)
         out["seconds"] = time.perf_counter() - start
         header, cells = await page.evaluate(TABLE_JS)
-        out["shown"] = _cell(header, cells, "R@100")
+        out["shown"] = first_row_cell(header, cells, "R@100")
         if not same_figure(out["shown"], task["expected"]):
             out["failures"].append(f"R@100 shown {out['shown']} != CLI {task['expected']}")
         errors = await page.evaluate(ERRORS_JS)
@@ -229,5 +227,7 @@ def run(args, workdir: Path) -> int:
     for o in failed:
         print(f"session {o['number']} FAILED: {'; '.join(o['failures'])}")
     ok = not failed and mb(peak) <= RSS_TARGET_MB
+    write_json(getattr(args, "json", None), {"scenario": "uploads", "ok": ok, "rss_before_kb": before, "tasks": tasks,
+                                            **{k: v for k, v in got.items()}})
     print(f"\n{'PASS' if ok else 'FAIL'}; finished {time.strftime('%Y-%m-%d %H:%M:%S')}, load average {load_average()}")
     return 0 if ok else 1

@@ -30,6 +30,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+if __package__ in (None, ""):  # python bench/synthetic.py (bench/_path.py): bsard_demo for --run
+    import _path  # noqa: F401
+
 BSARD_ARTICLES = 22_633
 BSARD_TEST_QUESTIONS = 222
 BSARD_TRAIN_QUESTIONS = 886
@@ -546,7 +549,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"test questions: {stats['question_words_mean']:.1f} words on average, "
           f"{stats['gold_mean']:.2f} gold articles on average, {stats['gold_1_or_2']:.0%} with 1 or 2")
     if args.run:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from bsard_demo.sources import load_dataset
         make_run(load_dataset(args.out, need_corpus=False), args.run, n_articles=args.articles, seed=args.seed)
         print(f"wrote run {args.run}")

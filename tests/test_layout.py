@@ -1,6 +1,6 @@
 """The package's shape (issue 8): no import cycle, even through a function-level import; no module
-over 600 lines; the pages import no private names; no French wording stands outside the app
-(issue 15). Read from the source with
+over 600 lines; the pages import no private names; only bsard_demo/settings.py reads the
+environment and no French wording stands outside the app (issue 15). Read from the source with
 ``ast``."""
 from __future__ import annotations
 
@@ -209,6 +209,50 @@ def test_the_caller_check_can_fail(tmp_path):
 
 # --------------------------------------------------------------------------- settings, wording (issue 15)
 
+SETTINGS = PACKAGE / "settings.py"
+#: What reads or changes the process environment: ``os.environ`` (any base: ``o.environ`` after
+#: ``import os as o``), ``os.getenv``, ``os.putenv``, ``os.unsetenv`` and their bytes forms.
+ENV_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+
+
+def app_code(root: Path = REPO) -> list[Path]:
+    """The package, the pages and app.py (the code that runs in the CLI and the app)."""
+    out = list((root / "bsard_demo").rglob("*.py")) + list((root / "pages").glob("*.py"))
+    return out + [p for p in [root / "app.py"] if p.is_file()]
+
+
+def env_uses(path: Path) -> list[str]:
+    """``line: name`` of every environment access of a module: an attribute of :data:`ENV_NAMES`
+    (``os.environ.get``, ``os.getenv``, ``o.putenv``…) or such a name imported from ``os``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in ENV_NAMES:
+            found.append(f"{node.lineno}: {node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module in ("os", "posix"):
+            found += [f"{node.lineno}: from {node.module} import {a.name}" for a in node.names if a.name in ENV_NAMES]
+    return sorted(found, key=lambda s: int(s.split(":")[0]))
+
+
+def test_only_the_settings_module_reads_the_environment():
+    """One place reads the configuration (``bsard_demo.settings.Settings``) and changes the
+    environment (``prepare_runtime``, ``restoring_env``); every other module asks it."""
+    outside = {str(p.relative_to(REPO)): uses for p in app_code() if p != SETTINGS and (uses := env_uses(p))}
+    assert outside == {}, f"read bsard_demo.settings instead: {outside}"
+    assert env_uses(SETTINGS)
+
+
+def test_the_environment_check_can_fail(tmp_path):
+    crafted = tmp_path / "m.py"
+    crafted.write_text("import os\nimport os as o\nfrom os import environ, path\nfrom os import getenv as g\n\n"
+                       "a = os.environ.get('BSARD_DATA', '')\nb = os.getenv('HF_TOKEN')\no.environ['X'] = '1'\n"
+                       "os.putenv('Y', '2')\nc = environ.get('Z')\n")
+    assert env_uses(crafted) == ["3: from os import environ", "4: from os import getenv", "6: environ", "7: getenv",
+                                 "8: environ", "9: putenv"]
+    clean = tmp_path / "clean.py"
+    clean.write_text("import os\n\nROOT = os.path.join('environ', 'getenv')  # environ\nsettings = {'environ': 1}\n")
+    assert env_uses(clean) == []
+
+
 #: Words of the app's French that the core never needs: the front end's wording (labels,
 #: notices, progress steps). Matched as whole words, any case, with the guillemets « ».
 FRENCH_UI_WORDS = (
@@ -266,3 +310,95 @@ def test_the_french_check_can_fail(tmp_path):
     clean.write_text('STOP = "a à au aux avec ce ceci cela ça ces de des du être avoir"\nQ = "Mon propriétaire peut-il ?"\n'
                      'MSG = "cannot read the file; use --lower-is-better"  # a files line\n')
     assert french_texts(clean) == []
+
+
+# --------------------------------------------------------------------------- bench/ (issue 15)
+
+BENCH = REPO / "bench"
+
+
+def bench_import_graph(root: Path = BENCH) -> dict[str, set[str]]:
+    """:func:`import_graph` of bench/ (the package ``bench``), plus the imports by bare name that a
+    script run as ``python bench/NAME.py`` can make, bench/ being first on its ``sys.path``:
+    ``import synthetic`` there is ``bench.synthetic``."""
+    graph = import_graph(root)
+    local = {p.stem for p in root.glob("*.py")}
+    for path in root.glob("*.py"):
+        name = module_name(path, root)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                bare = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                bare = [node.module.split(".")[0]]
+            else:
+                continue
+            graph[name] |= {f"{root.name}.{b}" for b in bare if b in local and f"{root.name}.{b}" != name}
+    return graph
+
+
+def reaches_into_tests(path: Path, tests_root: Path = REPO / "tests") -> list[str]:
+    """``line: what`` of every way a module reaches into tests/: ``import tests…``/``from tests…``,
+    an import of a module by the bare name of one of tests/ (``_browser``, ``conftest``…), wherever
+    it stands, or a ``sys.path.insert``/``append`` given a path naming ``tests``."""
+    in_tests = {p.stem for p in tests_root.rglob("*.py")} if tests_root.is_dir() else set()
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        for n in names:
+            if n.split(".")[0] == "tests" or n.split(".")[0] in in_tests:
+                found.append(f"{node.lineno}: import {n}")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("insert", "append")
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path"
+                and any(isinstance(c, ast.Constant) and isinstance(c.value, str) and re.search(r"(^|/)tests(/|$)", c.value)
+                        for arg in node.args for c in ast.walk(arg))):
+            found.append(f"{node.lineno}: sys.path names tests/")
+    return sorted(found, key=lambda s: int(s.split(":")[0]))
+
+
+def test_bench_does_not_import_tests():
+    """tests/ may import bench (the browser driver, the synthetic corpus), never the reverse."""
+    found = {str(p.relative_to(REPO)): f for p in sorted(BENCH.rglob("*.py")) if (f := reaches_into_tests(p))}
+    assert found == {}, f"move what bench needs into bench/ (bench.browser, bench.common): {found}"
+
+
+def test_bench_has_no_import_cycle():
+    graph = bench_import_graph()
+    # the graph is the real one: package imports, a function-level one, a bare-name one
+    assert "bench.common" in graph["bench.bench_app"] and "bench.browser" in graph["bench.load_uploads"]
+    assert "bench.load_uploads" in graph["bench.load_app"]
+    assert "bench.synthetic" in graph["bench.common"]
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def test_the_bench_checks_can_fail(tmp_path):
+    tests = tmp_path / "tests"
+    (tests / "app").mkdir(parents=True)
+    for name in ("_browser.py", "conftest.py", "app/test_x.py"):
+        (tests / name).write_text("")
+    crafted = tmp_path / "m.py"
+    crafted.write_text("import sys\nfrom pathlib import Path\nREPO = Path(__file__).resolve().parents[1]\n"
+                       "sys.path.insert(0, str(REPO / 'tests'))\nfrom _browser import AppServer\nimport tests.conftest\n"
+                       "from tests import x\n\n\ndef f():\n    import test_x\n\n\nsys.path.append('tests/app')\n")
+    assert reaches_into_tests(crafted, tests) == ["4: sys.path names tests/", "5: import _browser", "6: import tests.conftest",
+                                                  "7: import tests", "11: import test_x", "14: sys.path names tests/"]
+    clean = tmp_path / "clean.py"
+    clean.write_text("import sys\nfrom bench.browser import AppServer\nfrom bench import synthetic\n"
+                     "NOTE = 'tests/ imports bench'\nsys.path.insert(0, str(REPO / 'bench'))\n")
+    assert reaches_into_tests(clean, tests) == []
+    # the cycle load_app <-> load_uploads had: bare names, one import inside a function
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "__init__.py").write_text("")
+    (bench / "bench_app.py").write_text("TOP_K = 10\n")
+    (bench / "load_app.py").write_text("from bench_app import TOP_K\n\n\ndef main():\n    import load_uploads\n")
+    (bench / "load_uploads.py").write_text("from bench.bench_app import TOP_K\n\n\nasync def upload():\n"
+                                           "    from load_app import ERRORS_JS\n")
+    graph = bench_import_graph(bench)
+    assert graph["bench.load_app"] == {"bench.bench_app", "bench.load_uploads"}
+    assert find_cycle(graph) == ["bench.load_app", "bench.load_uploads", "bench.load_app"]
+    (bench / "load_uploads.py").write_text("from bench.bench_app import TOP_K\n")
+    assert find_cycle(bench_import_graph(bench)) is None

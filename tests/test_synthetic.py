@@ -1,14 +1,13 @@
 """The synthetic BSARD-like generator of bench/synthetic.py (small sizes; speed is benched, not tested)."""
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bench import synthetic
 from bsard_demo.dataset import ARTICLE_COLUMNS, QUESTION_COLUMNS
 from bsard_demo.evaluation import evaluate
 from bsard_demo.runs import read_run_path
@@ -16,20 +15,10 @@ from bsard_demo.sources import load_dataset
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 N_ARTICLES, N_TEST, N_TRAIN = 500, 20, 30
 FILES = ("articles.csv", "questions_test.csv", "questions_train.csv")
 
 
-def _load_synthetic():
-    spec = importlib.util.spec_from_file_location("bench_synthetic", BENCH / "synthetic.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-synthetic = _load_synthetic()
 
 
 @pytest.fixture(scope="module")

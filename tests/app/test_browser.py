@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from _app_helpers import sample_run_trec
-from _browser import REPO, STEP_MS, browser_context, serve_app, table_cells
-from _browser import choose as _choose
-from _browser import wait_idle as _wait_idle
+from bench.browser import REPO, STEP_MS, browser_context, serve_app, table_cells
+from bench.browser import choose as _choose
+from bench.browser import wait_idle as _wait_idle
 from bsard_demo.scoring import RunSource, score_runs
 from bsard_demo.sources import load_sample
 

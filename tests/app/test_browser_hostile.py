@@ -1,6 +1,6 @@
 """Hostile data in a real browser: ``streamlit run app.py`` over the hostile local dataset of
 ``tests/_hostile_data.py`` (``BSARD_DATA`` = a folder whose very name is markup), driven by
-Debian's Chromium through Playwright (helpers in ``tests/_browser.py``).
+Debian's Chromium through Playwright (helpers in ``bench/browser.py``).
 
 Every payload would set ``window.__xss`` if it ran; the tests read that variable in the page,
 look for elements a payload would create, check that the payloads are visible as text and that
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from _browser import STEP_MS, browser_context, choose, serve_app, table_cells, wait_idle
+from bench.browser import STEP_MS, browser_context, choose, serve_app, table_cells, wait_idle
 from _hostile_data import (BOLD_MD, CATEGORY, IMG, LONG, QUESTION, RUN_IMG, RUN_MD, SCRIPT, SVG, articles, questions,
                            run_trec, write_dataset)
 from test_browser import ARTIFACTS

@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from _browser import (HIT_IDS_JS, RESULTS_READY_JS, STEP_MS, AppServer, ServerError, app_env, browser_context,
+from bench.browser import (HIT_IDS_JS, RESULTS_READY_JS, STEP_MS, AppServer, ServerError, app_env, browser_context,
                       require_browser, wait_idle)
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.registry import hybrid_spec
