@@ -1,8 +1,9 @@
 """Where a :class:`~bsard_demo.dataset.Dataset` comes from: the hub, a local folder, or the sample.
 
 ``load_dataset(spec)`` takes ``"hub"``, ``"sample"`` or a folder path (the CLI's ``--data`` and the
-``BSARD_DATA`` environment variable use the same words). Loading never silently falls back to
-another dataset: an unreachable hub raises :class:`DataUnavailable`, and the caller decides.
+``BSARD_DATA`` setting use the same words). Loading never silently falls back to another dataset:
+an unreachable hub raises :class:`DataUnavailable`, and the caller decides; what the user may do
+instead is the error's ``advice`` code, which each front end words (the CLI names ``--data``).
 """
 from __future__ import annotations
 
@@ -37,19 +38,16 @@ class DataUnavailable(DataError):
 
     ``cause`` says why, for callers that explain it in their own words: ``"offline"`` (hub
     unreachable and no cached copy), ``"timeout"`` (no answer in time), ``"damaged"`` (partial or
-    corrupt files) or ``"error"`` (anything else). ``detail`` is the message without the CLI's
-    advice on alternatives; ``str(exc)`` has both.
+    corrupt files) or ``"error"`` (anything else). ``detail`` is the message (``str(exc)``);
+    ``advice`` is ``"other_source"``: another dataset may be used instead.
     """
 
     CAUSES = ("offline", "timeout", "damaged", "error")
 
     def __init__(self, detail: str, cause: str = "error"):
-        super().__init__(f"{detail}; {ALTERNATIVES}")
+        super().__init__(detail, advice="other_source")
         self.detail = detail
         self.cause = cause if cause in self.CAUSES else "error"
-
-
-ALTERNATIVES = "use --data sample (the bundled fictional demo) or --data PATH (a folder with articles.csv and questions_<split>.csv)"
 
 
 def default_spec() -> str:
@@ -85,9 +83,9 @@ def load_folder(folder: Path, *, need_corpus: bool = True) -> Dataset:
     """A folder holding ``articles.csv`` (optional when ``need_corpus`` is false) and
     ``questions_<split>.csv`` files. Raises :class:`DataError` with a clear message."""
     if not folder.exists():
-        raise DataError(f"{folder}: no such folder ({ALTERNATIVES.replace('use ', 'or ')})")
+        raise DataError(f"{folder}: no such folder", advice="other_source_or")
     if not folder.is_dir():
-        raise DataError(f"{folder}: not a folder; --data takes hub, sample or a folder with articles.csv and questions_<split>.csv")
+        raise DataError(f"{folder}: not a folder", advice="data_words")
     split_files = {}
     try:
         entries = sorted(folder.iterdir())

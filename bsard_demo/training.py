@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from . import settings
 from .analyzer import DEFAULT_FIELDS, article_texts
 from .dataset import DataError, Dataset
 from .retrievers.base import Progress
@@ -64,7 +65,7 @@ from .retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_a
 METADATA_FILE = "bsard_training.json"
 METADATA_FORMAT = 1
 #: Folder the app looks for trained models in (``$BSARD_MODELS`` overrides it).
-MODELS_ENV = "BSARD_MODELS"
+MODELS_ENV = settings.MODELS  # "BSARD_MODELS"
 DEFAULT_BASE = "minilm"
 DEFAULT_EPOCHS = 1
 DEFAULT_BATCH = 32
@@ -77,7 +78,6 @@ DEFAULT_SEED = 0
 _WEIGHTS_BYTES = 1 << 20
 _MAX_METADATA_BYTES = 1 << 20
 
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from HF tokenizers
 
 
 # --------------------------------------------------------------------------- options
@@ -337,6 +337,7 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
     ``options.out`` (see the module docstring). Raises :class:`ValueError` (bad settings, a base
     that cannot be trained) and :class:`~bsard_demo.dataset.DataError` (data, output folder)."""
     t0 = time.perf_counter()
+    settings.prepare_runtime()  # TOKENIZERS_PARALLELISM, OMP_WAIT_POLICY: before torch and tokenizers load
     options.check()
     out = Path(options.out).expanduser().resolve()
     _prepare_out(out, options.overwrite)
@@ -511,8 +512,7 @@ class TrainedModel:
 
 def models_folder() -> Path:
     """``$BSARD_MODELS`` when set, else ``~/.cache/bsard_demo/models``."""
-    env = os.environ.get(MODELS_ENV, "").strip()
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "bsard_demo" / "models"
+    return settings.current().models
 
 
 def read_metadata(folder: str | Path) -> dict:

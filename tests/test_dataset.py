@@ -113,9 +113,10 @@ def test_hub_offline_uses_cache_only_and_fails_clearly(tmp_path):
     with pytest.raises(DataUnavailable) as exc:
         load_hub(download=fake_hub(tmp_path, tmp_path / "empty", calls), reachable=lambda: False)
     msg = str(exc.value)
-    assert "--data sample" in msg and "--data PATH" in msg and "unreachable" in msg
+    assert "unreachable" in msg and "--data" not in msg  # the core's message names no CLI option
+    assert exc.value.advice == "other_source"  # the CLI words it: --data sample / --data PATH
     assert calls and calls[0][3] is True  # offline: only the local cache is asked
-    assert exc.value.cause == "offline" and "--data" not in exc.value.detail
+    assert exc.value.cause == "offline" and exc.value.detail == msg
 
 
 def test_hub_partial_download_is_reported(tmp_path, real_bsard_dir):
@@ -146,8 +147,9 @@ def test_real_hub_download_offline_is_fast_and_clear(monkeypatch, tmp_path):
     """The real huggingface_hub code path, on this offline machine (or with HF_HUB_OFFLINE)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))
-    with pytest.raises(DataUnavailable, match="--data sample"):
+    with pytest.raises(DataUnavailable, match="unreachable") as exc:
         load_hub(need_corpus=False)
+    assert exc.value.advice == "other_source"
 
 
 def test_folder_source_errors(tmp_path):

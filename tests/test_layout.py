@@ -1,6 +1,6 @@
 """The package's shape (issue 8): no import cycle, even through a function-level import; no module
-over 600 lines; the pages import no private names; no French wording stands outside the app
-(issue 15). Read from the source with
+over 600 lines; the pages import no private names; only bsard_demo/settings.py reads the
+environment and no French wording stands outside the app (issue 15). Read from the source with
 ``ast``."""
 from __future__ import annotations
 
@@ -208,6 +208,50 @@ def test_the_caller_check_can_fail(tmp_path):
 
 
 # --------------------------------------------------------------------------- settings, wording (issue 15)
+
+SETTINGS = PACKAGE / "settings.py"
+#: What reads or changes the process environment: ``os.environ`` (any base: ``o.environ`` after
+#: ``import os as o``), ``os.getenv``, ``os.putenv``, ``os.unsetenv`` and their bytes forms.
+ENV_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+
+
+def app_code(root: Path = REPO) -> list[Path]:
+    """The package, the pages and app.py (the code that runs in the CLI and the app)."""
+    out = list((root / "bsard_demo").rglob("*.py")) + list((root / "pages").glob("*.py"))
+    return out + [p for p in [root / "app.py"] if p.is_file()]
+
+
+def env_uses(path: Path) -> list[str]:
+    """``line: name`` of every environment access of a module: an attribute of :data:`ENV_NAMES`
+    (``os.environ.get``, ``os.getenv``, ``o.putenv``…) or such a name imported from ``os``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in ENV_NAMES:
+            found.append(f"{node.lineno}: {node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module in ("os", "posix"):
+            found += [f"{node.lineno}: from {node.module} import {a.name}" for a in node.names if a.name in ENV_NAMES]
+    return sorted(found, key=lambda s: int(s.split(":")[0]))
+
+
+def test_only_the_settings_module_reads_the_environment():
+    """One place reads the configuration (``bsard_demo.settings.Settings``) and changes the
+    environment (``prepare_runtime``, ``restoring_env``); every other module asks it."""
+    outside = {str(p.relative_to(REPO)): uses for p in app_code() if p != SETTINGS and (uses := env_uses(p))}
+    assert outside == {}, f"read bsard_demo.settings instead: {outside}"
+    assert env_uses(SETTINGS)
+
+
+def test_the_environment_check_can_fail(tmp_path):
+    crafted = tmp_path / "m.py"
+    crafted.write_text("import os\nimport os as o\nfrom os import environ, path\nfrom os import getenv as g\n\n"
+                       "a = os.environ.get('BSARD_DATA', '')\nb = os.getenv('HF_TOKEN')\no.environ['X'] = '1'\n"
+                       "os.putenv('Y', '2')\nc = environ.get('Z')\n")
+    assert env_uses(crafted) == ["3: from os import environ", "4: from os import getenv", "6: environ", "7: getenv",
+                                 "8: environ", "9: putenv"]
+    clean = tmp_path / "clean.py"
+    clean.write_text("import os\n\nROOT = os.path.join('environ', 'getenv')  # environ\nsettings = {'environ': 1}\n")
+    assert env_uses(clean) == []
+
 
 #: Words of the app's French that the core never needs: the front end's wording (labels,
 #: notices, progress steps). Matched as whole words, any case, with the guillemets « ».

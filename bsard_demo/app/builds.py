@@ -17,8 +17,8 @@ Conventions:
   offered is said once, in French (:func:`unavailable_note`), never silently dropped;
 - a *slow* encoder (:data:`SLOW_ENCODERS`: e5) is built only once the visitor has read
   :func:`first_build_note` and asked for it, unless its embeddings are already stored in an
-  index bundle or the cache (:func:`dense_index_stored`, the key of
-  :meth:`~bsard_demo.retrievers.dense.DenseRetriever.build` with its default settings);
+  index bundle or the cache (:func:`dense_index_stored`: the retriever's own
+  :meth:`~bsard_demo.retrievers.dense.DenseRetriever.is_stored`, default settings);
 - :class:`BuildEta` turns progress reports into the time left: the rate counts only what was
   done since the first report of the current step, so a resumed build (whose first report
   already holds its checkpointed articles) does not look faster than it is.
@@ -251,32 +251,10 @@ def unavailable_note(options: Sequence[EncoderOption]) -> str | None:
 
 def dense_index_stored(articles, encoder: str, *, cache_root: Path | None = None) -> bool:
     """Whether the embeddings of ``articles`` by ``encoder`` (default dense settings) are in an
-    active index bundle or the cache, i.e. a build would only load them."""
-    from .. import cache
-    from ..analyzer import DEFAULT_FIELDS, article_texts
-    from ..retrievers import dense
-    from ..retrievers.encoders import DEFAULT_POOLING, resolve_encoder
+    active index bundle or the cache, i.e. a build would only load them (the retriever says)."""
+    from ..retrievers.dense import DenseRetriever
 
-    try:
-        enc = resolve_encoder(encoder)
-    except (ValueError, OSError):  # not loadable here: nothing of it can be stored either
-        return False
-    window = enc.max_tokens
-    pooling = DEFAULT_POOLING if window is not None else "whole"
-    ids = [str(a) for a in articles["id"]]
-    key = dense.cache_key(ids, article_texts(articles, DEFAULT_FIELDS), enc, DEFAULT_FIELDS, pooling, window,
-                          dense.SHARD_DOCS)
-    for bundle in cache.active_bundles():
-        try:
-            folder, _note = bundle.lookup(dense.CACHE_KIND, key, what=f"embeddings ({enc.name})")
-        except Exception:  # noqa: BLE001 - an unreadable bundle holds nothing for us
-            continue
-        if folder is not None:
-            return True
-    try:
-        return cache.entry_path(dense.CACHE_KIND, key, cache_root).is_dir()
-    except OSError:
-        return False
+    return DenseRetriever.is_stored(articles, encoder, cache_root=cache_root)
 
 
 def duration_text(seconds: float) -> str:

@@ -7,8 +7,8 @@ Conventions:
 - :func:`open_data` never fails: when the requested dataset cannot be loaded it keeps the
   dataset the session already had (``fallback``), else falls back to the bundled sample, and says
   why (``fallback_reason``: a French sentence naming the cause — hub unreachable, no answer in
-  time, damaged or partial files — and ``detail``: the loader's message without the CLI's
-  ``--data`` advice); a failure is remembered for :data:`FAILURE_TTL_S` seconds so reruns do not
+  time, damaged or partial files — and ``detail``: the loader's message, which carries no front
+  end's advice: the error's ``advice`` code is the CLI's to word); a failure is remembered for :data:`FAILURE_TTL_S` seconds so reruns do not
   probe the hub again;
 - indexes are built once per process in a :class:`BuildOnce` registry (one lock per key: two
   sessions asking for the same index wait for one build). Building happens *outside* any
@@ -36,7 +36,7 @@ from ..dataset import DataError, Dataset
 from ..retrievers import Retriever, RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
 from ..retrievers.registry import hybrid_parts, make_hybrid
-from ..sources import ALTERNATIVES, DataUnavailable, default_spec, load_dataset
+from ..sources import DataUnavailable, default_spec, load_dataset
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -203,10 +203,10 @@ def fallback_reason(requested: str, error: DataError, kept: str = "sample") -> s
 
 
 def failure_detail(error: Exception) -> str:
-    """The loader's message for the banner, without the CLI's ``--data …`` advice."""
+    """The loader's message for the banner (its ``advice`` code is not worded here)."""
     if isinstance(error, DataUnavailable):
         return error.detail
-    return str(error).replace(f" ({ALTERNATIVES.replace('use ', 'or ')})", "")
+    return str(error)
 
 
 def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None,
@@ -312,21 +312,9 @@ def progress_text(message: str) -> str:
         return STEP_FR[kind] + (f" ({detail})" if detail else "")
     words = ENTRY_STEP_FR.get((kind, params.get("entry")))
     if words is None:
-        return _legacy_text(str(message))
+        return str(message)
     subject = params.get("subject")
     return words + (f" ({subject})" if subject else "") + (FROM_BUNDLE_FR if kind == "loaded_bundle" else "")
-
-
-#: Until the encoders report steps (their modules are being edited elsewhere): their plain
-#: messages' French by prefix, as before.
-_LEGACY_WORDS = {"embedding articles": "encodage des articles", "embedding questions": "encodage des questions"}
-
-
-def _legacy_text(message: str) -> str:
-    for english, french in _LEGACY_WORDS.items():
-        if message.startswith(english):
-            return french + message[len(english):]
-    return message
 
 
 def progress_fraction(done: int, total: int) -> float:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from .. import cache
+from .. import cache, settings
 from .export import bundled_models, check_export_target, describe_retriever, export_bundle
 from .hub import (DOWNLOAD_DEADLINE_S, HUB_SCHEME, HUB_TIMEOUT_S, TOKEN_ENV_VAR, Downloader, HubRef, hub_token,
                   is_hub_ref, parse_hub_ref, push_bundle, resolve_bundle)
@@ -53,7 +53,7 @@ __all__ = ["BUNDLE_FILE", "DOWNLOAD_DEADLINE_S", "ENV_VAR", "FORMAT", "FORMAT_VE
            "HubRef", "activate", "active", "bundled_models", "check_export_target", "corpus_id", "deactivate", "describe_retriever", "export_bundle", "hub_token",
            "is_hub_ref", "open_bundle", "parse_hub_ref", "push_bundle", "resolve_bundle"]
 
-ENV_VAR = "BSARD_INDEX"
+ENV_VAR = settings.INDEX  # "BSARD_INDEX"
 
 
 def activate(value: "str | os.PathLike | Bundle | None" = None, *, corpus: CorpusId | None = None,
@@ -67,7 +67,7 @@ def activate(value: "str | os.PathLike | Bundle | None" = None, *, corpus: Corpu
     :class:`BundleError`, or, with ``on_error``, is reported there in one line and no bundle is
     active."""
     if value is None:
-        value = os.environ.get(ENV_VAR, "")
+        value = settings.current().index
     if not isinstance(value, Bundle) and not str(value).strip():
         cache.set_bundles(())
         return None

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import settings
 from ..dataset import first_line
 from ..sources import call_with_deadline, hub_reachable
 from .model import Bundle, BundleError, open_bundle
 
-TOKEN_ENV_VAR = "HF_TOKEN"
+TOKEN_ENV_VAR = settings.HF_TOKEN  # "HF_TOKEN"
 HUB_SCHEME = "hf://"
 #: Seconds a whole hub download may take (a bundle for BSARD with USE is ~60 MB).
 DOWNLOAD_DEADLINE_S = 300.0
@@ -77,8 +78,9 @@ def parse_hub_ref(value: str) -> HubRef:
 def hub_token(token: str | None = None) -> str | None:
     """``token`` when given (e.g. the app's ``st.secrets["HF_TOKEN"]``), else ``$HF_TOKEN``, else
     ``None`` (huggingface_hub then uses a token saved by ``hf auth login``, if any)."""
-    token = (token or os.environ.get(TOKEN_ENV_VAR, "")).strip()
-    return token or None
+    if token:
+        return token.strip() or None
+    return settings.current().hf_token
 
 
 def resolve_bundle(value: str | os.PathLike, *, token: str | None = None, download: Downloader | None = None,

@@ -138,7 +138,7 @@ def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
         spec = spec_from_args(args)
         dataset = load_dataset(data_spec(args))
     except (DataError, ValueError) as exc:
-        return fail(command, str(exc))
+        return fail(command, exc)
     activate_index(args, command, dataset)
 
     def notice(message: str) -> None:
@@ -148,7 +148,7 @@ def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
     try:
         retriever = build_retriever(spec, dataset, cache_root=cache_root, progress=progress, notice=notice)
     except (DataError, ValueError) as exc:  # includes EncoderUnavailable
-        return fail(command, str(exc))
+        return fail(command, exc)
     finally:
         progress.close()
     return dataset, retriever
@@ -177,13 +177,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         questions = dataset.questions(args.split)
     except DataError as exc:
-        return fail("run", str(exc))
+        return fail("run", exc)
     qids = [str(q) for q in questions["id"]]
     texts = question_texts(questions, query_text=args.query_text)
     try:
         hits = search_all(retriever, texts, args.depth, progress)
     except ValueError as exc:
-        return fail("run", str(exc))
+        return fail("run", exc)
     finally:
         progress.close()
     tag = run_tag(args.tag) if args.tag else run_tag(retriever.name, args.query_text)

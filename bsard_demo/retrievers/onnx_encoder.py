@@ -37,7 +37,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..dataset import first_line
-from .base import Progress
+from .. import settings
+from .base import Progress, Step
 from .encoder_base import EXPORT_DIRNAME, EncoderUnavailable, _batched, file_sha256, normalize_rows
 
 RECORD_FILE = "onnx_export.json"
@@ -138,6 +139,7 @@ def pool(token_embeddings: np.ndarray, mask: np.ndarray, modes: Sequence[str]) -
 
 
 def _session(path: Path, threads: int | None):
+    settings.prepare_runtime()  # TOKENIZERS_PARALLELISM, OMP_WAIT_POLICY: before native libraries load
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -244,11 +246,11 @@ class OnnxEncoder:
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
         return _batched(texts, batch_size, self._encoder(self.query_prefix, max(1, int(batch_size))), self.dim, progress,
-                        f"embedding questions ({self.name})")
+                        Step("embedding_questions", encoder=self.name))
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
         return _batched(texts, batch_size, self._encoder(self.passage_prefix, DOC_MICRO_BATCH), self.dim, progress,
-                        f"embedding articles ({self.name})")
+                        Step("embedding_articles", encoder=self.name))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         encodings = self._counter.encode_batch([self.passage_prefix + str(t) for t in texts], add_special_tokens=True)

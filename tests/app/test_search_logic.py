@@ -324,6 +324,7 @@ def test_progress_helpers():
     assert progress_text(Step("loaded_bundle", entry="dense", subject="use", what="embeddings (use)")) == \
         "plongements chargés (use) depuis les index préconstruits"
     assert progress_text("something new") == "something new"
+    assert progress_text("analysing articles") == "analysing articles"  # a plain text is never parsed
     assert progress_fraction(3, 4) == 0.75 and progress_fraction(5, 4) == 1.0 and progress_fraction(1, 0) == 0.0
 
 

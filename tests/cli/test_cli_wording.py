@@ -2,8 +2,33 @@
 progress step; every text is the one the core used to bake in, word for word."""
 from __future__ import annotations
 
-from bsard_demo.cli.common import PROBLEM_HINTS
+import pytest
+
+from bsard_demo.cli.common import DATA_ADVICE, PROBLEM_HINTS, error_text
+from bsard_demo.dataset import DataError
 from bsard_demo.progress import STEP_WORDS, Step
+from bsard_demo.sources import DataUnavailable, load_dataset
+
+OLD_ALTERNATIVES = ("use --data sample (the bundled fictional demo) or --data PATH (a folder with articles.csv and "
+                    "questions_<split>.csv)")
+
+
+def test_data_errors_carry_an_advice_code_the_cli_words(tmp_path):
+    with pytest.raises(DataError) as missing:
+        load_dataset(tmp_path / "nope")
+    assert str(missing.value) == f"{tmp_path / 'nope'}: no such folder" and missing.value.advice == "other_source_or"
+    assert error_text(missing.value) == (f"{tmp_path / 'nope'}: no such folder "
+                                         f"({OLD_ALTERNATIVES.replace('use ', 'or ')})")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(DataError) as not_folder:
+        load_dataset(tmp_path / "file")
+    assert error_text(not_folder.value) == (f"{tmp_path / 'file'}: not a folder; --data takes hub, sample or a folder "
+                                            "with articles.csv and questions_<split>.csv")
+    hub = DataUnavailable("cannot download articles.csv: offline", "offline")
+    assert str(hub) == hub.detail == "cannot download articles.csv: offline"
+    assert error_text(hub) == f"cannot download articles.csv: offline; {OLD_ALTERNATIVES}"
+    assert error_text(DataError("plain")) == "plain" and error_text(ValueError("v")) == "v" and error_text("s") == "s"
+    assert set(DATA_ADVICE) == {"other_source", "other_source_or", "data_words"}
 
 
 def test_the_problem_hints_are_worded_for_every_code():

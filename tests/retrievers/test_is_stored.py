@@ -9,6 +9,7 @@ import numpy as np
 from bsard_demo import cache
 from bsard_demo.progress import Step
 from bsard_demo.retrievers.bm25 import BM25Retriever
+from bsard_demo.retrievers.dense import DenseRetriever
 from bsard_demo.retrievers.encoder_base import normalize_rows
 from bsard_demo.sources import load_sample
 
@@ -44,3 +45,29 @@ def test_bm25_is_stored_after_a_build_and_only_for_its_settings_and_corpus(tmp_p
     steps.clear()
     BM25Retriever.build(articles, cache_root=tmp_path, progress=lambda d, t, m: steps.append(m))
     assert [(s.kind, s.params["entry"]) for s in steps] == [("loaded_cached", "bm25s")]
+
+
+def test_dense_is_stored_after_a_build_and_in_a_bundle(tmp_path):
+    articles = load_sample().articles.head(12)
+    enc = TinyEncoder()
+    assert not DenseRetriever.is_stored(articles, enc, cache_root=tmp_path)
+    DenseRetriever.build(articles, encoder=enc, cache_root=tmp_path)
+    assert DenseRetriever.is_stored(articles, enc, cache_root=tmp_path)
+    assert not DenseRetriever.is_stored(articles, enc, cache_root=tmp_path, fields=("article",))
+    assert not DenseRetriever.is_stored(articles, enc, cache_root=tmp_path, window=1)  # refused by build: not stored
+    assert not DenseRetriever.is_stored(articles.head(11), enc, cache_root=tmp_path)
+    assert not DenseRetriever.is_stored(articles, "no/such-model-here", cache_root=tmp_path)
+
+    class Bundle:  # an active bundle that holds every entry
+        label = "b"
+
+        def lookup(self, kind, key, **kw):
+            return tmp_path, None
+
+    empty = tmp_path / "empty"
+    try:
+        cache.set_bundles((Bundle(),))
+        assert DenseRetriever.is_stored(articles.head(11), enc, cache_root=empty)
+    finally:
+        cache.set_bundles(())
+    assert not DenseRetriever.is_stored(articles.head(11), enc, cache_root=empty)
