@@ -108,6 +108,8 @@ def test_recorded_figures_read_leniently():
 
 def test_the_default_hybrid_is_the_bundled_model_trained_on_this_corpus(monkeypatch):
     keys = ["use", "e5", "bundle:statute-minilm"]
+    assert default_hybrid_encoder(keys, ["bundle:statute-minilm"]) == "use"  # off by default (docs/effectiveness.md)
+    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", True)
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"]) == "bundle:statute-minilm"
     assert default_hybrid_encoder(keys, []) == "use"
     assert default_hybrid_encoder(keys, ["bundle:not-offered"]) == "use"

@@ -109,7 +109,10 @@ def columns(at: AppTest) -> list[str]:
     return [h.value.replace("\\", "") for h in at.main.subheader]  # the page escapes Markdown
 
 
-def test_a_first_visitor_gets_bm25_and_the_bundled_models_hybrid_built_from_nothing(served):
+def test_a_first_visitor_gets_bm25_and_the_bundled_models_hybrid_built_from_nothing(served, monkeypatch):
+    from bsard_demo.app import search_links
+
+    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", True)  # the rule when enabled (off by default)
     at = app(served)
     assert at.multiselect(key="kinds").value == ["bm25", "hybrid"]
     assert at.multiselect(key="hybrid_encoders").value == [KEY]
@@ -127,7 +130,10 @@ def test_a_first_visitor_gets_bm25_and_the_bundled_models_hybrid_built_from_noth
     assert "systems=bm25&systems=hybrid" in link and "henc=bundle%3Astatute-minilm" in link
 
 
-def test_a_link_names_the_bundled_model_and_one_this_server_lacks_falls_back(served):
+def test_a_link_names_the_bundled_model_and_one_this_server_lacks_falls_back(served, monkeypatch):
+    from bsard_demo.app import search_links
+
+    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", True)  # the fallback is the default hybrid's encoder
     at = app(served, {"q": QUESTION, "systems": "dense", "enc": KEY})
     assert columns(at) == [f"Dense ({KEY})"]
     # a model this server does not carry: the default hybrid's encoder (the bundled model) instead
@@ -150,3 +156,32 @@ def test_the_score_page_offers_the_bundled_models_runs(served):
     names = [str(i) for d in at.dataframe if "R@100" in d.value.columns for i in d.value.index]
     assert f"{HYBRID} intégré" in names
     assert {u.source for u in cache.used_entries()} == {"bundle"}  # nothing built for it either
+
+
+def test_without_a_bundle_the_hybrid_of_use_shows_once_its_embeddings_are_in_the_cache(served, tmp_path):
+    from bsard_demo.retrievers.dense import DenseRetriever
+    from bsard_demo.sources import load_dataset
+
+    def first_visit() -> AppTest:
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+        at.run()
+        assert_clean(at)
+        return at
+
+    at = first_visit()
+    assert at.multiselect(key="kinds").value == ["bm25"]  # nothing stored: no first visitor waits for a build
+    assert at.multiselect(key="hybrid_encoders").value == ["use"]
+    DenseRetriever.build(load_dataset(str(served["data"])).articles, encoder="use", cache_root=tmp_path / "app-cache")
+    st.cache_resource.clear()  # a new process (or a minute later: ui.STORED_RECHECK_S)
+    at = first_visit()
+    assert at.multiselect(key="kinds").value == ["bm25", "hybrid"]
+    assert at.multiselect(key="hybrid_encoders").value == ["use"]
+
+
+def test_by_default_a_first_visitor_gets_the_zero_shot_hybrid_not_the_bundled_model(served):
+    from bsard_demo.app import search_links
+
+    assert search_links.PREFER_BUNDLED_MODEL is False  # decided on frlaw-dev (docs/effectiveness.md)
+    at = app(served)
+    assert at.multiselect(key="hybrid_encoders").value == ["use"]
+    assert any(o.startswith(NAME) for o in at.selectbox(key="encoder").options)  # still offered
