@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         same = len({d for n in big for d in results[n]["digest"]}) == 1
         print(f"same figures and problem lists for every large variant: {'yes' if same else 'NO'}")
         worst = max(results[n]["cost"] - tiny for n in big)
-        print(f"target: reading + scoring at most {LIMIT_MB} MB above the one-line run: "
+        print(f"target: reading + scoring at most {LIMIT_MB:g} MB above the one-line run: "
               f"{'met' if worst <= LIMIT_MB else 'NOT met'} (worst {worst:.0f} MB)")
         print()
         print("cold: the same read + evaluate right after the imports (no dataset load before it), "
@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name:<22} {statistics.median(r['before'] for r in rs):>7.0f} {cost:>6.0f} "
                   f"{cost - tiny_cold:>11.0f} {statistics.median(r['seconds'] for r in rs):>12.2f}")
         worst_cold = max(statistics.median(r["cost"] for r in cold[n]) - tiny_cold for n in big)
-        print(f"target, cold: at most {LIMIT_MB} MB above the one-line run: "
+        print(f"target, cold: at most {LIMIT_MB:g} MB above the one-line run: "
               f"{'met' if worst_cold <= LIMIT_MB else 'NOT met'} (worst {worst_cold:.0f} MB)")
         worst = max(worst, worst_cold)
         if not args.no_cli:
