@@ -36,11 +36,10 @@ import urllib.parse
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "bench"))
+if __package__ in (None, ""):  # python bench/bench_onnx_hosted.py (bench/_path.py)
+    import _path  # noqa: F401
 
-from bench_onnx import dir_mb, load_average, table  # noqa: E402
+from bench.bench_onnx import dir_mb, load_average, table  # noqa: E402
 
 COLD_TARGET_S = 45.0
 MEMORY_TARGET_MB = 200.0
@@ -166,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def app_check(args, data: Path, bundle: Path, work: Path) -> dict:
-    from _browser import RESULTS_READY_JS, STEP_MS, AppServer, app_env, chromium_options
+    from bench.browser import RESULTS_READY_JS, STEP_MS, AppServer, app_env, chromium_options
     from playwright.sync_api import sync_playwright
 
     import pandas as pd

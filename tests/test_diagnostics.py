@@ -243,14 +243,14 @@ def reader_ascending(file_entries) -> list[str]:
     lines = [f"{q} Q0 d{i} {r} {s!r} t" if with_ranks else f"{q} d{i} {s!r}"
              for q, pairs in file_entries.items() for i, (r, s) in enumerate(pairs)]
     rf = read_run_bytes(("\n".join(lines) + "\n").encode(), "r")
-    return [p.message for p in rf.problems if p.code == "scores_ascending"]
+    return [f"{p.message} [{p.hint}]" for p in rf.problems if p.code == "scores_ascending"]
 
 
 def test_distance_run_gets_scores_ascending(sample, bm25_scores):
     distances = {q: {d: round(50.0 - s, 3) for d, s in docs.items()} for q, docs in bm25_scores.items()}
     for with_ranks in (True, False):
         (message,) = reader_ascending(file_entries_of(distances, with_ranks=with_ranks, lower_is_better=True))
-        assert "--lower-is-better" in message and "(100.0 %)" in message
+        assert "[read_as_distances]" in message and "(100.0 %)" in message  # the hint the front ends word
     # a similarity file, and a file of constant scores, do not fire
     assert reader_ascending(file_entries_of(bm25_scores)) == []
     assert reader_ascending({q: [(i, 1.0) for i in range(1, 5)] for q in bm25_scores}) == []
