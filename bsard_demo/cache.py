@@ -101,6 +101,24 @@ def store(kind: str, key: str, write: Callable[[Path], None], root: Path | None 
     return target
 
 
+def replace_folder(tmp: Path, dest: Path) -> None:
+    """Put the finished folder ``tmp`` at ``dest`` by renames: whatever is at ``dest`` (but an
+    empty folder, which the rename replaces on POSIX) is first moved aside, and put back if the
+    rename fails, then removed; so ``dest`` always holds the old or the new version, whole."""
+    old = None
+    if os.path.lexists(dest) and not (dest.is_dir() and not dest.is_symlink() and not any(dest.iterdir())):
+        old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
+        os.rename(dest, old)
+    try:
+        os.rename(tmp, dest)
+    except OSError:
+        if old is not None:
+            os.rename(old, dest)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def _discard(path: Path) -> None:
     """Remove ``path`` whatever it is (folder, file, link), ignoring errors."""
     if path.is_dir() and not path.is_symlink():

@@ -44,7 +44,6 @@ import hashlib
 import importlib.metadata
 import json
 import math
-import os
 import platform
 import random
 import shutil
@@ -55,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from . import settings
+from . import cache, settings
 from .analyzer import DEFAULT_FIELDS, article_texts
 from .dataset import DataError, Dataset
 from .retrievers.base import Progress
@@ -392,7 +391,7 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
             metadata["onnx"] = _export(tmp, out, options.base, notes)
         metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        _replace_folder(tmp, out)
+        cache.replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -415,17 +414,6 @@ def _export(folder: Path, out: Path, base: str, notes: list[str]) -> dict:
     r = result.record
     return {"folder": result.folder.name, "files": r["files"], "int8": r["int8"], "opset": r["opset"],
             "min_cosine": r["check"]["min_cosine"], "seconds": round(result.seconds, 2)}
-
-
-def _replace_folder(tmp: Path, out: Path) -> None:
-    """Move the finished ``tmp`` to ``out`` (an empty or overwritten folder is replaced)."""
-    old = None
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _fit(model, pairs: TrainingPairs, options: TrainOptions, query_prefix: str, passage_prefix: str,

@@ -9,7 +9,6 @@ import platform
 import re
 import shutil
 import tempfile
-import uuid
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -192,7 +191,7 @@ def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *
             "total_size": sum(m["size"] for m in files.values()),
         }
         (tmp / BUNDLE_FILE).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
-        _move_into_place(tmp, dest, replace)
+        cache.replace_folder(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -213,21 +212,6 @@ def check_export_target(dest: str | os.PathLike, replace: bool = False) -> None:
         hint = " (index --replace, or replace=True, overwrites that bundle)" if (dest / BUNDLE_FILE).is_file() else ""
         raise BundleError(f"{dest}: exists and is not empty{hint}; choose a new folder", "exists")
     raise BundleError(f"{dest}: exists and is not a folder; choose a new folder", "exists")
-
-
-def _move_into_place(tmp: Path, dest: Path, replace: bool) -> None:
-    old = None
-    if dest.is_dir() and any(dest.iterdir()):
-        old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
-        os.rename(dest, old)
-    try:
-        os.rename(tmp, dest)  # replaces an empty folder on POSIX
-    except OSError:
-        if old is not None:
-            os.rename(old, dest)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _versions() -> dict:

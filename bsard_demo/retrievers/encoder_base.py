@@ -19,6 +19,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ..cache import sha256_file
 from .base import Progress
 
 OFFLINE_CHOICES = ("offline choices: 'use' (multilingual Universal Sentence Encoder, reads French), "
@@ -92,11 +93,7 @@ def file_sha256(path: Path) -> str:
         hit = _digests.get(key)
     if hit is not None:
         return hit
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    digest = h.hexdigest()
+    digest = sha256_file(path)
     with _digest_lock:
         _digests[key] = digest
     return digest

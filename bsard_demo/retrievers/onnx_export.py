@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import cache
 from ..dataset import first_line
 from .encoder_base import EXPORT_DIRNAME, EncoderUnavailable, file_sha256, folder_digest
 from .onnx_encoder import (MODEL_FILE, RECORD_FILE, RECORD_FORMAT, RECORD_VERSION, TOKENIZER_FILE, OnnxEncoder,
@@ -261,7 +262,7 @@ def export_onnx(model: str, out: str | os.PathLike | None = None, *, refresh: bo
         _write_record(tmp, record)
         if (folder / "bsard_training.json").is_file() and out is not None:
             shutil.copy2(folder / "bsard_training.json", tmp / "bsard_training.json")
-        _move_into_place(tmp, target)
+        cache.replace_folder(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -297,18 +298,3 @@ def _check(onnx: OnnxEncoder, st_model, int8: bool) -> dict:
 
 def _write_record(folder: Path, record: dict) -> None:
     (folder / RECORD_FILE).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def _move_into_place(tmp: Path, target: Path) -> None:
-    old = None
-    if os.path.lexists(target):
-        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
-        os.rename(target, old)
-    try:
-        os.rename(tmp, target)
-    except OSError:
-        if old is not None:
-            os.rename(old, target)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
