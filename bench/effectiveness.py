@@ -21,7 +21,11 @@ Two tables:
      ``minilm`` on the sub-corpus), ``fusion`` (BM25 + use: RRF k in {10, 30, 60, 100} x use weight in
      {0.25, 0.5, 0.75, 1}, min-max alpha in {0.3, 0.5, 0.7}, the default hybrid over tuned BM25; on the
      sub-corpus also BM25 + e5, BM25 + minilm, 3-way BM25 + use + e5 over the same RRF grid and
-     min-max), ``qtext`` (question+description rows; left out, with a note, when every
+     min-max), ``neighbours`` (label transfer from the training questions,
+     :mod:`bsard_demo.retrievers.neighbours`: alone; RRF k=60 with BM25, weight in
+     {0.25, 0.5, 0.75, 1, 1.5}; n in {5, 10, 50}; min-max alpha in {0.3, 0.5, 0.7}; 3-way BM25 + use
+     + neighbours with use 0.25 or 0.5 over the same weights, and over tuned BM25; on ``--split
+     train`` each question is left out of its own neighbours), ``qtext`` (question+description rows; left out, with a note, when every
      extra_description of the split is empty, as in frlaw-dev), ``models`` (each ``--model DIR``:
      dense, RRF with BM25, RRF with BM25 + use (+ e5 on the sub-corpus), on ``--model-corpus``),
      ``sub`` (every sub-corpus row), ``full`` (every full-corpus row), ``all``; ``-NAME`` leaves a
@@ -209,7 +213,9 @@ RRF_KS_GRID = (10.0, 30.0, 60.0, 100.0)
 DENSE_WEIGHTS_GRID = (0.25, 0.5, 0.75, 1.0)
 ALPHAS_GRID = (0.3, 0.5, 0.7)
 PART_DEPTH = 1000  # the hybrid's default depth: each part searched this deep, then fused
-GROUPS = ("bm25", "dense", "fusion", "qtext", "sub", "models", "full")
+NEIGHBOUR_WEIGHTS_GRID = (0.25, 0.5, 0.75, 1.0, 1.5)
+NEIGHBOUR_COUNTS = (5, 10, 50)  # besides the default 20
+GROUPS = ("bm25", "dense", "fusion", "neighbours", "qtext", "sub", "models", "full")
 BUILDS_RECORD = "effectiveness-builds.json"
 
 
@@ -288,6 +294,29 @@ def plan_systems(tuned: Mapping[str, dict], models: Sequence[str], model_corpus:
         t = tuned["recall@100"]
         spec = hybrid_spec("use", bm25_options=bm25_options(k1=t["k1"], b=t["b"]))
         add("rrf-tunedbm25", _fusion_label(spec, ["BM25 tuned R@100", "use"]), spec, groups=("fusion",))
+    # label transfer from the training questions (neighbours), alone and fused (full corpus)
+    add("neighbours", "neighbours (train questions' labels, n=20)", RetrieverSpec("neighbours"), groups=("neighbours",))
+    for w in NEIGHBOUR_WEIGHTS_GRID:
+        spec = hybrid_spec("neighbours", weights=[1.0, w])
+        add(f"rrf-nb-w{w:g}", _fusion_label(spec, ["BM25", "neighbours"]), spec, groups=("neighbours", "fusion"))
+    for n in NEIGHBOUR_COUNTS:
+        spec = hybrid_spec("neighbours")
+        parts = [RetrieverSpec("bm25"), RetrieverSpec("neighbours", {"n": n})]
+        spec = RetrieverSpec("hybrid", {**spec.options, "retrievers": parts})
+        add(f"rrf-nb{n}", _fusion_label(spec, ["BM25", f"neighbours n={n}"]), spec, groups=("neighbours", "fusion"))
+    for a in ALPHAS_GRID:
+        spec = hybrid_spec("neighbours", method="weighted", alpha=a)
+        add(f"minmax-nb-a{a:g}", _fusion_label(spec, ["BM25", "neighbours"]), spec, groups=("neighbours", "fusion"))
+    for wd in (0.25, 0.5):
+        for w in NEIGHBOUR_WEIGHTS_GRID:
+            spec = hybrid_spec(["use", "neighbours"], weights=[1.0, wd, w])
+            add(f"rrf3-nb-w{wd:g},{w:g}", _fusion_label(spec, ["BM25", "use", "neighbours"]), spec,
+                groups=("neighbours", "fusion"))
+    if "recall@100" in tuned:
+        t = tuned["recall@100"]
+        spec = hybrid_spec(["use", "neighbours"], bm25_options=bm25_options(k1=t["k1"], b=t["b"]))
+        add("rrf3-nb-tunedbm25", _fusion_label(spec, ["BM25 tuned R@100", "use", "neighbours"]), spec,
+            groups=("neighbours", "fusion"))
     # query text (only when it differs: see main)
     for id_, label, spec in (("bm25", "BM25 default", bm25), ("use", "dense use", RetrieverSpec("dense", {"encoder": "use"})),
                              ("hybrid", "default hybrid", default_hybrid)):

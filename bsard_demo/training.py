@@ -59,6 +59,7 @@ from .analyzer import DEFAULT_FIELDS, article_texts
 from .dataset import DataError, Dataset
 from .retrievers.base import Progress
 from .retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+from .training_dev import DEV_MAX_ARTICLES, DEV_SPLIT, dev_evaluation, dev_wanted  # noqa: F401 - re-exported
 
 #: The record written into every trained model's folder.
 METADATA_FILE = "bsard_training.json"
@@ -107,6 +108,11 @@ class TrainOptions:
     #: :data:`METADATA_FILE`. The ``train`` command does by default (``--no-onnx`` skips it); a
     #: library caller asks for it.
     onnx: bool = False
+    #: Score the trained model on :data:`DEV_SPLIT` (dense alone, and fused with BM25 as ``run
+    #: --retriever hybrid --encoder DIR`` fuses it) and record the figures: ``None`` (the default)
+    #: when the dataset has that split, it is not the training split and the corpus has at most
+    #: :data:`DEV_MAX_ARTICLES` articles (scoring encodes the whole corpus with the model).
+    evaluate: bool | None = None
 
     def check(self) -> None:
         """Raise :class:`ValueError` naming every bad setting at once."""
@@ -257,6 +263,7 @@ def library_versions() -> dict[str, str]:
 
 # ---------------------------------------------------------------------------- training
 
+
 @dataclass
 class TrainResult:
     """A finished training: the model folder, its record, and how to use it."""
@@ -280,11 +287,17 @@ class TrainResult:
         """What was trained, where it is, and the ``run`` lines that use it."""
         m, s, d = self.metadata, self.metadata["settings"], self.metadata["dataset"]
         loss = m["loss"]["last"]
-        lines = [f"trained {m['base']['name']} on {d['name']}, split {d['split']}: {m['pairs']} pairs from "
+        negatives = f" and {m['negatives']} BM25 hard negatives" if m.get("negatives") else ""
+        lines = [f"trained {m['base']['name']} on {d['name']}, split {d['split']}: {m['pairs']} pairs{negatives} from "
                  f"{d['questions_used']} questions, {s['epochs']} epoch(s), {m['steps']} steps (batch {s['batch']}, "
                  f"max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, seed {s['seed']}) in {self.seconds:.0f} s"
                  + (f"; final loss {loss:.4f}" if loss is not None else ""),
                  f"model folder: {self.out}"]
+        dev = m.get("evaluation")
+        if dev:
+            lines.append(f"scored on {dev['split']} ({dev['questions']} questions): "
+                         + "; ".join(f"{what} R@100 {dev[key]['recall@100']:.4f} MAP@100 {dev[key]['map@100']:.4f}"
+                                     for key, what in (("dense", "dense"), ("hybrid", "hybrid with BM25"))))
         onnx = m.get("onnx") or {}
         if onnx.get("files"):
             size = onnx["files"]["model.onnx"]["size"] / 1e6
@@ -380,7 +393,7 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
                          "warmup": options.warmup, "loss": "MultipleNegativesRankingLoss (scale 20, cosine)",
                          "batch_sampler": "no_duplicates", "bm25": dict(options.bm25) if options.hard_negatives else None,
                          "threads": options.threads},
-            "pairs": len(pairs), "steps": steps,
+            "pairs": len(pairs), "negatives": sum(len(n) for n in pairs.negatives), "steps": steps,
             "loss": {"first": history[0][1] if history else None, "last": history[-1][1] if history else None,
                      "history": history},
             "seconds": {"training": round(fit_seconds, 2), "total": None},
@@ -389,6 +402,9 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
         metadata["weights_sha256"] = weights_digests(tmp)
         if options.onnx:
             metadata["onnx"] = _export(tmp, out, options.base, notes)
+        if dev_wanted(options, dataset, notes):  # the folder's cache key is its content: the run lines reuse it
+            metadata["evaluation"] = dev_evaluation(tmp, dataset, with_description=options.with_description,
+                                                    cache_root=options.cache_root, progress=progress)
         metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         cache.replace_folder(tmp, out)

@@ -46,6 +46,7 @@ BROWSER = ("tests/app/test_browser.py", "tests/app/test_browser_hostile.py", "te
 TRAINING_FIXTURES = ("tiny_model",)
 TRAINING = (
     "tests/test_training.py::test_a_base_with_prefixes_trains_with_them_and_saves_them_as_prompts",
+    "tests/cli/test_cli_real_slice.py::test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines",
 )
 SLOW = (
     # real models, ONNX exports, subprocesses of their own
@@ -101,6 +102,8 @@ SLOW = (
     "tests/runs/test_run_streaming.py::test_a_large_run_costs_a_bounded_memory",
     "tests/runs/test_run_streaming.py::test_large_files_match_the_reference_order",
     "tests/runs/test_run_streaming.py::test_array_fields_equal_token_fields",
+    # real data: frlaw-dev's 46 MB corpus (kept out of the quick loop, as its README asks)
+    "tests/cli/test_cli_real_slice.py",
     # statistics against references, the real BSARD labels
     "tests/test_compare_stats.py::test_holm_equals_statsmodels",
     "tests/test_compare_stats.py::test_permutation_against_large_resample_reference",

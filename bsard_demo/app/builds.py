@@ -235,6 +235,23 @@ def encoder_options(models: Iterable | None = None, *, present: Callable[[str], 
     return out
 
 
+#: The menu line of the neighbours part (:mod:`bsard_demo.retrievers.neighbours`).
+NEIGHBOURS_LABEL = ("neighbours — questions voisines : les articles cités par les questions du split train "
+                    "les plus proches (étiquettes transférées, sans encodeur)")
+
+
+def neighbours_option(dataset) -> EncoderOption:
+    """The neighbours part as a menu option (key and target :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`):
+    offered when ``dataset`` has a split ``train`` whose questions cite articles of its corpus."""
+    from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS
+
+    ids = dataset.article_ids or frozenset()
+    split = dataset.splits.get(DEFAULT_SPLIT) if dataset.articles is not None else None
+    cited = split is not None and any(not ids.isdisjoint(row) for row in split["article_ids"])
+    return EncoderOption(NEIGHBOURS, NEIGHBOURS_LABEL, NEIGHBOURS, cited,
+                         None if cited else f"pas de questions « {DEFAULT_SPLIT} » étiquetées sur ce corpus")
+
+
 def offered(options: Sequence[EncoderOption]) -> list[EncoderOption]:
     return [o for o in options if o.available]
 

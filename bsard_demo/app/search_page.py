@@ -34,6 +34,7 @@ from ..metrics import compute_metrics
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Retriever
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, FusionError
+from ..retrievers.neighbours import NEIGHBOURS
 from ..retrievers.registry import hybrid_spec
 
 NEW = "nouveau"
@@ -231,6 +232,8 @@ def example_questions(dataset: Dataset, split: str = "test") -> pd.DataFrame:
 
 
 KIND_LABELS = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybride"}
+#: The column of the neighbours retriever, chosen as the dense column's "encoder".
+NEIGHBOURS_COLUMN = "Questions voisines (train)"
 #: The page's words for a fusion (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label`).
 FUSION_WORDS = {"rrf": "RRF", "weighted": "pondéré", "alpha": "α"}
 
@@ -283,6 +286,8 @@ def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DE
     for kind in dict.fromkeys(kinds):
         if kind == "bm25":
             out["BM25"] = RetrieverSpec("bm25")
+        elif kind == "dense" and targets.get(encoder, encoder) == NEIGHBOURS:
+            out[NEIGHBOURS_COLUMN] = RetrieverSpec("neighbours")  # not an encoder: its own retriever
         elif kind == "dense":
             out[f"Dense ({encoder})"] = RetrieverSpec("dense", {"encoder": targets.get(encoder, encoder)})
         elif kind == "hybrid":

@@ -234,9 +234,10 @@ def _corpus_sha256(key: tuple, _articles) -> str:  # noqa: ARG001 - key is the c
 def encoder_menu(data: ActiveData) -> list:
     """Every dense encoder the app knows for the active dataset, offered or not
     (:func:`bsard_demo.app.builds.encoder_options`): the built-in ones, the models of the index
-    bundle when it serves this corpus, the trained folders of ``$BSARD_MODELS``."""
+    bundle when it serves this corpus, the trained folders of ``$BSARD_MODELS``, and the
+    neighbours part (offered when the dataset has labelled training questions)."""
     from ..training import list_trained_models
-    from .builds import encoder_options
+    from .builds import encoder_options, neighbours_option
 
     ds = data.dataset
     setup = hosting_ui.bundle_setup()
@@ -244,7 +245,7 @@ def encoder_menu(data: ActiveData) -> list:
     models = list_trained_models()
     has_models = bool(models) or (bundle is not None and bool(bundle.model_list()))
     sha = _corpus_sha256(data.key, ds.articles) if has_models and ds.articles is not None else None
-    return encoder_options(models, corpus_sha256=sha, bundle=bundle)
+    return encoder_options(models, corpus_sha256=sha, bundle=bundle) + [neighbours_option(ds)]
 
 
 #: Seconds a "not stored" answer of :func:`dense_stored` is kept (a "stored" one stays).

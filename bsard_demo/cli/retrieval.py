@@ -25,12 +25,14 @@ from .export import add_export_arguments, check_export_arguments, export_and_pus
 
 
 def _common_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25",
-                   help="bm25 (default), dense (an encoder), or hybrid (BM25 + dense, fused)")
+    p.add_argument("--retriever", choices=("bm25", "dense", "neighbours", "hybrid"), default="bm25",
+                   help="bm25 (default), dense (an encoder), neighbours (the articles cited by the most similar "
+                        "questions of the train split), or hybrid (BM25 + dense and/or neighbours, fused)")
     p.add_argument("--encoder", default=None, metavar="NAME[,NAME...]",
                    help="dense encoder: use (default), e5, minilm, a sentence-transformers model id or folder "
                         "(e.g. one written by train); a hybrid takes several, comma-separated (use,e5), "
-                        "and fuses BM25 with each of them")
+                        "and fuses BM25 with each of them; 'neighbours' in a hybrid's list adds the "
+                        "neighbours part (use,neighbours)")
     p.add_argument("--backend", choices=("auto", "torch", "onnx"), default="auto",
                    help="how a model folder is run: auto (default: its ONNX export when it has one, made by "
                         "export-onnx; else torch), torch, or onnx (onnxruntime, no torch needed)")
@@ -51,7 +53,7 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     hybrid.add_argument("--weights", default=None, metavar="W,W,...",
                         help="one weight per fused system, BM25 first, then the encoders in --encoder order "
                              "(e.g. 1,0.5,0.5); default for rrf: 1 for BM25 and for a model folder or hub id, "
-                             "0.5 for a built-in zero-shot encoder (use, e5, minilm); for weighted: all 1")
+                             "0.5 for a built-in zero-shot encoder (use, e5, minilm) and for neighbours; for weighted: all 1")
     hybrid.add_argument("--alpha", type=float, default=None,
                         help="weighted fusion of two systems: weight of BM25, 1 - alpha that of the dense "
                              f"retriever (default {DEFAULT_ALPHA:g}); with more systems give --weights")
@@ -120,6 +122,13 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
         if given:
             raise ValueError(_not_for(given, "--retriever dense or hybrid", "bm25"))
         return RetrieverSpec("bm25", bm25)
+    if args.retriever == "neighbours":
+        given = (["--encoder"] * bool(args.encoder) + ["--backend"] * bool(dense) + fusion_given
+                 + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
+                 + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
+        if given:
+            raise ValueError(_not_for(given, "--retriever bm25, dense or hybrid", "neighbours"))
+        return RetrieverSpec("neighbours")
     if args.retriever == "dense":
         encoders = parse_encoders(args.encoder)
         if len(encoders) > 1:

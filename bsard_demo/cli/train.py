@@ -16,7 +16,7 @@ from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..sources import load_dataset
 from ..training import (
     DEFAULT_BASE, DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_LR, DEFAULT_MAX_SEQ, DEFAULT_SEED, DEFAULT_WARMUP,
-    TrainOptions, train,
+    DEV_MAX_ARTICLES, DEV_SPLIT, TrainOptions, train,
 )
 from .common import TqdmProgress, add_data_argument, data_spec, fail, say
 
@@ -54,6 +54,9 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--onnx", action=argparse.BooleanOptionalAction, default=True,
                    help="also write the ONNX export (DIR/onnx) that torch-free installs serve (default: on; "
                         "--no-onnx skips it, export-onnx DIR adds it later)")
+    p.add_argument("--evaluate", action=argparse.BooleanOptionalAction, default=None,
+                   help=f"score the model on the {DEV_SPLIT} split (dense, and hybrid with BM25) and record it; default: "
+                        f"when the dataset has that split and at most {DEV_MAX_ARTICLES:,} articles (it encodes the corpus)")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="index cache for the hard negatives' BM25 (default $BSARD_CACHE or ~/.cache/bsard_demo)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
@@ -66,7 +69,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base, epochs=args.epochs,
                            batch=args.batch, max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
                            lr=args.lr, warmup=args.warmup, with_description=args.with_description,
-                           overwrite=args.overwrite, threads=args.threads, onnx=args.onnx,
+                           overwrite=args.overwrite, threads=args.threads, onnx=args.onnx, evaluate=args.evaluate,
                            cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
     try:
         options.check()

@@ -60,8 +60,8 @@ def add_tune_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_tune(args: argparse.Namespace) -> int:
     """Handler of ``tune``; returns the exit code."""
     if args.retriever not in ("bm25", "hybrid"):
-        return fail("tune", "a dense retriever has no settings to grid-search; tune --retriever bm25 or hybrid "
-                            "(fine-tune an encoder with the train command)")
+        return fail("tune", f"a {args.retriever} retriever has no settings to grid-search; tune --retriever bm25 "
+                            "or hybrid (fine-tune an encoder with the train command)")
     try:
         Measure.parse(args.measure)
         spec = spec_from_args(args)

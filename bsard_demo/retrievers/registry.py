@@ -9,13 +9,17 @@
   ``fields``, ``pooling``, ``window``, ``batch_size`` passed to
   :meth:`~bsard_demo.retrievers.dense.DenseRetriever.build`, and ``backend`` (``auto`` by default:
   a model folder's ONNX export when it has one, else torch; ``torch``; ``onnx``).
+- ``"neighbours"``: ``split`` (the labelled training split, default ``"train"``) and ``n`` (20):
+  label transfer from the most similar training questions
+  (:class:`~bsard_demo.retrievers.neighbours.NeighboursRetriever`).
 - ``"hybrid"``: ``retrievers`` (specs of the parts, any number >= 2; default BM25 + the default
   dense encoder), ``method`` (``"rrf"`` | ``"weighted"``, default ``"rrf"``), ``rrf_k`` (60),
   ``alpha`` (0.5, the weight of the first of two parts), ``weights`` (one per part, in order;
   absent: all 1), ``normalisation``, ``depth`` (1000).
 
 :func:`hybrid_spec` builds a hybrid spec from simple arguments (BM25 + one dense part per
-listed encoder), as ``--retriever hybrid --encoder use,e5 --weights 1,0.5,0.5`` needs, with the
+listed encoder, the name :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS` standing for the
+neighbours part), as ``--retriever hybrid --encoder use,e5 --weights 1,0.5,0.5`` needs, with the
 product's default fusion (RRF k = 60, zero-shot dense parts weighted 0.5: :func:`default_weights`);
 :func:`parse_encoders` / :func:`parse_weights` read those comma-separated lists.
 """
@@ -29,11 +33,13 @@ from typing import Any, Callable, Mapping, Sequence
 from ..dataset import DataError, Dataset
 from .base import Progress, Retriever
 from .bm25 import BM25Retriever, BM25Settings
+from .neighbours import NEIGHBOURS, NeighboursRetriever, options_of
 from .hybrid import DEFAULT_ALPHA, DEFAULT_DEPTH, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, HybridRetriever
 
-KINDS = ("bm25", "dense", "hybrid")
+KINDS = ("bm25", "dense", "neighbours", "hybrid")
 _BM25_OPTIONS = frozenset(BM25Settings.__dataclass_fields__)
 _DENSE_OPTIONS = frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"})
+_NEIGHBOURS_OPTIONS = frozenset({"split", "n"})
 _HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth"})
 
 
@@ -47,7 +53,8 @@ class RetrieverSpec:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown retriever {self.kind!r}; choose {', '.join(KINDS)}")
-        allowed = {"bm25": _BM25_OPTIONS, "dense": _DENSE_OPTIONS, "hybrid": _HYBRID_OPTIONS}[self.kind]
+        allowed = {"bm25": _BM25_OPTIONS, "dense": _DENSE_OPTIONS, "neighbours": _NEIGHBOURS_OPTIONS,
+                   "hybrid": _HYBRID_OPTIONS}[self.kind]
         unknown = sorted(set(self.options) - allowed)
         if unknown:
             raise ValueError(f"unknown option(s) for a {self.kind} retriever: {', '.join(unknown)}; "
@@ -91,6 +98,10 @@ def default_hybrid_parts() -> list[RetrieverSpec]:
 #: gives back 2.6 points of recall@100 (9.4 with e5 as well), on the sample (dense stronger than
 #: BM25) it costs 0.9 (docs/effectiveness.md, "e5 and fusion").
 ZERO_SHOT_DENSE_WEIGHT = 0.5
+#: RRF weight of the neighbours part (:mod:`~bsard_demo.retrievers.neighbours`) when
+#: :func:`hybrid_spec` is given no weights: decided on frlaw-dev's train split, leave-one-out,
+#: over 0.25-2 (docs/effectiveness.md, "Label transfer from training questions").
+NEIGHBOURS_WEIGHT = 0.5
 
 
 def parse_encoders(value: str | Sequence[str] | None) -> list[str]:
@@ -107,7 +118,7 @@ def parse_encoders(value: str | Sequence[str] | None) -> list[str]:
     if not all(names):
         raise ValueError(f"empty encoder name in {','.join(names)!r}: give names separated by commas, e.g. use,e5")
     # the built-in names are case-insensitive in resolve_encoder
-    canonical = [n.lower() if n.lower() in ENCODER_CHOICES else n for n in names]
+    canonical = [n.lower() if n.lower() in (*ENCODER_CHOICES, NEIGHBOURS) else n for n in names]
     repeated = sorted({n for n in canonical if canonical.count(n) > 1})
     if repeated:
         raise ValueError(f"encoder listed more than once: {', '.join(repeated)}")
@@ -139,13 +150,18 @@ def parse_weights(value: str | Sequence[float] | None) -> list[float] | None:
 
 def default_weights(encoders: Sequence[str], method: str = DEFAULT_FUSION) -> list[float]:
     """The weights :func:`hybrid_spec` uses when given none, BM25 first: for RRF 1 for BM25, then
-    :data:`ZERO_SHOT_DENSE_WEIGHT` for each built-in encoder and 1 for any other, in order; for
+    :data:`ZERO_SHOT_DENSE_WEIGHT` for each built-in encoder, :data:`NEIGHBOURS_WEIGHT` for the
+    neighbours part and 1 for any other, in order; for
     the weighted fusion all 1 (equal weights, ``alpha`` 0.5 for two systems)."""
     from .encoders import ENCODER_CHOICES
 
     if method != "rrf":
         return [1.0] * (1 + len(encoders))
-    return [1.0] + [ZERO_SHOT_DENSE_WEIGHT if str(e).strip().lower() in ENCODER_CHOICES else 1.0 for e in encoders]
+    def weight(name: str) -> float:
+        name = str(name).strip().lower()
+        return NEIGHBOURS_WEIGHT if name == NEIGHBOURS else ZERO_SHOT_DENSE_WEIGHT if name in ENCODER_CHOICES else 1.0
+
+    return [1.0] + [weight(e) for e in encoders]
 
 
 def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DEFAULT_FUSION,
@@ -154,7 +170,9 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
                 dense_options: Mapping[str, Any] | None = None, depth: int | None = None) -> RetrieverSpec:
     """A hybrid spec fusing BM25 (``bm25_options``) with one dense retriever per encoder of
     ``encoders`` (``"use,e5"`` or a list; default: the default encoder), each with
-    ``dense_options`` (``fields``, ``pooling``, ``window``, ``batch_size``, ``backend``).
+    ``dense_options`` (``fields``, ``pooling``, ``window``, ``batch_size``, ``backend``); the name
+    :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS` in ``encoders`` adds the neighbours part
+    there instead of a dense one (``"neighbours"`` alone: BM25 + neighbours).
 
     - ``method="rrf"``: weighted reciprocal rank fusion ``sum_i w_i / (rrf_k + rank_i)``
       (``rrf_k`` default :data:`DEFAULT_RRF_K`);
@@ -182,7 +200,8 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
         fusion = replace(fusion, alpha=DEFAULT_ALPHA)
     options: dict[str, Any] = {
         "retrievers": [RetrieverSpec("bm25", dict(bm25_options or {}))]
-        + [RetrieverSpec("dense", {**dict(dense_options or {}), "encoder": name}) for name in names],
+        + [RetrieverSpec("neighbours") if name == NEIGHBOURS
+           else RetrieverSpec("dense", {**dict(dense_options or {}), "encoder": name}) for name in names],
         **fusion.spec_options(),
     }
     if fusion.method == "weighted":
@@ -197,8 +216,8 @@ def system_labels(spec: RetrieverSpec) -> list[str]:
     one weight each in a UI; a dense part is named by its encoder."""
     from .encoders import DEFAULT_ENCODER
 
-    return ["bm25" if p.kind == "bm25" else str(p.options.get("encoder") or DEFAULT_ENCODER) if p.kind == "dense" else p.kind
-            for p in hybrid_parts(spec)]
+    return ["bm25" if p.kind == "bm25" else str(p.options.get("encoder") or DEFAULT_ENCODER) if p.kind == "dense"
+            else NEIGHBOURS if p.kind == "neighbours" else p.kind for p in hybrid_parts(spec)]
 
 
 def build_retriever(spec: RetrieverSpec, dataset: Dataset, *, cache_root: Path | None = None,
@@ -220,6 +239,8 @@ def build_retriever(spec: RetrieverSpec, dataset: Dataset, *, cache_root: Path |
 
         kwargs = {name: value for name, value in options.items() if value is not None}
         return DenseRetriever.build(dataset.articles, cache_root=cache_root, progress=progress, notice=notice, **kwargs)
+    if spec.kind == "neighbours":
+        return NeighboursRetriever.build(dataset, **options_of(options))
     built = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice) for p in hybrid_parts(spec)]
     return make_hybrid(spec, built, corpus_size=len(dataset.articles))
 

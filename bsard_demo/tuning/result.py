@@ -21,6 +21,7 @@ from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
 from ..retrievers.bm25 import BM25Settings
 from ..retrievers.encoders import DEFAULT_ENCODER
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_NORMALISATION, DEFAULT_RRF_K, FusionConfig
+from ..retrievers.neighbours import NEIGHBOURS
 from ..retrievers.registry import RetrieverSpec, default_weights, hybrid_parts
 
 DEFAULT_MEASURE = "recall@100"
@@ -212,10 +213,12 @@ def run_command(spec: RetrieverSpec, data: str | None = None, *, split: str = "t
         args += _bm25_args(spec.options, notes)
     elif spec.kind == "dense":
         args += _dense_args([spec], notes)
+    elif spec.kind == "neighbours":
+        _dense_args([spec], notes)  # its options are not run options
     else:
         parts = hybrid_parts(spec)
-        if parts[0].kind != "bm25" or any(p.kind != "dense" for p in parts[1:]):
-            notes.append("run's hybrid is BM25 followed by dense encoders; this one is "
+        if parts[0].kind != "bm25" or any(p.kind not in ("dense", "neighbours") for p in parts[1:]):
+            notes.append("run's hybrid is BM25 followed by dense encoders and neighbours; this one is "
                          + " + ".join(p.kind for p in parts))
         else:
             args += _bm25_args(parts[0].options, notes) + _dense_args(parts[1:], notes)
@@ -227,7 +230,7 @@ def run_command(spec: RetrieverSpec, data: str | None = None, *, split: str = "t
         if f.method == "rrf":
             # a spec without weights means equal weights, but run's default is default_weights
             effective = f.weights_for(len(parts))
-            encoders = [str(p.options.get("encoder") or DEFAULT_ENCODER) for p in parts[1:]]
+            encoders = [_part_name(p) for p in parts[1:]]
             if effective != default_weights(encoders):
                 args += ["--weights", ",".join(_fmt(w) for w in effective)]
         elif f.weights is not None:
@@ -268,13 +271,18 @@ def _bm25_args(options: Mapping[str, object], notes: list[str]) -> list[str]:
     return args
 
 
+def _part_name(part: RetrieverSpec) -> str:
+    """A hybrid part as ``--encoder`` names it: its encoder, or ``neighbours``."""
+    return NEIGHBOURS if part.kind == "neighbours" else str(part.options.get("encoder") or DEFAULT_ENCODER)
+
+
 def _dense_args(parts: Sequence[RetrieverSpec], notes: list[str]) -> list[str]:
     encoders = []
     for p in parts:
-        extra = sorted(set(p.options) - {"encoder"})
+        extra = sorted(set(p.options) - ({"encoder"} if p.kind == "dense" else set()))
         if extra:
-            notes.append(f"dense option(s) {', '.join(extra)} are not run options")
-        encoders.append(str(p.options.get("encoder") or "use"))
+            notes.append(f"{p.kind} option(s) {', '.join(extra)} are not run options")
+        encoders.append(_part_name(p))
     if encoders == ["use"]:
         return []
     return ["--encoder", ",".join(encoders)]

@@ -1,0 +1,126 @@
+"""Label transfer from similar training questions: the ``neighbours`` retriever.
+
+A citizen's question is often close to one already answered: BSARD's test questions cite, on
+average, articles of which 90 % are cited by some training question (frlaw-dev: 47 %). This
+retriever finds the training questions most similar to the one asked and ranks the articles
+*they* cite, weighted by their similarity::
+
+    sim(q, j)   = BM25 score of training question j for the question q (the product's analyzer:
+                  stems, stop words; the questions' text only), j in the n most similar, sim > 0
+    score(a, q) = sum over those j with a in rel(j) of sim(q, j)
+
+Only articles cited by a neighbour get a score (at most n * |rel| of them): alone it misses
+every article no training question cites, so it is meant to be fused with BM25
+(:func:`bsard_demo.retrievers.registry.hybrid_spec`, the part named :data:`NEIGHBOURS`). It is
+trained on the labels of the training split only, needs no corpus encoding and no torch, and
+builds in well under a second for BSARD's 886 training questions.
+
+Leave-one-out: a training question whose text equals the question asked (case and white space
+folded) is never its own neighbour, so a run on the training split itself scores each question
+without its own labels (as the figures decided on train in docs/effectiveness.md were made).
+
+Defaults (``n`` = 20, linear similarity weights, no division by |rel|) are decided on frlaw-dev's
+train split, leave-one-out (docs/effectiveness.md, "Label transfer from training questions").
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..dataset import DataError, Dataset
+from .base import Hit, clip_k, id_ranks, rank_all
+from .bm25 import BM25Retriever, BM25Settings
+
+#: The part name of this retriever in a hybrid's list (``--encoder use,neighbours``, ``henc=``).
+NEIGHBOURS = "neighbours"
+DEFAULT_SPLIT = "train"
+DEFAULT_NEIGHBOURS = 20
+
+
+def fold(text: str) -> str:
+    """The form two question texts are compared in for leave-one-out: case and white space folded."""
+    return " ".join(str(text or "").split()).casefold()
+
+
+def transfer_scores(similarities: np.ndarray, labels: Sequence[np.ndarray], n_articles: int, n: int,
+                    excluded: np.ndarray | None = None) -> np.ndarray:
+    """Scores over the corpus (``n_articles``, corpus order) from one question's similarities to
+    the training questions (``similarities[j]``; ``labels[j]``: corpus positions of question
+    ``j``'s relevant articles): ``score[a] = sum of similarities[j]`` over the ``n`` most similar
+    ``j`` with a positive similarity (ties by position, stable) that cite ``a``. ``excluded``:
+    a boolean mask of training questions never used (leave-one-out)."""
+    sims = np.asarray(similarities, dtype=np.float64).copy()
+    if excluded is not None:
+        sims[np.asarray(excluded, dtype=bool)] = 0.0
+    order = np.argsort(-sims, kind="stable")[:max(int(n), 0)]
+    scores = np.zeros(n_articles, dtype=np.float64)
+    for j in order:
+        if sims[j] <= 0:
+            break
+        np.add.at(scores, labels[j], sims[j])
+    return scores
+
+
+class NeighboursRetriever:
+    """The ``neighbours`` retriever over a dataset's corpus and one labelled training split."""
+
+    def __init__(self, article_ids: Sequence[str], texts: Sequence[str], labels: Sequence[np.ndarray], *,
+                 n: int = DEFAULT_NEIGHBOURS, split: str = DEFAULT_SPLIT):
+        if int(n) < 1:
+            raise ValueError(f"neighbours: n must be at least 1, not {n}")
+        self.article_ids = [str(a) for a in article_ids]
+        self.n, self.split = int(n), split
+        self.labels = list(labels)
+        self._folded = np.array([fold(t) for t in texts], dtype=object)
+        ids = [str(i) for i in range(len(texts))]
+        frame = pd.DataFrame({"id": ids, "reference": ids, "article": list(texts)})
+        self._questions = BM25Retriever.build(frame, BM25Settings(fields=("article",)), use_cache=False)
+        self._id_rank = id_ranks(self.article_ids)
+        self.name = f"neighbours n={self.n} ({split}, {len(texts)} questions)"
+
+    @property
+    def size(self) -> int:
+        return len(self.article_ids)
+
+    @classmethod
+    def build(cls, dataset: Dataset, *, split: str = DEFAULT_SPLIT, n: int = DEFAULT_NEIGHBOURS) -> "NeighboursRetriever":
+        """Over ``dataset``'s articles, from the questions of ``split`` and their labels (articles
+        outside the corpus are left out). :class:`DataError` when the split is absent or none of
+        its questions cites an article of the corpus."""
+        if split not in dataset.splits:
+            raise DataError(f"the neighbours retriever needs labelled training questions: no split '{split}' in "
+                            f"{dataset.name} (available: {', '.join(dataset.split_names) or 'none'})")
+        questions = dataset.questions(split)
+        position = {str(a): i for i, a in enumerate(dataset.articles["id"])}
+        texts, labels = [], []
+        for text, ids in zip(questions["question"], questions["article_ids"]):
+            rows = np.array(sorted({position[a] for a in ids if a in position}), dtype=np.int64)
+            if len(rows) and str(text or "").strip():
+                texts.append(str(text))
+                labels.append(rows)
+        if not texts:
+            raise DataError(f"the neighbours retriever needs labelled training questions: no question of split "
+                            f"'{split}' of {dataset.name} cites an article of its corpus")
+        return cls(dataset.articles["id"], texts, labels, n=n, split=split)
+
+    def search(self, question: str, k: int = 100) -> list[Hit]:
+        return self.search_many([question], k)[0]
+
+    def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
+        k = clip_k(k, self.size)
+        tokens = [self._questions.analyzer.tokens(q) for q in questions]
+        similarities = self._questions.score_matrix(tokens)
+        out = []
+        for question, sims in zip(questions, similarities):
+            scores = transfer_scores(sims, self.labels, self.size, self.n, excluded=self._folded == fold(question))
+            rows = np.flatnonzero(scores > 0)
+            out.append(rank_all(scores[rows], self.article_ids, self._id_rank, min(k, len(rows)), rows=rows)
+                       if len(rows) else [])
+        return out
+
+
+def options_of(options: Mapping[str, object]) -> dict:
+    """The :meth:`NeighboursRetriever.build` keywords of a spec's options (``split``, ``n``)."""
+    return {name: options[name] for name in ("split", "n") if options.get(name) is not None}

@@ -1,0 +1,102 @@
+"""``tune`` and ``train`` say what they did on real data (issue 16 item 4): on a small slice of
+frlaw-dev (real French code articles and real citizen questions, read from ../shared, never
+copied into the repository; skipped when it is absent), the figure each command prints is the
+figure its printed ``run`` line gives through ``evaluate``, and ``train``'s summary counts the
+pairs and hard negatives that the slice's labels make."""
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bsard_demo.cli.main import main
+from bsard_demo.evaluation import evaluate
+from bsard_demo.runs import read_run_path
+from bsard_demo.sources import load_dataset
+
+FRLAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "frlaw-dev"
+TRAIN_QUESTIONS, TEST_QUESTIONS, DISTRACTORS = 12, 6, 400
+
+
+@pytest.fixture(scope="module")
+def real_slice(tmp_path_factory) -> Path:
+    """The first questions of each split, every article they cite, and seeded distractors."""
+    if not (FRLAW / "articles.csv").is_file():
+        pytest.skip(f"frlaw-dev not found at {FRLAW} (../shared is absent)")
+    read = lambda name: pd.read_csv(FRLAW / name, dtype=str, keep_default_na=False)  # noqa: E731
+    train, test = read("questions_train.csv").head(TRAIN_QUESTIONS), read("questions_test.csv").head(TEST_QUESTIONS)
+    articles = read("articles.csv")
+    gold = {a.strip() for ids in pd.concat([train, test])["article_ids"] for a in ids.split(",")}
+    others = sorted(set(articles["id"]) - gold)
+    keep = gold | set(np.random.default_rng(0).choice(others, DISTRACTORS, replace=False))
+    folder = tmp_path_factory.mktemp("frlaw-slice")
+    articles[articles["id"].isin(keep)].to_csv(folder / "articles.csv", index=False)
+    train.to_csv(folder / "questions_train.csv", index=False)
+    test.to_csv(folder / "questions_test.csv", index=False)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("BSARD_CACHE", str(tmp_path / "cache"))
+
+
+def printed(capsys, argv: list[str]) -> str:
+    code = main(argv + ["--no-progress"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out
+
+
+def figure_of_run_line(line: str, folder: Path, split: str, measure: str, tmp_path: Path, capsys) -> float:
+    """Run a printed ``use it:`` line (on ``split``) and score its run file as ``evaluate`` does."""
+    argv = shlex.split(line)[3:]  # after "python -m bsard_demo"
+    out = tmp_path / f"{split}-{len(list(tmp_path.iterdir()))}.trec"
+    argv[argv.index("--out") + 1] = str(out)
+    printed(capsys, argv + (["--split", split] if "--split" not in argv else []))
+    ds = load_dataset(str(folder))
+    run = read_run_path(out, qids=ds.qrels(split).keys(), corpus_ids=ds.article_ids, k=500)
+    assert run.ok and not run.problems, [str(p) for p in run.problems]
+    return evaluate(ds.qrels(split), run.run).means[measure]
+
+
+def use_lines(text: str) -> list[str]:
+    return [line.split("use it: ", 1)[1] for line in text.splitlines() if line.startswith("use it: ")]
+
+
+@pytest.mark.parametrize("retriever", [["--retriever", "bm25", "--k1-values", "0.5", "1.2", "--b-values", "0.3", "0.75"],
+                                       ["--retriever", "hybrid", "--encoder", "neighbours", "--rrf-k-values", "10", "60",
+                                        "--weight-values", "0.5", "1", "--alpha-values", "0.5"]],
+                         ids=["bm25", "bm25+neighbours"])
+def test_tune_prints_the_figure_its_run_line_gives(real_slice, retriever, tmp_path, capsys):
+    text = printed(capsys, ["tune", *retriever, "--data", str(real_slice), "--split", "train", "--measure", "map@100"])
+    head = re.search(r"split train \((\d+) questions\), (\d+) settings by map@100", text)
+    assert head and int(head[1]) == TRAIN_QUESTIONS, text
+    best = float(re.search(r"^best: .*map@100 = ([0-9.]+)$", text, re.M)[1])
+    start = float(re.search(r"^start: .*map@100 = ([0-9.]+) ", text, re.M)[1])
+    assert best >= start
+    [line] = use_lines(text)
+    assert round(figure_of_run_line(line, real_slice, "train", "map@100", tmp_path, capsys), 4) == best
+
+
+def test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines(real_slice, tmp_path, capsys):
+    ds = load_dataset(str(real_slice))
+    pairs = sum(len(set(ids) & ds.article_ids) for ids in ds.questions("train")["article_ids"])
+    model = tmp_path / "model"
+    text = printed(capsys, ["train", "--data", str(real_slice), "--out", str(model), "--epochs", "1", "--batch", "8",
+                            "--max-seq", "64", "--hard-negatives", "1", "--no-onnx"])
+    summary = re.search(rf"split train: (\d+) pairs and (\d+) BM25 hard negatives from (\d+) questions, .* in (\d+) s", text)
+    assert summary, text
+    assert (int(summary[1]), int(summary[2]), int(summary[3])) == (pairs, pairs, TRAIN_QUESTIONS)
+    dev = re.search(r"scored on test \((\d+) questions\): dense R@100 ([0-9.]+) MAP@100 ([0-9.]+); "
+                    r"hybrid with BM25 R@100 ([0-9.]+) MAP@100 ([0-9.]+)", text)
+    assert dev and int(dev[1]) == TEST_QUESTIONS, text
+    dense, hybrid = use_lines(text)
+    for line, (recall, ap) in ((dense, dev.group(2, 3)), (hybrid, dev.group(4, 5))):
+        means = {m: round(figure_of_run_line(line, real_slice, "test", m, tmp_path, capsys), 4)
+                 for m in ("recall@100", "map@100")}
+        assert means == {"recall@100": float(recall), "map@100": float(ap)}

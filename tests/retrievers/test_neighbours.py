@@ -1,0 +1,116 @@
+"""The neighbours retriever (label transfer from similar training questions): its formula against
+a brute-force reading of the docstring on random data, leave-one-out on its own training
+questions, labels outside the corpus, the errors, the registry and hybrid wiring, and its figure
+on the real BSARD questions (skipped without ../shared)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bsard_demo.dataset import DataError, Dataset, normalize_articles, normalize_questions
+from bsard_demo.evaluation import evaluate
+from bsard_demo.retrievers import RetrieverSpec, build_retriever
+from bsard_demo.retrievers.neighbours import NEIGHBOURS, NeighboursRetriever, fold, transfer_scores
+from bsard_demo.retrievers.registry import NEIGHBOURS_WEIGHT, hybrid_parts, hybrid_spec, system_labels
+
+ARTICLES = normalize_articles(pd.DataFrame({
+    "id": [str(i) for i in range(1, 9)],
+    "article": ["bail neuf ans", "garantie locative deux mois", "préavis trois mois", "aliments parents",
+                "divorce désunion", "nationalité déclaration", "enregistrement du bail", "pension alimentaire"],
+}))
+TRAIN = normalize_questions(pd.DataFrame({
+    "id": ["t1", "t2", "t3", "t4"],
+    "question": ["Quel est le montant de la garantie locative ?", "Comment résilier mon bail de location ?",
+                 "Comment divorcer ?", "Qui paie la pension alimentaire de mon enfant ?"],
+    "article_ids": ["2", "3,7", "5,99", "8,4"],  # 99: not in the corpus
+}))
+TEST = normalize_questions(pd.DataFrame({
+    "id": ["q1", "q2"], "question": ["La garantie locative peut-elle dépasser deux mois ?", "xyzzy"],
+    "article_ids": ["2", "6"],
+}))
+
+
+def dataset(**splits) -> Dataset:
+    return Dataset(name="tiny", kind="local", articles=ARTICLES, splits=splits or {"train": TRAIN, "test": TEST})
+
+
+def test_transfer_scores_is_the_docstring_formula_on_random_data():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n_train, n_articles, n = rng.integers(1, 30), rng.integers(1, 40), int(rng.integers(0, 12))
+        sims = rng.choice([0.0, 0.5, 1.0, 2.0, -1.0, rng.random() * 3], size=n_train)  # ties, zeros, negatives
+        labels = [rng.choice(n_articles, size=rng.integers(1, min(5, n_articles) + 1), replace=False) for _ in range(n_train)]
+        excluded = rng.random(n_train) < 0.2
+        got = transfer_scores(sims, labels, n_articles, n, excluded=excluded)
+        # brute force: the n most similar (stable by position) among the not excluded, positive only
+        kept = [(s if not e else 0.0, j) for j, (s, e) in enumerate(zip(sims, excluded))]
+        chosen = [j for s, j in sorted(kept, key=lambda x: (-x[0], x[1]))[:n] if s > 0]
+        want = np.zeros(n_articles)
+        for j in chosen:
+            for a in labels[j]:
+                want[a] += sims[j]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_it_ranks_the_articles_its_nearest_training_questions_cite():
+    r = NeighboursRetriever.build(dataset())
+    hits = r.search("La garantie locative peut-elle dépasser deux mois ?", k=5)
+    assert hits[0].article_id == "2"  # t1's only article, t1 being by far the closest
+    assert all(h.score > 0 for h in hits) and len({h.article_id for h in hits}) == len(hits)
+    assert {h.article_id for h in hits} <= {"2", "3", "4", "5", "7", "8"}  # cited and in the corpus (not 99)
+    assert r.search("xyzzy", k=5) == []  # no neighbour shares a term: nothing to transfer
+    assert r.search_many(["Comment divorcer ?", "xyzzy"], k=3) == [r.search("Comment divorcer ?", 3), []]
+    assert r.name == "neighbours n=20 (train, 4 questions)"
+
+
+def test_a_training_question_is_not_its_own_neighbour():
+    r = NeighboursRetriever.build(dataset())
+    # "Comment divorcer ?" is t3: its own labels (5) come back only through another neighbour
+    own = {h.article_id for h in r.search("  comment   DIVORCER ? ", k=8)}
+    assert "5" not in own
+    other = {h.article_id for h in r.search("Comment divorcer vite ?", k=8)}
+    assert "5" in other
+    assert fold(" A\tb  ") == fold("a b")
+
+
+def test_errors_name_the_missing_training_labels():
+    with pytest.raises(DataError, match="no split 'train'"):
+        NeighboursRetriever.build(dataset(test=TEST))
+    outside = TRAIN.assign(article_ids=[("99",)] * len(TRAIN))
+    with pytest.raises(DataError, match="cites an article of its corpus"):
+        NeighboursRetriever.build(dataset(train=outside, test=TEST))
+    with pytest.raises(ValueError, match="at least 1"):
+        NeighboursRetriever.build(dataset(), n=0)
+    with pytest.raises(ValueError, match="unknown option"):
+        RetrieverSpec("neighbours", {"encoder": "use"})
+
+
+def test_registry_and_hybrid_wiring():
+    ds = dataset()
+    built = build_retriever(RetrieverSpec("neighbours", {"n": 2}), ds)
+    assert isinstance(built, NeighboursRetriever) and built.n == 2
+    spec = hybrid_spec("neighbours")
+    assert [p.kind for p in hybrid_parts(spec)] == ["bm25", "neighbours"]
+    assert list(spec.options["weights"]) == [1.0, NEIGHBOURS_WEIGHT]
+    three = hybrid_spec("use,NEIGHBOURS")
+    assert system_labels(three) == ["bm25", "use", NEIGHBOURS]
+    assert list(three.options["weights"]) == [1.0, 0.5, NEIGHBOURS_WEIGHT]
+    hybrid = build_retriever(spec, ds)
+    hits = hybrid.search("Quel montant pour la garantie locative ?", k=8)
+    assert hits[0].article_id == "2"
+
+
+def test_real_bsard_test_split_figure(real_bsard):
+    """The figure docs/effectiveness.md gives for neighbours alone on BSARD's test split: it needs
+    only the question files (every article it can rank is cited by a training question, so a
+    corpus of the cited ids ranks exactly as the real 22,633 articles would)."""
+    cited = sorted({a for split in real_bsard.splits.values() for ids in split["article_ids"] for a in ids}, key=int)
+    ds = dataclasses.replace(real_bsard, articles=normalize_articles(pd.DataFrame({"id": cited, "article": ""})))
+    r = NeighboursRetriever.build(ds)
+    test = ds.questions("test")
+    hits = r.search_many(list(test["question"]), k=500)
+    scores = evaluate(ds.qrels("test"), {qid: [h.article_id for h in hs] for qid, hs in zip(test["id"], hits)})
+    assert round(100 * scores.means["recall@100"], 2) == 77.10
