@@ -263,7 +263,6 @@ def library_versions() -> dict[str, str]:
 
 # ---------------------------------------------------------------------------- training
 
-
 @dataclass
 class TrainResult:
     """A finished training: the model folder, its record, and how to use it."""

@@ -243,11 +243,9 @@ NEIGHBOURS_LABEL = ("neighbours — questions voisines : les articles cités par
 def neighbours_option(dataset) -> EncoderOption:
     """The neighbours part as a menu option (key and target :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`):
     offered when ``dataset`` has a split ``train`` whose questions cite articles of its corpus."""
-    from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS
+    from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
 
-    ids = dataset.article_ids or frozenset()
-    split = dataset.splits.get(DEFAULT_SPLIT) if dataset.articles is not None else None
-    cited = split is not None and any(not ids.isdisjoint(row) for row in split["article_ids"])
+    cited = bool(labelled_questions(dataset, DEFAULT_SPLIT)[0])  # the rule NeighboursRetriever.build refuses by
     return EncoderOption(NEIGHBOURS, NEIGHBOURS_LABEL, NEIGHBOURS, cited,
                          None if cited else f"pas de questions « {DEFAULT_SPLIT} » étiquetées sur ce corpus")
 

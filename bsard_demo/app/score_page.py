@@ -409,24 +409,17 @@ QUERY_TEXT_FR = {"question": "question seule (protocole de l'article BSARD)",
                  "question+description": "question + description (comme MTEB)"}
 
 
-def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None,
-                   neighbours: bool = False) -> dict[str, RetrieverSpec]:
+def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None) -> dict[str, RetrieverSpec]:
     """The built-in systems offered, by their Search page label: BM25, the dense ``encoder`` and
     their RRF hybrid, then the dense column and the hybrid with BM25 of each of ``models``
-    (encoder key -> target, e.g. ``{"bundle:NAME": "NAME"}``: the index bundle's models), then,
-    when ``neighbours`` (the dataset has labelled training questions), the neighbours column and
-    its hybrids with BM25 and with BM25 + ``encoder``; the specs of
-    :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page serves the
-    other)."""
-    from ..retrievers.neighbours import NEIGHBOURS
+    (encoder key -> target, e.g. ``{"bundle:NAME": "NAME"}``: the index bundle's models), the
+    specs of :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page
+    serves the other)."""
     from .search_page import column_specs
 
     specs = column_specs(BASELINE_KINDS, encoder=encoder)
     for key, target in (models or {}).items():
         specs.update(column_specs(("dense", "hybrid"), encoder=key, targets={key: target}))
-    if neighbours:
-        specs.update(column_specs(("dense", "hybrid"), encoder=NEIGHBOURS))
-        specs.update(column_specs(("hybrid",), hybrid_encoders=(encoder, NEIGHBOURS)))
     return specs
 
 

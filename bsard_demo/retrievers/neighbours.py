@@ -63,6 +63,22 @@ def transfer_scores(similarities: np.ndarray, labels: Sequence[np.ndarray], n_ar
     return scores
 
 
+def labelled_questions(dataset: Dataset, split: str = DEFAULT_SPLIT) -> tuple[list[str], list[np.ndarray]]:
+    """The questions of ``split`` that have a text and cite articles of the corpus, and the corpus
+    positions they cite (articles outside the corpus left out); empty without corpus or split."""
+    if dataset.articles is None or split not in dataset.splits:
+        return [], []
+    position = {str(a): i for i, a in enumerate(dataset.articles["id"])}
+    texts, labels = [], []
+    questions = dataset.questions(split)
+    for text, ids in zip(questions["question"], questions["article_ids"]):
+        rows = np.array(sorted({position[a] for a in ids if a in position}), dtype=np.int64)
+        if len(rows) and str(text or "").strip():
+            texts.append(str(text))
+            labels.append(rows)
+    return texts, labels
+
+
 class NeighboursRetriever:
     """The ``neighbours`` retriever over a dataset's corpus and one labelled training split."""
 
@@ -92,14 +108,7 @@ class NeighboursRetriever:
         if split not in dataset.splits:
             raise DataError(f"the neighbours retriever needs labelled training questions: no split '{split}' in "
                             f"{dataset.name} (available: {', '.join(dataset.split_names) or 'none'})")
-        questions = dataset.questions(split)
-        position = {str(a): i for i, a in enumerate(dataset.articles["id"])}
-        texts, labels = [], []
-        for text, ids in zip(questions["question"], questions["article_ids"]):
-            rows = np.array(sorted({position[a] for a in ids if a in position}), dtype=np.int64)
-            if len(rows) and str(text or "").strip():
-                texts.append(str(text))
-                labels.append(rows)
+        texts, labels = labelled_questions(dataset, split)
         if not texts:
             raise DataError(f"the neighbours retriever needs labelled training questions: no question of split "
                             f"'{split}' of {dataset.name} cites an article of its corpus")

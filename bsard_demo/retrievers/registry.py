@@ -213,11 +213,18 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
 
 def system_labels(spec: RetrieverSpec) -> list[str]:
     """Short names of a hybrid's systems in fusion order (``["bm25", "use", "e5"]``), to label
-    one weight each in a UI; a dense part is named by its encoder."""
+    one weight each in a UI; a dense part is named by its encoder (:func:`part_name`)."""
+    return [part_name(p) for p in hybrid_parts(spec)]
+
+
+def part_name(part: RetrieverSpec) -> str:
+    """A hybrid part as ``--encoder`` and the UI name it: ``bm25``, a dense part's encoder, or
+    :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`."""
     from .encoders import DEFAULT_ENCODER
 
-    return ["bm25" if p.kind == "bm25" else str(p.options.get("encoder") or DEFAULT_ENCODER) if p.kind == "dense"
-            else NEIGHBOURS if p.kind == "neighbours" else p.kind for p in hybrid_parts(spec)]
+    if part.kind == "dense":
+        return str(part.options.get("encoder") or DEFAULT_ENCODER)
+    return NEIGHBOURS if part.kind == "neighbours" else part.kind
 
 
 def build_retriever(spec: RetrieverSpec, dataset: Dataset, *, cache_root: Path | None = None,

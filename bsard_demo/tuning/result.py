@@ -19,10 +19,8 @@ from ..evaluation import evaluate
 from ..retrievers.base import DEFAULT_DEPTH, Progress, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
 from ..retrievers.bm25 import BM25Settings
-from ..retrievers.encoders import DEFAULT_ENCODER
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_NORMALISATION, DEFAULT_RRF_K, FusionConfig
-from ..retrievers.neighbours import NEIGHBOURS
-from ..retrievers.registry import RetrieverSpec, default_weights, hybrid_parts
+from ..retrievers.registry import RetrieverSpec, default_weights, hybrid_parts, part_name
 
 DEFAULT_MEASURE = "recall@100"
 
@@ -230,7 +228,7 @@ def run_command(spec: RetrieverSpec, data: str | None = None, *, split: str = "t
         if f.method == "rrf":
             # a spec without weights means equal weights, but run's default is default_weights
             effective = f.weights_for(len(parts))
-            encoders = [_part_name(p) for p in parts[1:]]
+            encoders = [part_name(p) for p in parts[1:]]
             if effective != default_weights(encoders):
                 args += ["--weights", ",".join(_fmt(w) for w in effective)]
         elif f.weights is not None:
@@ -271,18 +269,13 @@ def _bm25_args(options: Mapping[str, object], notes: list[str]) -> list[str]:
     return args
 
 
-def _part_name(part: RetrieverSpec) -> str:
-    """A hybrid part as ``--encoder`` names it: its encoder, or ``neighbours``."""
-    return NEIGHBOURS if part.kind == "neighbours" else str(part.options.get("encoder") or DEFAULT_ENCODER)
-
-
 def _dense_args(parts: Sequence[RetrieverSpec], notes: list[str]) -> list[str]:
     encoders = []
     for p in parts:
         extra = sorted(set(p.options) - ({"encoder"} if p.kind == "dense" else set()))
         if extra:
             notes.append(f"{p.kind} option(s) {', '.join(extra)} are not run options")
-        encoders.append(_part_name(p))
+        encoders.append(part_name(p))
     if encoders == ["use"]:
         return []
     return ["--encoder", ",".join(encoders)]
