@@ -27,10 +27,11 @@ REPO = Path(__file__).resolve().parents[1]
 TINY = dict(max_seq=32, batch=8, epochs=1, threads=1)
 #: The settings of ``a`` and ``b``: one BM25 hard negative per pair (that path trains too).
 SEED, HARD_NEGATIVES = 0, 1
-#: ``b``'s flags: the same settings as ``a`` (``--no-onnx``: the export has tests of its own).
+#: ``b``'s flags: the same settings as ``a`` (``--no-onnx``: the export has tests of its own;
+#: ``--no-evaluate``: ``a`` scores itself on test, which the weights do not depend on).
 CLI_FLAGS = ["--max-seq", str(TINY["max_seq"]), "--batch", str(TINY["batch"]), "--epochs", str(TINY["epochs"]),
              "--threads", str(TINY["threads"]), "--seed", str(SEED), "--hard-negatives", str(HARD_NEGATIVES),
-             "--no-onnx", "--no-progress"]
+             "--no-onnx", "--no-evaluate", "--no-progress"]
 
 
 #: What training needs (none of them below Python 3.12's hosted install).

@@ -143,3 +143,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if xdist:
             item.add_marker(pytest.mark.xdist_group(group))
+            if getattr(config.option, "loadgroup", False):  # on an xdist worker
+                _suffix_group(item, group)
+
+
+def _suffix_group(item, group: str) -> None:
+    """Give ``item`` the ``@group`` id suffix that ``--dist loadgroup`` schedules by.
+
+    pytest-xdist (3.8) adds it by assigning ``item._nodeid``; pytest 9.2 keeps the id in
+    ``item._id`` (a ``NodeId``) and ignores that attribute, so every group was silently dropped:
+    the session's tiny model was trained on both workers, the browser tests ran side by side.
+    Where the id lives in ``_id`` this sets it; elsewhere xdist's own hook does it."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # a pytest before 9.2: xdist's _nodeid assignment works
+        return
+    if "@" not in item.nodeid:
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")

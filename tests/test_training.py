@@ -66,7 +66,7 @@ def prefixed(tmp_path_factory, sample):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(training, "load_base", load_prefixed)
         mp.setattr(training, "_fit", spy)
-        result = train(TrainOptions(out=out, data=sample.name, seed=1, hard_negatives=0, **TINY), sample)
+        result = train(TrainOptions(out=out, data=sample.name, seed=1, hard_negatives=0, evaluate=False, **TINY), sample)
     return SimpleNamespace(folder=out, result=result, columns=seen["columns"])
 
 
@@ -139,8 +139,14 @@ def test_record_says_what_it_was_trained_on(sample, models):
     assert {"torch", "sentence-transformers", "transformers", "python"} <= set(meta["versions"])
     assert meta["weights_sha256"]["model.safetensors"] == _sha(folder / "model.safetensors")
     assert meta["seconds"]["training"] > 0 and meta["loss"]["last"] is not None
-    other = json.loads((models["c"] / METADATA_FILE).read_text())["settings"]
-    assert (other["hard_negatives"], other["seed"]) == (0, 1)
+    other = json.loads((models["c"] / METADATA_FILE).read_text())
+    assert (other["settings"]["hard_negatives"], other["settings"]["seed"]) == (0, 1)
+    # a small corpus with a test split is scored on it by default; c (evaluate=False) and b
+    # (--no-evaluate) are not
+    dev = meta["evaluation"]
+    assert (dev["split"], dev["questions"]) == ("test", len(sample.questions("test")))
+    assert dev["value"] == dev["dense"]["recall@100"] and 0 <= dev["hybrid"]["map@100"] <= 1
+    assert "evaluation" not in other and "evaluation" not in read_metadata(models["b"])
     # a changed split changes the fingerprint
     q = sample.questions("train")
     assert questions_fingerprint(q.assign(article_ids=[tuple(reversed(a)) for a in q["article_ids"]])) != d["questions_sha256"] \

@@ -19,7 +19,7 @@ from bsard_demo.runs import read_run_path
 from bsard_demo.sources import load_dataset
 
 FRLAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "frlaw-dev"
-TRAIN_QUESTIONS, TEST_QUESTIONS, DISTRACTORS = 12, 6, 400
+TRAIN_QUESTIONS, TEST_QUESTIONS, DISTRACTORS = 12, 6, 100
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines(real
     pairs = sum(len(set(ids) & ds.article_ids) for ids in ds.questions("train")["article_ids"])
     model = tmp_path / "model"
     text = printed(capsys, ["train", "--data", str(real_slice), "--out", str(model), "--epochs", "1", "--batch", "8",
-                            "--max-seq", "64", "--hard-negatives", "1", "--no-onnx"])
+                            "--max-seq", "32", "--threads", "1", "--hard-negatives", "1", "--no-onnx"])
     summary = re.search(rf"split train: (\d+) pairs and (\d+) BM25 hard negatives from (\d+) questions, .* in (\d+) s", text)
     assert summary, text
     assert (int(summary[1]), int(summary[2]), int(summary[3])) == (pairs, pairs, TRAIN_QUESTIONS)
