@@ -6,6 +6,7 @@ import streamlit as st
 
 from bsard_demo import settings
 from bsard_demo.app import ui
+from bsard_demo.app.builds import neighbours_option
 from bsard_demo.app.charts import (ab_scatter, category_breakdown, metric_bars, metric_label_fr,
                                    per_question_distribution, recall_curve_chart)
 from bsard_demo.app.highlight import md_escape, query_terms
@@ -56,7 +57,8 @@ def _model_encoders(data) -> list:
 
 
 def _specs(data) -> dict:
-    return baseline_specs(models={o.key: o.target for o in _model_encoders(data)})
+    return baseline_specs(models={o.key: o.target for o in _model_encoders(data)},
+                          neighbours=neighbours_option(data.dataset).available)
 
 
 def _make_builtin(data, split: str, label: str, query_text: str):

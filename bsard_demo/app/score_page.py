@@ -409,15 +409,22 @@ QUERY_TEXT_FR = {"question": "question seule (protocole de l'article BSARD)",
                  "question+description": "question + description (comme MTEB)"}
 
 
-def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None) -> dict[str, RetrieverSpec]:
+def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None,
+                   neighbours: bool = False) -> dict[str, RetrieverSpec]:
     """The built-in systems offered, by their Search page label: BM25, the dense ``encoder`` and
-    their RRF hybrid, then the dense column and the hybrid with BM25 of each of ``models``
-    (encoder key -> target, e.g. ``{"bundle:NAME": "NAME"}``: the index bundle's models), the
-    specs of :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page
-    serves the other)."""
+    their RRF hybrid; when ``neighbours`` (the dataset has labelled training questions:
+    :func:`bsard_demo.app.builds.neighbours_option`), the neighbours retriever and the three-way
+    hybrid BM25 + ``encoder`` + neighbours (``run --retriever hybrid --encoder use,neighbours``);
+    then the dense column and the hybrid with BM25 of each of ``models`` (encoder key -> target,
+    e.g. ``{"bundle:NAME": "NAME"}``: the index bundle's models), the specs of
+    :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page serves the
+    other)."""
+    from ..retrievers.neighbours import NEIGHBOURS
     from .search_page import column_specs
 
     specs = column_specs(BASELINE_KINDS, encoder=encoder)
+    if neighbours:
+        specs.update(column_specs(("dense", "hybrid"), encoder=NEIGHBOURS, hybrid_encoders=[encoder, NEIGHBOURS]))
     for key, target in (models or {}).items():
         specs.update(column_specs(("dense", "hybrid"), encoder=key, targets={key: target}))
     return specs

@@ -11,6 +11,7 @@ import pytest
 
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
 from bsard_demo.app.score_page import DD_QID, NDCG_HELP, RANK_PREFIX, SELECTION, BuiltinRun, score_files
+from bsard_demo.app.search_page import NEIGHBOURS_COLUMN
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample
 
@@ -39,8 +40,11 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(ui, "progress_bar", recording)
     ui.index_registry().clear()  # indexes built by earlier tests of this process (the disk cache stays)
     at = start("pages/score.py")
-    assert at.selectbox(key="builtin_system").options == ["BM25", "Dense (use)", "Hybride RRF k=60 w=1,0.5 (use)"]
-    for label in ("Dense (use)", "Hybride RRF k=60 w=1,0.5 (use)"):
+    hybrid, three_way = "Hybride RRF k=60 w=1,0.5 (use)", "Hybride RRF k=60 w=1,0.5,0.5 (use + neighbours)"
+    # the sample has labelled train questions: the neighbours retriever and its three-way hybrid too
+    assert at.selectbox(key="builtin_system").options == ["BM25", "Dense (use)", hybrid, NEIGHBOURS_COLUMN, three_way]
+    built_first = ("Dense (use)", hybrid, NEIGHBOURS_COLUMN, three_way)
+    for label in built_first:
         at.selectbox(key="builtin_system").select(label).run()
         at.button(key="builtin").click().run()
         assert_clean(at)
@@ -50,7 +54,7 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch, capsy
     at.button(key="builtin").click().run()
     assert_clean(at)
     table = metrics_df(at)
-    names = ["Dense (use) intégré", "Hybride RRF k=60 w=1,0.5 (use) intégré", "BM25 intégré (question + description)"]
+    names = [f"{label} intégré" for label in built_first] + ["BM25 intégré (question + description)"]
     assert list(table.index) == names
     # the page renders the scoring service's figures of its built-in Runs (which score as their
     # TREC files do: tests/app/test_search_logic.py), and those files are what the CLI's run writes
@@ -60,7 +64,8 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch, capsy
         want = board.evaluations[name].means
         for col, key in (("R@100", "recall@100"), ("MAP@100", "map@100"), ("nDCG@10", "ndcg@10")):
             assert f"{table.loc[name, col]:.2f}" == f"{100 * want[key]:.2f}", (name, col)
-    for name, args in zip(names, (["--retriever", "dense"], ["--retriever", "hybrid"],
+    for name, args in zip(names, (["--retriever", "dense"], ["--retriever", "hybrid"], ["--retriever", "neighbours"],
+                                  ["--retriever", "hybrid", "--encoder", "use,neighbours"],
                                   ["--query-text", "question+description"])):
         out = tmp_path / "run.trec"  # in-process: the indexes the page built are in the same BSARD_CACHE
         assert main(["run", "--data", "sample", "--no-progress", "--out", str(out), *args]) == 0, capsys.readouterr().err
@@ -68,11 +73,11 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch, capsy
     # a first build shows its progress: the dense index, then the hybrid (whose BM25 part is built
     # then); BM25 alone is then ready at once
     builds = [b for b in bars if b.startswith("Construction de l'index")]
-    assert len(builds) == 2 and "Dense" in builds[0] and "Hybride" in builds[1]
-    assert [b.split(" sur ")[0][:6] for b in bars if "sur les questions du split test" in b] == ["Dense ", "Hybrid",
-                                                                                               "BM25"]
+    assert len(builds) >= 2 and "Dense" in builds[0] and "Hybride" in builds[1], builds
+    assert [b.split(" sur ")[0][:6] for b in bars if "sur les questions du split test" in b] == [
+        "Dense ", "Hybrid", "Questi", "Hybrid", "BM25"]
     downloads = [b.label for b in at.get("download_button") if b.label.startswith("Télécharger le run intégré")]
-    assert len(downloads) == 3
+    assert len(downloads) == 5
     at.button(key="drop_builtin").click().run()
     assert any("Déposez" in i.value for i in at.info)
 
