@@ -137,6 +137,26 @@ def wait_idle(page, timeout_ms: int = STEP_MS) -> None:
     page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout_ms)
 
 
+QUESTION_SHOWN_JS = "q => document.querySelector('.bsard-question')?.innerText === q"
+
+
+def ask(page, question: str, attempts: int = 3) -> None:
+    """Type ``question`` into the Search page's box and press « Rechercher » once the page is
+    idle, until the page shows that question (on loaded cores a late rerun can reset the box
+    or swallow the click; each attempt waits up to :data:`STEP_MS`)."""
+    box = page.get_by_label("Votre question")
+    for attempt in range(attempts):
+        wait_idle(page)
+        box.fill(question)
+        page.get_by_role("button", name="Rechercher").click()
+        try:
+            page.wait_for_function(QUESTION_SHOWN_JS, arg=question, timeout=STEP_MS)
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+
+
 def choose(page, label: str, option_text: str) -> None:
     """Pick an option of a Streamlit selectbox/multiselect by typing part of it, then close the
     list by clicking an empty spot (Escape would clear a selectbox)."""

@@ -16,6 +16,7 @@ import pytest
 
 from _app_helpers import sample_run_trec
 from bench.browser import REPO, STEP_MS, browser_context, serve_app, table_cells
+from bench.browser import ask
 from bench.browser import choose as _choose
 from bench.browser import wait_idle as _wait_idle
 from bsard_demo.scoring import RunSource, score_runs
@@ -54,12 +55,7 @@ def test_search_page_shows_hits(server, browser):
         box.wait_for(timeout=STEP_MS)
         expect_text = "FICTIFS"
         page.get_by_text(expect_text, exact=False).first.wait_for(timeout=STEP_MS)
-        _wait_idle(page)  # the first run over: a late rerun of it must not reset what is typed below (loaded cores)
-        question = "Mon propriétaire peut-il garder ma garantie locative ?"
-        box.fill(question)
-        page.get_by_role("button", name="Rechercher").click()
-        page.wait_for_function("q => document.querySelector('.bsard-question')?.innerText === q", arg=question,
-                               timeout=STEP_MS)
+        ask(page, "Mon propriétaire peut-il garder ma garantie locative ?")
         page.locator(".bsard-hit").first.wait_for(timeout=STEP_MS)
         _wait_idle(page)
         hits = page.locator(".bsard-hit")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.browser import STEP_MS, browser_context, choose, serve_app, table_cells, wait_idle
+from bench.browser import STEP_MS, ask, browser_context, choose, serve_app, table_cells, wait_idle
 from _hostile_data import (BOLD_MD, CATEGORY, IMG, LONG, QUESTION, RUN_IMG, RUN_MD, SCRIPT, SVG, articles, questions,
                            run_trec, write_dataset)
 from test_browser import ARTIFACTS
@@ -98,10 +98,7 @@ def test_search_with_hostile_question_and_articles(server, page, hostile):
         if slider.get_attribute("aria-valuenow") == slider.get_attribute("aria-valuemax"):
             break
     assert slider.get_attribute("aria-valuenow") == slider.get_attribute("aria-valuemax")
-    box.fill(QUESTION)
-    page.get_by_role("button", name="Rechercher").click()
-    page.wait_for_function("q => document.querySelector('.bsard-question')?.innerText === q", arg=QUESTION,
-                           timeout=STEP_MS)
+    ask(page, QUESTION)
     page.locator(".bsard-hit").nth(11).wait_for(timeout=STEP_MS)
     wait_idle(page)
     assert page.locator(".bsard-question").inner_text() == QUESTION

@@ -11,8 +11,8 @@ import urllib.parse
 
 import pytest
 
-from bench.browser import (HIT_IDS_JS, RESULTS_READY_JS, STEP_MS, AppServer, ServerError, app_env, browser_context,
-                      require_browser, wait_idle)
+from bench.browser import (HIT_IDS_JS, RESULTS_READY_JS, STEP_MS, AppServer, ServerError, app_env, ask,
+                           browser_context, require_browser, wait_idle)
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_sample
@@ -78,8 +78,7 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
                                    "fusion": ["rrf"], "rrfk": ["60"], "w": ["1", "0.5"]}
 
         # a new search typed on the page: the address bar and the copyable link follow
-        page.get_by_label("Votre question").fill(SECOND)
-        page.get_by_role("button", name="Rechercher").click()
+        ask(page, SECOND)
         second = wait_results(page, SECOND, 2, 12)
         assert second == library_top(cache, SECOND, 6)
         page.wait_for_function("(q) => new URLSearchParams(location.search).get('q') === q", arg=SECOND, timeout=STEP_MS)
