@@ -6,7 +6,7 @@ import streamlit as st
 
 from bsard_demo import settings
 from bsard_demo.app import ui
-from bsard_demo.app.builds import neighbours_option
+from bsard_demo.retrievers.neighbours import NEIGHBOURS
 from bsard_demo.app.charts import (ab_scatter, category_breakdown, metric_bars, metric_label_fr,
                                    per_question_distribution, recall_curve_chart)
 from bsard_demo.app.highlight import md_escape, query_terms
@@ -57,8 +57,10 @@ def _model_encoders(data) -> list:
 
 
 def _specs(data) -> dict:
-    return baseline_specs(models={o.key: o.target for o in _model_encoders(data)},
-                          neighbours=neighbours_option(data.dataset).available)
+    """The built-in systems, from the one encoder menu (its bundled models and its neighbours entry)."""
+    offered = [o for o in ui.encoder_menu(data) if o.available]
+    return baseline_specs(models={o.key: o.target for o in offered if o.bundled},
+                          neighbours=any(o.key == NEIGHBOURS for o in offered))
 
 
 def _make_builtin(data, split: str, label: str, query_text: str):
