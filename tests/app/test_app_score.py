@@ -70,10 +70,11 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch, capsy
         out = tmp_path / "run.trec"  # in-process: the indexes the page built are in the same BSARD_CACHE
         assert main(["run", "--data", "sample", "--no-progress", "--out", str(out), *args]) == 0, capsys.readouterr().err
         assert out.read_bytes() == built[name]["bytes"], name
-    # a first build shows its progress: the dense index, then the hybrid (whose BM25 part is built
-    # then); BM25 alone is then ready at once
+    # a first build shows its progress: the dense index, the hybrid (whose BM25 part is built
+    # then), the neighbours, the three-way hybrid; BM25 alone is then ready at once
     builds = [b for b in bars if b.startswith("Construction de l'index")]
-    assert len(builds) >= 2 and "Dense" in builds[0] and "Hybride" in builds[1], builds
+    assert [b.split("« ")[1][:8] for b in builds] == ["Dense \\(", "Hybride ", "Question", "Hybride "], builds
+    assert "neighbours" in builds[3]
     assert [b.split(" sur ")[0][:6] for b in bars if "sur les questions du split test" in b] == [
         "Dense ", "Hybrid", "Questi", "Hybrid", "BM25"]
     downloads = [b.label for b in at.get("download_button") if b.label.startswith("Télécharger le run intégré")]
