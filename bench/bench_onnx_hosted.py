@@ -173,17 +173,6 @@ def app_check(args, data: Path, bundle: Path, work: Path) -> dict:
     question = str(pd.read_csv(data / "questions_test.csv")["question"].iloc[0])
     hosted = args.hosted
 
-    class HostedServer(AppServer):
-        def start(self):
-            cmd = [hosted, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1", "--server.port",
-                   str(self.port), "--server.headless", "true", "--server.fileWatcherType", "none"]
-            self.log.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.log, "wb") as o:
-                self.started = time.perf_counter()
-                self.proc = subprocess.Popen(cmd, cwd=self.cwd, env=self.env, stdout=o, stderr=subprocess.STDOUT,
-                                             start_new_session=True)
-            return self
-
     links = {"bm25": ("bm25",), "bm25 + trained hybrid": ("bm25", "hybrid")}
     results: dict = {name: [] for name in links}
     with sync_playwright() as p:
@@ -192,8 +181,8 @@ def app_check(args, data: Path, bundle: Path, work: Path) -> dict:
             for r in range(args.rounds):
                 for name, systems in links.items():
                     cache = fresh(work / f"app-cache-{r}")
-                    server = HostedServer(app_env(str(data), cache, BSARD_INDEX=str(bundle)),
-                                          work / "logs" / f"app-{r}-{systems[-1]}.log").start()
+                    server = AppServer(app_env(str(data), cache, BSARD_INDEX=str(bundle)),
+                                       work / "logs" / f"app-{r}-{systems[-1]}.log", python=hosted).start()
                     context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="fr-BE")
                     params = [("q", question)] + [("systems", s) for s in systems]
                     if "hybrid" in systems:

@@ -61,17 +61,20 @@ class ServerError(RuntimeError):
 class AppServer:
     """A ``streamlit run app.py`` on 127.0.0.1 and a free port; use as a context manager.
 
-    ``started`` is the ``time.perf_counter()`` of the process start; ``log`` gets its output."""
+    ``started`` is the ``time.perf_counter()`` of the process start; ``log`` gets its output;
+    ``python`` is the interpreter that runs Streamlit (default: this one; bench_onnx_hosted passes
+    the torch-free venv's)."""
 
-    def __init__(self, env: Mapping[str, str], log: Path, *, port: int | None = None, cwd: Path = REPO) -> None:
-        self.env, self.log, self.cwd = dict(env), Path(log), cwd
+    def __init__(self, env: Mapping[str, str], log: Path, *, port: int | None = None, cwd: Path = REPO,
+                 python: str = sys.executable) -> None:
+        self.env, self.log, self.cwd, self.python = dict(env), Path(log), cwd, python
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
         self.started = 0.0
 
     def start(self) -> "AppServer":
-        cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+        cmd = [self.python, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
                "--server.port", str(self.port), "--server.headless", "true", "--server.fileWatcherType", "none"]
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "wb") as out:
