@@ -6,7 +6,6 @@ same run file; a bundle whose model files were altered is refused in one line wh
 index keeps serving; ``--push-to-hub`` uploads the model files too."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -15,12 +14,11 @@ import textwrap
 from pathlib import Path
 
 import huggingface_hub
-import pandas as pd
 import pytest
 
 from _onnx_model import exported_model
+from _tiny_corpus import articles, make_data, no_bundle, run_cli  # noqa: F401 (no_bundle: autouse)
 from bsard_demo import bundles, cache
-from bsard_demo.cli.retrieval import add_index_parser, add_run_parser
 from bsard_demo.retrievers import bm25 as bm25_module
 from bsard_demo.retrievers.onnx_encoder import OnnxEncoder
 from bsard_demo.training import METADATA_FILE
@@ -30,24 +28,7 @@ from bsard_demo.training import METADATA_FILE
 pytestmark = pytest.mark.xdist_group("onnx")
 
 REPO = Path(__file__).resolve().parents[1]
-ARTICLES = pd.DataFrame({
-    "id": [str(i) for i in range(1, 9)],
-    "reference": [f"Art. {i}" for i in range(1, 9)],
-    "article": ["Le bail de résidence principale est conclu pour neuf ans.",
-                "La garantie locative ne peut excéder deux mois de loyer.",
-                "Le locataire peut résilier le bail moyennant un préavis de trois mois.",
-                "Les enfants doivent des aliments à leurs parents dans le besoin.",
-                "Le divorce est prononcé lorsque la désunion des époux est irrémédiable.",
-                "L'étranger peut acquérir la nationalité belge par déclaration.",
-                "Le bailleur enregistre le bail dans les deux mois. " * 60,  # longer than the window
-                "La pension alimentaire est fixée selon les besoins de l'enfant."],
-})
-QUESTIONS = pd.DataFrame({
-    "id": ["10", "11", "12"], "category": ["Logement", "Logement", "Famille"], "subcategory": [""] * 3,
-    "question": ["Quel est le montant maximal de la garantie locative ?", "Comment résilier mon bail ?",
-                 "Comment obtenir le divorce ?"],
-    "extra_description": [""] * 3, "article_ids": ["2", "3,7", "5"],
-})
+ARTICLES = articles(long_seventh=True)  # the 7th longer than the model's window
 TRAINING = {"created": "2026-11-30T10:00:00+00:00", "pairs": 42, "base": {"name": "minilm"},
             "dataset": {"name": "bsard", "split": "train", "articles": 8, "articles_sha256": "ab" * 32,
                         "questions": 3, "questions_sha256": "cd" * 32}, "settings": {"epochs": 1},
@@ -65,27 +46,6 @@ NO_TORCH = textwrap.dedent("""
 """)
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    monkeypatch.delenv("BSARD_INDEX", raising=False)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    bundles.deactivate()
-    cache.forget_used()
-    yield
-    bundles.deactivate()
-    cache.forget_used()
-
-
-def run_cli(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="bsard_demo")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_run_parser(sub)
-    add_index_parser(sub)
-    args = parser.parse_args(list(argv))
-    return args.func(args)
-
-
 @pytest.fixture(scope="session")  # xdist may interleave files of the group
 def setup(tmp_path_factory):
     """A trained-looking model folder (the session export plus a training record), a tiny dataset,
@@ -95,10 +55,7 @@ def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("bundle-models")
     model = shutil.copytree(exported_model(tmp_path_factory), root / "models" / "statute-minilm")
     (model / METADATA_FILE).write_text(json.dumps(TRAINING))  # not part of the vectors: the export stays sound
-    data = root / "data"
-    data.mkdir()
-    ARTICLES.to_csv(data / "articles.csv", index=False)
-    QUESTIONS.to_csv(data / "questions_test.csv", index=False)
+    data = make_data(root / "data", ARTICLES)
     build = root / "build-cache"
     dest = root / "bundle"
     bundles.deactivate()

@@ -14,6 +14,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
+from _tiny_corpus import without_bundle
 from bsard_demo import bundles, cache
 from bsard_demo.app import hosting, hosting_ui, ui
 from bsard_demo.app.hosting import LARGE_UPLOAD_BYTES, WAIT_NOTICE, UploadSlot, setup_bundle
@@ -28,14 +29,10 @@ QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
 def fresh_process(monkeypatch, tmp_path):
     """Each test is a new server process: empty Streamlit resources, no active bundle."""
     set_app_env(monkeypatch, tmp_path / "app-cache", "sample")
-    for name in ("BSARD_INDEX", "HF_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
     st.cache_resource.clear()
-    bundles.deactivate()
-    cache.forget_used()
-    yield
+    with without_bundle(monkeypatch):
+        yield
     st.cache_resource.clear()
-    bundles.deactivate()
 
 
 @pytest.fixture(scope="module")

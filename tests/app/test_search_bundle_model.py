@@ -6,7 +6,6 @@ lacks falls back with a note; the Score page offers its built-in runs. The model
 one ONNX export (tests/_onnx_model.py), the corpus eight articles."""
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 
@@ -17,25 +16,14 @@ from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
 from _onnx_model import exported_model
+from _tiny_corpus import articles, make_data, run_cli, without_bundle
 from bsard_demo import bundles, cache
 from bsard_demo.training import METADATA_FILE, articles_fingerprint
 
 NAME = "statute-minilm"
 KEY = "bundle:" + NAME
 HYBRID = f"Hybride RRF k=60 ({KEY})"
-ARTICLES = pd.DataFrame({
-    "id": [str(i) for i in range(1, 9)],
-    "reference": [f"Art. {i}" for i in range(1, 9)],
-    "article": ["Le bail de résidence principale est conclu pour neuf ans.",
-                "La garantie locative ne peut excéder deux mois de loyer.",
-                "Le locataire peut résilier le bail moyennant un préavis de trois mois.",
-                "Les enfants doivent des aliments à leurs parents dans le besoin.",
-                "Le divorce est prononcé lorsque la désunion des époux est irrémédiable.",
-                "L'étranger peut acquérir la nationalité belge par déclaration.",
-                "Le bailleur enregistre le bail dans les deux mois.",
-                "La pension alimentaire est fixée selon les besoins de l'enfant."],
-    "code": ["Code civil"] * 8,
-})
+ARTICLES = articles(codes=["Code civil"] * 8)
 QUESTIONS = pd.DataFrame({
     "id": ["10", "11"], "category": ["Logement", "Famille"], "subcategory": [""] * 2,
     "question": ["Quel est le montant maximal de la garantie locative ?", "Comment obtenir le divorce ?"],
@@ -44,23 +32,11 @@ QUESTIONS = pd.DataFrame({
 QUESTION = "Comment résilier mon bail ?"
 
 
-def run_cli(*argv: str) -> int:
-    from bsard_demo.cli.retrieval import add_index_parser
-
-    parser = argparse.ArgumentParser(prog="bsard_demo")
-    add_index_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(list(argv))
-    return args.func(args)
-
-
 @pytest.fixture(scope="session")
 def served(tmp_path_factory):
     """A model trained (by its record) on this corpus, and the hybrid bundle of it and BM25."""
     root = tmp_path_factory.mktemp("bundle-search")
-    data = root / "data"
-    data.mkdir()
-    ARTICLES.to_csv(data / "articles.csv", index=False)
-    QUESTIONS.to_csv(data / "questions_test.csv", index=False)
+    data = make_data(root / "data", ARTICLES, QUESTIONS)
     from bsard_demo.sources import load_dataset
 
     sha = articles_fingerprint(load_dataset(str(data)).articles)
@@ -83,16 +59,11 @@ def served(tmp_path_factory):
 def fresh_server(monkeypatch, tmp_path, served):
     """A new server process serving the bundle, its own empty cache, the stored-hybrid rule on."""
     set_app_env(monkeypatch, tmp_path / "app-cache", str(served["data"]), stored_hybrid=True)
-    for name in ("BSARD_INDEX", "HF_TOKEN", "BSARD_MODELS"):
-        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("BSARD_MODELS", str(tmp_path / "no-models"))
     st.cache_resource.clear()
-    bundles.deactivate()
-    cache.forget_used()
-    yield
+    with without_bundle(monkeypatch):
+        yield
     st.cache_resource.clear()
-    bundles.deactivate()
-    cache.forget_used()
 
 
 def app(served, params: dict | None = None) -> AppTest:

@@ -4,71 +4,17 @@ run files; anything else is one ``note:`` line on stderr and the usual path. The
 substituted (``HfApi.upload_folder``/``create_repo``, ``snapshot_download``): it is unreachable here."""
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 from pathlib import Path
 
 import huggingface_hub
-import pandas as pd
 import pytest
 
+from _tiny_corpus import ARTICLES, data_dir, make_data, no_bundle, run_cli  # noqa: F401 (fixtures; no_bundle is autouse)
 from bsard_demo import bundles, cache
-from bsard_demo.cli.retrieval import add_index_parser, add_run_parser
 from bsard_demo.retrievers import bm25 as bm25_module
 from bsard_demo.retrievers import encoders
-
-ARTICLES = pd.DataFrame({
-    "id": [str(i) for i in range(1, 9)],
-    "reference": [f"Art. {i}" for i in range(1, 9)],
-    "article": ["Le bail de résidence principale est conclu pour neuf ans.",
-                "La garantie locative ne peut excéder deux mois de loyer.",
-                "Le locataire peut résilier le bail moyennant un préavis de trois mois.",
-                "Les enfants doivent des aliments à leurs parents dans le besoin.",
-                "Le divorce est prononcé lorsque la désunion des époux est irrémédiable.",
-                "L'étranger peut acquérir la nationalité belge par déclaration.",
-                "Le bailleur enregistre le bail dans les deux mois.",
-                "La pension alimentaire est fixée selon les besoins de l'enfant."],
-})
-QUESTIONS = pd.DataFrame({
-    "id": ["10", "11", "12"], "category": ["Logement", "Logement", "Famille"], "subcategory": [""] * 3,
-    "question": ["Quel est le montant maximal de la garantie locative ?", "Comment résilier mon bail ?",
-                 "Comment obtenir le divorce ?"],
-    "extra_description": [""] * 3, "article_ids": ["2", "3,7", "5"],
-})
-
-
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    monkeypatch.delenv("BSARD_INDEX", raising=False)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    bundles.deactivate()
-    cache.forget_used()
-    yield
-    bundles.deactivate()
-    cache.forget_used()
-
-
-def make_data(folder: Path, articles: pd.DataFrame = ARTICLES) -> Path:
-    folder.mkdir(parents=True)
-    articles.to_csv(folder / "articles.csv", index=False)
-    QUESTIONS.to_csv(folder / "questions_test.csv", index=False)
-    return folder
-
-
-@pytest.fixture
-def data_dir(tmp_path) -> Path:
-    return make_data(tmp_path / "data")
-
-
-def run_cli(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="bsard_demo")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_run_parser(sub)
-    add_index_parser(sub)
-    args = parser.parse_args(list(argv))
-    return args.func(args)
 
 
 def stderr_lines(capsys) -> list[str]:

@@ -9,7 +9,8 @@ import bm25s
 import pandas as pd
 import pytest
 
-from bsard_demo.cli.retrieval import add_index_parser, add_run_parser, spec_from_args
+from _tiny_corpus import articles, make_data, run_cli
+from bsard_demo.cli.retrieval import add_run_parser, spec_from_args
 from bsard_demo.retrievers.batch import question_texts, run_tag
 from bsard_demo.evaluation import evaluate
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
@@ -18,21 +19,8 @@ from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.runs import read_run_path
 from bsard_demo.sources import load_dataset
 
-ARTICLES = pd.DataFrame({
-    "id": [str(i) for i in range(1, 9)],
-    "reference": [f"Art. {i}" for i in range(1, 9)],
-    "article": [
-        "Le bail de résidence principale est conclu pour neuf ans.",
-        "La garantie locative ne peut excéder deux mois de loyer.",
-        "Le locataire peut résilier le bail moyennant un préavis de trois mois.",
-        "Les enfants doivent des aliments à leurs parents dans le besoin.",
-        "Le divorce est prononcé lorsque la désunion des époux est irrémédiable.",
-        "L'étranger peut acquérir la nationalité belge par déclaration.",
-        "Le bailleur enregistre le bail dans les deux mois.",
-        "La pension alimentaire est fixée selon les besoins de l'enfant.",
-    ],
-    "code": ["Code du logement"] * 3 + ["Code civil"] * 2 + ["Code de la nationalité"] + ["Code du logement", "Code civil"],
-})
+ARTICLES = articles(codes=["Code du logement"] * 3 + ["Code civil"] * 2 + ["Code de la nationalité"]
+                   + ["Code du logement", "Code civil"])
 QUESTIONS = pd.DataFrame({
     "id": ["10", "11", "12", "13"],
     "category": ["Logement", "Logement", "Famille", "Famille"],
@@ -46,20 +34,7 @@ QUESTIONS = pd.DataFrame({
 
 @pytest.fixture
 def data_dir(tmp_path) -> Path:
-    folder = tmp_path / "data"
-    folder.mkdir()
-    ARTICLES.to_csv(folder / "articles.csv", index=False)
-    QUESTIONS.to_csv(folder / "questions_test.csv", index=False)
-    return folder
-
-
-def run_cli(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="bsard_demo")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_run_parser(sub)
-    add_index_parser(sub)
-    args = parser.parse_args(list(argv))
-    return args.func(args)
+    return make_data(tmp_path / "data", ARTICLES, QUESTIONS)
 
 
 def read_back(path: Path, dataset, k: int):
