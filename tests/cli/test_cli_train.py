@@ -12,22 +12,10 @@ from _training_fixture import HARD_NEGATIVES, SEED, TINY, skip_without_training
 
 skip_without_training()
 
-from bsard_demo.cli.common import OneLineParser  # noqa: E402
-from bsard_demo.cli.retrieval import add_run_parser  # noqa: E402
-from bsard_demo.cli.train import add_train_parser  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 from bsard_demo.training import METADATA_FILE  # noqa: E402
 from _small_sample import one_torch_thread  # noqa: E402
-
-
-def _main(argv: list[str]) -> int:
-    """The train command through a parser of its own (``cli/main.py`` registers the same function)."""
-    parser = OneLineParser(prog="python -m bsard_demo")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_train_parser(sub)
-    add_run_parser(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
+from _tiny_corpus import run_cli  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +39,7 @@ def test_train_then_run_with_the_printed_command(tiny_model, tmp_path, capsys, m
     run_file = tmp_path / "dense.trec"
     argv[argv.index("--out") + 1] = str(run_file)
     monkeypatch.setenv("BSARD_CACHE", str(tiny_model.cache))  # test_training's dense run of a may have built it
-    assert _main(argv + ["--no-progress"]) == 0, capsys.readouterr().err
+    assert run_cli(*argv, "--no-progress") == 0, capsys.readouterr().err
     lines = run_file.read_text().splitlines()
     assert len(lines) == n_test * n_articles and lines[0].split()[1] == "Q0"
 
@@ -64,7 +52,7 @@ def test_train_then_run_with_the_printed_command(tiny_model, tmp_path, capsys, m
     (["--split", "dev"], "no split 'dev'"),
 ])
 def test_errors_are_one_line(argv, message, tmp_path, capsys):
-    assert _main(["train", "--data", "sample", "--out", str(tmp_path / "m"), "--no-progress", *argv]) == 2
+    assert run_cli("train", "--data", "sample", "--out", str(tmp_path / "m"), "--no-progress", *argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and err.startswith("bsard_demo train: ")
     assert not (tmp_path / "m").exists()
@@ -73,6 +61,6 @@ def test_errors_are_one_line(argv, message, tmp_path, capsys):
 def test_a_busy_out_folder_is_refused(tmp_path, capsys):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "keep.txt").write_text("mine")
-    assert _main(["train", "--data", "sample", "--out", str(tmp_path / "m"), "--no-progress"]) == 2
+    assert run_cli("train", "--data", "sample", "--out", str(tmp_path / "m"), "--no-progress") == 2
     assert "not empty" in capsys.readouterr().err
     assert (tmp_path / "m" / "keep.txt").read_text() == "mine"

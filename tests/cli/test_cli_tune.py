@@ -6,24 +6,13 @@ import shlex
 
 import pytest
 
+from _tiny_corpus import run_cli
 from bsard_demo.cli.common import OneLineParser
 from bsard_demo.cli.retrieval import add_run_parser, spec_from_args
-from bsard_demo.cli.tune import add_tune_parser
 from bsard_demo.retrievers import RetrieverSpec
 from bsard_demo.retrievers.bm25 import BM25Settings
 from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.tuning.result import run_command
-
-
-def _main(argv: list[str]) -> int:
-    """The tune command through a parser of its own (``cli/main.py`` registers the same function,
-    tests/cli/test_cli.py checks it)."""
-    parser = OneLineParser(prog="python -m bsard_demo")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_tune_parser(sub)
-    add_run_parser(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +22,7 @@ def _private_cache(tmp_path, monkeypatch):
 
 def test_tune_bm25_prints_the_best_and_a_run_command_that_works(tmp_path, capsys):
     out = tmp_path / "tuned"
-    assert _main(["tune", "--data", "sample", "--measure", "map@100", "--out", str(out), "--no-progress"]) == 0
+    assert run_cli("tune", "--data", "sample", "--measure", "map@100", "--out", str(out), "--no-progress") == 0
     printed = capsys.readouterr().out
     assert "best: k1=" in printed and "map@100" in printed
     command = next(line.split("use it: ", 1)[1] for line in printed.splitlines() if line.startswith("use it: "))
@@ -43,7 +32,7 @@ def test_tune_bm25_prints_the_best_and_a_run_command_that_works(tmp_path, capsys
     run_file = tmp_path / "run.trec"
     argv = shlex.split(command)[3:]
     argv[argv.index("--out") + 1] = str(run_file)
-    assert _main(argv + ["--no-progress"]) == 0
+    assert run_cli(*argv, "--no-progress") == 0
     assert run_file.stat().st_size > 0
     parser = OneLineParser(prog="x")
     add_run_parser(parser.add_subparsers(dest="command"))
@@ -52,8 +41,8 @@ def test_tune_bm25_prints_the_best_and_a_run_command_that_works(tmp_path, capsys
 
 
 def test_tune_hybrid_of_bm25_and_use_on_a_small_grid(capsys):
-    code = _main(["tune", "--retriever", "hybrid", "--data", "sample", "--rrf-k-values", "10", "60",
-                  "--weight-values", "0.5", "1", "--alpha-values", "0.5", "--no-progress"])
+    code = run_cli("tune", "--retriever", "hybrid", "--data", "sample", "--rrf-k-values", "10", "60",
+                   "--weight-values", "0.5", "1", "--alpha-values", "0.5", "--no-progress")
     assert code == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     assert "tuned hybrid" in printed and "5 settings" in printed and "use it: python -m bsard_demo run --retriever hybrid" in printed
@@ -67,7 +56,7 @@ def test_tune_hybrid_of_bm25_and_use_on_a_small_grid(capsys):
     (["--k1-values", "-1"], "k1 must be >= 0"),
 ])
 def test_errors_are_one_line(argv, message, capsys):
-    assert _main(["tune", "--data", "sample", "--no-progress", *argv]) == 2
+    assert run_cli("tune", "--data", "sample", "--no-progress", *argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and err.startswith("bsard_demo tune: ")
 
