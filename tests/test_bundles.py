@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _fake_encoders import HashEncoder
 from bsard_demo import bundles, cache
 from bsard_demo.bundles import BundleError, CorpusId, corpus_id, export_bundle, parse_hub_ref, resolve_bundle
 from bsard_demo.dataset import normalize_articles
@@ -24,36 +25,6 @@ from bsard_demo.retrievers.dense import DenseRetriever
 from bsard_demo.sources import load_dataset
 
 QUESTIONS = ["garantie locative bail loyer", "divorce des époux", "préavis de licenciement", "nationalité belge"]
-
-
-class HashEncoder:
-    """A deterministic bag-of-words encoder (16 dims) that counts the texts it encodes."""
-
-    name = "hash16"
-    version = "1"
-    dim = 16
-    normalized = False
-    max_tokens = None
-
-    def __init__(self):
-        self.documents = 0
-
-    def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
-        for w in text.lower().split():
-            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        v[0] += 0.5
-        return v
-
-    def encode_documents(self, texts, batch_size=64, progress=None):
-        self.documents += len(texts)
-        return np.array([self._vec(t) for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
-
-    def encode_queries(self, texts, batch_size=64, progress=None):
-        return np.array([self._vec(t) for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
-
-    def count_tokens(self, texts):
-        return [len(t.split()) for t in texts]
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@ and the CLI never crash on them; concurrent builders leave one valid entry and n
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -15,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _fake_encoders import HashEncoder
 from bsard_demo import cache
 from bsard_demo.dataset import normalize_articles
 from bsard_demo.retrievers.bm25 import BM25Retriever
@@ -153,37 +153,7 @@ def test_failed_write_leaves_no_temp_folder(tmp_path, sample_articles, monkeypat
     assert list((tmp_path / "bm25s").iterdir()) == []
 
 
-# -- dense (a tiny fake encoder) ------------------------------------------------------------
-
-class HashEncoder:
-    """A deterministic bag-of-words encoder (16 dims) that counts the texts it encodes."""
-
-    name = "hash16"
-    version = "1"
-    dim = 16
-    normalized = False
-    max_tokens = None
-
-    def __init__(self):
-        self.documents = 0
-
-    def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
-        for w in text.lower().split():
-            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        v[0] += 0.5  # no all-zero vector
-        return v
-
-    def encode_documents(self, texts, batch_size=64, progress=None):
-        self.documents += len(texts)
-        return np.array([self._vec(t) for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
-
-    def encode_queries(self, texts, batch_size=64, progress=None):
-        return np.array([self._vec(t) for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
-
-    def count_tokens(self, texts):
-        return [len(t.split()) for t in texts]
-
+# -- dense (a tiny fake encoder: _fake_encoders.HashEncoder) --------------------------------
 
 DENSE_ARTICLES = normalize_articles(pd.DataFrame({
     "id": [str(i) for i in range(1, 9)],

@@ -2,13 +2,13 @@
 and one real offline encoder (USE) on a few French articles."""
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from _fake_encoders import bag_of_words
 from bsard_demo.analyzer import DEFAULT_FIELDS, article_texts
 from bsard_demo.dataset import normalize_articles
 from bsard_demo.retrievers import dense as dense_module
@@ -31,10 +31,7 @@ class CountingEncoder:
         self.queries = 0
 
     def vec(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
-        for w in text.lower().split():
-            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        return v
+        return bag_of_words(text, self.dim)
 
     def encode_documents(self, texts, batch_size=64, progress=None):
         self.documents += len(texts)

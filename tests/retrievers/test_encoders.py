@@ -2,12 +2,12 @@
 real offline encoders on a few French sentences."""
 from __future__ import annotations
 
-import hashlib
 import time
 
 import numpy as np
 import pytest
 
+from _fake_encoders import bag_of_words
 from bsard_demo.retrievers import encoders as E
 from bsard_demo.retrievers.encoders import (
     EncoderUnavailable, embed_documents, known_prefixes, pool_chunks, resolve_encoder, token_windows,
@@ -27,10 +27,7 @@ class FakeEncoder:
         self.batches: list[list[str]] = []
 
     def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
-        for w in text.lower().split():
-            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        return v
+        return bag_of_words(text, self.dim)
 
     def encode_documents(self, texts, batch_size=64, progress=None):
         out = []
