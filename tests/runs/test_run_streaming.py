@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.bench_memory import COLD_WORKER
 from bsard_demo.runs import Entry, ProblemList, Run, read_run_bytes, read_run_path
 from bsard_demo.runs import decode
 from bsard_demo.runs.fields import ArrayFields, KeyIndex, TokenFields, positions
@@ -179,25 +180,6 @@ def test_the_first_chunk_guess_is_corrected_by_a_second_reading(monkeypatch):
     assert rf.format == "3col-score" and rf.run["q"] == ("c", "b", "a")
 
 
-# Reading and scoring a large run in a fresh interpreter: the RSS it adds (the peak is reset
-# after the imports, so that nothing before the read counts).
-MEASURE = r"""
-import json, resource, sys
-from bsard_demo.evaluation import evaluate
-from bsard_demo.runs import read_run_path
-def status(field):
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith(field + ":")) / 1024
-before = status("VmRSS")
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-rf = read_run_path(sys.argv[1], k=1000)
-qrels = {q: frozenset(docs[:3]) for q, docs in rf.run.items()}
-ev = evaluate(qrels, rf.run, (100, 1000))
-print(json.dumps({"cost": status("VmHWM") - before, "recall": ev.means["recall@1000"], "n": sum(map(len, rf.run.values()))}))
-"""
-
-
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc/self/clear_refs")
 def test_a_large_run_costs_a_bounded_memory(tmp_path):
     """300 questions x 2,000 articles (600,000 lines, 17 MB): the whole-file reader of before
@@ -212,9 +194,10 @@ def test_a_large_run_costs_a_bounded_memory(tmp_path):
             f.write("".join(f"{q} Q0 {d} {r} {s:.6f} run\n" for r, (d, s) in enumerate(zip(docs, scores), 1)))
     size_mb = path.stat().st_size / 2**20
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", MEASURE, str(path)], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)
+    # read and scored in a fresh interpreter, the peak reset after the imports (nothing before the read counts)
+    proc = subprocess.run([sys.executable, "-c", COLD_WORKER, str(path), "1000", "100,1000"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     m = json.loads(proc.stdout)
-    assert m["n"] == 600_000 and m["recall"] == 1.0
+    assert m["lines"] == 600_000 and m["means"]["recall@1000"] == 1.0
     assert m["cost"] < 5 * size_mb, (m, size_mb)
