@@ -105,23 +105,26 @@ RANK_FILES = {
 }
 
 
-@pytest.mark.parametrize("fmt", list(SCORE_FILES))
-@pytest.mark.parametrize("compress", [False, True])
-def test_score_formats_round_trip(fmt, compress):
-    data = SCORE_FILES[fmt]()
+def read_format(files: dict, fmt: str, compress: bool) -> RunFile:
+    """The file ``files[fmt]`` makes, gzipped when ``compress``, read back: its format and
+    compression are detected."""
+    data = files[fmt]()
     data = data.encode() if isinstance(data, str) else data
     rf = read(gzip.compress(data) if compress else data)
     assert rf.format == fmt and rf.compressed == compress
-    assert_same_run(rf, Run.from_scores(SCORES))
+    return rf
+
+
+@pytest.mark.parametrize("fmt", list(SCORE_FILES))
+@pytest.mark.parametrize("compress", [False, True])
+def test_score_formats_round_trip(fmt, compress):
+    assert_same_run(read_format(SCORE_FILES, fmt, compress), Run.from_scores(SCORES))
 
 
 @pytest.mark.parametrize("fmt", list(RANK_FILES))
 @pytest.mark.parametrize("compress", [False, True])
 def test_rank_formats_round_trip(fmt, compress):
-    data = RANK_FILES[fmt]()
-    data = data.encode() if isinstance(data, str) else data
-    rf = read(gzip.compress(data) if compress else data)
-    assert rf.format == fmt and rf.compressed == compress
+    rf = read_format(RANK_FILES, fmt, compress)
     assert_same_run(rf, Run.from_rankings(RANKINGS))
     assert rf.run.scores is None
 
