@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,9 +48,21 @@ def _screenshot(page, name: str) -> Path:
     return path
 
 
-def test_search_page_shows_hits(server, browser):
+@contextmanager
+def new_page(browser, name: str):
+    """A new tab, always closed; if the block raises, a screenshot ``NAME-failure`` first."""
     page = browser.new_page()
     try:
+        yield page
+    except Exception:
+        _screenshot(page, f"{name}-failure")
+        raise
+    finally:
+        page.close()
+
+
+def test_search_page_shows_hits(server, browser):
+    with new_page(browser, "search") as page:
         page.goto(server, wait_until="domcontentloaded", timeout=STEP_MS)
         box = page.get_by_label("Votre question")
         box.wait_for(timeout=STEP_MS)
@@ -75,11 +88,6 @@ def test_search_page_shows_hits(server, browser):
         page.get_by_text("Exemple de question").first.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(300)
         _screenshot(page, "search")
-    except Exception:
-        _screenshot(page, "search-failure")
-        raise
-    finally:
-        page.close()
 
 
 def test_score_page_upload_matches_cli(server, browser, tmp_path):
@@ -91,8 +99,7 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
     board = score_runs(load_sample(), "test", [RunSource.file(run_file)])
     expected = f"{100 * board.evaluations['systeme_a.trec'].means['recall@100']:.2f}"
 
-    page = browser.new_page()
-    try:
+    with new_page(browser, "score") as page:
         page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
         page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
         page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(run_file), str(other)])
@@ -109,11 +116,6 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
         page.get_by_role("heading", name="Mesures", exact=True).evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(1000)  # let the Vega charts draw
         _screenshot(page, "score")
-    except Exception:
-        _screenshot(page, "score-failure")
-        raise
-    finally:
-        page.close()
 
 
 def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_path):
@@ -126,8 +128,7 @@ def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_pat
     a, b = tmp_path / "systeme_a.trec", tmp_path / "systeme_b.trec"
     a.write_text(sample_run_trec(seed=31))
     b.write_text(sample_run_trec(seed=32, drop=2))
-    page = browser.new_page()
-    try:
+    with new_page(browser, "score-ab") as page:
         page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
         page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
         page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(a), str(b)])
@@ -180,8 +181,3 @@ def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_pat
         heading.scroll_into_view_if_needed()
         page.wait_for_timeout(800)
         _screenshot(page, "score-ab")
-    except Exception:
-        _screenshot(page, "score-ab-failure")
-        raise
-    finally:
-        page.close()
