@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import html
 import re
-from html.parser import HTMLParser
 
 import pytest
 
+from _html_fragments import parse
 from bsard_demo.analyzer import Analyzer
 from bsard_demo.app.highlight import escape_html, highlight_html, matched_terms, md_escape, query_terms
 from bsard_demo.app.render import hit_card, missed_list, question_box
@@ -14,26 +14,6 @@ from bsard_demo.app.search_page import MissedGold, RankMarker, ShownHit
 
 XSS = '<img src=x onerror=alert(1)>'
 ALLOWED_TAGS = {"div", "span", "mark", "details", "summary", "br", "b", "ul", "li", "small"}
-
-
-class _Tags(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags: list[tuple[str, dict]] = []
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-
-def parse(fragment: str) -> _Tags:
-    p = _Tags()
-    p.feed(fragment)
-    p.close()
-    return p
 
 
 def marked(fragment: str) -> list[str]:

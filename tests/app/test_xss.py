@@ -23,7 +23,6 @@ import os
 import pickle
 import re
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from streamlit.testing.v1 import AppTest
 from _app_helpers import REPO, TIMEOUT, sample_run_trec, set_app_env, start
 from _hostile_data import (A_JS, BOLD_MD, CATEGORY, EVIL_ARTICLE, EVIL_QID, IMG, LONG, MARKUP, QUESTION, RUN_IMG, RUN_MD,
                            SCRIPT, SVG, articles, questions, run_json, run_trec, write_dataset)
+from _html_fragments import parse
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import breadcrumb, hit_card, missed_list, question_box, upload_refused_notice
 from bsard_demo.app.search_page import MissedGold, RankMarker, ShownHit
@@ -44,29 +44,6 @@ MARKDOWN_TYPES = {"markdown", "caption", "title", "header", "subheader", "error"
 
 
 # --------------------------------------------------------------------------- reading what was rendered
-
-class _Fragment(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict]] = []
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_startendtag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-
-def parse(fragment: str) -> _Fragment:
-    p = _Fragment()
-    p.feed(fragment)
-    p.close()
-    return p
-
 
 def html_text(fragment: str) -> str:
     """The text a browser shows for one of our fragments (``<br>`` as a line break)."""
