@@ -287,11 +287,15 @@ class TrainResult:
         m, s, d = self.metadata, self.metadata["settings"], self.metadata["dataset"]
         loss = m["loss"]["last"]
         negatives = f" and {m['negatives']} BM25 hard negatives" if m.get("negatives") else ""
-        lines = [f"trained {m['base']['name']} on {d['name']}, split {d['split']}: {m['pairs']} pairs{negatives} from "
-                 f"{d['questions_used']} questions, {s['epochs']} epoch(s), {m['steps']} steps (batch {s['batch']}, "
-                 f"max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, seed {s['seed']}) in {self.seconds:.0f} s"
-                 + (f"; final loss {loss:.4f}" if loss is not None else ""),
-                 f"model folder: {self.out}"]
+        if m.get("kind") == "adapter":
+            head = (f"fitted a query adapter on {m['base']['name']} over {d['name']}, split {d['split']}: {m['pairs']} "
+                    f"pairs from {d['questions_used']} questions, {m['steps']} full-batch steps (tau {s['tau']:g}, "
+                    f"lam {s['lam']:g}, lr {s['lr']:g}) in {self.seconds:.0f} s")
+        else:
+            head = (f"trained {m['base']['name']} on {d['name']}, split {d['split']}: {m['pairs']} pairs{negatives} from "
+                    f"{d['questions_used']} questions, {s['epochs']} epoch(s), {m['steps']} steps (batch {s['batch']}, "
+                    f"max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, seed {s['seed']}) in {self.seconds:.0f} s")
+        lines = [head + (f"; final loss {loss:.4f}" if loss is not None else ""), f"model folder: {self.out}"]
         dev = m.get("evaluation")
         if dev:
             lines.append(f"scored on {dev['split']} ({dev['questions']} questions): "
@@ -509,6 +513,9 @@ class TrainedModel:
             return f"{self.name} (unreadable: {self.error})"
         m = self.metadata
         d, s = m.get("dataset", {}), m.get("settings", {})
+        if m.get("kind") == "adapter":
+            return (f"{self.name}: query adapter on {m.get('base', {}).get('name', '?')}, fitted on {d.get('name', '?')} "
+                    f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {m.get('steps', '?')} steps)")
         return (f"{self.name}: {m.get('base', {}).get('name', '?')} fine-tuned on {d.get('name', '?')} "
                 f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {s.get('epochs', '?')} epoch(s))")
 
@@ -537,7 +544,8 @@ def read_metadata(folder: str | Path) -> dict:
 
 def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
     """The trained models in ``folder`` (default :func:`models_folder`): its sub-folders holding a
-    :data:`METADATA_FILE` and a sentence-transformers ``modules.json``, sorted by name. A missing
+    :data:`METADATA_FILE` and a sentence-transformers ``modules.json`` (or, for a query adapter,
+    a record of kind ``adapter``), sorted by name. A missing
     folder gives an empty list; an unreadable record is listed with its ``error``."""
     root = Path(folder).expanduser() if folder is not None else models_folder()
     if not root.is_dir():
@@ -548,7 +556,7 @@ def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
             continue
         try:
             meta = read_metadata(sub)
-            if not (sub / "modules.json").is_file():
+            if meta.get("kind") != "adapter" and not (sub / "modules.json").is_file():
                 raise ValueError("not a sentence-transformers folder (no modules.json)")
         except (OSError, ValueError) as exc:
             out.append(TrainedModel(sub, {}, str(exc)))

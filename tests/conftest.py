@@ -63,6 +63,12 @@ SLOW = (
     "tests/test_tuning.py::test_term_matrix_ranks_exactly_like_the_bm25_retriever",
     "tests/test_tuning.py::test_term_matrix_is_bit_identical_on_long_random_questions",
     "tests/cli/test_cli_tune.py::test_tune_hybrid_of_bm25_and_use_on_a_small_grid",
+    # train --adapter on the sample (a USE build and a fit), its run lines, a torch-blocked process
+    "tests/retrievers/test_adapter.py::test_train_adapter_writes_a_checked_folder",
+    "tests/retrievers/test_adapter.py::test_run_lines_rank_by_the_formula_and_the_dev_figure_is_run_plus_evaluate",
+    "tests/retrievers/test_adapter.py::test_an_altered_adapter_is_refused_in_one_line",
+    "tests/retrievers/test_adapter.py::test_listed_with_the_trained_models",
+    "tests/retrievers/test_adapter.py::test_served_without_torch",
     # the CLI through the real interpreter, as another user, with concurrent builders
     "tests/cli/test_cli_faults.py::test_subprocess_subset",
     "tests/cli/test_cli_faults.py::test_really_unreadable_files_as_nobody",

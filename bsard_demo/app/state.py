@@ -290,6 +290,7 @@ STEP_FR = {
     "embedding_articles": "encodage des articles",
     "embedding_questions": "encodage des questions",
     "searching_questions": "recherche des questions",
+    "fitting_adapter": "ajustement de l'adaptateur des questions",
 }
 ENTRY_STEP_FR = {
     ("saving", "bm25s"): "enregistrement de l'index BM25",

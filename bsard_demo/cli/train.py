@@ -18,6 +18,8 @@ from ..training import (
     DEFAULT_BASE, DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_LR, DEFAULT_MAX_SEQ, DEFAULT_SEED, DEFAULT_WARMUP,
     DEV_MAX_ARTICLES, DEV_SPLIT, TrainOptions, train,
 )
+from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
+from ..training_adapter import DEFAULT_ADAPTER_BASE, AdapterOptions, train_adapter
 from .common import TqdmProgress, add_data_argument, data_spec, fail, say
 
 
@@ -31,9 +33,22 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     add_data_argument(p)
     p.add_argument("--split", default="train", help="question split to train on (default: train)")
     p.add_argument("--out", required=True, metavar="DIR", help="model folder to write (must not exist or be empty)")
-    p.add_argument("--base", default=DEFAULT_BASE, metavar="minilm|MODEL",
+    p.add_argument("--base", default=None, metavar="minilm|MODEL",
                    help="model to start from: minilm (default, offline), a sentence-transformers id in the local "
-                        "Hugging Face cache, or a model folder")
+                        f"Hugging Face cache, or a model folder; with --adapter: {', '.join(ADAPTER_BASES)} "
+                        f"(default {DEFAULT_ADAPTER_BASE})")
+    p.add_argument("--adapter", action="store_true",
+                   help="instead of fine-tuning, fit a query-side adapter on the frozen built-in encoder --base: a "
+                        "linear map of its question vectors, the articles keep its embeddings (no corpus re-encoding, "
+                        "numpy at query time, no torch: the hosted demo serves it); minutes, not an hour")
+    defaults = AdapterSettings()
+    p.add_argument("--adapter-steps", type=int, default=defaults.steps,
+                   help=f"--adapter: full-batch Adam steps (default {defaults.steps})")
+    p.add_argument("--adapter-lr", type=float, default=defaults.lr, help=f"--adapter: learning rate (default {defaults.lr:g})")
+    p.add_argument("--adapter-tau", type=float, default=defaults.tau,
+                   help=f"--adapter: softmax temperature (default {defaults.tau:g})")
+    p.add_argument("--adapter-lam", type=float, default=defaults.lam,
+                   help=f"--adapter: weight of the pull towards the identity (default {defaults.lam:g})")
     p.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS, help=f"passes over the pairs (default {DEFAULT_EPOCHS})")
     p.add_argument("--batch", type=int, default=DEFAULT_BATCH,
                    help=f"pairs per batch; each question's negatives are the batch's other articles (default {DEFAULT_BATCH})")
@@ -66,7 +81,9 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Handler of ``train``; returns the exit code."""
-    options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base, epochs=args.epochs,
+    if args.adapter:
+        return _cmd_adapter(args)
+    options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base or DEFAULT_BASE, epochs=args.epochs,
                            batch=args.batch, max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
                            lr=args.lr, warmup=args.warmup, with_description=args.with_description,
                            overwrite=args.overwrite, threads=args.threads, onnx=args.onnx, evaluate=args.evaluate,
@@ -83,6 +100,40 @@ def cmd_train(args: argparse.Namespace) -> int:
         return fail("train", exc)
     except ImportError as exc:
         return fail("train", f"training needs sentence-transformers, torch, datasets and accelerate ({exc})")
+    finally:
+        progress.close()
+    print(result.summary())
+    return 0
+
+
+#: ``train`` options of fine-tuning only, with their defaults: --adapter refuses them when set.
+_FINE_TUNING_ONLY = {"epochs": DEFAULT_EPOCHS, "batch": DEFAULT_BATCH, "max_seq": DEFAULT_MAX_SEQ, "hard_negatives": 0,
+                     "seed": DEFAULT_SEED, "lr": DEFAULT_LR, "warmup": DEFAULT_WARMUP, "threads": None,
+                     "with_description": DEFAULT_WITH_DESCRIPTION}
+
+
+def _cmd_adapter(args: argparse.Namespace) -> int:
+    """``train --adapter``: fit a query adapter (bsard_demo.training_adapter)."""
+    given = [name for name, default in _FINE_TUNING_ONLY.items() if getattr(args, name) != default]
+    if given:
+        return fail("train", "--adapter fits a linear map, not a fine-tuning: "
+                    + ", ".join("--" + n.replace("_", "-") for n in given) + " do(es) not apply (see --adapter-steps, "
+                    "--adapter-lr, --adapter-tau, --adapter-lam)")
+    options = AdapterOptions(out=args.out, base=args.base or DEFAULT_ADAPTER_BASE, split=args.split,
+                             settings=AdapterSettings(tau=args.adapter_tau, lam=args.adapter_lam, steps=args.adapter_steps,
+                                                      lr=args.adapter_lr),
+                             evaluate=args.evaluate, overwrite=args.overwrite, data=args.data,
+                             cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
+    try:
+        options.settings.check()
+        dataset = load_dataset(data_spec(args))
+    except (DataError, ValueError) as exc:
+        return fail("train", exc)
+    progress = TqdmProgress(enabled=not args.no_progress)
+    try:
+        result = train_adapter(options, dataset, progress=progress)
+    except (DataError, ValueError) as exc:  # includes EncoderUnavailable
+        return fail("train", exc)
     finally:
         progress.close()
     print(result.summary())

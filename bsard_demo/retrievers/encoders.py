@@ -57,6 +57,7 @@ import numpy as np
 from .. import settings
 from ..dataset import first_line
 from .base import Progress, Step
+from .adapter import is_adapter_folder
 from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public names
     OFFLINE_CHOICES, Encoder, EncoderUnavailable, _batched, _bundled_model, _stamp, folder_digest, model_version,
     normalize_rows, torch_available,
@@ -433,8 +434,12 @@ def resolve_encoder(name: str = DEFAULT_ENCODER, backend: str = DEFAULT_BACKEND)
     path = Path(key).expanduser() if key else None
     if path is not None and path.is_dir():
         folder = path.resolve()
+        if is_adapter_folder(folder):
+            return _adapter_encoder(str(folder), key, backend, None, _stamp(folder))
         return _folder_encoder(str(folder), key, backend, _stamp(folder))
     bundled = _bundled_model(key) if key and path is not None and not path.exists() else None
+    if bundled is not None and is_adapter_folder(bundled):
+        return _adapter_encoder(str(bundled), key, backend, key, _stamp(bundled))
     if bundled is not None:
         if backend == "torch":
             raise EncoderUnavailable(f"{key} is a model of the index bundle, an ONNX export: it has no torch backend "
@@ -461,6 +466,21 @@ def _onnx_encoder(folder: str, name: str, source: str | None, _stamp: tuple) -> 
     from .onnx_encoder import OnnxEncoder
 
     return OnnxEncoder(folder, name=name, source=source)
+
+
+@functools.lru_cache(maxsize=8)
+def _adapter_encoder(folder: str, name: str, backend: str, model_name: str | None, _stamp: tuple) -> Encoder:
+    """A query adapter (:mod:`.adapter`) on its built-in base encoder."""
+    from .adapter import FolderAdapter, read_adapter
+
+    if backend == "onnx":
+        raise EncoderUnavailable(f"{name} is a query adapter on a built-in encoder: it has no ONNX backend "
+                                 "(use --backend auto)")
+    try:
+        base = (read_adapter(folder)[1].get("base") or {})["name"]
+        return FolderAdapter(folder, _builtin(base), name=name, model_name=model_name)
+    except ValueError as exc:
+        raise EncoderUnavailable(str(exc)) from None
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,0 +1,121 @@
+"""``train --adapter``: fit a query-side adapter (:mod:`bsard_demo.retrievers.adapter`) on a
+split's labelled questions, over a built-in encoder's article embeddings (loaded from an index
+bundle or the cache, else built once), and write an adapter folder usable as ``--encoder DIR``.
+
+The folder holds ``adapter.npy`` (the matrix) and ``bsard_training.json`` (what it was fitted on,
+with ``"kind": "adapter"`` and the matrix's sha256); it is written under a temporary name and
+renamed when complete. Questions are searched by their text alone (``run``'s default); a question
+with no relevant article in the corpus is skipped and counted. Fitting is deterministic (no
+randomness: full-batch Adam from the identity), so the same data and settings give the same
+matrix. Where the dataset has a test split, the dev figure (dense alone and fused with BM25, as
+``run`` + ``evaluate`` give it) costs no corpus encoding, so it is always computed unless
+``evaluate`` is False."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import cache, settings
+from .analyzer import DEFAULT_FIELDS
+from .dataset import DataError, Dataset
+from .retrievers.adapter import (BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, fit_adapter)
+from .retrievers.base import Progress
+from .retrievers.encoder_base import file_sha256, normalize_rows
+from .retrievers.neighbours import labelled_questions
+from .training import METADATA_FORMAT, TrainResult, _prepare_out, articles_fingerprint, library_versions, \
+    questions_fingerprint
+from .training_dev import DEV_SPLIT, dev_evaluation
+
+DEFAULT_ADAPTER_BASE = "use"
+
+
+@dataclass
+class AdapterOptions:
+    out: str | Path
+    base: str = DEFAULT_ADAPTER_BASE
+    split: str = "train"
+    settings: AdapterSettings = AdapterSettings()
+    evaluate: bool | None = None
+    overwrite: bool = False
+    data: str | None = None
+    cache_root: Path | None = None
+
+
+def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress | None = None) -> TrainResult:
+    """Fit and write the adapter folder ``options.out`` (module docstring). Raises
+    :class:`ValueError` (bad settings or base) and :class:`~bsard_demo.dataset.DataError` (data,
+    output folder)."""
+    from .retrievers.dense import DenseRetriever
+    from .retrievers.encoders import resolve_encoder
+
+    t0 = time.perf_counter()
+    settings.prepare_runtime()
+    options.settings.check()
+    base = str(options.base).strip().lower()
+    if base not in BASES:
+        raise ValueError(f"--adapter sits on a built-in encoder ({', '.join(BASES)}), not {options.base!r}")
+    if dataset.articles is None or not len(dataset.articles):
+        raise DataError(f"{dataset.name} has no articles: an adapter is fitted over the corpus' embeddings")
+    if options.split not in dataset.splits:
+        raise DataError(f"no split '{options.split}' in {dataset.name} (available: {', '.join(dataset.split_names) or 'none'})")
+    texts, gold = labelled_questions(dataset, options.split)
+    questions = dataset.questions(options.split)
+    if not texts:
+        raise DataError(f"no question of split '{options.split}' of {dataset.name} cites an article of its corpus")
+    out = Path(options.out).expanduser().resolve()
+    _prepare_out(out, options.overwrite)
+    encoder = resolve_encoder(base)
+    dense = DenseRetriever.build(dataset.articles, encoder=encoder, cache_root=options.cache_root, progress=progress)
+    # one question at a time, as DenseRetriever.search_many encodes them
+    queries = np.vstack([normalize_rows(encoder.encode_queries([t], batch_size=1)) for t in texts])
+    t_fit = time.perf_counter()
+    matrix, history = fit_adapter(queries, gold, dense.embeddings, options.settings, progress, name=base)
+    fit_seconds = time.perf_counter() - t_fit
+    notes = []
+    if options.split == DEV_SPLIT:
+        notes.append("fitted on the test split: its scores on that split are no longer held out")
+    if len(texts) < len(questions):
+        notes.append(f"{len(questions) - len(texts)} question(s) of the split cite no article of the corpus and were skipped")
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    try:
+        np.save(tmp / MATRIX_FILE, matrix, allow_pickle=False)
+        metadata = {
+            "format": METADATA_FORMAT, "kind": KIND,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "dataset": {"name": dataset.name, "spec": options.data, "kind": dataset.kind, "split": options.split,
+                        "questions": len(questions), "questions_used": len(texts),
+                        "questions_sha256": questions_fingerprint(questions),
+                        "articles": len(dataset.articles), "articles_sha256": articles_fingerprint(dataset.articles),
+                        "articles_in_pairs": len({int(r) for rows in gold for r in rows}), "fields": list(DEFAULT_FIELDS),
+                        "with_description": False},
+            "base": {"name": base, "version": getattr(encoder, "version", "")},
+            "settings": {**options.settings.as_dict(), "loss": "softmax over the whole corpus, multi-positive "
+                         "(bsard_demo.retrievers.adapter)", "optimizer": "full-batch Adam from the identity"},
+            "pairs": int(sum(len(rows) for rows in gold)), "steps": int(options.settings.steps),
+            "loss": {"first": history[0], "last": history[-1], "history": [[i + 1, v] for i, v in enumerate(history)]},
+            "seconds": {"training": round(fit_seconds, 2), "total": None},
+            "versions": library_versions(),
+        }
+        metadata["weights_sha256"] = {MATRIX_FILE: file_sha256(tmp / MATRIX_FILE)}
+        _write(tmp, metadata)
+        if options.evaluate is not False and options.split != DEV_SPLIT and DEV_SPLIT in dataset.splits:
+            metadata["evaluation"] = dev_evaluation(tmp, dataset, cache_root=options.cache_root, progress=progress)
+        metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
+        _write(tmp, metadata)
+        cache.replace_folder(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return TrainResult(out, metadata, time.perf_counter() - t0, data=options.data, notes=notes)
+
+
+def _write(folder: Path, metadata: dict) -> None:
+    (folder / RECORD_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
