@@ -69,6 +69,8 @@ SLOW = (
     "tests/retrievers/test_adapter.py::test_an_altered_adapter_is_refused_in_one_line",
     "tests/retrievers/test_adapter.py::test_listed_with_the_trained_models",
     "tests/retrievers/test_adapter.py::test_served_without_torch",
+    "tests/retrievers/test_adapter.py::test_an_index_bundle_carries_the_adapter_and_serves_it_with_nothing_built",
+    "tests/retrievers/test_adapter.py::test_the_app_menu_offers_an_adapter_where_its_base_is_installed",
     # the CLI through the real interpreter, as another user, with concurrent builders
     "tests/cli/test_cli_faults.py::test_subprocess_subset",
     "tests/cli/test_cli_faults.py::test_really_unreadable_files_as_nobody",

@@ -103,9 +103,14 @@ def trained_label(name: str, metadata: Mapping, corpus_sha256: str | None = None
         return value if isinstance(value, Mapping) else {}
 
     data, base, settings = part("dataset"), part("base"), part("settings")
-    line = (f"{name} — {_text(base.get('name'))} affiné sur {_text(data.get('name'))} "
-            f"(split {_text(data.get('split'))}, {_text(metadata.get('pairs'))} paires, "
-            f"{_text(settings.get('epochs'))} époque(s))")
+    if metadata.get("kind") == "adapter":
+        line = (f"{name} — adaptateur des questions sur {_text(base.get('name'))} (articles inchangés), ajusté sur "
+                f"{_text(data.get('name'))} (split {_text(data.get('split'))}, {_text(metadata.get('pairs'))} paires, "
+                f"{_text(metadata.get('steps'))} pas)")
+    else:
+        line = (f"{name} — {_text(base.get('name'))} affiné sur {_text(data.get('name'))} "
+                f"(split {_text(data.get('split'))}, {_text(metadata.get('pairs'))} paires, "
+                f"{_text(settings.get('epochs'))} époque(s))")
     if corpus_sha256 and data.get("articles_sha256"):
         line += " · ce corpus" if data.get("articles_sha256") == corpus_sha256 else " · entraîné sur un autre corpus"
     return line
@@ -151,7 +156,15 @@ def bundle_label(model, corpus_sha256: str | None = None) -> str:
     (dataset, split, date), whether that was this corpus, its recorded test figure, ONNX."""
     t = model.training if isinstance(model.training, Mapping) else {}
     base = model.base_model or _text(t.get("base"), "modèle")
-    if t:
+    adapter = t.get("kind") == "adapter"
+    if adapter:
+        line = (f"{model.name} — adaptateur des questions sur {_text(t.get('base'))}, ajusté sur "
+                f"{_text(t.get('dataset'))} (split {_text(t.get('split'))}, {str(t.get('created') or '')[:10] or '?'}) "
+                "· index préconstruits")
+        trained = t.get("articles_sha256")
+        if corpus_sha256 and trained:
+            line += " · ce corpus" if trained == corpus_sha256 else " · ajusté sur un autre corpus"
+    elif t:
         date = str(t.get("created") or "")[:10] or "?"
         line = (f"{model.name} — {base} affiné sur {_text(t.get('dataset'))} "
                 f"(split {_text(t.get('split'))}, {date}) · index préconstruits")
@@ -163,15 +176,23 @@ def bundle_label(model, corpus_sha256: str | None = None) -> str:
     figure = recorded_figure(model.test)
     if figure:
         line += f" · {figure}"
+    if adapter:
+        return line + " · sans torch"
     return line + (" · ONNX int8" if model.int8 else " · ONNX")
+
+
+def adapter_requires(base: object) -> tuple[str, ...]:
+    """What a query adapter on the built-in encoder ``base`` needs: its base's modules."""
+    return REQUIRES.get(str(base), ("?",))
 
 
 def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str | None) -> list[EncoderOption]:
     out = []
-    missing = _missing(ONNX_REQUIRES, present)
+    onnx_missing = _missing(ONNX_REQUIRES, present)
     for model in bundle.model_list():
         key = BUNDLE_PREFIX + model.name
         t = model.training if isinstance(model.training, Mapping) else {}
+        missing = _missing(adapter_requires(t.get("base")), present) if t.get("kind") == "adapter" else onnx_missing
         this = (t.get("articles_sha256") == corpus_sha256) if corpus_sha256 and t.get("articles_sha256") else None
         label = bundle_label(model, corpus_sha256)
         try:
@@ -222,7 +243,11 @@ def encoder_options(models: Iterable | None = None, *, present: Callable[[str], 
         data = model.metadata.get("dataset") if isinstance(model.metadata.get("dataset"), Mapping) else {}
         this = (data.get("articles_sha256") == corpus_sha256) if corpus_sha256 and data.get("articles_sha256") else None
         label = trained_label(model.name, model.metadata, corpus_sha256)
-        if not missing:
+        if model.metadata.get("kind") == "adapter":  # numpy on its built-in base: no torch, no ONNX
+            need = _missing(adapter_requires((model.metadata.get("base") or {}).get("name")), present)
+            out.append(EncoderOption(key, label, str(model.path), not need,
+                                     f"{', '.join(need)} absent(s) de ce serveur" if need else None, False, this))
+        elif not missing:
             out.append(EncoderOption(key, label, str(model.path), True, None, False, this))
         elif _has_export(model.path):  # torch-free: its ONNX export serves it (--backend auto)
             out.append(EncoderOption(key, label, str(model.path), not onnx_missing,

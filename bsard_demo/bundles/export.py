@@ -117,7 +117,7 @@ def _copy_models(tmp: Path, models: Sequence[tuple[str, Any]]) -> list[dict]:
                             "articles_sha256": d.get("articles_sha256"), "questions": d.get("questions"),
                             "questions_sha256": d.get("questions_sha256"), "created": meta.get("created"),
                             "pairs": meta.get("pairs"), "epochs": (meta.get("settings") or {}).get("epochs"),
-                            "base": (meta.get("base") or {}).get("name")}
+                            "base": (meta.get("base") or {}).get("name"), "kind": meta.get("kind")}
                 test = meta.get("evaluation")
             except (OSError, ValueError, AttributeError):
                 training, test = None, None

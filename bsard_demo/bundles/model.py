@@ -119,8 +119,10 @@ class BundleModel:
 
     def describe(self) -> str:
         """One line: name, base, what it was trained on, size."""
-        trained = f", fine-tuned on {self.trained_on}" if self.trained_on else ""
-        return f"{self.name} ({self.base_model or 'model'}{trained}; ONNX{' int8' if self.int8 else ''}, {self.size / 1e6:.1f} MB)"
+        adapter = isinstance(self.training, Mapping) and self.training.get("kind") == "adapter"
+        trained = f", {'fitted' if adapter else 'fine-tuned'} on {self.trained_on}" if self.trained_on else ""
+        served = "numpy, no torch" if adapter else f"ONNX{' int8' if self.int8 else ''}"
+        return f"{self.name} ({self.base_model or 'model'}{trained}; {served}, {self.size / 1e6:.1f} MB)"
 
 
 @dataclass(eq=False)

@@ -62,12 +62,13 @@ def _torch_only_models(args: argparse.Namespace) -> str | None:
     if getattr(args, "retriever", "bm25") == "bm25" or not getattr(args, "encoder", None):
         return None
     from ..retrievers.encoders import ENCODER_CHOICES
+    from ..retrievers.adapter import is_adapter_folder
     from ..retrievers.onnx_encoder import find_export
 
     for name in (n.strip() for n in str(args.encoder).split(",")):
         folder = Path(name).expanduser()
-        if name.lower() in ENCODER_CHOICES or not folder.is_dir():
-            continue
+        if name.lower() in ENCODER_CHOICES or not folder.is_dir() or is_adapter_folder(folder):
+            continue  # a query adapter goes in as its two files (numpy on a built-in encoder)
         if getattr(args, "backend", "auto") == "torch":
             return (f"--export carries model folders as ONNX exports: {name} cannot go in a bundle with --backend torch "
                     "(use --backend auto)")

