@@ -90,6 +90,7 @@ from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.report import FORMATS, is_bsard_test, metrics_table, render_rows, render_table  # noqa: E402
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Settings  # noqa: E402
+from bsard_demo.retrievers.adapter import is_adapter_folder  # noqa: E402
 from bsard_demo.retrievers.registry import hybrid_parts, hybrid_spec, make_hybrid  # noqa: E402
 from bsard_demo.stats import compare_measure, holm  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
@@ -325,10 +326,19 @@ def plan_systems(tuned: Mapping[str, dict], models: Sequence[str], model_corpus:
     for path in models:
         if model_corpus in ("full", "both"):
             name = Path(path).name
+            adapter = is_adapter_folder(path)
             dense = RetrieverSpec("dense", {"encoder": str(path)})
-            add(f"model:{name}", f"dense {name} (trained)", dense, groups=("models",))
+            add(f"model:{name}", f"dense {name} ({'query adapter' if adapter else 'trained'})", dense, groups=("models",))
             spec = hybrid_spec([str(path)])
             add(f"rrf-model:{name}", _fusion_label(spec, ["BM25", name]), spec, groups=("models", "fusion"))
+            if adapter:  # it replaces its base: fused with BM25 and the neighbours instead of use
+                spec = hybrid_spec([str(path), "neighbours"])
+                add(f"rrf-nb-model:{name}", _fusion_label(spec, ["BM25", name, "neighbours"]), spec,
+                    groups=("models", "fusion", "neighbours"))
+                spec = hybrid_spec([str(path), "neighbours"], weights=[1.0, 0.5, 0.75])
+                add(f"rrf-nb-model-w0.75:{name}", _fusion_label(spec, ["BM25", name, "neighbours"]), spec,
+                    groups=("models", "fusion", "neighbours"))
+                continue
             spec = hybrid_spec(["use", str(path)])
             add(f"rrf-use-model:{name}", _fusion_label(spec, ["BM25", "use", name]), spec, groups=("models", "fusion"))
     if not with_sub:

@@ -37,7 +37,7 @@ class AdapterSettings:
     """The fit's settings (defaults: docs/effectiveness.md, "Query-side adapter")."""
 
     tau: float = 0.05
-    lam: float = 1.0
+    lam: float = 10.0
     steps: int = 200
     lr: float = 1e-3
 

@@ -152,16 +152,36 @@ def default_weights(encoders: Sequence[str], method: str = DEFAULT_FUSION) -> li
     """The weights :func:`hybrid_spec` uses when given none, BM25 first: for RRF 1 for BM25, then
     :data:`ZERO_SHOT_DENSE_WEIGHT` for each built-in encoder, :data:`NEIGHBOURS_WEIGHT` for the
     neighbours part and 1 for any other, in order; for
-    the weighted fusion all 1 (equal weights, ``alpha`` 0.5 for two systems)."""
+    the weighted fusion all 1 (equal weights, ``alpha`` 0.5 for two systems). A query adapter
+    (:mod:`.adapter`: a folder, or a model of the active bundle) weighs as the built-in encoder it
+    adapts."""
     from .encoders import ENCODER_CHOICES
 
     if method != "rrf":
         return [1.0] * (1 + len(encoders))
     def weight(name: str) -> float:
+        if _is_adapter(name):  # a query adapter keeps its base's weight (decided so: docs/effectiveness.md)
+            return ZERO_SHOT_DENSE_WEIGHT
         name = str(name).strip().lower()
         return NEIGHBOURS_WEIGHT if name == NEIGHBOURS else ZERO_SHOT_DENSE_WEIGHT if name in ENCODER_CHOICES else 1.0
 
     return [1.0] + [weight(e) for e in encoders]
+
+
+def _is_adapter(name: str) -> bool:
+    from pathlib import Path
+
+    from .adapter import is_adapter_folder
+    from .encoder_base import _bundled_model
+
+    key = str(name).strip()
+    if not key:
+        return False
+    path = Path(key).expanduser()
+    if path.is_dir():
+        return is_adapter_folder(path)
+    bundled = _bundled_model(key) if not path.exists() else None
+    return bundled is not None and is_adapter_folder(bundled)
 
 
 def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DEFAULT_FUSION,

