@@ -76,7 +76,8 @@ def page() -> None:
     keys = [o.key for o in menu]
     labels, targets = {o.key: o.label for o in menu}, {o.key: o.target for o in menu}
     # what a first visitor (or a link without systems) sees: one rule, search_links.default_systems
-    hybrid_default = default_hybrid_encoder(keys, [o.key for o in menu if o.bundled and o.this_corpus])
+    here = [o for o in menu if o.bundled and o.this_corpus]
+    hybrid_default = default_hybrid_encoder(keys, [o.key for o in here if not o.adapter], [o.key for o in here if o.adapter])
     first_systems = default_systems(ui.dense_stored(data, targets.get(hybrid_default, hybrid_default)))
     choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=by_id, systems=first_systems,
                           hybrid_encoders=(hybrid_default,))

@@ -80,6 +80,8 @@ class EncoderOption:
     #: Whether the model was trained on the active corpus (its record's fingerprint of the
     #: articles equals the active corpus's); ``None``: not known (not trained here, no record).
     this_corpus: bool | None = None
+    #: A query adapter (:mod:`bsard_demo.retrievers.adapter`) rather than a fine-tuned model.
+    adapter: bool = False
 
     @property
     def slow(self) -> bool:
@@ -199,11 +201,13 @@ def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str |
             _folder, problem = bundle.model_folder(model.name)
         except OSError as exc:
             problem = str(exc)
+        adapter = t.get("kind") == "adapter"
         if problem:
-            out.append(EncoderOption(key, label, model.name, False, f"fichiers endommagés : {problem}", True, this))
+            out.append(EncoderOption(key, label, model.name, False, f"fichiers endommagés : {problem}", True, this, adapter))
             continue
         out.append(EncoderOption(key, label, model.name, not missing,
-                                 f"{', '.join(missing)} absent(s) de ce serveur" if missing else None, True, this))
+                                 f"{', '.join(missing)} absent(s) de ce serveur" if missing else None, True, this,
+                                 adapter))
     return out
 
 
@@ -246,7 +250,7 @@ def encoder_options(models: Iterable | None = None, *, present: Callable[[str], 
         if model.metadata.get("kind") == "adapter":  # numpy on its built-in base: no torch, no ONNX
             need = _missing(adapter_requires((model.metadata.get("base") or {}).get("name")), present)
             out.append(EncoderOption(key, label, str(model.path), not need,
-                                     f"{', '.join(need)} absent(s) de ce serveur" if need else None, False, this))
+                                     f"{', '.join(need)} absent(s) de ce serveur" if need else None, False, this, True))
         elif not missing:
             out.append(EncoderOption(key, label, str(model.path), True, None, False, this))
         elif _has_export(model.path):  # torch-free: its ONNX export serves it (--backend auto)

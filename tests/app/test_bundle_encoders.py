@@ -172,3 +172,14 @@ def test_columns_and_score_builtins_of_a_bundled_model():
     assert list(builtins)[3:] == [f"Dense ({key})", f"Hybride RRF k=60 ({key})"]
     assert builtins[f"Hybride RRF k=60 ({key})"] == hybrid
     assert list(baseline_specs()) == list(builtins)[:3]
+
+
+def test_the_default_hybrid_is_the_bundled_adapter_fitted_on_this_corpus(monkeypatch):
+    keys = ["use", "bundle:statute-minilm", "bundle:use-adapter"]
+    # on by default (docs/effectiveness.md, "Query-side adapter"), and before a fine-tuned model
+    assert default_hybrid_encoder(keys, ["bundle:statute-minilm"], ["bundle:use-adapter"]) == "bundle:use-adapter"
+    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", True)
+    assert default_hybrid_encoder(keys, ["bundle:statute-minilm"], ["bundle:use-adapter"]) == "bundle:use-adapter"
+    assert default_hybrid_encoder(keys, ["bundle:statute-minilm"], ["bundle:not-offered"]) == "bundle:statute-minilm"
+    monkeypatch.setattr(search_links, "PREFER_BUNDLED_ADAPTER", False)
+    assert default_hybrid_encoder(keys, [], ["bundle:use-adapter"]) == "use"
