@@ -568,8 +568,9 @@ def full_main(args: argparse.Namespace) -> int:
             with_sub = False
     models = [m for m in args.model]
     for m in list(models):
-        if not (Path(m) / "config.json").is_file() and not (Path(m) / "modules.json").is_file():
-            notes.append(f"model {m}: not a sentence-transformers folder (yet); its rows are left out")
+        if not (Path(m) / "config.json").is_file() and not (Path(m) / "modules.json").is_file() \
+                and not is_adapter_folder(m):
+            notes.append(f"model {m}: neither a sentence-transformers folder (yet) nor a query adapter; its rows are left out")
             models.remove(m)
     rows = plan_systems(tuned, models, args.model_corpus, with_sub)
     empty_desc = all(not str(x or "").strip() for x in questions["extra_description"])

@@ -9,7 +9,7 @@ from bsard_demo.app.builds import (SLOW_ENCODERS, dense_index_stored, first_buil
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import hit_card, missed_list, question_box
 from bsard_demo.app.search_links import (FUSIONS, MAX_K, MAX_QUESTION_CHARS, MAX_RRF_K, MAX_WEIGHT, WIDGET_KEYS,
-                                         LinkChoices, default_hybrid_encoder, default_systems,
+                                         LinkChoices, default_hybrid_encoders, default_systems,
                                          hybrid_systems, link_params, parse_link, query_params_dict, same_params,
                                          settings_from_state, share_url, should_apply, state_from_settings, weight_key)
 from bsard_demo.app.search_page import KIND_LABELS, article_codes, build_columns, column_specs, examples_of, run_search
@@ -77,10 +77,11 @@ def page() -> None:
     labels, targets = {o.key: o.label for o in menu}, {o.key: o.target for o in menu}
     # what a first visitor (or a link without systems) sees: one rule, search_links.default_systems
     here = [o for o in menu if o.bundled and o.this_corpus]
-    hybrid_default = default_hybrid_encoder(keys, [o.key for o in here if not o.adapter], [o.key for o in here if o.adapter])
+    hybrid_parts = default_hybrid_encoders(keys, [o.key for o in here if not o.adapter], [o.key for o in here if o.adapter])
+    hybrid_default = hybrid_parts[0]
     first_systems = default_systems(ui.dense_stored(data, targets.get(hybrid_default, hybrid_default)))
     choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=by_id, systems=first_systems,
-                          hybrid_encoders=(hybrid_default,))
+                          hybrid_encoders=hybrid_parts)
     _sync_state(choices, keys)
 
     left, right = st.columns([3, 2], gap="large")

@@ -163,6 +163,22 @@ def default_hybrid_encoder(encoders: Sequence[str], bundled: Sequence[str] = (),
     return encoders[0]
 
 
+def default_hybrid_encoders(encoders: Sequence[str], bundled: Sequence[str] = (),
+                            adapters: Sequence[str] = ()) -> tuple[str, ...]:
+    """A first visitor's hybrid parts after BM25: :func:`default_hybrid_encoder`, and the neighbours
+    part with it when that encoder is a bundled query adapter and the neighbours are offered (the
+    best system decided on frlaw-dev train: BM25 + adapter + neighbours, w=1,0.5,0.5, 62.19 R@100 in
+    cross-validation against 59.27 without the neighbours; docs/effectiveness.md, "Query-side
+    adapter"). With ``use`` (or any other encoder) the hybrid stays two-way: BM25 + use +
+    neighbours was not significantly better on test ("Label transfer from training questions")."""
+    from ..retrievers.neighbours import NEIGHBOURS
+
+    first = default_hybrid_encoder(encoders, bundled, adapters)
+    if first in adapters and NEIGHBOURS in encoders:
+        return first, NEIGHBOURS
+    return (first,)
+
+
 def default_systems(hybrid_stored: bool) -> tuple[str, ...]:
     """The systems a first visitor sees (and a link without ``systems``): BM25 and the default
     hybrid when ``hybrid_stored`` (the dense embeddings of that hybrid are in the index bundle or

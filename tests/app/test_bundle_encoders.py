@@ -183,3 +183,12 @@ def test_the_default_hybrid_is_the_bundled_adapter_fitted_on_this_corpus(monkeyp
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"], ["bundle:not-offered"]) == "bundle:statute-minilm"
     monkeypatch.setattr(search_links, "PREFER_BUNDLED_ADAPTER", False)
     assert default_hybrid_encoder(keys, [], ["bundle:use-adapter"]) == "use"
+
+
+def test_with_a_bundled_adapter_the_default_hybrid_adds_the_neighbours():
+    from bsard_demo.app.search_links import default_hybrid_encoders
+
+    keys = ["use", "bundle:use-adapter", "neighbours"]
+    assert default_hybrid_encoders(keys, [], ["bundle:use-adapter"]) == ("bundle:use-adapter", "neighbours")
+    assert default_hybrid_encoders(keys[:2], [], ["bundle:use-adapter"]) == ("bundle:use-adapter",)  # no train labels
+    assert default_hybrid_encoders(keys, [], []) == ("use",)  # use's hybrid stays two-way
