@@ -60,7 +60,8 @@ def _specs(data) -> dict:
     """The built-in systems, from the one encoder menu (its bundled models and its neighbours entry)."""
     offered = [o for o in ui.encoder_menu(data) if o.available]
     return baseline_specs(models={o.key: o.target for o in offered if o.bundled},
-                          neighbours=any(o.key == NEIGHBOURS for o in offered))
+                          neighbours=any(o.key == NEIGHBOURS for o in offered),
+                          adapters=[o.key for o in offered if o.bundled and o.adapter])
 
 
 def _make_builtin(data, split: str, label: str, query_text: str):

@@ -410,7 +410,7 @@ QUERY_TEXT_FR = {"question": "question seule (protocole de l'article BSARD)",
 
 
 def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None,
-                   neighbours: bool = False) -> dict[str, RetrieverSpec]:
+                   neighbours: bool = False, adapters: Sequence[str] = ()) -> dict[str, RetrieverSpec]:
     """The built-in systems offered, by their Search page label: BM25, the dense ``encoder`` and
     their RRF hybrid; when ``neighbours`` (the dataset has labelled training questions:
     :func:`bsard_demo.app.builds.neighbours_option`), the neighbours retriever and the three-way
@@ -418,7 +418,8 @@ def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None
     then the dense column and the hybrid with BM25 of each of ``models`` (encoder key -> target,
     e.g. ``{"bundle:NAME": "NAME"}``: the index bundle's models), the specs of
     :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page serves the
-    other)."""
+    other); for each of them that is one of ``adapters`` (a query adapter), with ``neighbours``, also
+    the hybrid BM25 + adapter + neighbours, the system the Search page shows a first visitor."""
     from ..retrievers.neighbours import NEIGHBOURS
     from .search_page import column_specs
 
@@ -427,6 +428,8 @@ def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None
         specs.update(column_specs(("dense", "hybrid"), encoder=NEIGHBOURS, hybrid_encoders=[encoder, NEIGHBOURS]))
     for key, target in (models or {}).items():
         specs.update(column_specs(("dense", "hybrid"), encoder=key, targets={key: target}))
+        if neighbours and key in adapters:
+            specs.update(column_specs(("hybrid",), encoder=key, hybrid_encoders=[key, NEIGHBOURS], targets={key: target}))
     return specs
 
 

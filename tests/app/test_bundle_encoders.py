@@ -192,3 +192,15 @@ def test_with_a_bundled_adapter_the_default_hybrid_adds_the_neighbours():
     assert default_hybrid_encoders(keys, [], ["bundle:use-adapter"]) == ("bundle:use-adapter", "neighbours")
     assert default_hybrid_encoders(keys[:2], [], ["bundle:use-adapter"]) == ("bundle:use-adapter",)  # no train labels
     assert default_hybrid_encoders(keys, [], []) == ("use",)  # use's hybrid stays two-way
+
+
+def test_the_score_page_offers_bm25_adapter_and_neighbours_as_a_builtin():
+    key = "bundle:use-adapter"
+    builtins = baseline_specs(models={key: "use-adapter"}, neighbours=True, adapters=[key])
+    three = [label for label, spec in builtins.items()
+             if [p.options.get("encoder") for p in spec.options.get("retrievers", [])] == [None, "use-adapter", None]]
+    assert len(three) == 1 and "neighbours" in three[0] and key in three[0]
+    assert [p.kind for p in builtins[three[0]].options["retrievers"]] == ["bm25", "dense", "neighbours"]
+    # not for a fine-tuned model, nor without labelled train questions
+    assert len(baseline_specs(models={key: "use-adapter"}, neighbours=True)) == len(builtins) - 1
+    assert len(baseline_specs(models={key: "use-adapter"}, adapters=[key])) == 5
