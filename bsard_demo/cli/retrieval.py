@@ -149,6 +149,7 @@ def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
     except (DataError, ValueError) as exc:
         return fail(command, exc)
     activate_index(args, command, dataset)
+    spec = spec_from_args(args)  # again, once the bundle is active: a bundled adapter's default weight reads it
 
     def notice(message: str) -> None:
         say(command, f"note: {message}")
