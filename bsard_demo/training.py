@@ -528,18 +528,9 @@ def models_folder() -> Path:
 def read_metadata(folder: str | Path) -> dict:
     """The :data:`METADATA_FILE` of a model folder. Raises :class:`ValueError` when it is
     missing, too large or not a JSON object."""
-    path = Path(folder) / METADATA_FILE
-    if not path.is_file():
-        raise ValueError(f"no {METADATA_FILE}")
-    if path.stat().st_size > _MAX_METADATA_BYTES:
-        raise ValueError(f"{METADATA_FILE} is larger than {_MAX_METADATA_BYTES} bytes")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{METADATA_FILE} is not valid JSON ({type(exc).__name__})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{METADATA_FILE} is not a JSON object")
-    return data
+    from .retrievers.encoder_base import read_json_record
+
+    return read_json_record(Path(folder) / METADATA_FILE, _MAX_METADATA_BYTES)
 
 
 def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:

@@ -21,12 +21,13 @@ frlaw-dev's train split by 5-fold cross-validation (docs/effectiveness.md, "Quer
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 
 from .base import Progress, Step
-from .encoder_base import Encoder, normalize_rows
+from .encoder_base import Encoder, file_sha256, normalize_rows, read_json_record
 
 #: Articles scored at once while fitting (bounds memory: questions x block floats).
 BLOCK_ARTICLES = 8192
@@ -195,8 +196,6 @@ _MAX_RECORD_BYTES = 1 << 20
 
 def is_adapter_folder(folder) -> bool:
     """Whether ``folder`` holds an adapter (its matrix file and a record)."""
-    from pathlib import Path
-
     folder = Path(folder)
     return (folder / MATRIX_FILE).is_file() and (folder / RECORD_FILE).is_file()
 
@@ -204,25 +203,19 @@ def is_adapter_folder(folder) -> bool:
 def read_adapter(folder) -> tuple[np.ndarray, dict]:
     """The matrix and record of an adapter folder, the matrix checked against the record's sha256.
     Raises :class:`ValueError` with one line saying what is wrong."""
-    import json
-    from pathlib import Path
-
-    from .encoder_base import file_sha256
-
     folder = Path(folder)
-    record_path = folder / RECORD_FILE
-    if record_path.stat().st_size > _MAX_RECORD_BYTES:
-        raise ValueError(f"{folder}: {RECORD_FILE} is larger than {_MAX_RECORD_BYTES} bytes")
     try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{folder}: {RECORD_FILE} is not valid JSON ({type(exc).__name__})") from None
-    if not isinstance(record, dict) or record.get("kind") != KIND:
+        record = read_json_record(folder / RECORD_FILE, _MAX_RECORD_BYTES)
+    except ValueError as exc:
+        raise ValueError(f"{folder}: {exc}") from None
+    if record.get("kind") != KIND:
         raise ValueError(f"{folder}: {RECORD_FILE} is not an adapter's record")
-    base = (record.get("base") or {}).get("name")
+    base = record.get("base")
+    base = base.get("name") if isinstance(base, dict) else None
     if base not in BASES:
         raise ValueError(f"{folder}: the adapter's base {base!r} is not one of {', '.join(BASES)}")
-    expected = (record.get("weights_sha256") or {}).get(MATRIX_FILE)
+    digests = record.get("weights_sha256")
+    expected = digests.get(MATRIX_FILE) if isinstance(digests, dict) else None
     if expected != file_sha256(folder / MATRIX_FILE):
         raise ValueError(f"{folder}: {MATRIX_FILE} does not match its record's sha256 (altered or truncated); "
                          "train the adapter again")
@@ -237,12 +230,11 @@ def read_adapter(folder) -> tuple[np.ndarray, dict]:
 
 
 class FolderAdapter(AdaptedEncoder):
-    """The :class:`AdaptedEncoder` of an adapter folder; an index bundle carries its two files."""
+    """The :class:`AdaptedEncoder` of an adapter folder (:func:`open_adapter`); an index bundle
+    carries its two files."""
 
-    def __init__(self, folder, base: Encoder, *, name: str, model_name: str | None = None):
-        from pathlib import Path
-
-        matrix, record = read_adapter(folder)
+    def __init__(self, folder, matrix: np.ndarray, record: dict, base: Encoder, *, name: str,
+                 model_name: str | None = None):
         super().__init__(base, matrix, name=name, digest=record["weights_sha256"][MATRIX_FILE])
         self.folder = Path(folder)
         self.model_name = model_name or self.folder.name
@@ -250,3 +242,12 @@ class FolderAdapter(AdaptedEncoder):
 
     def bundle_files(self) -> dict:
         return {n: self.folder / n for n in (MATRIX_FILE, RECORD_FILE)}
+
+
+def open_adapter(folder, base_encoder: Callable[[str], Encoder], *, name: str,
+                 model_name: str | None = None) -> FolderAdapter:
+    """The adapter of ``folder`` (read and checked once) on ``base_encoder(its base's name)``.
+    Raises :class:`ValueError`."""
+    matrix, record = read_adapter(folder)
+    return FolderAdapter(folder, matrix, record, base_encoder(record["base"]["name"]), name=name,
+                         model_name=model_name)

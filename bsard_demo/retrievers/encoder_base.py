@@ -85,6 +85,25 @@ _digests: dict[tuple, str] = {}
 _digest_lock = threading.Lock()
 
 
+def read_json_record(path: Path, max_bytes: int = 1 << 20) -> dict:
+    """The JSON object in ``path`` (a model folder's record). Raises :class:`ValueError` naming the
+    file when it is missing, larger than ``max_bytes``, not valid JSON or not a JSON object."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no {path.name}")
+    if path.stat().st_size > max_bytes:
+        raise ValueError(f"{path.name} is larger than {max_bytes} bytes")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path.name} is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path.name} is not a JSON object")
+    return data
+
+
 def file_sha256(path: Path) -> str:
     """sha256 of a file, memoised on (path, size, mtime)."""
     st = path.stat()

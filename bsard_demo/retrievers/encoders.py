@@ -471,14 +471,13 @@ def _onnx_encoder(folder: str, name: str, source: str | None, _stamp: tuple) -> 
 @functools.lru_cache(maxsize=8)
 def _adapter_encoder(folder: str, name: str, backend: str, model_name: str | None, _stamp: tuple) -> Encoder:
     """A query adapter (:mod:`.adapter`) on its built-in base encoder."""
-    from .adapter import FolderAdapter, read_adapter
+    from .adapter import open_adapter
 
     if backend == "onnx":
         raise EncoderUnavailable(f"{name} is a query adapter on a built-in encoder: it has no ONNX backend "
                                  "(use --backend auto)")
     try:
-        base = (read_adapter(folder)[1].get("base") or {})["name"]
-        return FolderAdapter(folder, _builtin(base), name=name, model_name=model_name)
+        return open_adapter(folder, _builtin, name=name, model_name=model_name)
     except ValueError as exc:
         raise EncoderUnavailable(str(exc)) from None
 

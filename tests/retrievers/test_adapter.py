@@ -227,6 +227,13 @@ def test_an_altered_adapter_is_refused_in_one_line(fitted, tmp_path, capsys):
     (bad / RECORD_FILE).write_text(json.dumps(record))
     with pytest.raises(ValueError, match="not an adapter's record"):
         read_adapter(bad)
+    record.update(kind="adapter", base="use")  # a hand-edited record: a one-line error, never a traceback
+    (bad / RECORD_FILE).write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="base None is not one of"):
+        read_adapter(bad)
+    (bad / RECORD_FILE).write_text("[1, 2]")
+    with pytest.raises(ValueError, match="bsard_training.json is not a JSON object"):
+        read_adapter(bad)
 
 
 def test_listed_with_the_trained_models(fitted):
