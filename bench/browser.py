@@ -160,6 +160,22 @@ def ask(page, question: str, attempts: int = 3) -> None:
                 raise
 
 
+def scroll_to(page, locator, attempts: int = 5) -> None:
+    """Scroll ``locator``'s first element to the top of the view once the page is idle, again if
+    a late rerun replaced the element meanwhile (Playwright's own scroll fails on a detached node
+    instead of finding the new one)."""
+    for attempt in range(attempts):
+        wait_idle(page)
+        try:
+            locator.first.evaluate("e => e.scrollIntoView({block: 'start'})", timeout=STEP_MS)
+            page.wait_for_timeout(300)  # let the view settle
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            page.wait_for_timeout(500)
+
+
 def choose(page, label: str, option_text: str) -> None:
     """Pick an option of a Streamlit selectbox/multiselect by typing part of it, then close the
     list by clicking an empty spot (Escape would clear a selectbox)."""

@@ -17,7 +17,7 @@ import pytest
 
 from _app_helpers import sample_run_trec
 from bench.browser import REPO, STEP_MS, browser_context, serve_app, table_cells
-from bench.browser import ask
+from bench.browser import ask, scroll_to
 from bench.browser import choose as _choose
 from bench.browser import wait_idle as _wait_idle
 from bsard_demo.scoring import RunSource, score_runs
@@ -85,7 +85,7 @@ def test_search_page_shows_hits(server, browser):
         _wait_idle(page)
         assert page.locator(".bsard-badge.gold").count() >= 1
         assert page.locator(".bsard-badge.up, .bsard-badge.down, .bsard-badge.same, .bsard-badge.new").count() >= 1
-        page.get_by_text("Exemple de question").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        scroll_to(page, page.get_by_text("Exemple de question"))
         page.wait_for_timeout(300)
         _screenshot(page, "search")
 
@@ -107,13 +107,13 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
         _wait_idle(page)
         table = page.locator("[data-testid='stDataFrame']").filter(has_text="R@100").first
         table.wait_for(timeout=STEP_MS)
-        table.scroll_into_view_if_needed()
+        scroll_to(page, table)
         # Glide data grid draws on a canvas; its accessible table mirror holds the cell text.
         texts = table_cells(table)
         assert expected in texts, (expected, texts)
         assert page.locator("[data-testid='stException']").count() == 0
         page.get_by_role("heading", name="Comparaison deux à deux").wait_for(timeout=STEP_MS)
-        page.get_by_role("heading", name="Mesures", exact=True).evaluate("e => e.scrollIntoView({block: 'start'})")
+        scroll_to(page, page.get_by_role("heading", name="Mesures", exact=True))
         page.wait_for_timeout(1000)  # let the Vega charts draw
         _screenshot(page, "score")
 
@@ -135,11 +135,11 @@ def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_pat
         heading = page.get_by_role("heading", name="Run A contre run B, question par question")
         heading.wait_for(timeout=STEP_MS)
         _wait_idle(page)
-        heading.scroll_into_view_if_needed()
+        scroll_to(page, heading)
         # the scatter's points are SVG symbols whose accessible label holds the tooltip fields
         chart = page.locator("[class*='st-key-ab_chart_']").first
         chart.wait_for(timeout=STEP_MS)
-        chart.scroll_into_view_if_needed()
+        scroll_to(page, chart)
         page.wait_for_timeout(800)  # let Vega draw
         marks = chart.locator("path[role='graphics-symbol'][aria-roledescription='circle']")
         assert marks.count() == len(ds.questions("test"))
@@ -178,6 +178,6 @@ def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_pat
         metrics.wait_for(timeout=STEP_MS)
         assert "BM25 intégré" in " ".join(table_cells(metrics))
         assert page.locator("[data-testid='stException']").count() == 0
-        heading.scroll_into_view_if_needed()
+        scroll_to(page, heading)
         page.wait_for_timeout(800)
         _screenshot(page, "score-ab")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.browser import STEP_MS, ask, browser_context, choose, serve_app, table_cells, wait_idle
+from bench.browser import STEP_MS, ask, browser_context, choose, scroll_to, serve_app, table_cells, wait_idle
 from _hostile_data import (BOLD_MD, CATEGORY, IMG, LONG, QUESTION, RUN_IMG, RUN_MD, SCRIPT, SVG, articles, questions,
                            run_trec, write_dataset)
 from test_browser import ARTIFACTS
@@ -77,11 +77,6 @@ def pick_question(page, text: str) -> None:
     page.get_by_role("option").filter(has_text=text).first.click()
     page.mouse.click(900, 12)
     wait_idle(page)
-
-
-def scroll_to(page, locator) -> None:
-    locator.evaluate("e => e.scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(300)
 
 
 def test_search_with_hostile_question_and_articles(server, page, hostile):
@@ -198,7 +193,7 @@ def test_score_page_with_hostile_runs(server, page, tmp_path):
     assert tooltip.locator("img, script, svg, a, b").count() == 0
     shot(page, "score-ab-tooltip")
     assert_inert(page)
-    page.get_by_role("heading", name="Examiner une question").evaluate("e => e.scrollIntoView()")  # show another
+    scroll_to(page, page.get_by_role("heading", name="Examiner une question"))  # show another
     pick_question(page, "n° 1 ·" if top["id"] != "1" else "q9")
     scroll_to(page, page.get_by_role("heading", name="Run A contre run B, question par question"))
     box = ab.locator("path[role='graphics-symbol'][aria-roledescription='circle']").last.bounding_box()
