@@ -22,33 +22,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):  # python bench/adapter_cv.py (bench/_path.py)
+    import _path  # noqa: F401
 
+from bsard_demo.metrics import compute_metrics  # noqa: E402
 from bsard_demo.retrievers.base import Hit  # noqa: E402
 from bsard_demo.retrievers.hybrid import reciprocal_rank_fusion  # noqa: E402
 
 
 def recall_at(ranked_rows, gold, k=100):
-    return float(np.mean([len(set(r[:k]) & set(g)) / len(g) for r, g in zip(ranked_rows, gold)]))
+    """Mean R@k of the ranked rows (bsard_demo.metrics, the product's formula)."""
+    return float(np.mean([compute_metrics(g, r, k)[0] for r, g in zip(ranked_rows, gold)]))
 
 
 def ap_at(ranked_rows, gold, k=100):
-    out = []
-    for r, g in zip(ranked_rows, gold):
-        g, hits, s = set(g), 0, 0.0
-        for i, d in enumerate(r[:k], 1):
-            if d in g:
-                hits += 1
-                s += hits / i
-        out.append(s / len(g))
-    return float(np.mean(out))
+    """Mean AP@k of the ranked rows (bsard_demo.metrics, the product's formula)."""
+    return float(np.mean([compute_metrics(g, r, k)[1] for r, g in zip(ranked_rows, gold)]))
 
 
 def fit_torch(Q, gold, E, *, tau=0.05, lam=10.0, steps=200, lr=1e-3, rank=None, seed=0):

@@ -37,23 +37,13 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+if __package__ in (None, ""):  # python bench/bench_onnx.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import REPO, load_average, table  # noqa: E402
 
 FULL_ARTICLES = 29_115
 LATENCY_TARGET_MS = 50.0
-
-
-def load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def table(rows, header) -> str:
-    rows = [[str(c) for c in r] for r in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return "\n".join([line([str(h) for h in header])] + [line(r) for r in rows])
 
 
 def dir_mb(path: Path) -> float:
@@ -95,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from bsard_demo.retrievers.encoders import DEFAULT_POOLING, embed_documents, resolve_encoder
     from bsard_demo.retrievers.onnx_export import export_onnx
     from bsard_demo.sources import load_dataset
-    from effectiveness import sub_corpus
+    from bench.effectiveness import sub_corpus
 
     out: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_start": load_average(),
                  "model": str(args.model), "data": str(args.data)}

@@ -79,8 +79,10 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):  # python bench/effectiveness.py (bench/_path.py)
+    import _path  # noqa: F401
+
+from bench.common import REPO as ROOT  # noqa: E402
 
 from bsard_demo import cache  # noqa: E402
 from bsard_demo.analyzer import TEXT_ONLY  # noqa: E402

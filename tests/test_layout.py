@@ -402,3 +402,26 @@ def test_the_bench_checks_can_fail(tmp_path):
     assert find_cycle(graph) == ["bench.load_app", "bench.load_uploads", "bench.load_app"]
     (bench / "load_uploads.py").write_text("from bench.bench_app import TOP_K\n")
     assert find_cycle(bench_import_graph(bench)) is None
+
+
+def sys_path_changes(path: Path) -> list[int]:
+    """Lines of ``path`` that call ``sys.path.insert``/``append``/``extend`` (or ``.path.…`` of anything)."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ("insert", "append", "extend")
+                  and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path")
+
+
+def test_only_the_bootstrap_changes_sys_path_in_bench():
+    """One bootstrap (bench/_path.py) puts the repository on the path for ``python bench/NAME.py``."""
+    found = {str(p.relative_to(REPO)): lines for p in sorted(BENCH.rglob("*.py"))
+             if p.name != "_path.py" and (lines := sys_path_changes(p))}
+    assert found == {}, f"start the script with `import _path` (bench/_path.py) instead: {found}"
+    assert sys_path_changes(BENCH / "_path.py")
+
+
+def test_the_sys_path_check_can_fail(tmp_path):
+    crafted = tmp_path / "m.py"
+    crafted.write_text("import sys\nROOT = '.'\nsys.path.insert(0, ROOT)\n\n\ndef f():\n    sys.path.append(ROOT)\n"
+                       "path = []\npath.insert(0, 1)\n")
+    assert sys_path_changes(crafted) == [3, 7]
