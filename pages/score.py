@@ -6,6 +6,7 @@ import streamlit as st
 
 from bsard_demo import settings
 from bsard_demo.app import ui
+from bsard_demo.app.builds import builtin_models, offered
 from bsard_demo.retrievers.neighbours import NEIGHBOURS
 from bsard_demo.app.charts import (ab_scatter, category_breakdown, metric_bars, metric_label_fr,
                                    per_question_distribution, recall_curve_chart)
@@ -51,17 +52,13 @@ PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie"
 BUILD_ERRORS = (DataError, ValueError, OSError)
 
 
-def _model_encoders(data) -> list:
-    """The index bundle's models offered here (:func:`bsard_demo.app.ui.encoder_menu`)."""
-    return [o for o in ui.encoder_menu(data) if o.bundled and o.available]
-
-
 def _specs(data) -> dict:
     """The built-in systems, from the one encoder menu (its bundled models and its neighbours entry)."""
-    offered = [o for o in ui.encoder_menu(data) if o.available]
-    return baseline_specs(models={o.key: o.target for o in offered if o.bundled},
-                          neighbours=any(o.key == NEIGHBOURS for o in offered),
-                          adapters=[o.key for o in offered if o.bundled and o.adapter])
+    menu = ui.encoder_menu(data)
+    models = builtin_models(menu)
+    return baseline_specs(models={o.key: o.target for o in models},
+                          neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
+                          adapters=[o.key for o in models if o.adapter])
 
 
 def _make_builtin(data, split: str, label: str, query_text: str):
@@ -89,7 +86,7 @@ def _builtins(data, split: str) -> BuiltinRun:
                 "déposé. Un index déjà construit (ou fourni dans un paquet d'index) rend le calcul immédiat ; sinon "
                 "sa construction s'affiche.")
     label = st.selectbox("Système intégré", list(_specs(data)), key="builtin_system", placeholder="Choisir…")
-    for option in _model_encoders(data):
+    for option in builtin_models(ui.encoder_menu(data)):
         st.caption(md_escape(option.label))
     query_text = st.radio("Texte des questions", QUERY_TEXTS, index=QUERY_TEXTS.index(DEFAULT_QUERY_TEXT),
                           format_func=QUERY_TEXT_FR.get, key="builtin_query_text",

@@ -4,8 +4,8 @@ import streamlit as st
 
 from bsard_demo import settings
 from bsard_demo.app import ui
-from bsard_demo.app.builds import (SLOW_ENCODERS, dense_index_stored, first_build_note, offered, slow_parts,
-                                   unavailable_note)
+from bsard_demo.app.builds import (SLOW_ENCODERS, builtin_models, dense_index_stored, first_build_note, offered,
+                                   slow_parts, unavailable_note)
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import hit_card, missed_list, question_box
 from bsard_demo.app.search_links import (FUSIONS, MAX_K, MAX_QUESTION_CHARS, MAX_RRF_K, MAX_WEIGHT, WIDGET_KEYS,
@@ -76,7 +76,7 @@ def page() -> None:
     keys = [o.key for o in menu]
     labels, targets = {o.key: o.label for o in menu}, {o.key: o.target for o in menu}
     # what a first visitor (or a link without systems) sees: one rule, search_links.default_systems
-    here = [o for o in menu if o.bundled and o.this_corpus]
+    here = [o for o in builtin_models(menu) if o.this_corpus]
     hybrid_parts = default_hybrid_encoders(keys, [o.key for o in here if not o.adapter], [o.key for o in here if o.adapter])
     hybrid_default = hybrid_parts[0]
     first_systems = default_systems(ui.dense_stored(data, targets.get(hybrid_default, hybrid_default)))

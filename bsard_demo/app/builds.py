@@ -283,6 +283,14 @@ def offered(options: Sequence[EncoderOption]) -> list[EncoderOption]:
     return [o for o in options if o.available]
 
 
+def builtin_models(options: Sequence[EncoderOption]) -> list[EncoderOption]:
+    """The offered models that the Score page runs as built-ins and that a first visitor's hybrid
+    may use: the index bundle's models, and the query adapters of ``$BSARD_MODELS`` fitted on the
+    active corpus (what ``train``'s default writes: it ranks with the base's stored embeddings, so
+    it costs no corpus encoding). Other trained folders stay in the encoder menus only."""
+    return [o for o in offered(options) if o.bundled or (o.adapter and o.this_corpus)]
+
+
 def unavailable_note(options: Sequence[EncoderOption]) -> str | None:
     """One French line naming the encoders not offered here and why (``None``: all offered)."""
     gone = [o for o in options if not o.available]

@@ -38,8 +38,9 @@ STORED_HYBRID_SYSTEMS = ("bm25", "hybrid")
 #: sub-corpus (docs/effectiveness.md, "Defaults decided from these figures"); the model is
 #: offered and labelled, not chosen for the visitor.
 PREFER_BUNDLED_MODEL = False
-#: Whether the default hybrid fuses BM25 with the index bundle's query adapter fitted on this
-#: corpus (when it carries one) rather than with ``use``. On: on frlaw-dev's train split (5-fold
+#: Whether the default hybrid fuses BM25 with a query adapter fitted on this corpus (the index
+#: bundle's, else one of ``$BSARD_MODELS``: :func:`bsard_demo.app.builds.builtin_models`) rather
+#: than with ``use``. On: on frlaw-dev's train split (5-fold
 #: cross-validation), BM25 + the use adapter gave 59.27 R@100 and 22.29 MAP@100 against 55.01 and
 #: 18.81 for BM25 + use (docs/effectiveness.md, "Query-side adapter").
 PREFER_BUNDLED_ADAPTER = True
@@ -145,8 +146,8 @@ class LinkChoices:
 
 
 def default_hybrid_encoder(encoders: Sequence[str], bundled: Sequence[str] = (), adapters: Sequence[str] = ()) -> str:
-    """The encoder of a first visitor's hybrid: the first of ``adapters`` (the keys of the index
-    bundle's query adapters fitted on the active corpus, offered here) when
+    """The encoder of a first visitor's hybrid: the first of ``adapters`` (the keys of the query
+    adapters fitted on the active corpus and offered here, the index bundle's first) when
     :data:`PREFER_BUNDLED_ADAPTER`, else the first of ``bundled`` (its models trained on the active
     corpus) when :data:`PREFER_BUNDLED_MODEL`, else ``use`` when offered, else the first encoder
     offered."""
@@ -166,7 +167,7 @@ def default_hybrid_encoder(encoders: Sequence[str], bundled: Sequence[str] = (),
 def default_hybrid_encoders(encoders: Sequence[str], bundled: Sequence[str] = (),
                             adapters: Sequence[str] = ()) -> tuple[str, ...]:
     """A first visitor's hybrid parts after BM25: :func:`default_hybrid_encoder`, and the neighbours
-    part with it when that encoder is a bundled query adapter and the neighbours are offered (the
+    part with it when that encoder is a query adapter and the neighbours are offered (the
     best system decided on frlaw-dev train: BM25 + adapter + neighbours, w=1,0.5,0.5, 62.19 R@100 in
     cross-validation against 59.27 without the neighbours; docs/effectiveness.md, "Query-side
     adapter"). With ``use`` (or any other encoder) the hybrid stays two-way: BM25 + use +

@@ -204,3 +204,19 @@ def test_the_score_page_offers_bm25_adapter_and_neighbours_as_a_builtin():
     # not for a fine-tuned model, nor without labelled train questions
     assert len(baseline_specs(models={key: "use-adapter"}, neighbours=True)) == len(builtins) - 1
     assert len(baseline_specs(models={key: "use-adapter"}, adapters=[key])) == 5
+
+
+def test_builtin_models_are_the_bundles_and_the_adapters_fitted_on_this_corpus():
+    """What the Score page runs as built-ins and a first visitor's hybrid may use: every bundled
+    model offered, and a ``$BSARD_MODELS`` adapter only when fitted on the active corpus (what
+    ``train``'s default writes); a fine-tuned folder there stays in the menus."""
+    from bsard_demo.app.builds import EncoderOption, builtin_models
+
+    menu = [EncoderOption("use", "use", "use"),
+            EncoderOption("bundle:m", "m", "m", bundled=True, this_corpus=False),
+            EncoderOption("bundle:gone", "g", "g", available=False, bundled=True),
+            EncoderOption("trained:here", "a", "/m/here", adapter=True, this_corpus=True),
+            EncoderOption("trained:there", "a", "/m/there", adapter=True, this_corpus=False),
+            EncoderOption("trained:unknown", "a", "/m/unknown", adapter=True),
+            EncoderOption("trained:tuned", "t", "/m/tuned", this_corpus=True)]
+    assert [o.key for o in builtin_models(menu)] == ["bundle:m", "trained:here"]
