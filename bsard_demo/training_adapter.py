@@ -1,4 +1,4 @@
-"""``train --adapter``: fit a query-side adapter (:mod:`bsard_demo.retrievers.adapter`) on a
+"""``train`` (its default, or ``train --adapter``): fit a query-side adapter (:mod:`bsard_demo.retrievers.adapter`) on a
 split's labelled questions, over a built-in encoder's article embeddings (loaded from an index
 bundle or the cache, else built once), and write an adapter folder usable as ``--encoder DIR``.
 

@@ -32,11 +32,12 @@ from .search_page import KIND_LABELS
 DEFAULT_SYSTEMS = ("bm25",)
 #: BM25 and its hybrid: what a first visitor sees when the hybrid's embeddings are stored.
 STORED_HYBRID_SYSTEMS = ("bm25", "hybrid")
-#: Whether the default hybrid fuses BM25 with the index bundle's model trained on this corpus (when
-#: the bundle carries one) rather than with ``use``. Off: with ``train``'s default recipe, BM25 +
-#: the trained MiniLM gave 70.83 R@100 against 72.20 for BM25 + use on frlaw-dev's test
-#: sub-corpus (docs/effectiveness.md, "Defaults decided from these figures"); the model is
-#: offered and labelled, not chosen for the visitor.
+#: Whether the default hybrid fuses BM25 with the index bundle's fine-tuned model trained on this
+#: corpus (when the bundle carries one) rather than with ``use``. Off: with the fine-tuning recipe
+#: of the time, BM25 + the trained MiniLM gave 70.83 R@100 against 72.20 for BM25 + use on
+#: frlaw-dev's test sub-corpus (docs/effectiveness.md, "Defaults decided from these figures"); a
+#: bundle's model may have been trained with any recipe, so it is offered and labelled, not chosen
+#: for the visitor (a query adapter is: :data:`PREFER_BUNDLED_ADAPTER`).
 PREFER_BUNDLED_MODEL = False
 #: Whether the default hybrid fuses BM25 with a query adapter fitted on this corpus (the index
 #: bundle's, else one of ``$BSARD_MODELS``: :func:`bsard_demo.app.builds.builtin_models`) rather

@@ -1,10 +1,10 @@
-"""The ``train`` command: fine-tune a sentence-transformers bi-encoder on a train split.
+"""The ``train`` command: fit a query adapter (the default) or fine-tune a bi-encoder on a train split.
 
 It writes a model folder usable as ``--encoder DIR`` by ``run``, ``index`` and the app (put it
 under ``$BSARD_MODELS``, default ``~/.cache/bsard_demo/models``, for the app to list it), with a
 ``bsard_training.json`` record; it prints what was trained and the ``run`` lines that use it.
 Progress bars go to stderr; errors the user can fix are one line on stderr and exit code 2. See
-:mod:`bsard_demo.training`.
+:mod:`bsard_demo.training_adapter` (the adapter) and :mod:`bsard_demo.training` (fine-tuning).
 """
 from __future__ import annotations
 
@@ -23,24 +23,39 @@ from ..training_adapter import DEFAULT_ADAPTER_BASE, AdapterOptions, train_adapt
 from .common import TqdmProgress, add_data_argument, data_spec, fail, say
 
 
+#: What ``train`` fits when neither ``--adapter`` nor ``--finetune`` is given: the query adapter.
+#: Decided on frlaw-dev's train split (docs/effectiveness.md, "Fine-tuning recipes against the
+#: query adapter"): on held-out train questions the adapter fused with BM25 (and the neighbours)
+#: equals the best fine-tuning recipe within noise and beats the others, far ahead alone (dense),
+#: and it fits in minutes on the stored ``use`` embeddings, with no torch, into a 1 MB folder.
+DEFAULT_METHOD = "adapter"
+
+
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``train``."""
     p = subparsers.add_parser(
-        "train", help="fine-tune a bi-encoder on a train split (usable as --encoder DIR)",
-        description="Fine-tune a sentence-transformers model on (question, gold article with its headers) pairs of a "
-                    "split with in-batch negatives (MultipleNegativesRankingLoss), optionally with BM25 hard negatives; "
-                    "write a model folder usable as --encoder DIR.")
+        "train", help="fit a query adapter (default) or fine-tune a bi-encoder on a train split (usable as --encoder DIR)",
+        description="Learn from a split's labelled questions a model folder usable as --encoder DIR. By default (or "
+                    "--adapter) fit a query-side adapter on a frozen built-in encoder; with --finetune, fine-tune a "
+                    "sentence-transformers model on (question, gold article with its headers) pairs with in-batch "
+                    "negatives (MultipleNegativesRankingLoss), optionally with BM25 hard negatives.")
     add_data_argument(p)
     p.add_argument("--split", default="train", help="question split to train on (default: train)")
     p.add_argument("--out", required=True, metavar="DIR", help="model folder to write (must not exist or be empty)")
-    p.add_argument("--base", default=None, metavar="minilm|MODEL",
-                   help="model to start from: minilm (default, offline), a sentence-transformers id in the local "
-                        f"Hugging Face cache, or a model folder; with --adapter: {', '.join(ADAPTER_BASES)} "
-                        f"(default {DEFAULT_ADAPTER_BASE})")
-    p.add_argument("--adapter", action="store_true",
-                   help="instead of fine-tuning, fit a query-side adapter on the frozen built-in encoder --base: a "
-                        "linear map of its question vectors, the articles keep its embeddings (no corpus re-encoding, "
-                        "numpy at query time, no torch: the hosted demo serves it); minutes, not an hour")
+    p.add_argument("--base", default=None, metavar="ENCODER|MODEL",
+                   help=f"the adapter's frozen encoder: {', '.join(ADAPTER_BASES)} (default {DEFAULT_ADAPTER_BASE}); "
+                        f"with --finetune, the model to start from: {DEFAULT_BASE} (default, offline), a "
+                        "sentence-transformers id in the local Hugging Face cache, or a model folder")
+    method = p.add_mutually_exclusive_group()
+    method.add_argument("--adapter", dest="method", action="store_const", const="adapter",
+                   help=f"{'(the default) ' if DEFAULT_METHOD == 'adapter' else ''}fit a query-side adapter on the frozen "
+                        "built-in encoder --base: a linear map of its question vectors, the articles keep its embeddings "
+                        "(no corpus re-encoding, numpy at query time, no torch to fit or serve: the hosted demo serves "
+                        "it); minutes, not an hour")
+    method.add_argument("--finetune", dest="method", action="store_const", const="finetune",
+                   help=f"{'(the default) ' if DEFAULT_METHOD == 'finetune' else ''}fine-tune the bi-encoder --base "
+                        "(needs torch and sentence-transformers); --epochs, --batch, --max-seq, --hard-negatives, --lr, "
+                        "--warmup, --seed, --threads and --with-description apply to it")
     defaults = AdapterSettings()
     p.add_argument("--adapter-steps", type=int, default=defaults.steps,
                    help=f"--adapter: full-batch Adam steps (default {defaults.steps})")
@@ -81,8 +96,11 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Handler of ``train``; returns the exit code."""
-    if args.adapter:
+    if (args.method or DEFAULT_METHOD) == "adapter":
         return _cmd_adapter(args)
+    given = _given(args, _ADAPTER_ONLY)
+    if given:
+        return fail("train", f"{', '.join(given)} do(es) not apply to --finetune (they set the query adapter)")
     options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base or DEFAULT_BASE, epochs=args.epochs,
                            batch=args.batch, max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
                            lr=args.lr, warmup=args.warmup, with_description=args.with_description,
@@ -112,12 +130,21 @@ _FINE_TUNING_ONLY = {"epochs": DEFAULT_EPOCHS, "batch": DEFAULT_BATCH, "max_seq"
                      "with_description": DEFAULT_WITH_DESCRIPTION}
 
 
+_ADAPTER_ONLY = {f"adapter_{name}": getattr(AdapterSettings(), name) for name in ("steps", "lr", "tau", "lam")}
+
+
+def _given(args: argparse.Namespace, defaults: dict) -> list[str]:
+    """The flags among ``defaults`` set to something else than their default, as ``--flag``."""
+    return ["--" + n.replace("_", "-") for n, default in defaults.items() if getattr(args, n) != default]
+
+
 def _cmd_adapter(args: argparse.Namespace) -> int:
-    """``train --adapter``: fit a query adapter (bsard_demo.training_adapter)."""
-    given = [name for name, default in _FINE_TUNING_ONLY.items() if getattr(args, name) != default]
+    """``train`` / ``train --adapter``: fit a query adapter (bsard_demo.training_adapter)."""
+    given = _given(args, _FINE_TUNING_ONLY)
     if given:
-        return fail("train", "--adapter fits a linear map, not a fine-tuning: "
-                    + ", ".join("--" + n.replace("_", "-") for n in given) + " do(es) not apply (see --adapter-steps, "
+        who = "--adapter" if args.method else "train fits a query adapter by default: it"
+        return fail("train", f"{who} fits a linear map, not a fine-tuning: {', '.join(given)} do(es) not apply "
+                    "(add --finetune to fine-tune a bi-encoder; the adapter's settings are --adapter-steps, "
                     "--adapter-lr, --adapter-tau, --adapter-lam)")
     options = AdapterOptions(out=args.out, base=args.base or DEFAULT_ADAPTER_BASE, split=args.split,
                              settings=AdapterSettings(tau=args.adapter_tau, lam=args.adapter_lam, steps=args.adapter_steps,

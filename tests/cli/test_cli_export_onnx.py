@@ -125,7 +125,7 @@ def test_train_writes_the_export_and_records_it(tmp_path, capsys, monkeypatch):
         return [], 0
     monkeypatch.setattr(training, "_fit", fit)
     out = tmp_path / "trained"
-    assert main(["train", "--data", str(_data(tmp_path)), "--out", str(out), "--max-seq", "64", "--no-evaluate",
+    assert main(["train", "--finetune", "--data", str(_data(tmp_path)), "--out", str(out), "--max-seq", "64", "--no-evaluate",
                  "--no-progress"]) == 0
     printed = capsys.readouterr().out
     record = json.loads((out / training.METADATA_FILE).read_text())
@@ -136,6 +136,6 @@ def test_train_writes_the_export_and_records_it(tmp_path, capsys, monkeypatch):
     assert isinstance(enc, OnnxEncoder) and enc.max_tokens == 64
     assert not (out / "onnx" / RECORD_FILE).read_text().count(str(tmp_path / ".trained"))  # no temporary path kept
     no_onnx = tmp_path / "no-onnx"
-    assert main(["train", "--data", str(_data(tmp_path / "x")), "--out", str(no_onnx), "--no-onnx", "--no-evaluate",
+    assert main(["train", "--finetune", "--data", str(_data(tmp_path / "x")), "--out", str(no_onnx), "--no-onnx", "--no-evaluate",
                  "--no-progress"]) == 0
     assert not (no_onnx / "onnx").exists() and "onnx" not in json.loads((no_onnx / training.METADATA_FILE).read_text())

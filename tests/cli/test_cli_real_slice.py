@@ -87,7 +87,7 @@ def test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines(real
     ds = load_dataset(str(real_slice))
     pairs = sum(len(set(ids) & ds.article_ids) for ids in ds.questions("train")["article_ids"])
     model = tmp_path / "model"
-    text = printed(capsys, ["train", "--data", str(real_slice), "--out", str(model), "--epochs", "1", "--batch", "8",
+    text = printed(capsys, ["train", "--finetune", "--data", str(real_slice), "--out", str(model), "--epochs", "1", "--batch", "8",
                             "--max-seq", "32", "--threads", "1", "--hard-negatives", "1", "--no-onnx"])
     summary = re.search(rf"split train: (\d+) pairs and (\d+) BM25 hard negatives from (\d+) questions, .* in (\d+) s", text)
     assert summary, text
@@ -96,6 +96,27 @@ def test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines(real
                     r"hybrid with BM25 R@100 ([0-9.]+) MAP@100 ([0-9.]+)", text)
     assert dev and int(dev[1]) == TEST_QUESTIONS, text
     dense, hybrid = use_lines(text)
+    for line, (recall, ap) in ((dense, dev.group(2, 3)), (hybrid, dev.group(4, 5))):
+        means = {m: round(figure_of_run_line(line, real_slice, "test", m, tmp_path, capsys), 4)
+                 for m in ("recall@100", "map@100")}
+        assert means == {"recall@100": float(recall), "map@100": float(ap)}
+
+
+def test_train_by_default_fits_the_adapter_and_its_dev_figure_is_the_run_lines(real_slice, tmp_path, capsys):
+    """``train`` with its defaults (the query adapter on ``use``) on real text: the summary counts
+    the slice's pairs and questions, and the test-split figures it prints are those of its own
+    ``run`` lines (dense, and hybrid with BM25 as the product fuses it)."""
+    ds = load_dataset(str(real_slice))
+    pairs = sum(len(set(ids) & ds.article_ids) for ids in ds.questions("train")["article_ids"])
+    text = printed(capsys, ["train", "--data", str(real_slice), "--out", str(tmp_path / "adapter")])
+    summary = re.search(r"fitted a query adapter on use over .*, split train: (\d+) pairs from (\d+) questions, "
+                        r"(\d+) full-batch steps", text)
+    assert summary and (int(summary[1]), int(summary[2]), int(summary[3])) == (pairs, TRAIN_QUESTIONS, 200), text
+    dev = re.search(r"scored on test \((\d+) questions\): dense R@100 ([0-9.]+) MAP@100 ([0-9.]+); "
+                    r"hybrid with BM25 R@100 ([0-9.]+) MAP@100 ([0-9.]+)", text)
+    assert dev and int(dev[1]) == TEST_QUESTIONS, text
+    dense, hybrid = use_lines(text)
+    assert "--retriever dense" in dense and "--retriever hybrid" in hybrid
     for line, (recall, ap) in ((dense, dev.group(2, 3)), (hybrid, dev.group(4, 5))):
         means = {m: round(figure_of_run_line(line, real_slice, "test", m, tmp_path, capsys), 4)
                  for m in ("recall@100", "map@100")}

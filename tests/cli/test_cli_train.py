@@ -52,7 +52,7 @@ def test_train_then_run_with_the_printed_command(tiny_model, tmp_path, capsys, m
     (["--split", "dev"], "no split 'dev'"),
 ])
 def test_errors_are_one_line(argv, message, tmp_path, capsys):
-    assert run_cli("train", "--data", "sample", "--out", str(tmp_path / "m"), "--no-progress", *argv) == 2
+    assert run_cli("train", "--finetune", "--data", "sample", "--out", str(tmp_path / "m"), "--no-progress", *argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and err.startswith("bsard_demo train: ")
     assert not (tmp_path / "m").exists()

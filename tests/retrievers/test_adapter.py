@@ -209,6 +209,30 @@ def test_fine_tuning_options_and_bad_bases_are_refused(tmp_path, capsys):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+def test_train_fits_the_adapter_by_default(fitted, tmp_path):
+    """``train`` without --adapter or --finetune is ``train --adapter`` (cli/train.DEFAULT_METHOD):
+    the same settings give the same matrix, bit for bit."""
+    from bsard_demo.cli.main import main
+
+    out = tmp_path / "default"
+    assert main(["train", "--data", "sample", "--out", str(out), "--adapter-steps", "30", "--adapter-lr", "0.01",
+                 "--cache-dir", str(fitted["cache"]), "--no-progress", "--no-evaluate"]) == 0
+    (mine, record), (theirs, _) = read_adapter(out), read_adapter(fitted["out"])
+    assert record["kind"] == "adapter" and np.array_equal(mine, theirs)
+
+
+def test_each_method_refuses_the_other_ones_options(tmp_path, capsys):
+    from bsard_demo.cli.main import main
+
+    assert main(["train", "--data", "sample", "--out", str(tmp_path / "a"), "--epochs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "by default" in err and "--epochs" in err and "add --finetune" in err and err.count("\n") == 1
+    assert main(["train", "--finetune", "--data", "sample", "--out", str(tmp_path / "b"), "--adapter-lam", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--adapter-lam do(es) not apply to --finetune" in err and err.count("\n") == 1
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
 def test_an_altered_adapter_is_refused_in_one_line(fitted, tmp_path, capsys):
     import shutil
 
