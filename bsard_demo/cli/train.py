@@ -57,25 +57,25 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
                         "(needs torch and sentence-transformers); --epochs, --batch, --max-seq, --hard-negatives, --lr, "
                         "--warmup, --seed, --threads and --with-description apply to it")
     defaults = AdapterSettings()
-    p.add_argument("--adapter-steps", type=int, default=defaults.steps,
+    p.add_argument("--adapter-steps", type=int, default=None,
                    help=f"--adapter: full-batch Adam steps (default {defaults.steps})")
-    p.add_argument("--adapter-lr", type=float, default=defaults.lr, help=f"--adapter: learning rate (default {defaults.lr:g})")
-    p.add_argument("--adapter-tau", type=float, default=defaults.tau,
+    p.add_argument("--adapter-lr", type=float, default=None, help=f"--adapter: learning rate (default {defaults.lr:g})")
+    p.add_argument("--adapter-tau", type=float, default=None,
                    help=f"--adapter: softmax temperature (default {defaults.tau:g})")
-    p.add_argument("--adapter-lam", type=float, default=defaults.lam,
+    p.add_argument("--adapter-lam", type=float, default=None,
                    help=f"--adapter: weight of the pull towards the identity (default {defaults.lam:g})")
-    p.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS, help=f"passes over the pairs (default {DEFAULT_EPOCHS})")
-    p.add_argument("--batch", type=int, default=DEFAULT_BATCH,
+    p.add_argument("--epochs", type=int, default=None, help=f"passes over the pairs (default {DEFAULT_EPOCHS})")
+    p.add_argument("--batch", type=int, default=None,
                    help=f"pairs per batch; each question's negatives are the batch's other articles (default {DEFAULT_BATCH})")
-    p.add_argument("--max-seq", type=int, default=DEFAULT_MAX_SEQ,
+    p.add_argument("--max-seq", type=int, default=None,
                    help=f"tokens per text in training, and the saved model's window (default {DEFAULT_MAX_SEQ})")
-    p.add_argument("--hard-negatives", type=int, default=0, metavar="K",
+    p.add_argument("--hard-negatives", type=int, default=None, metavar="K",
                    help="add the K best BM25 hits that are not gold as negatives of each pair (default 0)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of everything (default {DEFAULT_SEED})")
-    p.add_argument("--lr", type=float, default=DEFAULT_LR, help=f"peak learning rate (default {DEFAULT_LR:g})")
-    p.add_argument("--warmup", type=float, default=DEFAULT_WARMUP,
+    p.add_argument("--seed", type=int, default=None, help=f"seed of everything (default {DEFAULT_SEED})")
+    p.add_argument("--lr", type=float, default=None, help=f"peak learning rate (default {DEFAULT_LR:g})")
+    p.add_argument("--warmup", type=float, default=None,
                    help=f"fraction of the steps with a rising learning rate (default {DEFAULT_WARMUP:g})")
-    p.add_argument("--with-description", action=argparse.BooleanOptionalAction, default=DEFAULT_WITH_DESCRIPTION,
+    p.add_argument("--with-description", action=argparse.BooleanOptionalAction, default=None,
                    help="append each question's extra_description to it, as run --with-description "
                         f"(default: {'on' if DEFAULT_WITH_DESCRIPTION else 'off'})")
     p.add_argument("--threads", type=int, default=None,
@@ -101,11 +101,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     given = _given(args, _ADAPTER_ONLY)
     if given:
         return fail("train", f"{', '.join(given)} do(es) not apply to --finetune (they set the query adapter)")
-    options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base or DEFAULT_BASE, epochs=args.epochs,
-                           batch=args.batch, max_seq=args.max_seq, hard_negatives=args.hard_negatives, seed=args.seed,
-                           lr=args.lr, warmup=args.warmup, with_description=args.with_description,
-                           overwrite=args.overwrite, threads=args.threads, onnx=args.onnx, evaluate=args.evaluate,
-                           cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
+    options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base or DEFAULT_BASE,
+                           **_resolved(args, _FINE_TUNING_ONLY), overwrite=args.overwrite, onnx=args.onnx,
+                           evaluate=args.evaluate, cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
     try:
         options.check()
         dataset = load_dataset(data_spec(args))
@@ -124,18 +122,22 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-#: ``train`` options of fine-tuning only, with their defaults: --adapter refuses them when set.
+#: ``train`` options of one method only, with their defaults. The parser leaves them ``None`` when
+#: not given, so that the other method refuses any that is given, even at its default value.
 _FINE_TUNING_ONLY = {"epochs": DEFAULT_EPOCHS, "batch": DEFAULT_BATCH, "max_seq": DEFAULT_MAX_SEQ, "hard_negatives": 0,
                      "seed": DEFAULT_SEED, "lr": DEFAULT_LR, "warmup": DEFAULT_WARMUP, "threads": None,
                      "with_description": DEFAULT_WITH_DESCRIPTION}
-
-
 _ADAPTER_ONLY = {f"adapter_{name}": getattr(AdapterSettings(), name) for name in ("steps", "lr", "tau", "lam")}
 
 
 def _given(args: argparse.Namespace, defaults: dict) -> list[str]:
-    """The flags among ``defaults`` set to something else than their default, as ``--flag``."""
-    return ["--" + n.replace("_", "-") for n, default in defaults.items() if getattr(args, n) != default]
+    """The flags among ``defaults`` given on the command line, as ``--flag``."""
+    return ["--" + n.replace("_", "-") for n in defaults if getattr(args, n) is not None]
+
+
+def _resolved(args: argparse.Namespace, defaults: dict) -> dict:
+    """The options of ``defaults``: the value given, else the default."""
+    return {n: default if getattr(args, n) is None else getattr(args, n) for n, default in defaults.items()}
 
 
 def _cmd_adapter(args: argparse.Namespace) -> int:
@@ -147,8 +149,8 @@ def _cmd_adapter(args: argparse.Namespace) -> int:
                     "(add --finetune to fine-tune a bi-encoder; the adapter's settings are --adapter-steps, "
                     "--adapter-lr, --adapter-tau, --adapter-lam)")
     options = AdapterOptions(out=args.out, base=args.base or DEFAULT_ADAPTER_BASE, split=args.split,
-                             settings=AdapterSettings(tau=args.adapter_tau, lam=args.adapter_lam, steps=args.adapter_steps,
-                                                      lr=args.adapter_lr),
+                             settings=AdapterSettings(**{n.removeprefix("adapter_"): v
+                                                         for n, v in _resolved(args, _ADAPTER_ONLY).items()}),
                              evaluate=args.evaluate, overwrite=args.overwrite, data=args.data,
                              cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
     try:

@@ -224,6 +224,7 @@ def test_train_fits_the_adapter_by_default(fitted, tmp_path):
 def test_each_method_refuses_the_other_ones_options(tmp_path, capsys):
     from bsard_demo.cli.main import main
 
+    # 2 is --finetune's own default: a fine-tuning option given at its default value is refused too
     assert main(["train", "--data", "sample", "--out", str(tmp_path / "a"), "--epochs", "2"]) == 2
     err = capsys.readouterr().err
     assert "by default" in err and "--epochs" in err and "add --finetune" in err and err.count("\n") == 1
