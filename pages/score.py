@@ -52,17 +52,15 @@ PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie"
 BUILD_ERRORS = (DataError, ValueError, OSError)
 
 
-def _specs(data) -> dict:
-    """The built-in systems, from the one encoder menu (its bundled models and its neighbours entry)."""
-    menu = ui.encoder_menu(data)
+def _specs(menu) -> dict:
+    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry)."""
     models = builtin_models(menu)
     return baseline_specs(models={o.key: o.target for o in models},
                           neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
                           adapters=[o.key for o in models if o.adapter])
 
 
-def _make_builtin(data, split: str, label: str, query_text: str):
-    specs = _specs(data)
+def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
     if label not in specs:
         st.error(f"Système intégré « {md_escape(label)} » indisponible sur ce serveur.")
         return None
@@ -85,14 +83,16 @@ def _builtins(data, split: str) -> BuiltinRun:
                 "les questions du split comme `python -m bsard_demo run` ; le run obtenu est évalué comme un fichier "
                 "déposé. Un index déjà construit (ou fourni dans un paquet d'index) rend le calcul immédiat ; sinon "
                 "sa construction s'affiche.")
-    label = st.selectbox("Système intégré", list(_specs(data)), key="builtin_system", placeholder="Choisir…")
-    for option in builtin_models(ui.encoder_menu(data)):
+    menu = ui.encoder_menu(data)  # once per rerun: it lists $BSARD_MODELS and the bundle's models
+    specs = _specs(menu)
+    label = st.selectbox("Système intégré", list(specs), key="builtin_system", placeholder="Choisir…")
+    for option in builtin_models(menu):
         st.caption(md_escape(option.label))
     query_text = st.radio("Texte des questions", QUERY_TEXTS, index=QUERY_TEXTS.index(DEFAULT_QUERY_TEXT),
                           format_func=QUERY_TEXT_FR.get, key="builtin_query_text",
                           help="`--query-text` de `python -m bsard_demo run` : l'article BSARD interroge avec la "
                                "question seule, MTEB avec la question suivie de sa description.")
-    builtin.settle(ds.articles is not None, lambda lb, qt: _make_builtin(data, split, lb, qt))  # a click's request
+    builtin.settle(ds.articles is not None, lambda lb, qt: _make_builtin(data, specs, split, lb, qt))  # a click's request
     st.button("Évaluer ce système intégré", icon=":material/play_arrow:", key="builtin",
               disabled=ds.articles is None or builtin.has(label, query_text), on_click=BuiltinRun.request,
               args=(st.session_state, split, label, query_text),
