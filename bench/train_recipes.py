@@ -72,17 +72,14 @@ def score(ds: Dataset, retriever) -> dict[str, float]:
     return {m: 100 * v for m, v in evaluate(ds.qrels(HELD), run, ks=[100, 200]).means.items() if m in MEASURES}
 
 
-def _hybrid(sub: Dataset, bm25, dense, weights: Sequence[float]):
-    spec = RetrieverSpec("hybrid", {"method": "rrf", "rrf_k": 60, "weights": list(weights)})
-    return make_hybrid(spec, [bm25, dense], corpus_size=len(sub.articles))
-
-
 def _three(sub: Dataset, bm25, neighbours, dense, label: str, weight: float) -> list[tuple[str, object]]:
     """``dense`` alone, fused with BM25 (weights 1, ``weight``) and with BM25 and the neighbours (1, ``weight``, 0.5)."""
-    spec = RetrieverSpec("hybrid", {"method": "rrf", "rrf_k": 60, "weights": [1, weight, 0.5]})
-    return [(label, dense), (f"BM25 + {label} (1, {weight:g})", _hybrid(sub, bm25, dense, (1, weight))),
-            (f"BM25 + {label} + neighbours (1, {weight:g}, 0.5)",
-             make_hybrid(spec, [bm25, dense, neighbours], corpus_size=len(sub.articles)))]
+    def fused(parts, weights):
+        spec = RetrieverSpec("hybrid", {"method": "rrf", "rrf_k": 60, "weights": list(weights)})
+        return make_hybrid(spec, parts, corpus_size=len(sub.articles))
+
+    return [(label, dense), (f"BM25 + {label} (1, {weight:g})", fused([bm25, dense], (1, weight))),
+            (f"BM25 + {label} + neighbours (1, {weight:g}, 0.5)", fused([bm25, dense, neighbours], (1, weight, 0.5)))]
 
 
 def _row(name: str, figures: dict[str, float], seconds: float | None = None, pairs: int | None = None) -> str:
@@ -123,31 +120,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows[name] = score(sub, retriever)
         print(_row(name, rows[name]), flush=True)
     results = []
-    for i, recipe in enumerate(recipes):
-        folder = out_root / f"recipe-{i}"
-        options = TrainOptions(out=folder, **{"evaluate": False, "overwrite": True, "cache_root": cache_root,
-                                              "threads": args.threads, **recipe})
+
+    def fit_and_score(recipe, fit, folder: Path, label: str, weight: float) -> None:
+        """Fit a model folder with ``fit(folder)`` and score it as :func:`_three` fuses it."""
         t0 = time.perf_counter()
-        result = train(options, ds)
-        seconds = result.metadata["seconds"]["training"]
-        dense = build_retriever(RetrieverSpec("dense", {"encoder": str(folder)}), sub, cache_root=cache_root)
-        label = json.dumps(recipe, sort_keys=True)
-        pairs = result.metadata["pairs"]
-        for name, retriever in _three(sub, bm25, neighbours, dense, f"fine-tuned {label}", 1):
-            figures = score(sub, retriever)
-            rows[name] = figures
-            print(_row(name, figures, seconds, pairs), flush=True)
-        results.append({"recipe": recipe, "pairs": pairs, "train_s": seconds, "total_s": time.perf_counter() - t0})
-    if args.adapter:
-        folder = out_root / "adapter"
-        t0 = time.perf_counter()
-        result = train_adapter(AdapterOptions(out=folder, evaluate=False, overwrite=True, cache_root=cache_root), ds)
-        dense = build_retriever(RetrieverSpec("dense", {"encoder": str(folder)}), sub, cache_root=cache_root)
+        result = fit(folder)
         seconds, pairs = result.metadata["seconds"]["training"], result.metadata["pairs"]
-        for name, retriever in _three(sub, bm25, neighbours, dense, "use + adapter", 0.5):
+        dense = build_retriever(RetrieverSpec("dense", {"encoder": str(folder)}), sub, cache_root=cache_root)
+        for name, retriever in _three(sub, bm25, neighbours, dense, label, weight):
             rows[name] = score(sub, retriever)
             print(_row(name, rows[name], seconds, pairs), flush=True)
-        results.append({"recipe": "adapter", "pairs": pairs, "train_s": seconds, "total_s": time.perf_counter() - t0})
+        results.append({"recipe": recipe, "pairs": pairs, "train_s": seconds, "total_s": time.perf_counter() - t0})
+
+    for i, recipe in enumerate(recipes):
+        settings = {"evaluate": False, "overwrite": True, "cache_root": cache_root, "threads": args.threads, **recipe}
+        fit_and_score(recipe, lambda folder: train(TrainOptions(out=folder, **settings), ds), out_root / f"recipe-{i}",
+                      f"fine-tuned {json.dumps(recipe, sort_keys=True)}", 1)
+    if args.adapter:
+        fit_and_score("adapter", lambda folder: train_adapter(
+            AdapterOptions(out=folder, evaluate=False, overwrite=True, cache_root=cache_root), ds),
+            out_root / "adapter", "use + adapter", 0.5)
     print("\n" + machine_facts(usable=False, python=False))
     write_json(args.json, {"data": ds.name, "sub_corpus": sub.name, "rows": rows, "recipes": results})
     if not args.out:
