@@ -30,18 +30,18 @@ import numpy as np
 if __package__ in (None, ""):  # python bench/adapter_cv.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bsard_demo.metrics import compute_metrics  # noqa: E402
+from bsard_demo.evaluation.metrics import compute_metrics  # noqa: E402
 from bsard_demo.retrievers.base import Hit  # noqa: E402
 from bsard_demo.retrievers.hybrid import reciprocal_rank_fusion  # noqa: E402
 
 
 def recall_at(ranked_rows, gold, k=100):
-    """Mean R@k of the ranked rows (bsard_demo.metrics, the product's formula)."""
+    """Mean R@k of the ranked rows (bsard_demo.evaluation.metrics, the product's formula)."""
     return float(np.mean([compute_metrics(g, r, k)[0] for r, g in zip(ranked_rows, gold)]))
 
 
 def ap_at(ranked_rows, gold, k=100):
-    """Mean AP@k of the ranked rows (bsard_demo.metrics, the product's formula)."""
+    """Mean AP@k of the ranked rows (bsard_demo.evaluation.metrics, the product's formula)."""
     return float(np.mean([compute_metrics(g, r, k)[1] for r, g in zip(ranked_rows, gold)]))
 
 

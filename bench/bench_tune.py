@@ -34,7 +34,7 @@ from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
 from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
-from bsard_demo.tuning import Measure, TermMatrix, tune_bm25, tune_hybrid  # noqa: E402
+from bsard_demo.tuning import TuneTarget, TermMatrix, tune_bm25, tune_hybrid  # noqa: E402
 
 KS = (100, 200, 500)
 
@@ -57,7 +57,7 @@ def cmd_speed(args) -> int:
     matrix, w, c = _timed(lambda: TermMatrix.build(dataset.articles, BM25Settings()))
     rows = [("tokenised corpus (once)", w, c)]
     queries = matrix.query_matrix([matrix.analyzer.tokens(t) for t in texts])
-    measure = Measure.parse("recall@100")
+    measure = TuneTarget.parse("recall@100")
     points = [(1.0, 0.6), (0.0, 0.0), (8.0, 1.0), (2.5, 0.3), (4.5, 0.8), (1.5, 0.9), (6.0, 0.1)][:args.points]
 
     def one_point(k1: float, b: float):

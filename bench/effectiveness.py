@@ -42,7 +42,7 @@ Two tables:
      (:func:`~bsard_demo.retrievers.registry.make_hybrid` on ``hybrid_spec`` specs), so each row
      is exactly what ``run`` gives for that system. Runs are bit-reproducible (sorted ids, seeds):
      a re-run prints the same metric and p columns; the cost columns are timings.
-   - Significance: :func:`bsard_demo.stats.compare_measure` (``compare``'s function) on the row and
+   - Significance: :func:`bsard_demo.evaluation.stats.compare_measure` (``compare``'s function) on the row and
      the baseline of the same corpus, the permutation p (``compare``'s resamples and seed) then
      Holm-adjusted over the rows of that corpus, per measure; ``*``: adjusted p < alpha.
    - Costs: ``build s`` is the cold build in seconds (this run, else the time recorded in
@@ -63,7 +63,7 @@ Two tables:
    alpha=0.5). Hybrids reuse the built BM25 and dense use indexes. Every question of the split is
    searched to depth 500 (question text only unless ``--with-description``, as the CLI's
    ``run``) and scored by :func:`bsard_demo.evaluation.evaluate`; the table is
-   :func:`bsard_demo.report.render_table` (percentages). On the real BSARD test labels the
+   :func:`bsard_demo.evaluation.report.render_table` (percentages). On the real BSARD test labels the
    paper's published rows are appended. An encoder that cannot be loaded is skipped with a note.
 """
 from __future__ import annotations
@@ -89,12 +89,12 @@ from bsard_demo.analyzer import TEXT_ONLY  # noqa: E402
 from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
 from bsard_demo.dataset import DataError  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
-from bsard_demo.report import FORMATS, is_bsard_test, metrics_table, render_rows, render_table  # noqa: E402
+from bsard_demo.evaluation.report import FORMATS, is_bsard_test, metrics_table, render_rows, render_table  # noqa: E402
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Settings  # noqa: E402
 from bsard_demo.retrievers.adapter import is_adapter_folder  # noqa: E402
 from bsard_demo.retrievers.registry import hybrid_parts, hybrid_spec, make_hybrid  # noqa: E402
-from bsard_demo.stats import compare_measure, holm  # noqa: E402
+from bsard_demo.evaluation.stats import compare_measure, holm  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 
 KS = (100, 200, 500)
@@ -201,7 +201,7 @@ def _cache_root(args: argparse.Namespace) -> Path:
 
 #: Significance settings: those of ``python -m bsard_demo compare`` (wherever the CLI keeps them).
 def _compare_settings() -> tuple[int, int, float]:
-    for module in ("bsard_demo.cli.compare", "bsard_demo.stats", "bsard_demo.settings"):
+    for module in ("bsard_demo.cli.compare", "bsard_demo.evaluation.stats", "bsard_demo.settings"):
         try:
             mod = __import__(module, fromlist=["_"])
         except ImportError:
@@ -653,7 +653,7 @@ def full_main(args: argparse.Namespace) -> int:
               f"{len(corpora['sub'].articles) - n_gold} distractors drawn uniformly from the other articles "
               f"(numpy default_rng({args.sub_seed}), --sub-size {args.sub_size} --sub-seed {args.sub_seed} --sub-gold {args.sub_gold})")
     print(f"p: paired sign-flip permutation test of the row against {args.baseline!r} on the same corpus "
-          f"(bsard_demo.stats via compare_measure, {n_resamples:,} resamples, seed {seed}), Holm-adjusted over the rows "
+          f"(bsard_demo.evaluation.stats via compare_measure, {n_resamples:,} resamples, seed {seed}), Holm-adjusted over the rows "
           f"of that corpus, per measure; * = adjusted p < {alpha}")
     print()
     print(render_rows(header, table_rows, args.format, left=2), end="")

@@ -20,8 +20,7 @@ from bsard_demo.app.score_page import (DD_QID, DD_RUN, DISTANCES_LABEL, MAX_FILE
                                        too_many_files)
 from bsard_demo.app.state import display_name
 from bsard_demo.dataset import DataError
-from bsard_demo.evaluation import DEFAULT_KS
-from bsard_demo.report import render_table
+from bsard_demo.evaluation import DEFAULT_KS, render_table
 from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers

@@ -95,6 +95,8 @@ SLOW = (
     "tests/app/test_builds.py::test_stored_follows_a_real_build",
     "tests/app/test_xss.py::test_scoring_uploads_writes_nothing_and_evaluates_nothing",
     "tests/app/test_xss.py::test_score_page_shows_hostile_runs_as_text",
+    # the browserless load client against a real streamlit run (one server per module)
+    "tests/app/test_ws_client.py",
     # large or hostile inputs, stalled downstreams, memory measured in a fresh process
     "tests/test_hostile_inputs.py::test_a_million_tiny_trec_lines",
     "tests/test_hostile_inputs.py::test_a_million_tiny_junk_lines",

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from bsard_demo.stats import COMPARISON_COLUMNS, Comparison, compare_measure, compare_runs
+from bsard_demo.evaluation.stats import COMPARISON_COLUMNS, Comparison, compare_measure, compare_runs
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

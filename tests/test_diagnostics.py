@@ -1,4 +1,4 @@
-"""BSARD-aware run checks (bsard_demo.diagnostics) on crafted runs: each fires on its fault, a
+"""BSARD-aware run checks (bsard_demo.evaluation.checks) on crafted runs: each fires on its fault, a
 clean run gets none, and the figures they report equal what evaluate() gives the repaired run."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bsard_demo.dataset import Dataset
-from bsard_demo.diagnostics import (
+from bsard_demo.evaluation.checks import (
     CODES,
     Finding,
     check_depth,

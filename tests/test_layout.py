@@ -166,7 +166,7 @@ def test_test_basenames_are_unique():
 
 # --------------------------------------------------------------------------- scoring (issue 15)
 
-SCORING = PACKAGE / "scoring.py"
+SCORING = PACKAGE / "evaluation" / "scoring.py"
 
 
 def callers(name: str, paths) -> list[str]:
@@ -190,7 +190,7 @@ def code_files(root: Path = REPO) -> list[Path]:
 
 def test_check_run_file_is_called_only_by_the_scoring_service():
     outside = [c for c in callers("check_run_file", [p for p in code_files() if p != SCORING])]
-    assert outside == [], f"call bsard_demo.scoring.score_runs instead: {outside}"
+    assert outside == [], f"call bsard_demo.evaluation.scoring.score_runs instead: {outside}"
     assert callers("check_run_file", [SCORING])
 
 

@@ -8,12 +8,12 @@ import pytest
 import pytrec_eval
 
 from bsard_demo.evaluation import evaluate, gold_ranks, recall_curve
-from bsard_demo.metrics import compute_metrics
+from bsard_demo.evaluation.metrics import compute_metrics
 from bsard_demo.runs import Entry, Run
 
 
 def recipe(relevant, ranked, k):
-    """The paper's recipe (bsard_demo.metrics docstring), written out literally as an independent reference."""
+    """The paper's recipe (bsard_demo.evaluation.metrics docstring), written out literally as an independent reference."""
     rel = set(relevant)
     top = ranked[:k]
     recall = len(rel & set(top)) / len(rel)

@@ -7,8 +7,8 @@ import random
 import pytest
 import pytrec_eval
 
-from bsard_demo.evaluation import EXTRA_MEASURES, evaluate, metric_columns
-from bsard_demo.metrics import gold_positions, ndcg_from_positions
+from bsard_demo.evaluation import EXTRA_COLUMNS, cutoff_columns, evaluate
+from bsard_demo.evaluation.metrics import gold_positions, ndcg_from_positions
 from bsard_demo.runs.run import Entry, Run
 
 
@@ -111,13 +111,13 @@ def test_ndcg_is_independent_of_ks_and_off_by_default():
     qrels, entries = random_case(11)
     run = Run.from_entries(entries)
     a = evaluate(qrels, run, (1,), extra=("ndcg@10",))
-    b = evaluate(qrels, run, (5, 500), extra=EXTRA_MEASURES)
+    b = evaluate(qrels, run, (5, 500), extra=EXTRA_COLUMNS)
     assert a.per_question["ndcg@10"].tolist() == b.per_question["ndcg@10"].tolist()
-    assert list(b.per_question.columns[:7]) == metric_columns((5, 500)) + ["ndcg@10"]
+    assert list(b.per_question.columns[:7]) == cutoff_columns((5, 500)) + ["ndcg@10"]
     plain = evaluate(qrels, run, (5, 500), extra=())
     assert "ndcg@10" not in plain.per_question.columns and "ndcg@10" not in plain.means
     # the other columns do not change when the extra one is added
-    cols = metric_columns((5, 500))
+    cols = cutoff_columns((5, 500))
     assert plain.per_question[cols].equals(b.per_question[cols])
     with pytest.raises(ValueError, match="ndcg@20"):
         evaluate(qrels, run, (5,), extra=("ndcg@20",))

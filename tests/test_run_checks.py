@@ -1,4 +1,4 @@
-"""bsard_demo.run_checks: the BSARD-aware checks wired to a read run file, as the CLI and the Score
+"""bsard_demo.evaluation.checks: the BSARD-aware checks wired to a read run file, as the CLI and the Score
 page use them (one function for both)."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from bsard_demo.dataset import Dataset
-from bsard_demo.diagnostics import check_near_random
-from bsard_demo.run_checks import SplitContext, check_run_file, finding_text, problem_code, problem_record
+from bsard_demo.evaluation.checks import check_near_random
+from bsard_demo.evaluation.checks import SplitContext, check_run_file, finding_text, problem_code, problem_record
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample
 

@@ -1,4 +1,4 @@
-"""The one scoring service (bsard_demo.scoring): its figures against pytrec_eval, one naming rule,
+"""The one scoring service (bsard_demo.evaluation.scoring): its figures against pytrec_eval, one naming rule,
 every kind of source scored alike, and the CLI rendering the Scoreboard it gets (the Score page's
 rendering is checked in tests/app/test_app.py and tests/app/test_score_page_model.py)."""
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytrec_eval
 
 from _app_helpers import sample_run_trec
 from bsard_demo.cli.main import main
-from bsard_demo.report import json_report, metrics_table, render_table
+from bsard_demo.evaluation.report import json_report, metrics_table, render_table
 from bsard_demo.runs import read_run_bytes
-from bsard_demo.scoring import Limits, RunSource, score_runs, unique_names
+from bsard_demo.evaluation.scoring import Limits, RunSource, score_runs, unique_names
 from bsard_demo.sources import load_sample
-from bsard_demo.stats import STATS, StatsSettings, compare_measure
+from bsard_demo.evaluation.stats import STATS, StatsSettings, compare_measure
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""bsard_demo.stats against independent computations (hand-worked examples, enumeration,
+"""bsard_demo.evaluation.stats against independent computations (hand-worked examples, enumeration,
 textbook formulas, scipy references) and general properties."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from bsard_demo.evaluation import evaluate
-from bsard_demo.stats import (
+from bsard_demo.evaluation.stats import (
     CI_COLUMNS,
     COMPARISON_COLUMNS,
     bootstrap_ci,

@@ -17,7 +17,7 @@ from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings
 from bsard_demo.retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, make_hybrid
 from bsard_demo.sources import load_dataset
 from bsard_demo.tuning import (
-    B_GRID, K1_GRID, FusionSetting, Measure, TermMatrix, TuneOptions, fusion_grid, run_command, tune, tune_bm25,
+    B_GRID, K1_GRID, FusionSetting, TuneTarget, TermMatrix, TuneOptions, fusion_grid, run_command, tune, tune_bm25,
     tune_hybrid,
 )
 from bsard_demo.tuning.fusion import _FusionTable
@@ -216,12 +216,12 @@ def test_summary_and_files(tmp_path, tuned_map):
 
 
 def test_measures(sample):
-    assert Measure.parse("Recall@100").name == "recall@100"
-    assert Measure.parse(" map @ 10 ").columns == ["map@10", "recall@10", "mrr@10"]
-    assert Measure.parse("ndcg@10").columns[0] == "ndcg@10"
+    assert TuneTarget.parse("Recall@100").name == "recall@100"
+    assert TuneTarget.parse(" map @ 10 ").columns == ["map@10", "recall@10", "mrr@10"]
+    assert TuneTarget.parse("ndcg@10").columns[0] == "ndcg@10"
     for bad in ("precision@10", "recall", "ndcg@20", "recall@0", "recall@-1"):
         with pytest.raises(ValueError):
-            Measure.parse(bad)
+            TuneTarget.parse(bad)
     result = tune_bm25(sample, "train", measure="ndcg@10", k1_grid=[1.0, 2.0], b_grid=[0.6])
     retriever = BM25Retriever.build(sample.articles, BM25Settings(k1=2.0, b=0.6), use_cache=False)
     questions = sample.questions("train")

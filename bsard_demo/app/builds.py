@@ -126,7 +126,7 @@ def recorded_figure(test: Mapping | None) -> str | None:
     """A bundled model's recorded test figure in French, e.g. ``"Rappel@100 0,748 (split test)"``:
     ``{"measure": "recall@100", "value": 0.748, "split": "test"}``, or measures as keys
     (``{"recall@100": 0.748, ...}``: R@100 first); ``None`` when it records none readable."""
-    from ..measures import Measure
+    from ..evaluation.measures import Measure
 
     if not isinstance(test, Mapping):
         return None

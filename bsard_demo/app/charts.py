@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..evaluation import DEFAULT_KS
-from ..measures import column_label
+from ..evaluation.measures import column_label
 
 RUN_TITLE = "Système"
 VALUE_FORMAT = ".3f"
@@ -28,7 +28,7 @@ _BIN_TOL = 1e-12
 
 
 def metric_label_fr(metric: str) -> str:
-    """French display name (:attr:`bsard_demo.measures.Measure.label_fr`): ``recall@100`` →
+    """French display name (:attr:`bsard_demo.evaluation.measures.Measure.label_fr`): ``recall@100`` →
     ``Rappel@100``, ``map@100`` → ``MAP@100``, ``mrr@100`` → ``MRR@100``; other names unchanged."""
     return column_label(metric, french=True)
 
@@ -53,7 +53,7 @@ def _metric_values(df: pd.DataFrame, metric: str, what: str) -> pd.Series:
 def metric_bars(df: pd.DataFrame, *, confidence: float = 0.95) -> alt.LayerChart:
     """Grouped bars of each metric per run, with the bootstrap interval as an error bar.
 
-    Expects the long table of :func:`bsard_demo.stats.metric_table_with_ci`: columns ``run,
+    Expects the long table of :func:`bsard_demo.evaluation.stats.metric_table_with_ci`: columns ``run,
     metric, value, ci_low, ci_high`` (one row per run and metric). Metrics appear along x in
     input order (French labels, column ``label``), one bar per run inside each group.
     ``confidence`` only labels the tooltip.

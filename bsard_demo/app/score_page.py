@@ -1,20 +1,20 @@
 """The Score page's logic: read uploaded runs, score them, and shape every table the page shows.
 
 Conventions:
-- runs are read, checked and scored by :func:`bsard_demo.scoring.score_runs`, the service
+- runs are read, checked and scored by :func:`bsard_demo.evaluation.scoring.score_runs`, the service
   ``python -m bsard_demo evaluate`` calls, so every figure equals the CLI's; this module
-  only shapes its :class:`~bsard_demo.scoring.Scoreboard` into the page's tables;
+  only shapes its :class:`~bsard_demo.evaluation.scoring.Scoreboard` into the page's tables;
 - displayed metric values are percentages rounded to two decimals (``round(100 * v, 2)``), the
   numbers the CLI's ``table`` format prints;
 - a run name is the uploaded file's name; a repeated name gets `` (2)``, `` (3)`` …
-  (:func:`bsard_demo.scoring.unique_names`, the CLI's rule too);
+  (:func:`bsard_demo.evaluation.scoring.unique_names`, the CLI's rule too);
 - uploads are bytes in memory, never written to disk; the upload limit is the reader's size
   limit: a larger upload is not read (:func:`upload_too_large` words the error) and a
   compressed upload may not inflate past that same limit either (a valid run costs about 20
   times its text in memory, so the limit bounds memory whatever the compression);
 - a built-in run (:func:`builtin_run`) is the :class:`~bsard_demo.runs.Run` of ``python -m
   bsard_demo run`` made in-process, scored through the same checks as an upload (a Run source
-  of :func:`~bsard_demo.scoring.score_runs`) and offered for download as the TREC text that
+  of :func:`~bsard_demo.evaluation.scoring.score_runs`) and offered for download as the TREC text that
   command writes; it is kept in the session (:class:`BuiltinRun`) for one dataset and split;
 - the per-question table is computed once per page run (:func:`score_tables`) and shared by the
   downloads, the charts and the drill-down.
@@ -28,14 +28,14 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..evaluation import DEFAULT_KS, gold_ranks, recall_curve
-from ..measures import is_measure_column
-from ..report import display_columns, extra_columns, metric_label, metrics_table, per_question_table
+from ..evaluation.measures import is_measure_column
+from ..evaluation.report import display_columns, extra_columns, metric_label, metrics_table, per_question_table
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import Retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, question_texts, ranked_pairs, run_tag, search_all
 from ..runs import Entry, ProblemList, Run, format_run
-from ..scoring import Limits, RunSource, Scoreboard, score_runs
-from ..stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
+from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
+from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
 from .highlight import highlight_html
 
 SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
@@ -78,7 +78,7 @@ def upload_too_large(size: int, limit_bytes: int) -> str:
 def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str = "test",
                 ks: Sequence[int] = DEFAULT_KS, *, limit_bytes: int | None = None,
                 lower_is_better: Sequence[bool] = (), runs: Sequence[tuple[str, Run]] = ()) -> Scoreboard:
-    """:func:`bsard_demo.scoring.score_runs` of the ``(name, bytes)`` uploads, then the
+    """:func:`bsard_demo.evaluation.scoring.score_runs` of the ``(name, bytes)`` uploads, then the
     ``(name, Run)`` built-in ``runs``, against ``split``.
 
     ``limit_bytes`` (default: the reader's own cap) is the size limit of an upload, raw or
@@ -104,7 +104,7 @@ def problems_frame(problems: ProblemList) -> pd.DataFrame:
 
 
 def metrics_frame(board: Scoreboard) -> pd.DataFrame:
-    """:func:`bsard_demo.report.metrics_table` of the usable runs (published rows on BSARD test)."""
+    """:func:`bsard_demo.evaluation.report.metrics_table` of the usable runs (published rows on BSARD test)."""
     return metrics_table(board.evaluations, published=board.published)
 
 
@@ -131,7 +131,7 @@ def shown_metrics(board: Scoreboard) -> list[str]:
 
 def ci_frame(board: Scoreboard, metrics: Sequence[str] | None = None, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per run and metric: mean and bootstrap 95 % interval (input of :func:`charts.metric_bars`)."""
-    from ..stats import metric_table_with_ci
+    from ..evaluation.stats import metric_table_with_ci
 
     metrics = list(metrics or shown_metrics(board))
     return metric_table_with_ci({n: ev.per_question for n, ev in board.evaluations.items()}, metrics,
@@ -150,7 +150,7 @@ def curve_frame(board: Scoreboard, max_k: int = 500) -> pd.DataFrame:
 
 
 def per_question_frame(board: Scoreboard, questions: pd.DataFrame) -> pd.DataFrame:
-    """:func:`bsard_demo.report.per_question_table` of the usable runs plus the question text."""
+    """:func:`bsard_demo.evaluation.report.per_question_table` of the usable runs plus the question text."""
     df = per_question_table(board.evaluations, questions)
     if len(df):
         text = questions.set_index("id")["question"]
@@ -166,10 +166,10 @@ def filter_categories(df: pd.DataFrame, categories: Sequence[str] | None) -> pd.
 
 
 def comparison(board: Scoreboard, metric: str, *, settings: StatsSettings = STATS):
-    """:func:`bsard_demo.stats.compare_measure` of the usable runs on ``metric``: the function
-    and settings (:data:`bsard_demo.stats.STATS`) of ``python -m bsard_demo compare``, so the
+    """:func:`bsard_demo.evaluation.stats.compare_measure` of the usable runs on ``metric``: the function
+    and settings (:data:`bsard_demo.evaluation.stats.STATS`) of ``python -m bsard_demo compare``, so the
     page's numbers are the CLI's."""
-    from ..stats import compare_measure
+    from ..evaluation.stats import compare_measure
 
     return compare_measure({n: ev.per_question for n, ev in board.evaluations.items()}, metric,
                            n_resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha)
@@ -198,7 +198,7 @@ def permutation_caption(settings: StatsSettings = STATS) -> str:
             "`python -m bsard_demo compare`.")
 
 
-#: Outcome of a question in the A-vs-B view (wins, ties, losses of A, as :func:`bsard_demo.stats.win_tie_loss`).
+#: Outcome of a question in the A-vs-B view (wins, ties, losses of A, as :func:`bsard_demo.evaluation.stats.win_tie_loss`).
 OUTCOMES = ("A meilleur", "égalité", "B meilleur")
 #: Session keys of the drill-down widgets (a click on the A-vs-B chart sets them).
 DD_QID, DD_RUN, PQ_FILTER = "dd_qid", "dd_run", "pq_categories"
@@ -210,7 +210,7 @@ SELECTION = "question"
 class ABView:
     """Run A against run B on one measure, question by question: ``points`` has one row per
     question (``qid, category, question, run_a, run_b, a, b, outcome``, split order), ``wins`` /
-    ``ties`` / ``losses`` are those of :func:`bsard_demo.stats.win_tie_loss` (A above, equal to,
+    ``ties`` / ``losses`` are those of :func:`bsard_demo.evaluation.stats.win_tie_loss` (A above, equal to,
     below B), the comparison table's counts."""
 
     a: str
@@ -224,7 +224,7 @@ class ABView:
 
 def ab_view(board: Scoreboard, per_question_text: pd.DataFrame, a: str, b: str, metric: str) -> ABView:
     """The A-vs-B view of runs ``a`` and ``b`` (two different usable runs) on ``metric``; the counts
-    are :func:`bsard_demo.stats.win_tie_loss` of their per-question values, as in :func:`comparison`."""
+    are :func:`bsard_demo.evaluation.stats.win_tie_loss` of their per-question values, as in :func:`comparison`."""
     if a == b:
         raise ValueError("choose two different runs for A and B")
     evs = board.evaluations
@@ -502,7 +502,7 @@ class BuiltinRun:
 @dataclass(frozen=True)
 class ScoreTables:
     """The tables of one page run, each computed once: ``metrics`` (the CLI's rows, no published
-    rows: the downloads), ``per_question`` (:func:`bsard_demo.report.per_question_table`: the
+    rows: the downloads), ``per_question`` (:func:`bsard_demo.evaluation.report.per_question_table`: the
     charts and the per-question download) and ``per_question_text`` (the same plus the question
     text: the per-question table and the drill-down)."""
 

@@ -9,7 +9,7 @@ Conventions:
   the reference's top k); the reference column itself gets no marker;
 - when the question comes from a labelled split, each hit says whether it is gold, the gold
   articles not in the top k are listed with their rank within ``depth`` (``None`` beyond), and
-  R@k, AP@k and RR@k are :func:`bsard_demo.metrics.compute_metrics` on the shown ranking;
+  R@k, AP@k and RR@k are :func:`bsard_demo.evaluation.metrics.compute_metrics` on the shown ranking;
 - with a code filter, only the gold articles *of that code* can be ranked: the scores are
   computed on them alone (``QuestionScores.n_relevant``, ``code``; no scores when the code holds
   none), and the gold articles of other codes (or absent from the corpus) are listed apart
@@ -30,7 +30,7 @@ from typing import Callable, Mapping, Sequence
 import pandas as pd
 
 from ..dataset import Dataset, hierarchy
-from ..metrics import compute_metrics
+from ..evaluation.metrics import compute_metrics
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Retriever
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, FusionError

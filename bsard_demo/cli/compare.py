@@ -1,19 +1,19 @@
 """The ``compare`` command: the Score page's pairwise comparison of runs, from the command line.
 
 Run files are read, checked and scored exactly as ``evaluate`` does it (the same function,
-:func:`bsard_demo.cli.evaluate.score_run_paths` over :func:`bsard_demo.scoring.score_runs`: every
+:func:`bsard_demo.cli.evaluate.score_run_paths` over :func:`bsard_demo.evaluation.scoring.score_runs`: every
 problem one line on stderr, unusable files not scored, exit code 2), then compared on one measure
-by :func:`bsard_demo.stats.compare_measure` with :data:`bsard_demo.stats.STATS`, the function and
+by :func:`bsard_demo.evaluation.stats.compare_measure` with :data:`bsard_demo.evaluation.stats.STATS`, the function and
 settings the Score page uses.
 """
 from __future__ import annotations
 
 import argparse
 
-from ..evaluation import DEFAULT_KS, EXTRA_MEASURES
-from ..measures import Measure
-from ..report import FORMATS, render_comparison
-from ..stats import STATS, compare_measure
+from ..evaluation.aggregate import DEFAULT_KS
+from ..evaluation.measures import EXTRA_COLUMNS, Measure
+from ..evaluation.report import FORMATS, render_comparison
+from ..evaluation.stats import STATS, compare_measure
 from .common import fail
 from .evaluate import add_run_arguments, report_unusable, score_run_paths
 
@@ -32,7 +32,7 @@ tests (the Score page's, same numbers):
 
 
 def measure_type(text: str) -> str:
-    """An ``evaluate`` column (:meth:`bsard_demo.measures.Measure.parse`): ``recall@K``,
+    """An ``evaluate`` column (:meth:`bsard_demo.evaluation.measures.Measure.parse`): ``recall@K``,
     ``map@K``, ``mrr@K`` (K a positive integer) or an extra measure (``ndcg@10``); argparse's type
     check (a bad one is a one-line usage error)."""
     try:
@@ -40,7 +40,7 @@ def measure_type(text: str) -> str:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"unknown measure {text!r}: use recall@K, map@K, mrr@K (K a positive integer) or "
-            f"{', '.join(EXTRA_MEASURES)}") from None
+            f"{', '.join(EXTRA_COLUMNS)}") from None
 
 
 def add_compare_parser(subparsers) -> argparse.ArgumentParser:

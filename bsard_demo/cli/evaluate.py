@@ -1,8 +1,8 @@
 """The ``data`` and ``evaluate`` commands: summarise a dataset, score run files against a split.
 
-``evaluate`` scores the run files with :func:`bsard_demo.scoring.score_runs` (the Score page's
+``evaluate`` scores the run files with :func:`bsard_demo.evaluation.scoring.score_runs` (the Score page's
 service) and renders its Scoreboard: every problem of a file on stderr, one line each, then the
-:mod:`bsard_demo.report` table (or JSON, CSV, Markdown, LaTeX).
+:mod:`bsard_demo.evaluation.report` table (or JSON, CSV, Markdown, LaTeX).
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Sequence
 
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
-from ..report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
-from ..run_checks import problem_code, problem_record
-from ..scoring import RunSource, Scoreboard, score_runs
+from ..evaluation.report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
+from ..evaluation.checks import problem_code, problem_record
+from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..sources import load_dataset
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
 
@@ -104,7 +104,7 @@ def _named(path: str, names) -> bool:
 
 @dataclass
 class ScoredRuns:
-    """What ``evaluate`` and ``compare`` print from a :class:`bsard_demo.scoring.Scoreboard`
+    """What ``evaluate`` and ``compare`` print from a :class:`bsard_demo.evaluation.scoring.Scoreboard`
     (:func:`score_run_paths`): each run's problems as JSON records, the unusable files named
     for the closing line, and whether a file failed with a single problem already said."""
 
@@ -120,7 +120,7 @@ class ScoredRuns:
 
 def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace, ks: Sequence[int], *,
                     quiet: bool = False) -> ScoredRuns:
-    """Score the run files of ``paths`` with :func:`bsard_demo.scoring.score_runs` (a file is
+    """Score the run files of ``paths`` with :func:`bsard_demo.evaluation.scoring.score_runs` (a file is
     read as distances with ``--lower-is-better`` or when ``--distances`` names it) and render
     its Scoreboard's problems: unless ``quiet`` (JSON output), each problem is one line on
     stderr and a file whose single problem is an error gets one line ``…; not scored``."""

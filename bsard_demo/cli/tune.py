@@ -18,7 +18,7 @@ from ..sources import load_dataset
 from ..tuning import DEFAULT_MEASURE, TuneOptions, fusion_grid, tune
 from ..tuning.bm25 import B_GRID, K1_GRID
 from ..tuning.fusion import ALPHA_GRID, RRF_KS, WEIGHT_GRID
-from ..tuning.result import Measure
+from ..tuning.result import TuneTarget
 from .common import TqdmProgress, activate_index, data_spec, fail, say
 from .retrieval import _common_arguments, spec_from_args
 
@@ -63,7 +63,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return fail("tune", f"a {args.retriever} retriever has no settings to grid-search; tune --retriever bm25 "
                             "or hybrid (fine-tune an encoder with the train command)")
     try:
-        Measure.parse(args.measure)
+        TuneTarget.parse(args.measure)
         spec = spec_from_args(args)
         fusions = None
         if args.retriever == "hybrid":

@@ -6,7 +6,7 @@ the file cannot be used; ``warning`` means it was used anyway.
 
 Every problem has a stable ``code`` (snake_case, one per kind of problem, never renamed once
 released), declared with its severity and a one-line meaning in :data:`CODES`; the codes of the
-BSARD-aware checks of :mod:`bsard_demo.diagnostics` that the reader does not emit itself are in
+BSARD-aware checks of :mod:`bsard_demo.evaluation.checks` that the reader does not emit itself are in
 :data:`CHECK_CODES`. :func:`codes_markdown` renders both as the README's table.
 """
 from __future__ import annotations
@@ -81,9 +81,14 @@ CODES: dict[str, tuple[Severity, str]] = {
     "scores_descending": ("warning", "read with lower-is-better, yet scores fall with rank for most questions: "
                                      "similarities? score without --lower-is-better"),
     "internal_error": ("error", "an unexpected failure of the reader (a bug: please report it with the file)"),
+    # the child process that reads a parquet file (runs/sandbox.py)
+    "reader_crashed": ("error", "the reader process died on the file (a native crash: damaged or hostile bytes); "
+                                "it was not read"),
+    "reader_timeout": ("error", "the reader process overran its time limit on the file and was stopped"),
+    "reader_out_of_memory": ("error", "the reader process needed more memory than it is allowed for the file"),
 }
 
-#: The BSARD-aware checks of :mod:`bsard_demo.diagnostics` that the CLI and the Score page report
+#: The BSARD-aware checks of :mod:`bsard_demo.evaluation.checks` that the CLI and the Score page report
 #: after reading (``scores_ascending``, which the reader emits itself, is in :data:`CODES`).
 CHECK_CODES: dict[str, tuple[Severity, str]] = {
     "wrong_split": ("warning", "most of the run's questions belong to another split of the dataset"),
@@ -194,6 +199,28 @@ class ProblemList:
             self.totals[key] += n - min(n, other.cap)  # the occurrences ``other`` only counted
             self._severity_of[key] = other._severity_of[key]
             self._code_of[key] = other._code_of[key]
+
+    def state(self) -> dict:
+        """Everything this list holds, as JSON-ready data (:meth:`from_state` rebuilds it)."""
+        return {"cap": self.cap, "kinds": [[k, self._severity_of[k], self._code_of[k], n] for k, n in self.totals.items()],
+                "items": [[key, p.severity, p.message, p.line, p.code, p.hint] for key, p in zip(self._keys, self.items)]}
+
+    @classmethod
+    def from_state(cls, state: Mapping) -> "ProblemList":
+        """The list of :meth:`state`, every code checked as :meth:`add` checks it."""
+        out = cls(cap=int(state["cap"]))
+        for key, severity, code, n in state["kinds"]:
+            declared = CODES.get(code) or CHECK_CODES.get(code)
+            if declared is None or declared[0] != severity:
+                raise ValueError(f"undeclared problem code {code!r} for a {severity}")
+            out.totals[str(key)], out._severity_of[str(key)], out._code_of[str(key)] = int(n), severity, code
+        for key, severity, message, line, code, hint in state["items"]:
+            if out._code_of.get(str(key)) != code or (hint and hint not in HINTS):
+                raise ValueError(f"problem {code!r} of an undeclared kind")
+            out.items.append(Problem(severity, str(message), None if line is None else int(line), code=code,
+                                     hint=hint))
+            out._keys.append(str(key))
+        return out
 
     @property
     def has_errors(self) -> bool:

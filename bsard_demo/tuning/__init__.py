@@ -46,12 +46,12 @@ from ..retrievers.bm25 import BM25Settings
 from ..retrievers.registry import RetrieverSpec
 from .bm25 import B_GRID, K1_GRID, TermMatrix, tune_bm25
 from .fusion import ALPHA_GRID, RRF_KS, WEIGHT_GRID, FusionSetting, fusion_grid, tune_hybrid
-from .result import DEFAULT_MEASURE, Measure, TuneResult, run_command
+from .result import DEFAULT_MEASURE, TuneTarget, TuneResult, run_command
 
 KINDS = ("bm25", "hybrid")
 
 __all__ = ["ALPHA_GRID", "B_GRID", "DEFAULT_MEASURE", "K1_GRID", "KINDS", "RRF_KS", "WEIGHT_GRID", "FusionSetting",
-           "Measure", "TermMatrix", "TuneOptions", "TuneResult", "fusion_grid", "run_command", "tune", "tune_bm25",
+           "TuneTarget", "TermMatrix", "TuneOptions", "TuneResult", "fusion_grid", "run_command", "tune", "tune_bm25",
            "tune_hybrid"]
 
 

@@ -19,7 +19,7 @@ from ..retrievers.bm25 import BM25Settings
 from ..retrievers.bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
 from ..retrievers.registry import RetrieverSpec
 from ..retrievers.base import report_progress
-from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _pick_best, _split_questions, run_command
+from .result import DEFAULT_MEASURE, TuneTarget, TuneResult, _as_measure, _pick_best, _split_questions, run_command
 
 #: The BSARD paper's grid (Louis & Spanakis, 2022, section 5.1): k1 from 0 to 8 by 0.5, b from 0
 #: to 1 by 0.1. Written as exact quotients so that ``--b 0.3`` on a command line is the same float.
@@ -119,7 +119,7 @@ class TermMatrix(TermCounts):
         return self._id_desc
 
 
-def tune_bm25(dataset: Dataset, split: str = "train", *, measure: str | Measure = DEFAULT_MEASURE,
+def tune_bm25(dataset: Dataset, split: str = "train", *, measure: str | TuneTarget = DEFAULT_MEASURE,
               settings: BM25Settings | None = None, k1_grid: Sequence[float] = K1_GRID,
               b_grid: Sequence[float] = B_GRID, with_description: bool = DEFAULT_WITH_DESCRIPTION,
               data: str | None = None, progress: Progress | None = None,

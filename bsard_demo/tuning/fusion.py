@@ -18,7 +18,7 @@ from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, search_all
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, FUSION_METHODS, FusionConfig
 from ..retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, hybrid_spec
 from ..retrievers.base import report_progress
-from .result import DEFAULT_MEASURE, Measure, TuneResult, _as_measure, _fmt, _split_questions, run_command
+from .result import DEFAULT_MEASURE, TuneTarget, TuneResult, _as_measure, _fmt, _split_questions, run_command
 
 #: RRF constants searched for a hybrid (60 is Cormack et al.'s and the product's default).
 RRF_KS: tuple[float, ...] = (10.0, 20.0, 30.0, 60.0, 100.0)
@@ -162,7 +162,7 @@ class _FusionTable:
 
 
 def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec | None = None,
-                measure: str | Measure = DEFAULT_MEASURE, settings: Sequence[FusionSetting] | None = None,
+                measure: str | TuneTarget = DEFAULT_MEASURE, settings: Sequence[FusionSetting] | None = None,
                 with_description: bool = DEFAULT_WITH_DESCRIPTION, data: str | None = None,
                 cache_root: Path | None = None, progress: Progress | None = None,
                 notice: Callable[[str], None] | None = None, parts: Sequence | None = None) -> TuneResult:

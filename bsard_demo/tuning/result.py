@@ -1,4 +1,4 @@
-"""What a tuning found (:class:`TuneResult`), the measure it maximised (:class:`Measure`), and
+"""What a tuning found (:class:`TuneResult`), the measure it maximised (:class:`TuneTarget`), and
 the ``run`` command line that uses its settings (:func:`run_command`). See :mod:`bsard_demo.tuning`."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pandas as pd
 
 from ..analyzer import DEFAULT_FIELDS, TEXT_ONLY
 from ..dataset import DataError, Dataset
-from .. import measures
-from ..evaluation import evaluate
+from ..evaluation import measures
+from ..evaluation.aggregate import evaluate
 from ..retrievers.base import DEFAULT_DEPTH, Progress, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
 from ..retrievers.bm25 import BM25Settings
@@ -27,9 +27,9 @@ DEFAULT_MEASURE = "recall@100"
 
 # ------------------------------------------------------------------------------ measures
 
-class Measure(measures.Measure):
-    """A figure to maximise: a :class:`bsard_demo.measures.Measure` (one parser,
-    :meth:`~bsard_demo.measures.Measure.parse`), with the figures a tuning records beside it."""
+class TuneTarget(measures.Measure):
+    """A figure to maximise: a :class:`bsard_demo.evaluation.measures.Measure` (one parser,
+    :meth:`~bsard_demo.evaluation.measures.Measure.parse`), with the figures a tuning records beside it."""
 
     @property
     def columns(self) -> list[str]:
@@ -44,8 +44,8 @@ class Measure(measures.Measure):
         return {c: means[c] for c in self.columns}
 
 
-def _as_measure(measure: str | Measure) -> Measure:
-    return measure if isinstance(measure, Measure) else Measure.parse(measure)
+def _as_measure(measure: str | TuneTarget) -> TuneTarget:
+    return measure if isinstance(measure, TuneTarget) else TuneTarget.parse(measure)
 
 
 

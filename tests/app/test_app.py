@@ -1,7 +1,7 @@
 """The Streamlit app through ``streamlit.testing.v1.AppTest`` (in-process, no browser).
 
 Every test runs ``app.py`` with ``BSARD_DATA=sample`` and a temporary ``BSARD_CACHE``. Figures on
-the Score page are compared with the Scoreboard of :func:`bsard_demo.scoring.score_runs` on the
+the Score page are compared with the Scoreboard of :func:`bsard_demo.evaluation.scoring.score_runs` on the
 same files, the service ``python -m bsard_demo evaluate`` renders too (tests/test_scoring.py).
 Only ``test_dense_and_bm25_side_by_side`` builds a dense index.
 """
@@ -17,10 +17,10 @@ from streamlit.testing.v1 import AppTest
 
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
 from bsard_demo.app.state import ALLOW_FOLDERS_ENV
-from bsard_demo.metrics import compute_metrics
+from bsard_demo.evaluation.metrics import compute_metrics
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
-from bsard_demo.scoring import RunSource, score_runs
+from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.sources import load_sample
 
 XSS = "<img src=x onerror=alert(1)>"

@@ -20,7 +20,7 @@ from bench.browser import REPO, STEP_MS, browser_context, serve_app, table_cells
 from bench.browser import ask, scroll_to
 from bench.browser import choose as _choose
 from bench.browser import wait_idle as _wait_idle
-from bsard_demo.scoring import RunSource, score_runs
+from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.sources import load_sample
 
 ARTIFACTS = REPO / "test-artifacts"

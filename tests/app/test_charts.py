@@ -11,7 +11,7 @@ import pytest
 
 from bsard_demo.app import charts
 from bsard_demo.evaluation import evaluate, recall_curve
-from bsard_demo.stats import metric_table_with_ci
+from bsard_demo.evaluation.stats import metric_table_with_ci
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

@@ -17,7 +17,7 @@ from bsard_demo.app.score_page import (ABSENT, DD_QID, DD_RUN, OUTCOMES, PQ_FILT
                                        shown_metrics)
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.runs import Run
-from bsard_demo.stats import compare_measure
+from bsard_demo.evaluation.stats import compare_measure
 from bsard_demo.sources import load_sample
 
 

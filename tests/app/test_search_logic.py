@@ -14,13 +14,13 @@ from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, 
                                   get_retriever, is_built, open_data, progress_fraction, progress_text, source_kind)
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
-from bsard_demo.report import metrics_table, render_table
+from bsard_demo.evaluation.report import metrics_table, render_table
 from bsard_demo.retrievers import Hit, RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.app.score_page import (builtin_name, builtin_run, builtin_run_text, comparison, curve_frame,
                                 display_metrics, drill_down, filter_categories, metrics_frame, per_question_frame,
                                 problems_frame, score_files)
-from bsard_demo.scoring import unique_names
+from bsard_demo.evaluation.scoring import unique_names
 from bsard_demo.app.render import missed_list
 from bsard_demo.app.search_page import (NEW, article_codes, column_specs, example_questions, filter_by_code,
                                missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)

@@ -16,7 +16,7 @@ from scipy import stats
 from _app_helpers import CLI_ENV, sample_run_trec
 from bsard_demo.app.score_page import comparison, score_files
 from bsard_demo.cli.main import main
-from bsard_demo.report import PAIR_FIELDS
+from bsard_demo.evaluation.report import PAIR_FIELDS
 from bsard_demo.runs import Run
 from bsard_demo.sources import load_sample
 
@@ -209,7 +209,7 @@ def test_an_unusable_file_among_usable_ones_exits_2_after_comparing_the_others(f
 
 
 def test_the_same_file_twice_is_two_runs(files, capsys):
-    """Two runs of one base name are named as on the Score page (bsard_demo.scoring.unique_names)."""
+    """Two runs of one base name are named as on the Score page (bsard_demo.evaluation.scoring.unique_names)."""
     out = run_json(capsys, files["a"], files["a"])
     assert list(out["runs"]) == ["a.trec", "a.trec (2)"]
     (p,) = out["pairs"]

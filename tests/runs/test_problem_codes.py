@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bsard_demo import diagnostics
+from bsard_demo.evaluation import checks
 from bsard_demo.runs import Problem, ProblemList, read_run_bytes, read_run_path
 from bsard_demo.runs import read as read_module
 from bsard_demo.runs.problems import CHECK_CODES, CODES, codes_markdown
@@ -167,9 +167,9 @@ def test_codes_are_snake_case_with_a_severity_and_one_line_meaning():
 
 
 def test_the_diagnostics_codes_are_all_declared():
-    assert set(diagnostics.CODES) <= set(CODES) | set(CHECK_CODES)
-    assert set(CHECK_CODES) <= set(diagnostics.CODES)
-    assert all(CHECK_CODES.get(c, CODES.get(c))[0] == "warning" for c in diagnostics.CODES)
+    assert set(checks.CODES) <= set(CODES) | set(CHECK_CODES)
+    assert set(CHECK_CODES) <= set(checks.CODES)
+    assert all(CHECK_CODES.get(c, CODES.get(c))[0] == "warning" for c in checks.CODES)
 
 
 def test_undeclared_code_or_wrong_severity_is_refused():
@@ -214,5 +214,5 @@ def test_readme_lists_every_code():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert codes_markdown() in readme
     table = codes_markdown()
-    for code in {*CODES, *CHECK_CODES, *diagnostics.CODES}:
+    for code in {*CODES, *CHECK_CODES, *checks.CODES}:
         assert f"| `{code}` |" in table

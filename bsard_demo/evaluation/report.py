@@ -12,8 +12,8 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .evaluation import EXTRA_MEASURES, Evaluation
-from .measures import Measure, column_label, is_measure_column
+from .aggregate import Evaluation
+from .measures import EXTRA_COLUMNS, Measure, column_label, is_measure_column
 
 #: Published results on the BSARD test split (Louis & Spanakis, ACL 2022, Table 3): R@100/200/500 in %.
 PUBLISHED = {
@@ -42,25 +42,25 @@ NDCG_NOTE = "nDCG@10: binary gains, trec_eval ndcg_cut_10 on the top 10, every q
 
 
 def metric_label(metric: str) -> str:
-    """Display name of a metric column (:attr:`bsard_demo.measures.Measure.label`): ``recall@100``
+    """Display name of a metric column (:attr:`bsard_demo.evaluation.measures.Measure.label`): ``recall@100``
     -> ``R@100``, ``map@100`` -> ``MAP@100``, ``mrr@100`` -> ``MRR@100``, ``ndcg@10`` ->
     ``nDCG@10``; other names are returned unchanged."""
     return column_label(metric)
 
 
 def extra_columns(evaluations: Mapping[str, Evaluation]) -> list[str]:
-    """The extra measures (:data:`~bsard_demo.evaluation.EXTRA_MEASURES`, e.g. ``ndcg@10``) that
+    """The extra measures (:data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS`, e.g. ``ndcg@10``) that
     every evaluation has, in their column order."""
     evs = list(evaluations.values())
-    return [m for m in EXTRA_MEASURES if evs and all(m in ev.means for ev in evs)]
+    return [m for m in EXTRA_COLUMNS if evs and all(m in ev.means for ev in evs)]
 
 
 def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
     """The table's metric columns: recall at every cutoff, then MAP and MRR at the smallest, then
-    the ``extra`` measures (``ndcg@10``) in :data:`~bsard_demo.evaluation.EXTRA_MEASURES` order."""
+    the ``extra`` measures (``ndcg@10``) in :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS` order."""
     k0 = min(ks)
     return ([Measure("recall", k).column for k in sorted(ks)] + [Measure("map", k0).column, Measure("mrr", k0).column]
-            + [m for m in EXTRA_MEASURES if m in extra])
+            + [m for m in EXTRA_COLUMNS if m in extra])
 
 
 def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = False) -> pd.DataFrame:
@@ -146,7 +146,7 @@ def render_rows(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str, 
 
 
 #: The fields of one pair in ``compare --format json``, in order (values of
-#: :meth:`bsard_demo.stats.Comparison.pair_records`).
+#: :meth:`bsard_demo.evaluation.stats.Comparison.pair_records`).
 PAIR_FIELDS = ("run_a", "run_b", "mean_a", "mean_b", "diff", "wins", "ties", "losses", "p_ttest", "p_permutation",
                "p_ttest_holm", "p_permutation_holm", "significant")
 
@@ -154,7 +154,7 @@ PAIR_FIELDS = ("run_a", "run_b", "mean_a", "mean_b", "diff", "wins", "ties", "lo
 def comparison_report(comparison, dataset: str, split: str) -> dict:
     """``compare --format json``: ``{"dataset", "split", "questions", "measure", "runs": {NAME:
     mean}, "pairs": [{PAIR_FIELDS}], "permutation": {"n_resamples", "seed", "alpha", "p"}}``
-    from a :class:`bsard_demo.stats.Comparison` (means and differences as fractions)."""
+    from a :class:`bsard_demo.evaluation.stats.Comparison` (means and differences as fractions)."""
     d = comparison.to_dict()
     out = {"dataset": dataset, "split": split, "questions": d["questions"], "measure": d["measure"],
            "runs": d["runs"], "pairs": [{k: pair[k] for k in PAIR_FIELDS} for pair in d["pairs"]]}

@@ -1,4 +1,5 @@
-"""BSARD-aware checks of a run: wrong runs that would otherwise score quietly (pure functions).
+"""BSARD-aware checks of a run: wrong runs that would otherwise score quietly (pure functions),
+and :func:`check_run_file`, which wires them to a read run file (see the end of this module).
 
 Each check returns a :class:`Finding` (a warning with a one-line hint and the figure that shows
 it) or ``None``. They take plain data, not files: rankings ``{qid: [article id, ...]}`` in the
@@ -59,7 +60,9 @@ from typing import Collection, Iterable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from .runs.problems import percent as _pct
+from ..dataset import Dataset
+from ..runs import Problem, ProblemList, RunFile
+from ..runs.problems import percent as _pct
 
 #: The finding codes, in the order :func:`check_run` reports them.
 CODES = ("wrong_split", "ids_shifted", "near_random")
@@ -302,3 +305,62 @@ def check_run(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Iterabl
         if nr is not None:
             findings.append(nr)
     return findings
+
+
+# --------------------------------------------------------------- wired to a read run file
+# One function for ``python -m bsard_demo evaluate``/``compare`` and the Score page alike.
+
+#: The reader's warnings that a run's scores run the other way than it was read.
+ORDER_CODES = ("scores_ascending", "scores_descending")
+
+
+@dataclass(frozen=True)
+class SplitContext:
+    """What the checks need to know about the split a run is scored against."""
+
+    split: str
+    qrels: Mapping[str, frozenset[str]]
+    corpus_ids: frozenset[str] | None
+    other_splits: Mapping[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, dataset: Dataset, split: str) -> "SplitContext":
+        """The context of ``split`` of ``dataset`` (its other splits' question ids included)."""
+        others = {name: frozenset(str(q) for q in dataset.questions(name)["id"])
+                  for name in dataset.split_names if name != split}
+        return cls(split, dataset.qrels(split), dataset.article_ids, others)
+
+
+def finding_text(finding: Finding) -> str:
+    """The one-line warning of a finding: its message, then its hint."""
+    return f"{finding.message}; {finding.hint}"
+
+
+def add_finding(problems: ProblemList, finding: Finding) -> None:
+    """Add ``finding`` to ``problems`` as a warning of the whole file, with its code."""
+    problems.warning(finding.code, finding_text(finding), None, kind=finding.code)
+
+
+def check_run_file(rf: RunFile, context: SplitContext) -> list[Finding]:
+    """The findings of ``rf``'s run against ``context`` (none for an unusable file), each also
+    added to ``rf.problems`` (:func:`add_finding`)."""
+    if rf.run is None:
+        return []
+    # a run read the wrong way round scores like chance: the reader's warning says why already
+    wrong_way = any(p.code in ORDER_CODES for p in rf.problems.items)
+    findings = check_run(rf.run, context.qrels, split=context.split, corpus_ids=context.corpus_ids,
+                         other_splits=context.other_splits, explained=wrong_way)
+    for finding in findings:
+        add_finding(rf.problems, finding)
+    return findings
+
+
+def problem_code(problem: Problem) -> str:
+    """The code of a problem (a key of :data:`bsard_demo.runs.problems.CODES` or ``CHECK_CODES``)."""
+    return problem.code
+
+
+def problem_record(problem: Problem, hints: Mapping[str, str] | None = None) -> dict:
+    """A problem as JSON: ``{"severity", "code", "line", "message"}``, the message with its hint
+    in a front end's words (:meth:`~bsard_demo.runs.Problem.text`)."""
+    return problem.as_dict(hints)

@@ -8,9 +8,10 @@ Conventions:
 - the run's order is taken as given (see :mod:`bsard_demo.runs.run` for how files are ordered);
 - values equal ``trec_eval -c -M k`` (``recall_k``, ``map_cut_k``, ``recip_rank``) on the run
   cut to its top k, which the tests check with pytrec_eval;
-- ``ndcg@10`` (binary gains, :func:`bsard_demo.metrics.ndcg_from_positions`) equals trec_eval's
+- ``ndcg@10`` (binary gains, :func:`bsard_demo.evaluation.metrics.ndcg_from_positions`) equals trec_eval's
   ``ndcg_cut_10``; it does not depend on ``ks``. It is an *extra* column, added when asked for
-  (``evaluate(..., extra=("ndcg@10",))``) and by default (:data:`DEFAULT_EXTRA` holds it);
+  (``evaluate(..., extra=("ndcg@10",))``) and by default (``extra=None``: all of
+  :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS`);
   ``extra=()`` leaves it out.
 """
 from __future__ import annotations
@@ -21,25 +22,12 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .measures import CUTOFF_FAMILIES, EXTRA, EXTRA_COLUMNS, Measure, cutoff_columns
+from .measures import EXTRA, EXTRA_COLUMNS, Measure, cutoff_columns
 from .metrics import gold_positions, metrics_from_positions, ndcg_from_positions
 
 DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
-#: The families computed at every cutoff (:data:`bsard_demo.measures.CUTOFF_FAMILIES`).
-METRICS = CUTOFF_FAMILIES
-#: Measures computed beside the cutoff metrics, independent of ``ks``, in column order
-#: (:data:`bsard_demo.measures.EXTRA`).
-EXTRA_MEASURES: tuple[str, ...] = EXTRA_COLUMNS
-#: The extra measures :func:`evaluate` adds when ``extra`` is not given: nDCG@10, the figure MTEB
-#: and most papers quote, is on everywhere (CLI tables and JSON, exports, the Score page).
-DEFAULT_EXTRA: tuple[str, ...] = EXTRA_COLUMNS
 #: How each family of extra measure is computed from the ranks of the relevant articles.
 _EXTRA_VALUES = {"ndcg": ndcg_from_positions}
-
-
-def metric_columns(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
-    """Column names in display order: all recalls, then map@k, then mrr@k."""
-    return cutoff_columns(ks)
 
 
 def gold_ranks(relevant: Iterable[str], ranking: Sequence[str]) -> dict[str, int | None]:
@@ -76,23 +64,23 @@ class Evaluation:
 
 
 def _extra_measures(extra: Sequence[str] | None) -> list[Measure]:
-    chosen = DEFAULT_EXTRA if extra is None else tuple(extra)
-    unknown = [m for m in chosen if m not in EXTRA_MEASURES]
+    chosen = EXTRA_COLUMNS if extra is None else tuple(extra)
+    unknown = [m for m in chosen if m not in EXTRA_COLUMNS]
     if unknown:
-        raise ValueError(f"unknown extra measure(s) {', '.join(map(repr, unknown))}; known: {', '.join(EXTRA_MEASURES)}")
+        raise ValueError(f"unknown extra measure(s) {', '.join(map(repr, unknown))}; known: {', '.join(EXTRA_COLUMNS)}")
     return [m for m in EXTRA if m.column in chosen]
 
 
 def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], ks: Sequence[int] = DEFAULT_KS,
              *, extra: Sequence[str] | None = None) -> Evaluation:
     """Score ``run`` (question id → ranked article ids) against ``qrels`` at each cutoff in ``ks``,
-    plus the ``extra`` measures (names from :data:`EXTRA_MEASURES`; default :data:`DEFAULT_EXTRA`),
-    whose columns follow the cutoff metrics in :data:`EXTRA_MEASURES` order."""
+    plus the ``extra`` measures (names from :data:`~.measures.EXTRA_COLUMNS`; default: all of them),
+    whose columns follow the cutoff metrics in that order."""
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1:
         raise ValueError("cutoffs must be positive integers")
     extras = _extra_measures(extra)
-    cols = metric_columns(ks) + [m.column for m in extras]
+    cols = cutoff_columns(ks) + [m.column for m in extras]
     rows = []
     index = []
     missing = 0

@@ -5,7 +5,7 @@
 built in-process such as the Score page's built-in runs), reads it with the run reader
 (:func:`bsard_demo.runs.read_run_path` / :func:`~bsard_demo.runs.read_run_bytes`, with the split's
 question ids, the corpus ids when the corpus is loaded and ``k = max(ks)``), adds the BSARD-aware
-checks' warnings (:func:`bsard_demo.run_checks.check_run_file`, called from here only) and
+checks' warnings (:func:`bsard_demo.evaluation.checks.check_run_file`, called from here only) and
 evaluates every usable run at ``ks`` (:func:`bsard_demo.evaluation.evaluate`).
 
 Conventions:
@@ -27,13 +27,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .dataset import Dataset
-from .evaluation import DEFAULT_KS, Evaluation, evaluate
+from ..dataset import Dataset
+from ..runs import DEFAULT_MAX_BYTES, ProblemList, Run, RunFile, read_run_bytes, read_run_path
+from ..runs.decode import SizeMessage
+from ..runs.validate import add_warnings
+from .aggregate import DEFAULT_KS, Evaluation, evaluate
+from .checks import SplitContext, check_run_file
 from .report import is_bsard_test
-from .run_checks import SplitContext, check_run_file
-from .runs import DEFAULT_MAX_BYTES, ProblemList, Run, RunFile, read_run_bytes, read_run_path
-from .runs.decode import SizeMessage
-from .runs.validate import add_warnings
 
 #: The format a :class:`~bsard_demo.runs.Run` source is shown with (the layout it is written in).
 RUN_SOURCE_FORMAT = "trec"

@@ -1,6 +1,6 @@
 """What a measure is, apart from who computes it (as ``ir_measures`` declares ``R@k``, ``AP@k``,
 ``RR@k``, ``nDCG@k``): :class:`Measure` is a family and a cut-off, with its column name, its
-labels and one parser. :mod:`bsard_demo.metrics` and :mod:`bsard_demo.evaluation` compute the
+labels and one parser. :mod:`bsard_demo.evaluation.metrics` and :mod:`bsard_demo.evaluation` compute the
 values; the report, the charts, tuning and the CLI name and label them through this module.
 
 The families (:data:`FAMILIES`), in column order:
