@@ -1,0 +1,245 @@
+"""The structure of a code, derived from the corpus itself, and a re-scoring that follows it.
+
+An answer is usually a run of neighbouring articles of one section (frlaw-dev: 67 % of the gold
+articles of multi-article answers have another gold article right next to them in corpus order,
+75 % share their section with another). :class:`ArticleGraph` reads, for any corpus in the
+schema (no other input):
+
+- each article's **section**: its header path (``code`` > ``book`` > ``part`` > ``act`` >
+  ``chapter`` > ``section`` > ``subsection``, the columns present; an article without headers is
+  its own section);
+- its **position** in that section, in corpus order (0-based), and the section's size;
+- its **siblings**: the articles at distance 1 … :data:`MAX_WINDOW` before and after it within
+  its section, in corpus order;
+- optionally its **cross-references**: the articles of the same code its text cites as
+  ``article L. 2242-1`` / ``articles R. 7343-10`` (number normalised: dots and spaces dropped),
+  where the cited number is the number of an article of the corpus' ``reference`` column
+  (``Art. L2242-1, Code du travail``); unparsed mentions are ignored.
+
+:func:`rescore` propagates a ranking's scores along that graph (the scores first divided by the
+question's best score, so the settings do not depend on the fusion's scale)::
+
+    n(a)      = score(a) / max score                     for the ranked candidates, else 0
+    sib(b)    = max over ranked a at distance d <= window in b's section of n(a) * decay^(d-1)
+    sec(b)    = max over ranked a != b of b's section of n(a)       (b ranked itself)
+    ref(b)    = max over ranked a whose text cites b of n(a)
+    new(b)    = n(b) + sibling * sib(b) + section * sec(b) + refs * ref(b)
+
+so an article no system ranked can enter the ranking next to a well ranked sibling (or when a
+well ranked article cites it), and a ranked article of a section holding other good hits goes
+up. Ties keep the run convention (score descending, id descending). :class:`StructureSettings`
+holds the weights; their defaults were decided on frlaw-dev's train split
+(docs/effectiveness.md, "Structure re-scoring"). It is pure numpy: no model, no torch.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .base import Hit, id_ranks, rank_all
+
+#: The header columns of the schema, from the widest to the narrowest.
+HEADER_COLUMNS = ("code", "book", "part", "act", "chapter", "section", "subsection")
+#: The widest sibling window the graph precomputes.
+MAX_WINDOW = 4
+_MENTION = re.compile(r"\barticles?\s+((?:[A-Z]{1,2}\.?\s?\*{0,2}\s?)?\d+(?:[-‑]\d+)*)", re.IGNORECASE)
+_REFERENCE = re.compile(r"^\s*art(?:icle)?\.?\s*([^,]+)", re.IGNORECASE)
+
+
+def article_number(text: str) -> str:
+    """A cited or referenced article number in one form: ``"L. 2242-1"`` -> ``"L2242-1"``."""
+    return re.sub(r"[\s.*]", "", str(text or "")).replace("‑", "-").upper()
+
+
+def section_keys(articles) -> list[tuple[str, ...]]:
+    """Each article's header path (the :data:`HEADER_COLUMNS` the frame has, blanks stripped)."""
+    columns = [c for c in HEADER_COLUMNS if c in articles.columns]
+    if not columns:
+        return [("",)] * len(articles)
+    values = articles[columns].fillna("").astype(str)
+    return [tuple(v.strip() for v in row) for row in values.itertuples(index=False, name=None)]
+
+
+@dataclass(frozen=True)
+class StructureSettings:
+    """The weights of :func:`rescore` (module docstring); all 0 leaves a ranking unchanged."""
+
+    sibling: float = 0.3
+    section: float = 0.0
+    refs: float = 0.0
+    window: int = 1
+    decay: float = 0.5
+    depth: int = 1000
+
+    def check(self) -> "StructureSettings":
+        for name in ("sibling", "section", "refs"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 <= value < float("inf")):
+                raise ValueError(f"structure: {name} must be a finite number >= 0, not {value!r}")
+        if not (isinstance(self.window, int) and 1 <= self.window <= MAX_WINDOW):
+            raise ValueError(f"structure: window must be a whole number from 1 to {MAX_WINDOW}, not {self.window!r}")
+        if not (isinstance(self.decay, (int, float)) and 0 <= self.decay <= 1):
+            raise ValueError(f"structure: decay must be a number from 0 to 1, not {self.decay!r}")
+        if not (isinstance(self.depth, int) and self.depth >= 1):
+            raise ValueError(f"structure: depth must be a whole number >= 1, not {self.depth!r}")
+        return self
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, object] | None) -> "StructureSettings":
+        """From a spec's ``structure`` options (unknown keys refused in one line)."""
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"structure: unknown option(s) {', '.join(unknown)}; allowed: "
+                             f"{', '.join(cls.__dataclass_fields__)}")
+        return cls(**options).check()
+
+    def label(self) -> str:
+        parts = [f"sibling={self.sibling:g}"]
+        if self.sibling and self.window != 1:
+            parts.append(f"window={self.window}")
+        if self.section:
+            parts.append(f"section={self.section:g}")
+        if self.refs:
+            parts.append(f"refs={self.refs:g}")
+        return "structure " + " ".join(parts)
+
+
+class ArticleGraph:
+    """Sections, positions, siblings and cross-references of a corpus (module docstring), over
+    the corpus positions ``0 … n-1`` of ``articles`` (a DataFrame in the dataset schema)."""
+
+    def __init__(self, articles, *, cross_references: bool = True):
+        self.article_ids = [str(a) for a in articles["id"]]
+        n = len(self.article_ids)
+        keys = section_keys(articles)
+        index: dict[tuple[str, ...], int] = {}
+        self.section = np.empty(n, dtype=np.int64)
+        for i, key in enumerate(keys):
+            # an article without any header is a section of its own
+            self.section[i] = index.setdefault(key if any(key) else ("\x00", str(i)), len(index))
+        self.n_sections = len(index)
+        self.section_size = np.bincount(self.section, minlength=self.n_sections)
+        self.position = np.zeros(n, dtype=np.int64)
+        members: list[list[int]] = [[] for _ in range(self.n_sections)]
+        for i, s in enumerate(self.section):
+            self.position[i] = len(members[s])
+            members[s].append(i)
+        self.members = [np.asarray(m, dtype=np.int64) for m in members]
+        # siblings[i, d - 1] / siblings[i, MAX_WINDOW + d - 1]: the article d before / after i in its section
+        self.siblings = np.full((n, 2 * MAX_WINDOW), -1, dtype=np.int64)
+        for rows in self.members:
+            for d in range(1, MAX_WINDOW + 1):
+                if len(rows) > d:
+                    self.siblings[rows[d:], d - 1] = rows[:-d]
+                    self.siblings[rows[:-d], MAX_WINDOW + d - 1] = rows[d:]
+        self.cites = _cross_references(articles) if cross_references else [np.zeros(0, dtype=np.int64)] * n
+        self._id_rank = id_ranks(self.article_ids)
+        self.row_of = {a: i for i, a in enumerate(self.article_ids)}
+
+    def __len__(self) -> int:
+        return len(self.article_ids)
+
+    def neighbours_within(self, row: int, window: int) -> list[int]:
+        """The articles at distance 1 … ``window`` of ``row`` in its section, nearest first."""
+        out = []
+        for d in range(1, min(window, MAX_WINDOW) + 1):
+            out += [int(r) for r in (self.siblings[row, d - 1], self.siblings[row, MAX_WINDOW + d - 1]) if r >= 0]
+        return out
+
+    def propagate(self, rows: np.ndarray, scores: np.ndarray, window: int = 1, decay: float = 0.5):
+        """The propagated terms of :func:`rescore` for candidates ``rows`` with normalised scores
+        ``scores`` (non-negative): ``(sib, sec, ref)``, dense arrays over the corpus (``sec`` is
+        0 for articles not among ``rows``)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        scores = np.asarray(scores, dtype=np.float64)
+        n = len(self)
+        sib = np.zeros(n)
+        for d in range(1, window + 1):
+            value = scores * decay ** (d - 1)
+            for column in (d - 1, MAX_WINDOW + d - 1):
+                targets = self.siblings[rows, column]
+                ok = targets >= 0
+                np.maximum.at(sib, targets[ok], value[ok])
+        sec = np.zeros(n)
+        if len(rows):
+            order = np.argsort(-scores, kind="stable")
+            sections = self.section[rows[order]]
+            _, first = np.unique(sections, return_index=True)
+            best = np.zeros(self.n_sections)
+            best[sections[first]] = scores[order][first]
+            rest = np.ones(len(order), dtype=bool)
+            rest[first] = False
+            second = np.zeros(self.n_sections)
+            _, again = np.unique(sections[rest], return_index=True)
+            second[sections[rest][again]] = scores[order][rest][again]
+            is_first = ~rest
+            own = np.where(is_first, second[sections], best[sections])
+            sec[rows[order]] = own
+        ref = np.zeros(n)
+        for row, value in zip(rows, scores):
+            cited = self.cites[row]
+            if len(cited):
+                np.maximum.at(ref, cited, value)
+        return sib, sec, ref
+
+    def features(self, rows: np.ndarray, scores: np.ndarray, window: int = 1) -> np.ndarray:
+        """Structure features of candidates ``rows`` under a ranking's normalised ``scores``
+        (columns: best sibling score, best other score of the section, best citing score,
+        position in section, section size, relative position), one row per candidate."""
+        sib, sec, ref = self.propagate(rows, scores, window=window, decay=1.0)
+        rows = np.asarray(rows, dtype=np.int64)
+        size = self.section_size[self.section[rows]]
+        position = self.position[rows]
+        return np.column_stack([sib[rows], sec[rows], ref[rows], position, size,
+                                position / np.maximum(size - 1, 1)]).astype(np.float64)
+
+
+def _cross_references(articles) -> list[np.ndarray]:
+    """For each article, the corpus positions of the articles of its code its text cites."""
+    n = len(articles)
+    if "reference" not in articles.columns or "article" not in articles.columns:
+        return [np.zeros(0, dtype=np.int64)] * n
+    codes = articles["code"].fillna("").astype(str).tolist() if "code" in articles.columns else [""] * n
+    where: dict[tuple[str, str], int] = {}
+    for i, (reference, code) in enumerate(zip(articles["reference"].fillna("").astype(str), codes)):
+        match = _REFERENCE.match(reference)
+        if match:
+            where.setdefault((code, article_number(match.group(1))), i)
+    out = []
+    for i, (text, code) in enumerate(zip(articles["article"].fillna("").astype(str), codes)):
+        cited = {where.get((code, article_number(m))) for m in _MENTION.findall(text)}
+        cited.discard(None)
+        cited.discard(i)
+        out.append(np.array(sorted(cited), dtype=np.int64))
+    return out
+
+
+def rescore(graph: ArticleGraph, hits: Sequence[Hit], settings: StructureSettings, k: int) -> list[Hit]:
+    """``hits`` (one question's ranking, best first) re-scored along ``graph`` by ``settings``
+    (module docstring), cut to ``k``. Hits of articles outside the graph are dropped; an empty
+    or all-zero ranking is returned as it is (cut to ``k``)."""
+    rows, scores, seen = [], [], set()
+    for hit in hits[:settings.depth]:
+        row = graph.row_of.get(hit.article_id)
+        if row is not None and row not in seen:
+            seen.add(row)
+            rows.append(row)
+            scores.append(float(hit.score))
+    rows_a = np.asarray(rows, dtype=np.int64)
+    values = np.asarray(scores, dtype=np.float64)
+    top = values.max() if len(values) else 0.0
+    if not (top > 0) or not (settings.sibling or settings.section or settings.refs):
+        return list(hits[:k])
+    base = np.clip(values / top, 0.0, None)
+    sib, sec, ref = graph.propagate(rows_a, base, window=settings.window, decay=settings.decay)
+    total = settings.sibling * sib + settings.section * sec + settings.refs * ref
+    total[rows_a] += base
+    candidates = np.union1d(rows_a, np.flatnonzero(total > 0))
+    return rank_all(total[candidates], graph.article_ids, graph._id_rank, k, rows=candidates)

@@ -1,0 +1,124 @@
+"""The article graph derived from a corpus (sections, positions, siblings, cross-references) and the
+structure re-scoring, on a tiny hand-made corpus whose answers are read off by hand, plus the
+re-scoring against a brute-force reading of its docstring on random rankings."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bsard_demo.dataset import normalize_articles
+from bsard_demo.retrievers.base import Hit
+from bsard_demo.retrievers.structure import (
+    MAX_WINDOW, ArticleGraph, StructureSettings, article_number, rescore, section_keys,
+)
+
+# Two codes; code A has a chapter with two sections (s1 holds ids 1-3, s2 ids 4-5), then id 6 of s1
+# again, out of corpus order; code B: ids 7-8 in one chapter; id 9 has no header at all.
+ARTICLES = normalize_articles(pd.DataFrame({
+    "id": [str(i) for i in range(1, 10)],
+    "reference": ["Art. L1-1, A", "Art. L1-2, A", "Art. L1-3, A", "Art. R2-1, A", "Art. R2-2, A", "Art. L1-4, A",
+                  "Art. 7, B", "Art. 8, B", "Art. 9"],
+    "article": ["premier", "voir l'article L. 1-3 et l'article R. 2-2", "troisième", "quatrième",
+                "cinquième, selon les articles L. 1-1 et 7", "sixième", "septième, cf. article L. 1-1", "huitième",
+                "neuvième"],
+    "code": ["A", "A", "A", "A", "A", "A", "B", "B", ""],
+    "chapter": ["c1", "c1", "c1", "c1", "c1", "c1", "c9", "c9", ""],
+    "section": ["s1", "s1", "s1", "s2", "s2", "s1", "", "", ""],
+}))
+
+
+@pytest.fixture(scope="module")
+def graph() -> ArticleGraph:
+    return ArticleGraph(ARTICLES)
+
+
+def test_sections_positions_and_sizes(graph):
+    assert section_keys(ARTICLES)[0][:1] == ("A",)
+    s = graph.section
+    assert s[0] == s[1] == s[2] == s[5] and s[3] == s[4] and s[6] == s[7]
+    assert len({s[0], s[3], s[6], s[8]}) == 4
+    assert graph.n_sections == 4
+    assert graph.position.tolist() == [0, 1, 2, 0, 1, 3, 0, 1, 0]
+    assert graph.section_size[graph.section].tolist() == [4, 4, 4, 2, 2, 4, 2, 2, 1]
+
+
+def test_two_articles_without_headers_are_two_sections():
+    frame = normalize_articles(pd.DataFrame({"id": ["a", "b"], "article": ["x", "y"]}))
+    g = ArticleGraph(frame)
+    assert g.n_sections == 2 and g.neighbours_within(0, 1) == []
+
+
+def test_siblings_follow_corpus_order_within_the_section(graph):
+    assert graph.neighbours_within(0, 1) == [1]
+    assert graph.neighbours_within(1, 1) == [0, 2]
+    assert graph.neighbours_within(2, 1) == [1, 5]  # id 6 follows id 3 in section s1, across s2
+    assert graph.neighbours_within(0, 3) == [1, 2, 5]
+    assert graph.neighbours_within(3, MAX_WINDOW) == [4]
+    assert graph.neighbours_within(8, MAX_WINDOW) == []
+
+
+def test_cross_references_parse_within_the_code(graph):
+    assert article_number("L. 2242-1") == "L2242-1" and article_number(" r.7343 -10") == "R7343-10"
+    # "L. 1-3" and "R. 2-2" of code A; "L. 1-1" and "7" cited by id 5 (7 is code B's, not A's)
+    assert graph.cites[1].tolist() == [2, 4]
+    assert graph.cites[4].tolist() == [0]
+    assert graph.cites[6].tolist() == []  # code B has no L1-1
+    assert all(len(c) == 0 for i, c in enumerate(graph.cites) if i not in (1, 4))
+    assert all(len(c) == 0 for c in ArticleGraph(ARTICLES, cross_references=False).cites)
+
+
+def test_rescore_by_hand(graph):
+    hits = [Hit("2", 0.04), Hit("4", 0.02)]
+    # n: id2 1, id4 0.5. sibling 0.5, window 1: ids 1 and 3 get 0.5, id 5 gets 0.25
+    out = rescore(graph, hits, StructureSettings(sibling=0.5, section=0.0), k=10)
+    assert [(h.article_id, round(h.score, 9)) for h in out] == [("2", 1.0), ("4", 0.5), ("3", 0.5), ("1", 0.5),
+                                                                ("5", 0.25)]
+    # section 0.2 only lifts the ranked: ids 2 and 4 are alone in their sections among the ranked
+    same = rescore(graph, hits, StructureSettings(sibling=0.0, section=0.2), k=10)
+    assert [(h.article_id, h.score) for h in same] == [("2", 1.0), ("4", 0.5)]
+    two = rescore(graph, [Hit("1", 2.0), Hit("3", 1.0)], StructureSettings(sibling=0.0, section=0.2), k=10)
+    assert [(h.article_id, round(h.score, 9)) for h in two] == [("1", 1.1), ("3", 0.7)]
+    # refs: id 2 cites ids 3 and 5
+    refs = rescore(graph, hits, StructureSettings(sibling=0.0, refs=0.1), k=10)
+    assert [(h.article_id, round(h.score, 9)) for h in refs] == [("2", 1.0), ("4", 0.5), ("5", 0.1), ("3", 0.1)]
+    assert rescore(graph, hits, StructureSettings(sibling=0.0), k=1) == hits[:1]
+    assert rescore(graph, [], StructureSettings(), k=5) == []
+
+
+def test_rescore_against_brute_force(graph):
+    rng = np.random.default_rng(0)
+    ids = graph.article_ids
+    for _ in range(40):
+        chosen = rng.choice(len(ids), size=rng.integers(1, len(ids) + 1), replace=False)
+        hits = [Hit(ids[r], float(s)) for r, s in zip(chosen, rng.random(len(chosen)) + 0.01)]
+        st = StructureSettings(sibling=float(rng.choice([0, 0.3])), section=float(rng.choice([0, 0.2])),
+                               refs=float(rng.choice([0, 0.1])), window=int(rng.integers(1, 4)), decay=0.5)
+        n = {h.article_id: h.score / max(x.score for x in hits) for h in hits}
+        expected = {}
+        for b in range(len(ids)):
+            sib = max([n.get(ids[a], 0) * st.decay ** (d - 1) for d in range(1, st.window + 1)
+                       for a in graph.neighbours_within(b, d) if a not in graph.neighbours_within(b, d - 1)] or [0])
+            sec = max([n[ids[a]] for a in range(len(ids)) if a != b and graph.section[a] == graph.section[b]
+                       and ids[a] in n] or [0]) if ids[b] in n else 0
+            ref = max([n[ids[a]] for a in range(len(ids)) if b in graph.cites[a] and ids[a] in n] or [0])
+            total = n.get(ids[b], 0) + st.sibling * sib + st.section * sec + st.refs * ref
+            if ids[b] in n or total > 0:
+                expected[ids[b]] = total
+        got = rescore(graph, hits, st, k=len(ids)) if (st.sibling or st.section or st.refs) else None
+        if got is None:
+            continue
+        assert {h.article_id for h in got} == set(expected)
+        for h in got:
+            assert h.score == pytest.approx(expected[h.article_id], abs=1e-12)
+        assert [h.score for h in got] == sorted((h.score for h in got), reverse=True)
+
+
+@pytest.mark.parametrize("bad", [{"sibling": -1}, {"window": 0}, {"window": MAX_WINDOW + 1}, {"decay": 2},
+                                 {"depth": 0}, {"sibling": float("nan")}])
+def test_bad_settings_are_refused_in_one_line(bad):
+    with pytest.raises(ValueError, match="^structure: ") as info:
+        StructureSettings.from_options(bad)
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="unknown option"):
+        StructureSettings.from_options({"siblings": 1})
