@@ -59,6 +59,8 @@ SLOW = (
     "tests/retrievers/test_e5_encoder.py::test_results_do_not_depend_on_batching",
     "tests/retrievers/test_encoders.py::test_minilm_loads_offline",
     "tests/retrievers/test_fusion_many.py::test_three_systems_fuse_as_the_reference",
+    # worker processes (spawn) of a parallel dense build
+    "tests/retrievers/test_parallel_build.py::test_workers_give_the_same_bytes_checkpoint_the_same_shards_and_resume",
     "tests/test_tuning.py::test_fusion_table_ranks_exactly_like_the_hybrid_retriever",
     "tests/test_tuning.py::test_term_matrix_ranks_exactly_like_the_bm25_retriever",
     "tests/test_tuning.py::test_term_matrix_is_bit_identical_on_long_random_questions",

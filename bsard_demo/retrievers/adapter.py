@@ -166,7 +166,7 @@ class AdaptedEncoder:
         self.max_tokens = base.max_tokens
         self.version = getattr(base, "version", "")
         self.cache_name = getattr(base, "cache_name", None) or base.name
-        for attr in ("passage_prefix", "model_prefixes", "native_window"):
+        for attr in ("passage_prefix", "model_prefixes", "native_window", "worker_factory"):
             if hasattr(base, attr):
                 setattr(self, attr, getattr(base, attr))
 

@@ -61,6 +61,9 @@ _CACHE_FORMAT = 2
 #: default batch size (64), so that shards cut no batch of an unchunked corpus.
 SHARD_DOCS = 128
 _SHARD_NAME = re.compile(r"^shard-(\d{6,})-([0-9a-f]{16})\.npy$")
+#: Shards left to embed below which a build stays in this process (starting a worker and loading
+#: its encoder costs a few seconds; 8 shards of USE are ~20 s of work).
+PARALLEL_MIN_SHARDS = 8
 #: Extra neighbours fetched beyond ``k`` so that ties at the cut can be seen and ordered.
 _TIE_MARGIN = 16
 
@@ -102,14 +105,15 @@ class DenseRetriever:
               pooling: str = DEFAULT_POOLING, window: int | None = None, batch_size: int = 64,
               cache_root: Path | None = None, use_cache: bool = True, progress: Progress | None = None,
               notice: Callable[[str], None] | None = None, shard_docs: int = SHARD_DOCS,
-              backend: str = "auto") -> "DenseRetriever":
+              backend: str = "auto", workers: int | None = None) -> "DenseRetriever":
         """Embed ``articles`` (a DataFrame in the dataset schema) or load their embeddings from the
         cache. ``encoder``: a name for :func:`~.encoders.resolve_encoder` (with ``backend``:
         auto, torch or onnx, for model folders) or an :class:`Encoder`.
         ``window`` (tokens) overrides the encoder's own (e.g. to chunk for USE, which has none);
         it may not exceed an encoder's ``native_window`` (e5: 512) when it has one. A build
         checkpoints every ``shard_docs`` articles in the cache and resumes from there (module
-        docstring). Raises :class:`~.encoders.EncoderUnavailable` (a ``ValueError``) when the
+        docstring), in ``workers`` processes (:func:`embed_resumable`; default every usable core).
+        Raises :class:`~.encoders.EncoderUnavailable` (a ``ValueError``) when the
         encoder cannot be loaded, :class:`ValueError` on bad settings or an empty corpus."""
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
@@ -127,7 +131,7 @@ class DenseRetriever:
 
         def build() -> "DenseRetriever":
             return make(embed_resumable(enc, texts, partial, shard_docs=shard_docs, pooling=pooling, window=window,
-                                        batch_size=batch_size, progress=progress, notice=notice))
+                                        batch_size=batch_size, progress=progress, notice=notice, workers=workers))
 
         retriever = cache.load_or_build(
             CACHE_KIND, key, read=lambda folder: make(_read(folder, ids, enc.dim)), build=build,
@@ -234,8 +238,14 @@ def cache_key(ids: Sequence[str], texts: Sequence[str], encoder: Encoder, fields
 
 def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None, *, shard_docs: int = SHARD_DOCS,
                     pooling: str = DEFAULT_POOLING, window: int | None = None, batch_size: int = 64,
-                    progress: Progress | None = None, notice: Callable[[str], None] | None = None) -> np.ndarray:
+                    progress: Progress | None = None, notice: Callable[[str], None] | None = None,
+                    workers: int | None = None) -> np.ndarray:
     """:func:`~.encoders.embed_documents` of ``texts``, shard by shard of ``shard_docs`` texts.
+
+    Shards are embedded in ``workers`` processes at once (:func:`shard_workers`; default every
+    usable core) when the encoder can be rebuilt in a child process (its ``worker_factory``) and
+    there are enough shards to pay for starting them (:data:`PARALLEL_MIN_SHARDS`); each shard
+    is embedded by the same call either way, so the vectors are the same bit for bit.
 
     With a ``partial`` folder, a shard already there (complete: its name holds the sha256 of its
     bytes, which must match, and its shape must fit) is read instead of embedded, and each new
@@ -263,16 +273,10 @@ def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None
     if done and notice:
         notice(f"resuming the {encoder.name} embeddings: {done} of {n} articles already in the cache")
     report_progress(progress, done, n, message)
-    for number in todo:
+
+    def store(number: int, vectors: np.ndarray) -> None:
+        nonlocal partial, done
         a, b = bounds[number]
-        base = done
-
-        def within(d: int, t: int, _m: str, base=base, size=b - a) -> None:
-            if t > 0:
-                report_progress(progress, base + min(size, size * d // t), n, message)
-
-        vectors = embed_documents(encoder, texts[a:b], pooling=pooling, window=window, batch_size=batch_size,
-                                  progress=within)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.shape != (b - a, dim):
             raise ValueError(f"the {encoder.name} encoder returned {vectors.shape} vectors for {b - a} texts")
@@ -287,7 +291,38 @@ def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None
                 partial = None
         done += b - a
         report_progress(progress, done, n, message)
+
+    pool = shard_workers(encoder, len(todo), workers)
+    if pool > 1:
+        from .parallel import embed_shards
+
+        jobs = {number: texts[bounds[number][0]:bounds[number][1]] for number in todo}
+        embed_shards(encoder.worker_factory, jobs, store, workers=pool, pooling=pooling, window=window,
+                     batch_size=batch_size)
+        return out
+    for number in todo:
+        a, b = bounds[number]
+        base = done
+
+        def within(d: int, t: int, _m: str, base=base, size=b - a) -> None:
+            if t > 0:
+                report_progress(progress, base + min(size, size * d // t), n, message)
+
+        store(number, embed_documents(encoder, texts[a:b], pooling=pooling, window=window, batch_size=batch_size,
+                                      progress=within))
     return out
+
+
+def shard_workers(encoder: Encoder, shards: int, workers: int | None = None) -> int:
+    """How many processes embed ``shards`` shards with ``encoder``: 1 unless the encoder has a
+    ``worker_factory`` (an encoder that parallelises itself, such as e5, has none) and there
+    are at least :data:`PARALLEL_MIN_SHARDS` shards; else ``workers`` (default: the usable
+    cores), at most one per shard."""
+    if getattr(encoder, "worker_factory", None) is None or shards < PARALLEL_MIN_SHARDS:
+        return 1
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(int(workers), shards))
 
 
 def _shard_bytes(vectors: np.ndarray) -> bytes:

