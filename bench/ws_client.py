@@ -108,9 +108,10 @@ class Page:
 class Visitor:
     """One browser tab's worth of session: ``async with Visitor(url) as v: page = await v.open(...)``."""
 
-    def __init__(self, base_url: str, *, timeout: float = RUN_TIMEOUT_S) -> None:
+    def __init__(self, base_url: str, *, timeout: float = RUN_TIMEOUT_S, headers: Mapping[str, str] | None = None) -> None:
         self.ws_url = base_url.replace("http://", "ws://", 1).rstrip("/") + STREAM
         self.timeout = timeout
+        self.headers = dict(headers or {})  # e.g. a browser's cookie (a sticky proxy's route)
         self.ws = None
         self.pages: dict[str, str] = {}
         self.session_id: str | None = None
@@ -119,7 +120,8 @@ class Visitor:
     async def connect(self) -> "Visitor":
         self.ws = await asyncio.wait_for(
             websockets.connect(self.ws_url, subprotocols=[SUBPROTOCOL], max_size=None, compression=None,
-                               ping_interval=None, open_timeout=self.timeout), self.timeout)
+                               ping_interval=None, open_timeout=self.timeout, additional_headers=self.headers),
+            self.timeout)
         return self
 
     async def close(self) -> None:
@@ -242,11 +244,12 @@ def check_r100(page: Page, expected: str) -> list[str]:
 
 
 async def search_visit(base_url: str, query: str | Mapping[str, str | Sequence[str]],
-                       expected: Sequence[Sequence[str]], *, timeout: float = RUN_TIMEOUT_S) -> Visit:
+                       expected: Sequence[Sequence[str]], *, timeout: float = RUN_TIMEOUT_S,
+                       headers: Mapping[str, str] | None = None) -> Visit:
     """Open the deep link ``/search?QUERY``; the hit cards of each column must equal ``expected``."""
     visit = Visit("search", started=time.time())
     try:
-        async with Visitor(base_url, timeout=timeout) as v:
+        async with Visitor(base_url, timeout=timeout, headers=headers) as v:
             page = await v.open("search", query)
         visit.seconds = page.seconds
         columns = page.columns()
@@ -259,13 +262,13 @@ async def search_visit(base_url: str, query: str | Mapping[str, str | Sequence[s
 
 
 async def score_visit(base_url: str, expected_r100: str, *, timeout: float = RUN_TIMEOUT_S,
-                      hold: float = 0.0) -> Visit:
+                      hold: float = 0.0, headers: Mapping[str, str] | None = None) -> Visit:
     """Open the app, follow the link to the Score page, press « Évaluer ce système intégré »
     (the menu opens on BM25); the R@100 shown must be ``expected_r100``. ``seconds`` is the
     press's run. ``hold``: seconds to stay connected afterwards (a visitor reading the page)."""
     visit = Visit("score", started=time.time())
     try:
-        async with Visitor(base_url, timeout=timeout) as v:
+        async with Visitor(base_url, timeout=timeout, headers=headers) as v:
             await v.open("")
             page = await v.goto("score")
             page = await v.click(page, SCORE_BUTTON)
