@@ -46,8 +46,7 @@ from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
 from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
 from bsard_demo.retrievers.registry import make_hybrid  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
-from bsard_demo.training import TrainOptions, train  # noqa: E402
-from bsard_demo.training_adapter import AdapterOptions, train_adapter  # noqa: E402
+from bsard_demo.training import AdapterOptions, TrainOptions, train, train_adapter  # noqa: E402
 
 HELD = "heldout"
 MEASURES = ("recall@100", "map@100", "recall@200", "mrr@100")

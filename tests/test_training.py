@@ -27,7 +27,7 @@ from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
 from bsard_demo.runs import format_run, read_run_path  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
-from bsard_demo import training  # noqa: E402
+from bsard_demo.training import finetune  # noqa: E402
 from _small_sample import one_torch_thread  # noqa: E402
 from bsard_demo.training import (  # noqa: E402
     METADATA_FILE, TrainOptions, articles_fingerprint, list_trained_models, models_folder, questions_fingerprint,
@@ -52,7 +52,7 @@ def sample(tiny_data):
 def prefixed(tmp_path_factory, sample):
     """A training from an e5-like base (query/passage prefixes; the real minilm weights), seed 1,
     no hard negative: what the trainer was given, and its result."""
-    real, original_fit, seen = training.load_base, training._fit, {}
+    real, original_fit, seen = finetune.load_base, finetune._fit, {}
 
     def load_prefixed(name):
         model, encoder = real(name)
@@ -64,8 +64,8 @@ def prefixed(tmp_path_factory, sample):
 
     out = tmp_path_factory.mktemp("prefixed") / "c"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(training, "load_base", load_prefixed)
-        mp.setattr(training, "_fit", spy)
+        mp.setattr(finetune, "load_base", load_prefixed)
+        mp.setattr(finetune, "_fit", spy)
         result = train(TrainOptions(out=out, data=sample.name, seed=1, hard_negatives=0, evaluate=False, **TINY), sample)
     return SimpleNamespace(folder=out, result=result, columns=seen["columns"])
 
@@ -244,7 +244,7 @@ def test_an_interrupted_training_leaves_nothing(sample, tmp_path, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(training, "_fit", interrupted)
+    monkeypatch.setattr(finetune, "_fit", interrupted)
     out = tmp_path / "m"
     with pytest.raises(KeyboardInterrupt):
         train(TrainOptions(out=out, **TINY), sample)

@@ -4,7 +4,7 @@ It writes a model folder usable as ``--encoder DIR`` by ``run``, ``index`` and t
 under ``$BSARD_MODELS``, default ``~/.cache/bsard_demo/models``, for the app to list it), with a
 ``bsard_training.json`` record; it prints what was trained and the ``run`` lines that use it.
 Progress bars go to stderr; errors the user can fix are one line on stderr and exit code 2. See
-:mod:`bsard_demo.training_adapter` (the adapter) and :mod:`bsard_demo.training` (fine-tuning).
+:mod:`bsard_demo.training.adapter` (the adapter) and :mod:`bsard_demo.training.finetune` (fine-tuning).
 """
 from __future__ import annotations
 
@@ -14,12 +14,11 @@ from pathlib import Path
 from ..dataset import DataError
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..sources import load_dataset
-from ..training import (
-    DEFAULT_BASE, DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_LR, DEFAULT_MAX_SEQ, DEFAULT_SEED, DEFAULT_WARMUP,
-    DEV_MAX_ARTICLES, DEV_SPLIT, TrainOptions, train,
-)
 from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
-from ..training_adapter import DEFAULT_ADAPTER_BASE, AdapterOptions, train_adapter
+from ..training import (
+    DEFAULT_ADAPTER_BASE, DEFAULT_BASE, DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_LR, DEFAULT_MAX_SEQ, DEFAULT_SEED,
+    DEFAULT_WARMUP, DEV_MAX_ARTICLES, DEV_SPLIT, AdapterOptions, TrainOptions, train, train_adapter,
+)
 from .common import TqdmProgress, add_data_argument, data_spec, fail, say
 
 
@@ -141,7 +140,7 @@ def _resolved(args: argparse.Namespace, defaults: dict) -> dict:
 
 
 def _cmd_adapter(args: argparse.Namespace) -> int:
-    """``train`` / ``train --adapter``: fit a query adapter (bsard_demo.training_adapter)."""
+    """``train`` / ``train --adapter``: fit a query adapter (bsard_demo.training.adapter)."""
     given = _given(args, _FINE_TUNING_ONLY)
     if given:
         who = "--adapter" if args.method else "train fits a query adapter by default: it"

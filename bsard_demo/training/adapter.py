@@ -22,16 +22,22 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cache, settings
-from .analyzer import DEFAULT_FIELDS
-from .dataset import DataError, Dataset
-from .retrievers.adapter import (BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, fit_adapter)
-from .retrievers.base import Progress
-from .retrievers.encoder_base import file_sha256, normalize_rows
-from .retrievers.neighbours import labelled_questions
-from .training import METADATA_FORMAT, TrainResult, _prepare_out, articles_fingerprint, library_versions, \
-    questions_fingerprint
-from .training_dev import DEV_SPLIT, dev_evaluation
+from .. import cache, settings
+from ..analyzer import DEFAULT_FIELDS
+from ..dataset import DataError, Dataset
+from ..retrievers.adapter import BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, fit_adapter
+from ..retrievers.base import Progress
+from ..retrievers.encoder_base import file_sha256, normalize_rows
+from ..retrievers.neighbours import labelled_questions
+from .dev import DEV_SPLIT, dev_evaluation
+from .folders import (
+    METADATA_FORMAT,
+    TrainResult,
+    articles_fingerprint,
+    library_versions,
+    prepare_out,
+    questions_fingerprint,
+)
 
 DEFAULT_ADAPTER_BASE = "use"
 
@@ -52,8 +58,8 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     """Fit and write the adapter folder ``options.out`` (module docstring). Raises
     :class:`ValueError` (bad settings or base) and :class:`~bsard_demo.dataset.DataError` (data,
     output folder)."""
-    from .retrievers.dense import DenseRetriever
-    from .retrievers.encoders import resolve_encoder
+    from ..retrievers.dense import DenseRetriever
+    from ..retrievers.encoders import resolve_encoder
 
     t0 = time.perf_counter()
     settings.prepare_runtime()
@@ -70,7 +76,7 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     if not texts:
         raise DataError(f"no question of split '{options.split}' of {dataset.name} cites an article of its corpus")
     out = Path(options.out).expanduser().resolve()
-    _prepare_out(out, options.overwrite)
+    prepare_out(out, options.overwrite)
     encoder = resolve_encoder(base)
     dense = DenseRetriever.build(dataset.articles, encoder=encoder, cache_root=options.cache_root, progress=progress)
     # one question at a time, as DenseRetriever.search_many encodes them

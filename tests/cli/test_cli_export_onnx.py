@@ -11,6 +11,7 @@ import pytest
 
 from _onnx_model import exported_model
 from bsard_demo import training
+from bsard_demo.training import finetune
 from bsard_demo.cli.main import main
 from bsard_demo.retrievers import encoders as E
 from bsard_demo.retrievers.onnx_encoder import MODEL_FILE, RECORD_FILE, OnnxEncoder, read_record
@@ -123,7 +124,7 @@ def test_train_writes_the_export_and_records_it(tmp_path, capsys, monkeypatch):
     def fit(model, pairs, options, *rest):
         model.max_seq_length = options.max_seq  # what the real one does first
         return [], 0
-    monkeypatch.setattr(training, "_fit", fit)
+    monkeypatch.setattr(finetune, "_fit", fit)
     out = tmp_path / "trained"
     assert main(["train", "--finetune", "--data", str(_data(tmp_path)), "--out", str(out), "--max-seq", "64", "--no-evaluate",
                  "--no-progress"]) == 0

@@ -1,0 +1,31 @@
+"""Training models on a split, in one home; each method is one module, all write one kind of folder.
+
+============== ========================================================================
+``finetune``   fine-tune a sentence-transformers bi-encoder (``train --finetune``: :func:`train`)
+``adapter``    fit a query adapter over a built-in encoder (``train``'s default: :func:`train_adapter`)
+``dev``        the dev figure every method records (its model scored on the test split)
+``folders``    the model folder: its record (:data:`METADATA_FILE`, a ``"kind"``), :func:`prepare_out`,
+               :class:`TrainResult`, and the folders the app lists (:func:`list_trained_models`)
+============== ========================================================================
+
+A new method (a learned ranker, say) is a module here that writes its folder through
+:mod:`.folders` (:func:`prepare_out`, a :data:`METADATA_FILE` with its own ``"kind"``) and
+returns a :class:`TrainResult`; its public names are added below.
+"""
+from .adapter import DEFAULT_ADAPTER_BASE, AdapterOptions, train_adapter
+from .dev import DEV_MAX_ARTICLES, DEV_SPLIT, dev_evaluation
+from .finetune import DEFAULT_BASE, DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_LR, DEFAULT_MAX_SEQ, DEFAULT_SEED, \
+    DEFAULT_WARMUP, TrainingPairs, TrainOptions, load_base, seed_everything, train, training_pairs
+from .folders import METADATA_FILE, METADATA_FORMAT, MODELS_ENV, TrainedModel, TrainResult, articles_fingerprint, \
+    library_versions, list_trained_models, models_folder, prepare_out, questions_fingerprint, read_metadata, \
+    weights_digests
+
+__all__ = [
+    "DEFAULT_ADAPTER_BASE", "AdapterOptions", "train_adapter",
+    "DEV_MAX_ARTICLES", "DEV_SPLIT", "dev_evaluation",
+    "DEFAULT_BASE", "DEFAULT_BATCH", "DEFAULT_EPOCHS", "DEFAULT_LR", "DEFAULT_MAX_SEQ", "DEFAULT_SEED", "DEFAULT_WARMUP",
+    "TrainingPairs", "TrainOptions", "load_base", "seed_everything", "train", "training_pairs",
+    "METADATA_FILE", "METADATA_FORMAT", "MODELS_ENV", "TrainedModel", "TrainResult", "articles_fingerprint",
+    "library_versions", "list_trained_models", "models_folder", "prepare_out", "questions_fingerprint", "read_metadata",
+    "weights_digests",
+]
