@@ -164,6 +164,53 @@ def test_test_basenames_are_unique():
     assert len(names) > 20 and sorted(n for n in set(names) if names.count(n) > 1) == []
 
 
+# --------------------------------------------------------------------------- one home each (issue 22)
+
+#: The modules the package's top level may hold, each with why it is not in a subpackage: the
+#: entry points and the foundations every subpackage imports. Anything else goes into a
+#: subpackage (evaluation/, training/, retrievers/, runs/, tuning/, bundles/, cli/, app/).
+TOP_LEVEL = {
+    "__init__.py": "the public API (re-exports)",
+    "__main__.py": "python -m bsard_demo",
+    "settings.py": "the one reader of the environment",
+    "analyzer.py": "the article texts and tokens every retriever and training share",
+    "cache.py": "the index cache every builder writes",
+    "dataset.py": "the Dataset every layer takes",
+    "sources.py": "load_dataset: hub, sample or folder",
+    "progress.py": "the progress steps the retrievers, training and the app report",
+}
+#: Names no top-level module may take again: each concept has moved into its subpackage.
+MOVED = {"training": "bsard_demo/training/", "metrics": "bsard_demo/evaluation/", "measures": "bsard_demo/evaluation/",
+         "evaluation": "bsard_demo/evaluation/", "scoring": "bsard_demo/evaluation/", "report": "bsard_demo/evaluation/",
+         "stats": "bsard_demo/evaluation/", "diagnostics": "bsard_demo/evaluation/", "run_checks": "bsard_demo/evaluation/"}
+
+
+def loose_modules(package: Path) -> dict[str, str]:
+    """``{file: where it belongs}`` for every top-level module of ``package`` outside
+    :data:`TOP_LEVEL` (a name of :data:`MOVED`, or any ``NAME_*.py`` of one, names its home)."""
+    out = {}
+    for path in sorted(package.glob("*.py")):
+        if path.name in TOP_LEVEL:
+            continue
+        stem = path.stem
+        home = next((h for name, h in MOVED.items() if stem == name or stem.startswith(name + "_")), None)
+        out[path.name] = home or "a subpackage (or TOP_LEVEL, with why)"
+    return out
+
+
+def test_the_top_level_holds_only_entry_points_and_foundations():
+    assert (PACKAGE / "evaluation" / "__init__.py").is_file() and (PACKAGE / "training" / "__init__.py").is_file()
+    assert loose_modules(PACKAGE) == {}
+
+
+def test_the_top_level_check_can_fail(tmp_path):
+    for name in ("__init__.py", "settings.py", "training.py", "training_dev.py", "metrics.py", "helpers.py"):
+        (tmp_path / name).write_text("")
+    assert loose_modules(tmp_path) == {"helpers.py": "a subpackage (or TOP_LEVEL, with why)",
+                                       "metrics.py": "bsard_demo/evaluation/", "training.py": "bsard_demo/training/",
+                                       "training_dev.py": "bsard_demo/training/"}
+
+
 # --------------------------------------------------------------------------- scoring (issue 15)
 
 SCORING = PACKAGE / "evaluation" / "scoring.py"
