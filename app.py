@@ -12,15 +12,24 @@ settings.prepare_runtime()  # before any page loads faiss, torch or tokenizers (
 
 from bsard_demo.app import hosting_ui, ui  # noqa: E402
 
+# "auto": the sidebar is open on a wide screen and closed on a phone, where it would cover the question box
 st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",
-                   initial_sidebar_state="expanded")
+                   initial_sidebar_state="auto")
 hosting_ui.hide_error_details()  # Community Cloud forces a value that shows tracebacks on 1.67
 ui.inject_style()
 
-pages = st.navigation([
-    st.Page("pages/search.py", title="Rechercher", icon=":material/search:", default=True),
-    st.Page("pages/score.py", title="Évaluer des runs", icon=":material/analytics:"),
-])
+# The Search page is the default page, at "/"; "/search" (the path a person guesses) is the same page,
+# hidden from the menu, and "/score" the Score page. Any other path gets a French note on the default
+# page instead of Streamlit's English « Page not found » modal (ui.unknown_path).
+PAGES = [
+    st.Page("pages/search.py", title="Rechercher", icon=":material/search:", default=True, url_path="rechercher"),
+    st.Page("pages/search.py", title="Rechercher", icon=":material/search:", url_path="search", visibility="hidden"),
+    st.Page("pages/score.py", title="Évaluer des runs", icon=":material/analytics:", url_path="score"),
+]
+unknown = ui.unknown_path(p.url_path for p in PAGES)
+pages = st.navigation(PAGES)
+if unknown:
+    ui.unknown_path_note(unknown)
 
 data = None
 with ui.guard("chargement des données"):

@@ -236,6 +236,12 @@ class Dataset:
         pos = idx.get(str(article_id))
         return None if pos is None else self.articles.iloc[pos]
 
+    def article_position(self, article_id: str) -> int | None:
+        """An article's row number in the corpus (its order in ``articles.csv``), or ``None``."""
+        if self.articles is None:
+            return None
+        return self._article_index().get(str(article_id))
+
     def _article_index(self) -> dict[str, int]:
         if self._article_pos is None:
             self._article_pos = {a: i for i, a in enumerate(self.articles["id"])}

@@ -115,9 +115,10 @@ def test_the_pages_caption_is_formatted_from_the_settings():
     from bsard_demo.app.score_page import permutation_caption, significant_label
 
     text = permutation_caption()
-    assert "(10 000 tirages, graine 0, p = (1 + #{|T*| ≥ |T|}) / (1 + 10 000), exact quand 2^m ≤ 10 000)" in text
+    assert ("(10\u202f000 tirages, graine 0, p = (1 + #{|T*| ≥ |T|}) / (1 + 10\u202f000), exact quand 2^m ≤ 10\u202f000)"
+            in text)
     assert "p permutation (Holm) < 0,05." in text and significant_label() == "significatif (α = 0,05)"
     other = permutation_caption(StatsSettings(resamples=2000, seed=3, alpha=0.01))
-    assert "(2 000 tirages, graine 3," in other and "< 0,01." in other
+    assert "(2\u202f000 tirages, graine 3," in other and "< 0,01." in other
     with pytest.raises(Exception):
         STATS.seed = 1  # frozen

@@ -26,11 +26,12 @@ Conventions:
 from __future__ import annotations
 
 import importlib.util
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
+
+from . import french
 
 #: Built-in encoders in menu order, each with its French description.
 BUILTIN = {
@@ -118,10 +119,6 @@ def trained_label(name: str, metadata: Mapping, corpus_sha256: str | None = None
     return line
 
 
-def _french_number(x: float, digits: int = 3) -> str:
-    return f"{x:.{digits}f}".replace(".", ",")
-
-
 def recorded_figure(test: Mapping | None) -> str | None:
     """A bundled model's recorded test figure in French, e.g. ``"Rappel@100 0,748 (split test)"``:
     ``{"measure": "recall@100", "value": 0.748, "split": "test"}``, or measures as keys
@@ -149,7 +146,7 @@ def recorded_figure(test: Mapping | None) -> str | None:
     measure, number = found[0]
     split = test.get("split")
     where = f" (split {_text(split)})" if split is not None else ""
-    return f"{measure.label_fr} {_french_number(number)}{where}"
+    return f"{measure.label_fr} {french.decimal(number, 3)}{where}"
 
 
 def bundle_label(model, corpus_sha256: str | None = None) -> str:
@@ -309,35 +306,18 @@ def dense_index_stored(articles, encoder: str, *, cache_root: Path | None = None
     return DenseRetriever.is_stored(articles, encoder, cache_root=cache_root)
 
 
-def duration_text(seconds: float) -> str:
-    """``"45 s"``, ``"12 min"``, ``"3 h 05 min"`` (rounded up; French)."""
-    s = max(0, math.ceil(seconds))
-    if s < 60:
-        return f"{s} s"
-    minutes = math.ceil(s / 60)
-    if minutes < 60:
-        return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def _count(n: int) -> str:
-    """``22 633``: a count in French, thousands apart by a narrow no-break space."""
-    return f"{n:,}".replace(",", "\u202f")
-
-
 def first_build_note(encoder: str, n_articles: int, docs_per_s: float | None = None) -> str:
     """The French note shown before a first build of a slow encoder over ``n_articles``."""
     if docs_per_s:
-        here = f"≈ {duration_text(n_articles / docs_per_s)} pour ces {_count(n_articles)} articles"
-        rate = f"{docs_per_s:g}".replace(".", ",")
-        speed = f" ({rate} articles/s mesurés sur 2 cœurs, docs/benchmarks.md)"
-        full = f"≈ {duration_text(BSARD_ARTICLES / docs_per_s)} pour tout le corpus BSARD"
+        here = f"≈ {french.duration(n_articles / docs_per_s)} pour ces {french.integer(n_articles)} articles"
+        speed = f" ({french.decimal(docs_per_s)} articles/s mesurés sur 2 cœurs, docs/benchmarks.md)"
+        full = f"≈ {french.duration(BSARD_ARTICLES / docs_per_s)} pour tout le corpus BSARD"
     else:
-        here = f"lent pour ces {_count(n_articles)} articles"
+        here = f"lent pour ces {french.integer(n_articles)} articles"
         speed = " (quelques articles par seconde sur 2 cœurs)"
         full = "plusieurs heures sur 2 cœurs pour tout le corpus BSARD"
     return (f"Premier calcul de l'index {encoder} sur ce corpus : {here}{speed} ; {full} "
-            f"({_count(BSARD_ARTICLES)} articles). "
+            f"({french.integer(BSARD_ARTICLES)} articles). "
             "Il se fait une seule fois par serveur : une barre indique le temps restant, un calcul interrompu "
             "reprend où il s'était arrêté, puis l'index est chargé depuis le cache.")
 
@@ -397,5 +377,5 @@ class BuildEta:
     def text(self, done: int, total: int, message: str) -> str:
         """``" · 1 234 / 22 633 · reste ≈ 3 h 05 min"`` (counts only when ``total`` > 1)."""
         left = self.seconds(done, total, message)
-        counts = f" · {done:,} / {total:,}".replace(",", "\u202f") if total > 1 else ""
-        return counts + (f" · reste ≈ {duration_text(left)}" if left else "")
+        counts = f" · {french.integer(done)} / {french.integer(total)}" if total > 1 else ""
+        return counts + (f" · reste ≈ {french.duration(left)}" if left else "")

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..evaluation import DEFAULT_KS
 from ..evaluation.measures import column_label
+from . import french
 
 RUN_TITLE = "Système"
 VALUE_FORMAT = ".3f"
@@ -64,7 +65,7 @@ def metric_bars(df: pd.DataFrame, *, confidence: float = 0.95) -> alt.LayerChart
     data["label"] = data["metric"].map(metric_label_fr)
     runs = _runs(data)
     labels = list(pd.unique(data["label"]))
-    ci = f"IC {confidence:.0%}".replace("%", " %")
+    ci = f"IC {french.percent(confidence)}"
     tooltip = [
         alt.Tooltip("run:N", title=RUN_TITLE),
         alt.Tooltip("label:N", title="Mesure"),

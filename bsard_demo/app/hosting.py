@@ -27,6 +27,7 @@ from typing import Callable, Hashable, Iterator
 
 from .. import bundles
 from ..bundles import Bundle, CorpusId
+from . import french
 
 INDEX_SETTING = bundles.ENV_VAR        # "BSARD_INDEX"
 TOKEN_SETTING = bundles.TOKEN_ENV_VAR  # "HF_TOKEN"
@@ -122,9 +123,8 @@ def bundle_caption(setup: BundleSetup) -> str | None:
     b = setup.bundle
     whats = " + ".join(_what_fr(e.what) for e in b.entries.values()) or "aucun index"
     of = f" de {b.corpus.dataset}" if b.corpus.dataset else ""
-    size = f"{b.total_size / 1e6:.1f}".replace(".", ",")
-    return (f"Index préconstruits : {whats} pour {b.corpus.articles:,} articles{of} ".replace(",", "\u202f")
-            + f"({size} Mo, empreinte {b.corpus.fingerprint[:12]}).")
+    return (f"Index préconstruits : {whats} pour {french.integer(b.corpus.articles)} articles{of} "
+            f"({french.megabytes(b.total_size)}, empreinte {b.corpus.fingerprint[:12]}).")
 
 
 def keep_build_note(setup: BundleSetup, serves: bool, note: str) -> bool:

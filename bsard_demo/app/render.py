@@ -1,56 +1,198 @@
-"""HTML fragments of the Search page (hit cards, missed gold articles, the question box).
+"""HTML fragments of the Search page: hit cards, passages and their reminders, « Voir la section »,
+the « Questions proches déjà traitées » panel, missed gold articles, the question box.
 
 Every fragment is built from escaped text (:mod:`bsard_demo.app.highlight`) and only the fixed tags
-and classes written here (styled by ``bsard_demo.app.ui.STYLE``); it is safe for ``st.html``.
-Labels are French.
+and classes written here (styled by ``bsard_demo.app.ui.STYLE``); it is safe for ``st.html``. The
+one script, :data:`COPY_SCRIPT` (the copy buttons), is fixed text. Labels are French.
 """
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
 from ..analyzer import Analyzer
+from . import french
+from .answers import PANEL_TITLE, SimilarQuestion
 from .highlight import escape_html as esc
 from .highlight import highlight_html
-from .search_page import MissedGold, ShownHit
+from .passages import ContextArticle, Entry
+from .search_page import MissedGold, ShownHit, breadcrumb_text
 
 PREVIEW_CHARS = 300
-BREADCRUMB_SEPARATOR = " › "
+COPY_TITLE = "Copier la référence et son fil d'Ariane"
+
+#: Run once per page (``st.html(..., unsafe_allow_javascript=True)``): a click on a
+#: ``button.bsard-copy`` copies its ``data-copy`` text. Fixed text: no data goes into it.
+COPY_SCRIPT = """<script>
+if (!window.__bsardCopy) {
+  window.__bsardCopy = true;
+  document.addEventListener('click', async (event) => {
+    const button = event.target.closest && event.target.closest('button.bsard-copy');
+    if (!button) return;
+    const text = button.dataset.copy || '';
+    try { await navigator.clipboard.writeText(text); }
+    catch (err) {
+      const area = document.createElement('textarea');
+      area.value = text; document.body.appendChild(area); area.select(); document.execCommand('copy'); area.remove();
+    }
+    const label = button.textContent;
+    button.textContent = 'Copié ✓';
+    setTimeout(() => { button.textContent = label; }, 1500);
+  });
+}
+</script>"""
 
 
 def breadcrumb(parts: Sequence[str]) -> str:
     """``code › livre › … › section`` (escaped)."""
-    return BREADCRUMB_SEPARATOR.join(esc(p) for p in parts if str(p).strip())
+    return esc(breadcrumb_text(parts))
 
 
 def score_text(score: float) -> str:
     return f"{score:.4g}"
 
 
-def hit_card(hit: ShownHit, terms: Iterable[str], analyzer: Analyzer | None = None,
-             preview_chars: int = PREVIEW_CHARS) -> str:
-    """One hit: rank, marker, reference (or id), gold badge, score, breadcrumb, highlighted
-    preview and, when the text is longer than the preview, the full text in ``<details>``."""
-    terms = frozenset(terms)
+def copy_text(reference: str, parts: Sequence[str]) -> str:
+    """What the copy button of a hit copies: its reference, then its breadcrumb."""
+    crumbs = breadcrumb_text(parts)
+    return f"{reference} — {crumbs}" if crumbs else reference
+
+
+def _copy_button(reference: str, parts: Sequence[str]) -> str:
+    return (f'<button class="bsard-copy" type="button" title="{esc(COPY_TITLE)}" '
+            f'data-copy="{esc(copy_text(reference, parts))}">Copier la référence</button>')
+
+
+def _badges(hit: ShownHit) -> str:
     badges = []
     if hit.marker is not None:
         badges.append(f'<span class="bsard-badge {hit.marker.kind}" title="écart de rang avec la colonne de référence">'
                       f"{esc(hit.marker.label)}</span>")
     if hit.gold:
         badges.append('<span class="bsard-badge gold" title="article pertinent selon le jeu de données">✓ pertinent</span>')
+    return "".join(badges)
+
+
+def _why(hit: ShownHit) -> str:
+    return (f'<div class="bsard-why" title="rang de cet article dans chaque système fusionné">{esc(hit.why)}</div>'
+            if hit.why else "")
+
+
+def _head(hit: ShownHit, rank: str) -> str:
     reference = hit.reference or f"Article {hit.article_id}"
-    head = (f'<div class="bsard-head"><span class="bsard-rank">{hit.rank}.</span>{"".join(badges)}'
+    return (f'<div class="bsard-head"><span class="bsard-rank">{rank}</span>{_badges(hit)}'
             f'<span class="bsard-ref" title="{esc(reference)}">{esc(reference)}</span>'
             f'<span class="bsard-score" title="identifiant {esc(hit.article_id)}">score {esc(score_text(hit.score))}'
             f" · id {esc(hit.article_id)}</span></div>")
-    crumbs = (f'<div class="bsard-crumbs" title="{breadcrumb(hit.breadcrumb)}">{breadcrumb(hit.breadcrumb)}</div>'
-              if hit.breadcrumb else "")
+
+
+def _crumbs(parts: Sequence[str]) -> str:
+    return f'<div class="bsard-crumbs" title="{breadcrumb(parts)}">{breadcrumb(parts)}</div>' if parts else ""
+
+
+def _body(hit: ShownHit, terms: frozenset[str], analyzer: Analyzer | None, preview_chars: int) -> str:
     preview = highlight_html(hit.text, terms, analyzer, max_chars=preview_chars)
     body = f'<div class="bsard-text">{preview}</div>'
     if len(hit.text) > preview_chars:
         full = highlight_html(hit.text, terms, analyzer)
         body += f'<details><summary>Texte complet</summary><div class="bsard-full">{full}</div></details>'
+    return body
+
+
+def section_view(context: Sequence[ContextArticle], terms: Iterable[str] = (), analyzer: Analyzer | None = None) -> str:
+    """« Voir la section »: the articles around a hit or passage, the displayed hits marked."""
+    if not context:
+        return ""
+    terms = frozenset(terms)
+    items = []
+    for c in context:
+        mark = (f'<span class="bsard-badge hit" title="article de cette colonne">résultat n° {c.rank}</span>'
+                if c.rank is not None else "")
+        text = highlight_html(c.text, terms, analyzer) + (" …" if c.cut else "")
+        items.append(f'<div class="{"bsard-ctx hit" if c.rank is not None else "bsard-ctx"}">'
+                     f'<div class="bsard-head">{mark}<span class="bsard-ref">{esc(c.reference or "Article " + c.article_id)}'
+                     f'</span></div><div class="bsard-text">{text}</div></div>')
+    return (f'<details class="bsard-section"><summary>Voir la section ({len(context)} articles)</summary>'
+            f'{"".join(items)}</details>')
+
+
+def _tools(reference: str, parts: Sequence[str], section: str) -> str:
+    return f'<div class="bsard-tools">{_copy_button(reference, parts)}{section}</div>'
+
+
+def hit_card(hit: ShownHit, terms: Iterable[str], analyzer: Analyzer | None = None,
+             preview_chars: int = PREVIEW_CHARS, context: Sequence[ContextArticle] = ()) -> str:
+    """One hit: rank, marker, reference (or id), gold badge, score, breadcrumb, why-line (a
+    hybrid's), highlighted preview and, when the text is longer than the preview, the full text
+    in ``<details>``; then the copy button and, given ``context``, « Voir la section »."""
+    terms = frozenset(terms)
     css = "bsard-hit gold" if hit.gold else "bsard-hit"
-    return f'<div class="{css}" data-article="{esc(hit.article_id)}">{head}{crumbs}{body}</div>'
+    tools = _tools(hit.reference or f"Article {hit.article_id}", hit.breadcrumb, section_view(context, terms, analyzer))
+    return (f'<div class="{css}" data-article="{esc(hit.article_id)}">{_head(hit, f"{hit.rank}.")}'
+            f"{_crumbs(hit.breadcrumb)}{_why(hit)}{_body(hit, terms, analyzer, preview_chars)}{tools}</div>")
+
+
+def passage_card(entry: Entry, terms: Iterable[str], analyzer: Analyzer | None = None,
+                 preview_chars: int = PREVIEW_CHARS, context: Sequence[ContextArticle] = ()) -> str:
+    """A passage (:class:`~bsard_demo.app.passages.Entry` with members): its title, the ranks
+    of its articles, then each article in corpus order with its own rank, badges, score,
+    why-line and preview; then the copy button (title and breadcrumb) and « Voir la section »."""
+    terms = frozenset(terms)
+    lead, members = entry.hit, entry.members
+    ranks = ", ".join(f"n° {m.rank}" for m in sorted(members, key=lambda m: m.rank))
+    head = (f'<div class="bsard-head"><span class="bsard-rank">{lead.rank}.</span>'
+            '<span class="bsard-badge passage" title="articles consécutifs d\'une même section">passage</span>'
+            f'<span class="bsard-ref" title="{esc(entry.title)}">{esc(entry.title)}</span>'
+            f'<span class="bsard-score">{len(members)} articles · rangs {esc(ranks)}</span></div>')
+    blocks = [f'<div class="{"bsard-member gold" if m.gold else "bsard-member"}" data-member="{esc(m.article_id)}">'
+              f'{_head(m, f"n° {m.rank}")}{_why(m)}{_body(m, terms, analyzer, preview_chars)}</div>' for m in members]
+    css = "bsard-hit bsard-passage gold" if any(m.gold for m in members) else "bsard-hit bsard-passage"
+    tools = _tools(entry.title, lead.breadcrumb, section_view(context, terms, analyzer))
+    return (f'<div class="{css}" data-article="{esc(lead.article_id)}">{head}{_crumbs(lead.breadcrumb)}'
+            f'{"".join(blocks)}{tools}</div>')
+
+
+def reminder_card(entry: Entry) -> str:
+    """A hit shown in a passage above: its rank, badges, reference, score and why-line, and
+    where its passage is."""
+    hit = entry.hit
+    css = "bsard-hit bsard-reminder gold" if hit.gold else "bsard-hit bsard-reminder"
+    lead_rank = entry.lead.rank if entry.lead is not None else hit.rank
+    return (f'<div class="{css}" data-article="{esc(hit.article_id)}">{_head(hit, f"{hit.rank}.")}{_why(hit)}'
+            f'<div class="bsard-note">dans le passage « {esc(entry.title)} », au rang {lead_rank} ci-dessus</div></div>')
+
+
+def entry_card(entry: Entry, terms: Iterable[str], context: Sequence[ContextArticle] = (),
+               analyzer: Analyzer | None = None) -> str:
+    """The card of one column entry (:func:`~bsard_demo.app.passages.group_passages`)."""
+    if entry.kind == "passage":
+        return passage_card(entry, terms, analyzer, context=context)
+    if entry.kind == "reminder":
+        return reminder_card(entry)
+    return hit_card(entry.hit, terms, analyzer, context=context)
+
+
+def similar_panel(questions: Sequence[SimilarQuestion]) -> str:
+    """« Questions proches déjà traitées »: each question (text, id, category, similarity, how
+    many of its articles are among the results), its cited articles one click away, each marked
+    with its rank in every column that shows it."""
+    items = []
+    for i, q in enumerate(questions, 1):
+        cited = []
+        for c in q.cited:
+            if c.shown:
+                where = "".join(f'<span class="bsard-badge in">n° {rank} · {esc(column)}</span>' for column, rank in c.shown)
+            else:
+                where = f'<small>{"absent des résultats" if c.in_corpus else "absent du corpus"}</small>'
+            cited.append(f'<li><span class="bsard-ref">{esc(c.reference or "Article " + c.article_id)}</span> {where}'
+                         f'{_crumbs(c.breadcrumb)}</li>')
+        meta = (f"n° {esc(q.qid)} · {esc(q.category or 'sans catégorie')} · similarité {french.decimal(q.similarity, 1)}"
+                f" · {q.cited_shown} article(s) cité(s) sur {len(q.cited)} parmi les résultats")
+        items.append(f'<details class="bsard-sq"><summary><span class="bsard-rank">{i}.</span> {esc(q.text)}'
+                     f'<br><small>{meta}</small></summary><ul>{"".join(cited)}</ul></details>')
+    return (f'<div class="bsard-similar"><div class="bsard-similar-head"><b>{esc(PANEL_TITLE)}</b> '
+            "<small>questions de citoyens auxquelles des juristes ont déjà répondu (split train), les plus proches de "
+            "la vôtre : ouvrez-en une pour voir les articles qu'elle cite.</small></div>"
+            f'{"".join(items)}</div>')
 
 
 def missed_list(missed: Sequence[MissedGold], k: int, depth: int, outside: Sequence[MissedGold] = (),

@@ -36,6 +36,7 @@ from ..retrievers.batch import DEFAULT_QUERY_TEXT, question_texts, ranked_pairs,
 from ..runs import Entry, ProblemList, Run, format_run
 from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
 from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
+from . import french
 from .highlight import highlight_html
 
 SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
@@ -175,25 +176,17 @@ def comparison(board: Scoreboard, metric: str, *, settings: StatsSettings = STAT
                            n_resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha)
 
 
-def _fr_int(n: int) -> str:
-    return f"{n:,}".replace(",", " ")
-
-
-def _fr_number(x: float) -> str:
-    return f"{x:g}".replace(".", ",")
-
-
 def significant_label(settings: StatsSettings = STATS) -> str:
     """The comparison table's header of ``significant``: ``significatif (α = 0,05)``."""
-    return f"significatif (α = {_fr_number(settings.alpha)})"
+    return f"significatif (α = {french.decimal(settings.alpha)})"
 
 
 def permutation_caption(settings: StatsSettings = STATS) -> str:
     """The French caption under the comparison table, stating ``settings`` (resamples, seed, alpha)."""
-    n = _fr_int(settings.resamples)
+    n = french.integer(settings.resamples)
     return (f"Test de permutation apparié ({n} tirages, graine {settings.seed}, p = (1 + #{{|T*| ≥ |T|}}) / (1 + {n}), "
             f"exact quand 2^m ≤ {n}) et test t apparié (scipy), p-valeurs corrigées par Holm sur toutes les paires ; "
-            f"« significatif » : p permutation (Holm) < {_fr_number(settings.alpha)}. « A gagne / égalités / A perd » : "
+            f"« significatif » : p permutation (Holm) < {french.decimal(settings.alpha)}. « A gagne / égalités / A perd » : "
             "nombre de questions où A fait mieux, pareil ou moins bien que B. Les mêmes nombres que "
             "`python -m bsard_demo compare`.")
 

@@ -15,6 +15,8 @@ Conventions:
   none), and the gold articles of other codes (or absent from the corpus) are listed apart
   (``ColumnResult.outside``), never as missed within the ranking;
 - ``seconds`` is the wall time of the retriever's search call alone (server side);
+- a hybrid column keeps each part's own ranking (``ColumnResult.parts``, filtered by the code
+  like the column), from which :mod:`bsard_demo.app.answers` says why each hit is there;
 - example questions come from the ``test`` split (else the first split, :func:`examples_of`); a
   question is scored against its gold articles only while its text is the chosen example's
   (:meth:`Examples.gold_for`: once edited, it is a free question);
@@ -38,6 +40,12 @@ from ..retrievers.neighbours import NEIGHBOURS
 from ..retrievers.registry import hybrid_spec
 
 NEW = "nouveau"
+BREADCRUMB_SEPARATOR = " › "
+
+
+def breadcrumb_text(parts: Sequence[str]) -> str:
+    """``code › livre › … › section`` (plain text; empty headers left out)."""
+    return BREADCRUMB_SEPARATOR.join(str(p) for p in parts if str(p).strip())
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,7 @@ class ShownHit:
     text: str
     gold: bool | None = None
     marker: RankMarker | None = None
+    why: str = ""  # a hybrid hit: the parts that put it there (bsard_demo.app.answers.why_line)
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,7 @@ class ColumnResult:
     scores: QuestionScores | None = None
     missed: list[MissedGold] | None = None
     outside: list[MissedGold] | None = None  # gold articles outside the filtered code (filter only)
+    parts: list[list[Hit]] | None = None  # a hybrid: each part's own ranking (HybridRetriever.search_parts)
 
 
 def describe_article(dataset: Dataset, article_id: str) -> tuple[str, tuple[str, ...], str]:
@@ -175,10 +185,15 @@ def run_search(retrievers: Mapping[str, Retriever], dataset: Dataset, question: 
     rankings: dict[str, list[Hit]] = {}
     for name, retriever in retrievers.items():
         start = clock()
-        hits = retriever.search(question, fetch)
+        parts = None
+        if hasattr(retriever, "search_parts"):
+            hits, parts = retriever.search_parts(question, fetch)
+        else:
+            hits = retriever.search(question, fetch)
         seconds = clock() - start
         rankings[name] = filter_by_code(hits, dataset, code)
-        columns.append(ColumnResult(name=name, hits=[], seconds=seconds, depth=fetch))
+        parts = None if parts is None else [filter_by_code(p, dataset, code) for p in parts]
+        columns.append(ColumnResult(name=name, hits=[], seconds=seconds, depth=fetch, parts=parts))
     ref = reference if reference in rankings else (next(iter(rankings)) if rankings else None)
     ref_ranks = {h.article_id: i for i, h in enumerate(rankings[ref][:k], 1)} if ref is not None else {}
     gold_set = frozenset(gold) if gold is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import streamlit as st
 
@@ -18,6 +18,7 @@ from .state import (FICTIONAL_NOTICE, FICTIONAL_SHORT, FOLDERS_DISABLED, SOURCE_
                         load_uncached, open_data, progress_fraction, progress_text, source_kind)
 from ..dataset import DataError, Dataset
 from . import hosting_ui
+from . import french
 from .highlight import md_escape
 from ..retrievers import Retriever, RetrieverSpec
 
@@ -49,7 +50,7 @@ STYLE = """
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem;}
 [data-testid="stMetricValue"] {font-size: 1.5rem;}
 /* long unbroken strings (ids, junk text, 5,000-letter words) wrap instead of widening the page */
-.bsard-hit, .bsard-question, .bsard-missed {overflow-wrap: anywhere; min-width: 0;}
+.bsard-hit, .bsard-question, .bsard-missed, .bsard-similar {overflow-wrap: anywhere; min-width: 0;}
 .bsard-hit {border: 1px solid rgba(49,51,63,.15); border-radius: .5rem; padding: .6rem .8rem; margin-bottom: .6rem;
             background: rgba(255,255,255,.6);}
 .bsard-hit.gold {border-left: 5px solid #2e7d32; background: rgba(46,125,50,.06);}
@@ -76,6 +77,30 @@ STYLE = """
                        font-size: .9rem;}
 /* Streamlit refuses a file above server.maxUploadSize in the browser (red file chip): say so */
 [data-testid="stMain"]:has([data-testid="stFileChip"][aria-invalid="true"]) .bsard-upload-refused {display: block;}
+.bsard-why {color: #0b5cad; font-size: .78rem; margin: .05rem 0 .3rem 0;}
+.bsard-tools {display: flex; flex-wrap: wrap; gap: .3rem .6rem; align-items: baseline; margin-top: .35rem;}
+.bsard-copy {font-size: .75rem; border: 1px solid rgba(49,51,63,.25); border-radius: .4rem; background: #fff;
+             color: #0b5cad; padding: .1rem .5rem; cursor: pointer;}
+.bsard-section {flex-basis: 100%;}
+.bsard-section summary {cursor: pointer; color: #0068c9; font-size: .8rem;}
+.bsard-ctx {border-left: 3px solid #d0d7de; padding: .2rem .5rem; margin: .3rem 0;}
+.bsard-ctx.hit {border-left-color: #0b5cad; background: rgba(11,92,173,.06);}
+.bsard-member {border-top: 1px dashed rgba(49,51,63,.2); padding-top: .35rem; margin-top: .35rem;}
+.bsard-member.gold {border-left: 4px solid #2e7d32; padding-left: .4rem;}
+.bsard-badge.passage {background: #fff3e0; color: #8a4b00;}
+.bsard-badge.in, .bsard-badge.hit {background: #e3f2fd; color: #0b5cad; margin-right: .2rem;}
+.bsard-reminder {padding: .35rem .8rem; background: rgba(243,246,250,.8);}
+.bsard-note {font-size: .8rem; color: #6b6f76;}
+.bsard-similar {border: 1px solid rgba(11,92,173,.25); border-radius: .5rem; padding: .6rem .8rem; margin: .2rem 0 .8rem 0;
+                background: rgba(11,92,173,.03);}
+.bsard-sq {margin: .4rem 0; font-size: .9rem;}
+.bsard-sq summary {cursor: pointer;}
+.bsard-sq ul {margin: .3rem 0 .3rem 1.2rem; padding: 0; font-size: .86rem;}
+/* a phone (Streamlit stacks the columns below 640 px): narrower margins, no element wider than the screen */
+@media (max-width: 640px) {
+  [data-testid="stMainBlockContainer"] {padding-left: .9rem; padding-right: .9rem; padding-top: 1rem;}
+  .bsard-score {margin-left: 0;}
+}
 .bsard-question {font-size: 1rem; padding: .5rem .8rem; border-left: 4px solid #0068c9; background: rgba(0,104,201,.05);
                  border-radius: .3rem; margin-bottom: .6rem; white-space: pre-wrap;}
 </style>
@@ -138,7 +163,7 @@ def sidebar_data(data: ActiveData) -> None:
     sb = st.sidebar
     sb.subheader("Données")
     summary = dataset_summary(data.dataset)
-    lines = [f"**{md_escape(display_name(data))}**", f"{summary['articles']:,} articles".replace(",", "\u202f")]
+    lines = [f"**{md_escape(display_name(data))}**", f"{french.integer(summary['articles'])} articles"]
     for split in data.dataset.split_names:
         lines.append(f"{summary[f'questions_{split}']} questions ({md_escape(split)})")
     sb.markdown("  \n".join(lines))
@@ -328,6 +353,31 @@ def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], low
     with hosting_ui.large_upload_slot(blobs, key):  # one large scoring at a time per process
         return _scoreboard(key, data.dataset, tuple(files), split, limit, lower,
                            tuple((name, run) for name, run, _ in built))
+
+
+def unknown_path(known: Iterable[str]) -> str | None:
+    """The path the browser asked for when it is none of ``known`` (the pages' URL paths), after
+    telling Streamlit to run the default page instead; ``None`` when the path is a page.
+
+    ``st.navigation`` resolves the page of a URL by the run's intended page name and, when no
+    page has it, sends Streamlit's English « Page not found » modal before running the default
+    page; clearing that intent first runs the default page without it, so the caller can say
+    so in French. Call it before ``st.navigation``."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    manager = getattr(get_script_run_ctx(), "pages_manager", None)
+    name = getattr(manager, "intended_page_name", None)
+    if not name or getattr(manager, "intended_page_script_hash", None) or name.strip("/") in set(known):
+        return None
+    manager.set_script_intent("", "")
+    return name
+
+
+def unknown_path_note(path: str) -> None:
+    """The French note for a path that is no page (:func:`unknown_path`)."""
+    st.info(f"L'adresse « /{md_escape(path.strip('/'))} » ne correspond à aucune page de cette application : voici la "
+            "page « Rechercher ». Les pages : `/` ou `/search` (rechercher), `/score` (évaluer des runs).",
+            icon=":material/travel_explore:")
 
 
 def ensure_shell() -> None:

@@ -246,6 +246,15 @@ def _weighted(rankings: Sequence[Sequence[Hit]], weights: Sequence[float], norma
     return order_hits({doc: math.fsum(p) for doc, p in parts.items()}, limit)
 
 
+def first_ranks(ranking: Sequence[Hit]) -> dict[str, int]:
+    """``{article id: 1-based rank}`` of a ranking, an id listed twice at its first rank (as the
+    fusion counts it)."""
+    ranks: dict[str, int] = {}
+    for rank, hit in enumerate(ranking, start=1):
+        ranks.setdefault(hit.article_id, rank)
+    return ranks
+
+
 class HybridRetriever:
     """Fuses two or more retrievers. Each is searched to ``max(k, depth)`` (capped at
     ``corpus_size`` when known), then fused by :attr:`fusion` and cut to ``k``. The fusion is
@@ -284,6 +293,14 @@ class HybridRetriever:
 
     def search(self, question: str, k: int = 100) -> list[Hit]:
         return self.search_many([question], k)[0]
+
+    def search_parts(self, question: str, k: int = 100) -> tuple[list[Hit], list[list[Hit]]]:
+        """:meth:`search` with what it fused: ``(hits, rankings)``, ``rankings[i]`` being part ``i``'s
+        own ranking (searched as deep as the fusion searches it), so a front end can say which
+        parts put a hit where (:func:`first_ranks`)."""
+        k = clip_k(k, self.corpus_size)
+        rankings = [r.search_many([question], self._depth(k))[0] for r in self.retrievers]
+        return self.fuse(rankings, k), rankings
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
         k = clip_k(k, self.corpus_size)

@@ -24,6 +24,7 @@ train split, leave-one-out (docs/effectiveness.md, "Label transfer from training
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -44,51 +45,79 @@ def fold(text: str) -> str:
     return " ".join(str(text or "").split()).casefold()
 
 
-def transfer_scores(similarities: np.ndarray, labels: Sequence[np.ndarray], n_articles: int, n: int,
-                    excluded: np.ndarray | None = None) -> np.ndarray:
-    """Scores over the corpus (``n_articles``, corpus order) from one question's similarities to
-    the training questions (``similarities[j]``; ``labels[j]``: corpus positions of question
-    ``j``'s relevant articles): ``score[a] = sum of similarities[j]`` over the ``n`` most similar
-    ``j`` with a positive similarity (ties by position, stable) that cite ``a``. ``excluded``:
-    a boolean mask of training questions never used (leave-one-out)."""
+def chosen(similarities: np.ndarray, n: int, excluded: np.ndarray | None = None) -> np.ndarray:
+    """The positions of the training questions a question draws on: the ``n`` most similar with a
+    positive similarity, most similar first (ties by position, stable); ``excluded``: a boolean
+    mask of training questions never used (leave-one-out)."""
     sims = np.asarray(similarities, dtype=np.float64).copy()
     if excluded is not None:
         sims[np.asarray(excluded, dtype=bool)] = 0.0
     order = np.argsort(-sims, kind="stable")[:max(int(n), 0)]
+    return order[sims[order] > 0]
+
+
+def transfer_scores(similarities: np.ndarray, labels: Sequence[np.ndarray], n_articles: int, n: int,
+                    excluded: np.ndarray | None = None) -> np.ndarray:
+    """Scores over the corpus (``n_articles``, corpus order) from one question's similarities to
+    the training questions (``similarities[j]``; ``labels[j]``: corpus positions of question
+    ``j``'s relevant articles): ``score[a] = sum of similarities[j]`` over the questions
+    :func:`chosen` keeps that cite ``a``."""
     scores = np.zeros(n_articles, dtype=np.float64)
-    for j in order:
-        if sims[j] <= 0:
-            break
-        np.add.at(scores, labels[j], sims[j])
+    for j in chosen(similarities, n, excluded):
+        np.add.at(scores, labels[j], float(similarities[j]))
     return scores
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A training question the retriever drew on for a question (:meth:`NeighboursRetriever.neighbours`):
+    its id in the split, its text, its similarity to the question and the corpus ids it cites."""
+
+    question_id: str
+    text: str
+    similarity: float
+    article_ids: tuple[str, ...]
 
 
 def labelled_questions(dataset: Dataset, split: str = DEFAULT_SPLIT) -> tuple[list[str], list[np.ndarray]]:
     """The questions of ``split`` that have a text and cite articles of the corpus, and the corpus
     positions they cite (articles outside the corpus left out); empty without corpus or split."""
+    _, texts, labels = _labelled(dataset, split)
+    return texts, labels
+
+
+def _labelled(dataset: Dataset, split: str) -> tuple[list[str], list[str], list[np.ndarray]]:
+    """:func:`labelled_questions` with the questions' ids first."""
     if dataset.articles is None or split not in dataset.splits:
-        return [], []
+        return [], [], []
     position = {str(a): i for i, a in enumerate(dataset.articles["id"])}
-    texts, labels = [], []
+    ids, texts, labels = [], [], []
     questions = dataset.questions(split)
-    for text, ids in zip(questions["question"], questions["article_ids"]):
-        rows = np.array(sorted({position[a] for a in ids if a in position}), dtype=np.int64)
+    for qid, text, cited in zip(questions["id"], questions["question"], questions["article_ids"]):
+        rows = np.array(sorted({position[a] for a in cited if a in position}), dtype=np.int64)
         if len(rows) and str(text or "").strip():
+            ids.append(str(qid))
             texts.append(str(text))
             labels.append(rows)
-    return texts, labels
+    return ids, texts, labels
 
 
 class NeighboursRetriever:
     """The ``neighbours`` retriever over a dataset's corpus and one labelled training split."""
 
     def __init__(self, article_ids: Sequence[str], texts: Sequence[str], labels: Sequence[np.ndarray], *,
-                 n: int = DEFAULT_NEIGHBOURS, split: str = DEFAULT_SPLIT):
+                 n: int = DEFAULT_NEIGHBOURS, split: str = DEFAULT_SPLIT, question_ids: Sequence[str] | None = None):
+        """``question_ids``: the training questions' ids in the split (default: their positions)."""
         if int(n) < 1:
             raise ValueError(f"neighbours: n must be at least 1, not {n}")
         self.article_ids = [str(a) for a in article_ids]
         self.n, self.split = int(n), split
         self.labels = list(labels)
+        self.texts = [str(t) for t in texts]
+        self.question_ids = [str(q) for q in question_ids] if question_ids is not None else \
+            [str(i) for i in range(len(texts))]
+        if len(self.question_ids) != len(self.texts):
+            raise ValueError(f"neighbours: {len(self.question_ids)} question ids for {len(self.texts)} questions")
         self._folded = np.array([fold(t) for t in texts], dtype=object)
         ids = [str(i) for i in range(len(texts))]
         frame = pd.DataFrame({"id": ids, "reference": ids, "article": list(texts)})
@@ -108,26 +137,35 @@ class NeighboursRetriever:
         if split not in dataset.splits:
             raise DataError(f"the neighbours retriever needs labelled training questions: no split '{split}' in "
                             f"{dataset.name} (available: {', '.join(dataset.split_names) or 'none'})")
-        texts, labels = labelled_questions(dataset, split)
+        ids, texts, labels = _labelled(dataset, split)
         if not texts:
             raise DataError(f"the neighbours retriever needs labelled training questions: no question of split "
                             f"'{split}' of {dataset.name} cites an article of its corpus")
-        return cls(dataset.articles["id"], texts, labels, n=n, split=split)
+        return cls(dataset.articles["id"], texts, labels, n=n, split=split, question_ids=ids)
 
     def search(self, question: str, k: int = 100) -> list[Hit]:
         return self.search_many([question], k)[0]
 
+    def _similarities(self, questions: Sequence[str]) -> np.ndarray:
+        return self._questions.score_matrix([self._questions.analyzer.tokens(q) for q in questions])
+
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
         k = clip_k(k, self.size)
-        tokens = [self._questions.analyzer.tokens(q) for q in questions]
-        similarities = self._questions.score_matrix(tokens)
         out = []
-        for question, sims in zip(questions, similarities):
+        for question, sims in zip(questions, self._similarities(questions)):
             scores = transfer_scores(sims, self.labels, self.size, self.n, excluded=self._folded == fold(question))
             rows = np.flatnonzero(scores > 0)
             out.append(rank_all(scores[rows], self.article_ids, self._id_rank, min(k, len(rows)), rows=rows)
                        if len(rows) else [])
         return out
+
+    def neighbours(self, question: str) -> list[Neighbour]:
+        """The training questions :meth:`search` draws on for ``question`` (the ``n`` most similar
+        with a positive similarity, leave-one-out), most similar first."""
+        sims = self._similarities([question])[0]
+        return [Neighbour(self.question_ids[j], self.texts[j], float(sims[j]),
+                          tuple(self.article_ids[a] for a in self.labels[j]))
+                for j in chosen(sims, self.n, excluded=self._folded == fold(question))]
 
 
 def options_of(options: Mapping[str, object]) -> dict:

@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from bsard_demo.app.builds import (SLOW_ENCODERS, BSARD_ARTICLES, TRAINED_PREFIX, BuildEta, dense_index_stored, duration_text,
+from bsard_demo.app.builds import (SLOW_ENCODERS, BSARD_ARTICLES, TRAINED_PREFIX, BuildEta, dense_index_stored,
                                    encoder_options, eta_seconds, first_build_note, offered, slow_parts, trained_label,
                                    unavailable_note)
+from bsard_demo.app.french import duration
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.retrievers import RetrieverSpec
 from bsard_demo.retrievers.dense import DenseRetriever
@@ -130,20 +131,13 @@ def test_first_build_note():
     assert "Premier calcul de l'index e5" in slow and "lent" in slow and "plusieurs heures sur 2 cœurs" in slow
     measured = first_build_note("e5", 3600, docs_per_s=2.0)
     assert "≈ 30 min pour ces 3\u202f600 articles" in measured and "2 articles/s" in measured
-    assert f"≈ {duration_text(BSARD_ARTICLES / 2.0)} pour tout le corpus BSARD" in measured
+    assert f"≈ {duration(BSARD_ARTICLES / 2.0)} pour tout le corpus BSARD" in measured
     assert "3 h 09 min" in measured  # 22,633 / 2 = 11,316.5 s, rounded up to the minute
     e5 = first_build_note("e5", 220, SLOW_ENCODERS["e5"])  # the measured figure, in French notation
     assert "(1,56 articles/s mesurés sur 2 cœurs, docs/benchmarks.md)" in e5 and "(22\u202f633 articles)" in e5
 
 
 # --------------------------------------------------------------------------- time left
-
-@pytest.mark.parametrize("seconds,text", [(0, "0 s"), (0.2, "1 s"), (59, "59 s"), (60, "1 min"), (61, "2 min"),
-                                          (3599, "1 h 00 min"), (3600, "1 h 00 min"), (3661, "1 h 02 min"),
-                                          (11316.5, "3 h 09 min")])
-def test_duration_text(seconds, text):
-    assert duration_text(seconds) == text
-
 
 def test_eta_seconds():
     assert eta_seconds(10, 100, 5.0) == pytest.approx(45.0)

@@ -82,7 +82,7 @@ def test_metric_bars(per_question):
     pd.testing.assert_frame_equal(drawn[["run", "metric", "value", "ci_low", "ci_high"]], table)
     assert drawn["label"].tolist() == [charts.metric_label_fr(m) for m in table["metric"]]
     tooltip_titles = [t["title"] for t in enc["tooltip"]]
-    assert "IC 95 % (bas)" in tooltip_titles
+    assert "IC 95\u202f% (bas)" in tooltip_titles
 
 
 def test_metric_bars_rejects_wrong_frame():

@@ -13,7 +13,7 @@ from bsard_demo.app.render import hit_card, missed_list, question_box
 from bsard_demo.app.search_page import MissedGold, RankMarker, ShownHit
 
 XSS = '<img src=x onerror=alert(1)>'
-ALLOWED_TAGS = {"div", "span", "mark", "details", "summary", "br", "b", "ul", "li", "small"}
+ALLOWED_TAGS = {"div", "span", "mark", "details", "summary", "br", "b", "ul", "li", "small", "button"}
 
 
 def marked(fragment: str) -> list[str]:

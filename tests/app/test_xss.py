@@ -33,13 +33,17 @@ from _hostile_data import (A_JS, BOLD_MD, CATEGORY, EVIL_ARTICLE, EVIL_QID, IMG,
                            SCRIPT, SVG, articles, questions, run_json, run_trec, write_dataset)
 from _html_fragments import parse
 from bsard_demo.app.highlight import md_escape, query_terms
-from bsard_demo.app.render import breadcrumb, hit_card, missed_list, question_box, upload_refused_notice
+from bsard_demo.app.answers import CitedArticle, SimilarQuestion
+from bsard_demo.app.passages import ContextArticle, Entry
+from bsard_demo.app.render import (COPY_SCRIPT, breadcrumb, hit_card, missed_list, passage_card, question_box,
+                                   reminder_card, section_view, similar_panel, upload_refused_notice)
 from bsard_demo.app.search_page import MissedGold, RankMarker, ShownHit
 
 FOLDER = f"données {IMG} {BOLD_MD}"
 #: What ``bsard_demo.app.render`` may emit: (tag, allowed attributes).
-ALLOWED = {"div": {"class", "data-article", "role", "title"}, "span": {"class", "title"}, "mark": set(), "details": set(),
-           "summary": set(), "br": set(), "b": set(), "ul": set(), "li": set(), "small": set()}
+ALLOWED = {"div": {"class", "data-article", "data-member", "role", "title"}, "span": {"class", "title"}, "mark": set(),
+           "details": {"class"}, "summary": set(), "br": set(), "b": set(), "ul": set(), "li": set(), "small": set(),
+           "button": {"class", "type", "title", "data-copy"}}
 MARKDOWN_TYPES = {"markdown", "caption", "title", "header", "subheader", "error", "warning", "info", "success"}
 
 
@@ -81,8 +85,8 @@ def markdown_bodies(at: AppTest) -> list[str]:
 
 
 def html_bodies(at: AppTest) -> list[str]:
-    """The ``st.html`` fragments, without the app's constant style sheet."""
-    return [n.value for n in at.html if not n.value.lstrip().startswith("<style>")]
+    """The ``st.html`` fragments, without the app's constant style sheet and copy script."""
+    return [n.value for n in at.html if not n.value.lstrip().startswith("<style>") and n.value != COPY_SCRIPT]
 
 
 def frame_texts(at: AppTest) -> list[str]:
@@ -217,6 +221,40 @@ def test_typed_long_hostile_question(hostile_dir):
     assert cards(at)
 
 
+def test_panel_passages_and_why_lines_show_hostile_data_as_text(tmp_path, monkeypatch):
+    """The similar questions' texts, ids and categories, the cited articles (those outside the
+    corpus too), passage titles and why-lines of hostile data are text: the hostile dataset with
+    one code for all (consecutive articles make passages) and hostile train questions."""
+    import csv
+
+    folder = write_dataset(tmp_path / f"train {IMG}")
+    rows = [dict(a, code=f"Code {SCRIPT}") for a in articles()]
+    train = [{"id": f"t{i} {IMG}", "category": CATEGORY, "subcategory": "", "question": f"garantie locative {payload}",
+              "extra_description": "", "article_ids": f"1,2,{EVIL_ARTICLE},{SVG}"} for i, payload in enumerate(MARKUP)]
+    for name, table in (("articles.csv", rows), ("questions_train.csv", train)):
+        with open(folder / name, "w", newline="", encoding="utf-8") as out:
+            writer = csv.DictWriter(out, fieldnames=list(table[0]))
+            writer.writeheader()
+            writer.writerows(table)
+    monkeypatch.setenv("BSARD_DATA", str(folder))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"q": QUESTION, "systems": ["bm25", "hybrid"], "henc": "neighbours", "k": "12"})
+    at.run()
+    assert_no_live_markup(at)
+    (panel,) = [html_text(f) for f in html_bodies(at) if f.startswith('<div class="bsard-similar"')]
+    assert panel.count(CATEGORY) == 5 and panel.count(f"n° t") == 5
+    shown_questions = [q for q in train if f"n° {q['id']} ·" in panel]
+    assert len(shown_questions) == 5 and all(q["question"] in panel for q in shown_questions)
+    reference = {a["id"]: a["reference"] for a in rows}
+    assert reference[EVIL_ARTICLE] in panel and f"Article {SVG} absent du corpus" in panel
+    shown = cards(at)
+    whys = [f for f in html_bodies(at) if 'class="bsard-why"' in f]
+    assert whys and all("BM25 n° " in html_text(f) for f in whys)
+    passages = [f for f in html_bodies(at) if f.startswith('<div class="bsard-hit bsard-passage')]
+    assert passages and all("Voir la section" in html_text(f) for f in passages)
+    assert any(reference[EVIL_ARTICLE] in html_text(f) for f in passages + [shown[EVIL_ARTICLE]])
+
+
 def test_a_hostile_link_is_shown_as_text(hostile_dir, tmp_path, monkeypatch):
     """Query parameters are visitor input too: a link's question, values and parameter names, and
     the trained models' folder names and records, are shown as text (Search page links)."""
@@ -347,8 +385,17 @@ def test_unloadable_hostile_folder_is_named_as_text(monkeypatch, tmp_path):
 @pytest.mark.parametrize("payload", MARKUP + (LONG,), ids=lambda p: p[:20])
 def test_each_renderer_keeps_a_payload_as_text(payload):
     hit = ShownHit(rank=1, article_id=payload, score=1.0, reference=payload, breadcrumb=(payload, payload),
-                   text=f"garantie {payload} " * 30, gold=True, marker=RankMarker("up", 2))
-    fragments = [hit_card(hit, query_terms(payload + " garantie"), preview_chars=40),
+                   text=f"garantie {payload} " * 30, gold=True, marker=RankMarker("up", 2), why=f"{payload} n° 3")
+    other = ShownHit(rank=4, article_id=payload + "2", score=0.5, reference=payload, breadcrumb=(payload,), text=payload,
+                     why=payload)
+    context = [ContextArticle(payload, payload, payload, True, 1), ContextArticle(payload, "", payload, False)]
+    similar = [SimilarQuestion(payload, payload, payload, 1.5, (CitedArticle(payload, payload, (payload,), True,
+                                                                             ((payload, 2),)),
+                                                                CitedArticle(payload, "", (), False)))]
+    fragments = [hit_card(hit, query_terms(payload + " garantie"), preview_chars=40, context=context),
+                 passage_card(Entry(hit, (hit, other), payload), query_terms(payload), context=context),
+                 reminder_card(Entry(other, title=payload, lead=hit)), section_view(context, query_terms(payload)),
+                 similar_panel(similar),
                  missed_list([MissedGold(payload, payload, 3, True), MissedGold(payload, "", None, False)], 1, 10),
                  missed_list([], 1, 10, [MissedGold(payload, payload, None, True)], payload),
                  question_box(payload, query_terms(payload)), breadcrumb([payload, payload])]
@@ -357,6 +404,8 @@ def test_each_renderer_keeps_a_payload_as_text(payload):
         for tag, attrs in p.tags:
             assert tag in ALLOWED and set(attrs) <= ALLOWED[tag], (tag, attrs)
         assert payload in html_text(fragment)
+    copies = [attrs["data-copy"] for tag, attrs in parse(fragments[0]).tags if tag == "button"]
+    assert copies == [f"{payload} — {payload} › {payload}"]  # the copied text is the data, as text
     if payload != LONG:
         assert payload not in md_escape(payload)
     assert unmd(md_escape(payload)) == payload
@@ -368,7 +417,7 @@ def test_a_giant_word_does_not_make_a_giant_preview():
                     query_terms("garantie"), preview_chars=300)
     preview = html_text(card.split('<div class="bsard-text">')[1].split("</div>")[0])
     assert preview == text[:300] + " …"
-    full = html_text(card.split('<div class="bsard-full">')[1])
+    full = html_text(card.split('<div class="bsard-full">')[1].split("</div>")[0])
     assert full == text  # the whole text stays one click away
 
 

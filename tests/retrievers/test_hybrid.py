@@ -201,3 +201,14 @@ def test_hybrid_of_two_bm25_and_missing_corpus(tmp_path):
     assert len(h.search("bail", k=100)) == 4
     with pytest.raises(DataError):
         build_retriever(RetrieverSpec("bm25"), Dataset(name="q only", kind="local", articles=None, splits={}))
+
+
+def test_search_parts_gives_the_fused_hits_and_each_parts_ranking():
+    from bsard_demo.retrievers.hybrid import first_ranks
+
+    one, two = Fixed("one", A), Fixed("two", B)
+    h = HybridRetriever([one, two], depth=1000, corpus_size=4)
+    hits, rankings = h.search_parts("q", k=2)
+    assert hits == h.search("q", k=2) and rankings == [A[:4], B[:4]]  # each part as deep as the fusion reads it
+    assert first_ranks(rankings[0]) == {hit.article_id: i for i, hit in enumerate(A[:4], 1)}
+    assert first_ranks(H(("a", 3), ("b", 2), ("a", 1))) == {"a": 1, "b": 2}  # a repeat counts at its first rank

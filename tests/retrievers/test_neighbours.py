@@ -114,3 +114,21 @@ def test_real_bsard_test_split_figure(real_bsard):
     hits = r.search_many(list(test["question"]), k=500)
     scores = evaluate(ds.qrels("test"), {qid: [h.article_id for h in hs] for qid, hs in zip(test["id"], hits)})
     assert round(100 * scores.means["recall@100"], 2) == 77.10
+
+
+def test_neighbours_are_the_questions_its_scores_come_from():
+    """The training questions it names (ids of the split, text, similarity, cited corpus ids) are
+    those its scores sum: every hit's score is the sum of the similarities of the named
+    questions that cite it, and leave-one-out names no question asked verbatim."""
+    r = NeighboursRetriever.build(dataset())
+    question = "Comment résilier le bail et payer la garantie locative ?"
+    named = r.neighbours(question)
+    assert [n.question_id for n in named][:2] == ["t2", "t1"] or [n.question_id for n in named][:2] == ["t1", "t2"]
+    assert all(a.similarity >= b.similarity > 0 for a, b in zip(named, named[1:]))
+    by_id = {n.question_id: n for n in named}
+    assert by_id["t2"].article_ids == ("3", "7") and by_id["t2"].text == "Comment résilier mon bail de location ?"
+    for hit in r.search(question, k=8):
+        assert hit.score == pytest.approx(sum(n.similarity for n in named if hit.article_id in n.article_ids))
+    assert "t3" not in {n.question_id for n in r.neighbours(" comment DIVORCER ?")}  # asked verbatim: left out
+    assert r.neighbours("xyzzy") == []
+    assert [n.question_id for n in NeighboursRetriever.build(dataset(), n=1).neighbours(question)] == [named[0].question_id]
