@@ -246,7 +246,32 @@ def example_questions(dataset: Dataset, split: str = "test") -> pd.DataFrame:
 
 
 
-KIND_LABELS = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybride"}
+class _KindLabels(Mapping[str, str]):
+    """The systems menu: every kind of the registry offered as a column
+    (:func:`~bsard_demo.retrievers.registry.retriever_kinds`), in its order, by the page's word for
+    it (a kind without one shows its name)."""
+
+    WORDS = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybride"}
+
+    def _kinds(self) -> list[str]:
+        from ..retrievers.registry import retriever_kinds
+
+        return [name for name, kind in retriever_kinds().items() if kind.column]
+
+    def __getitem__(self, kind: str) -> str:
+        if kind not in self._kinds():
+            raise KeyError(kind)
+        return self.WORDS.get(kind, kind)
+
+    def __iter__(self):
+        return iter(self._kinds())
+
+    def __len__(self) -> int:
+        return len(self._kinds())
+
+
+#: The systems menu, kind -> label: read from the registry at each use.
+KIND_LABELS: Mapping[str, str] = _KindLabels()
 #: The column of the neighbours retriever, chosen as the dense column's "encoder".
 NEIGHBOURS_COLUMN = "Questions voisines (train)"
 #: The page's words for a fusion (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label`).
@@ -309,6 +334,8 @@ def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DE
             label, spec = hybrid_column(hybrid_encoders or [encoder], fusion=fusion, rrf_k=rrf_k, alpha=alpha,
                                         weights=weights, targets=targets)
             out[label] = spec
+        elif kind in KIND_LABELS:  # a kind registered with its defaults only
+            out[KIND_LABELS[kind]] = RetrieverSpec(kind)
         else:
             raise ValueError(f"unknown retriever kind {kind!r}; choose {', '.join(KIND_LABELS)}")
     return out

@@ -16,24 +16,37 @@ from pathlib import Path
 from ..dataset import DataError
 from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS, question_texts, ranked_pairs, run_tag, search_all
+from ..retrievers.bm25 import METHODS as BM25_METHODS
+from ..retrievers.encoders import BACKENDS, DEFAULT_ENCODER, ENCODER_CHOICES
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FUSION_METHODS
-from ..retrievers.registry import hybrid_spec, parse_encoders
+from ..retrievers.registry import hybrid_spec, parse_encoders, retriever_kinds
 from ..runs import format_run, write_text_atomic
+from ..runs.write import RUN_FORMATS
 from ..sources import load_dataset
 from .common import TqdmProgress, activate_index, add_data_argument, add_index_argument, data_spec, fail, say
 from .export import add_export_arguments, check_export_arguments, export_and_push, wants_export
 
+#: The kinds whose options ``run`` and ``index`` map from their own flags (any other registered
+#: kind is built with its defaults and refuses those flags).
+_MAPPED = ("bm25", "dense", "hybrid")
+
+
+def _either(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
 
 def _common_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--retriever", choices=("bm25", "dense", "neighbours", "hybrid"), default="bm25",
-                   help="bm25 (default), dense (an encoder), neighbours (the articles cited by the most similar "
-                        "questions of the train split), or hybrid (BM25 + dense and/or neighbours, fused)")
+    kinds = retriever_kinds()
+    p.add_argument("--retriever", choices=tuple(kinds), default="bm25",
+                   help="; ".join(f"{k.name}: {k.summary.replace('`', '')}" for k in kinds.values()))
+    builtin = ", ".join(f"{name} (default)" if name == DEFAULT_ENCODER else name for name in ENCODER_CHOICES)
     p.add_argument("--encoder", default=None, metavar="NAME[,NAME...]",
-                   help="dense encoder: use (default), e5, minilm, a sentence-transformers model id or folder "
+                   help=f"dense encoder: {builtin}, a sentence-transformers model id or folder "
                         "(e.g. one written by train); a hybrid takes several, comma-separated (use,e5), "
                         "and fuses BM25 with each of them; 'neighbours' in a hybrid's list adds the "
                         "neighbours part (use,neighbours)")
-    p.add_argument("--backend", choices=("auto", "torch", "onnx"), default="auto",
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="how a model folder is run: auto (default: its ONNX export when it has one, made by "
                         "export-onnx; else torch), torch, or onnx (onnxruntime, no torch needed)")
     add_data_argument(p)
@@ -41,7 +54,7 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     bm25 = p.add_argument_group("BM25")
     bm25.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.0)")
     bm25.add_argument("--b", type=float, default=None, help="BM25 b (default 0.6)")
-    bm25.add_argument("--bm25-method", choices=("lucene", "robertson"), default=None,
+    bm25.add_argument("--bm25-method", choices=BM25_METHODS, default=None,
                       help="BM25 idf variant (default lucene)")
     bm25.add_argument("--no-headers", action="store_true",
                       help="index the article text only, not its reference and headers")
@@ -72,7 +85,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--split", default="test", help="question split (default: test)")
     p.add_argument("--depth", type=int, default=500, help="articles per question (default: 500)")
     p.add_argument("--out", required=True, metavar="FILE", help="run file to write ('-' for stdout)")
-    p.add_argument("--format", choices=("trec", "json"), default=None,
+    p.add_argument("--format", choices=RUN_FORMATS, default=None,
                    help="trec (default) or json; a FILE ending in .json defaults to json")
     p.add_argument("--query-text", choices=QUERY_TEXTS, default=DEFAULT_QUERY_TEXT,
                    help="text searched: the question alone (default: the BSARD paper's protocol) or the question "
@@ -122,13 +135,13 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
         if given:
             raise ValueError(_not_for(given, "--retriever dense or hybrid", "bm25"))
         return RetrieverSpec("bm25", bm25)
-    if args.retriever == "neighbours":
+    if args.retriever not in _MAPPED:  # neighbours, or any kind registered since: its defaults
         given = (["--encoder"] * bool(args.encoder) + ["--backend"] * bool(dense) + fusion_given
                  + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
                  + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
         if given:
-            raise ValueError(_not_for(given, "--retriever bm25, dense or hybrid", "neighbours"))
-        return RetrieverSpec("neighbours")
+            raise ValueError(_not_for(given, f"--retriever {_either(_MAPPED)}", args.retriever))
+        return RetrieverSpec(args.retriever)
     if args.retriever == "dense":
         encoders = parse_encoders(args.encoder)
         if len(encoders) > 1:

@@ -1,6 +1,8 @@
-"""Retrievers over a dataset's articles: BM25 (:mod:`.bm25`), dense (:mod:`.dense`) and their
-fusion (:mod:`.hybrid`), all following :class:`Retriever` and built by :func:`build_retriever`."""
+"""Retrievers over a dataset's articles: BM25 (:mod:`.bm25`), dense (:mod:`.dense`), label transfer
+(:mod:`.neighbours`) and their fusion (:mod:`.hybrid`), all following :class:`Retriever`, built
+by :func:`build_retriever` from the kinds of :mod:`.registry` (:func:`register` adds one)."""
 from .base import Hit, Progress, Retriever
-from .registry import RetrieverSpec, build_retriever
+from .registry import RetrieverKind, RetrieverSpec, build_retriever, register, retriever_kinds
 
-__all__ = ["Hit", "Progress", "Retriever", "RetrieverSpec", "build_retriever"]
+__all__ = ["Hit", "Progress", "Retriever", "RetrieverKind", "RetrieverSpec", "build_retriever", "register",
+           "retriever_kinds"]

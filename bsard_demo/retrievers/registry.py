@@ -1,4 +1,7 @@
-"""Build any retriever from a small declarative spec (used by the CLI and the app).
+"""Build any retriever from a small declarative spec (used by the CLI and the app), and the one
+list of the kinds of retriever (:func:`register`, :func:`retriever_kinds`): the CLI's
+``--retriever`` choices and help, the Search page's systems menu and the README's list read it.
+A new retriever is its module plus one :func:`register` call at the end of this one.
 
 ``RetrieverSpec(kind, options)``:
 
@@ -28,19 +31,65 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from ..dataset import DataError, Dataset
 from .base import Progress, Retriever
 from .bm25 import BM25Retriever, BM25Settings
-from .neighbours import NEIGHBOURS, NeighboursRetriever, options_of
 from .hybrid import DEFAULT_ALPHA, DEFAULT_DEPTH, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, HybridRetriever
+from .neighbours import NEIGHBOURS, NeighboursRetriever, options_of
 
-KINDS = ("bm25", "dense", "neighbours", "hybrid")
 _BM25_OPTIONS = frozenset(BM25Settings.__dataclass_fields__)
 _DENSE_OPTIONS = frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"})
 _NEIGHBOURS_OPTIONS = frozenset({"split", "n"})
 _HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth"})
+
+
+class Builder(Protocol):
+    def __call__(self, spec: "RetrieverSpec", dataset: Dataset, *, cache_root: Path | None,
+                 progress: Progress | None, notice: Callable[[str], None] | None) -> Retriever: ...
+
+
+@dataclass(frozen=True)
+class RetrieverKind:
+    """One kind of retriever: ``name`` (the spec's kind, ``--retriever NAME``), a one-line
+    ``summary`` (``run --help``, the README's list), the ``options`` its spec takes, and ``build``
+    (``build(spec, dataset, cache_root=, progress=, notice=)``, the corpus checked already).
+    ``column``: the Search page offers it as a column of its own (neighbours is offered as an
+    "encoder" of the dense column instead)."""
+
+    name: str
+    summary: str
+    options: frozenset[str]
+    build: Builder
+    column: bool = True
+
+
+_KINDS: dict[str, RetrieverKind] = {}
+
+
+def register(kind: RetrieverKind) -> RetrieverKind:
+    """Add ``kind`` to the kinds every front end offers, after those registered before it."""
+    if kind.name in _KINDS:
+        raise ValueError(f"a retriever kind {kind.name!r} is registered already")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def unregister(name: str) -> None:
+    """Remove a kind :func:`register` added (a test's toy retriever)."""
+    _KINDS.pop(name, None)
+
+
+def retriever_kinds() -> dict[str, RetrieverKind]:
+    """The registered kinds by name, in registration order."""
+    return dict(_KINDS)
+
+
+def kinds_markdown() -> str:
+    """The README's list of the kinds: one table row per kind, in registration order."""
+    rows = [f"| `{k.name}` | {k.summary} |" for k in _KINDS.values()]
+    return "\n".join(["| `--retriever` | what it ranks by |", "| --- | --- |", *rows]) + "\n"
 
 
 @dataclass(frozen=True)
@@ -51,10 +100,9 @@ class RetrieverSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown retriever {self.kind!r}; choose {', '.join(KINDS)}")
-        allowed = {"bm25": _BM25_OPTIONS, "dense": _DENSE_OPTIONS, "neighbours": _NEIGHBOURS_OPTIONS,
-                   "hybrid": _HYBRID_OPTIONS}[self.kind]
+        if self.kind not in _KINDS:
+            raise ValueError(f"unknown retriever {self.kind!r}; choose {', '.join(_KINDS)}")
+        allowed = _KINDS[self.kind].options
         unknown = sorted(set(self.options) - allowed)
         if unknown:
             raise ValueError(f"unknown option(s) for a {self.kind} retriever: {', '.join(unknown)}; "
@@ -257,19 +305,7 @@ def build_retriever(spec: RetrieverSpec, dataset: Dataset, *, cache_root: Path |
         raise DataError(f"{dataset.name}: no article corpus (articles.csv), so nothing to search")
     if len(dataset.articles) == 0:
         raise DataError(f"{dataset.name}: the article corpus is empty")
-    options = dict(spec.options)
-    if spec.kind == "bm25":
-        return BM25Retriever.build(dataset.articles, BM25Settings(**options), cache_root=cache_root,
-                                   progress=progress, notice=notice)
-    if spec.kind == "dense":
-        from .dense import DenseRetriever  # imported late: pulls in the encoders
-
-        kwargs = {name: value for name, value in options.items() if value is not None}
-        return DenseRetriever.build(dataset.articles, cache_root=cache_root, progress=progress, notice=notice, **kwargs)
-    if spec.kind == "neighbours":
-        return NeighboursRetriever.build(dataset, **options_of(options))
-    built = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice) for p in hybrid_parts(spec)]
-    return make_hybrid(spec, built, corpus_size=len(dataset.articles))
+    return _KINDS[spec.kind].build(spec, dataset, cache_root=cache_root, progress=progress, notice=notice)
 
 
 def hybrid_parts(spec: RetrieverSpec) -> list[RetrieverSpec]:
@@ -283,3 +319,35 @@ def make_hybrid(spec: RetrieverSpec, parts: Sequence[Retriever], corpus_size: in
     of :func:`hybrid_parts`), for callers that build and share the parts themselves."""
     return HybridRetriever(list(parts), fusion=FusionConfig.from_options(spec.options, len(parts)),
                            corpus_size=corpus_size)
+
+
+# --------------------------------------------------------------------------- the kinds
+
+def _build_bm25(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
+    return BM25Retriever.build(dataset.articles, BM25Settings(**spec.options), **context)
+
+
+def _build_dense(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
+    from .dense import DenseRetriever  # imported late: pulls in the encoders
+
+    kwargs = {name: value for name, value in spec.options.items() if value is not None}
+    return DenseRetriever.build(dataset.articles, **context, **kwargs)
+
+
+def _build_neighbours(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
+    return NeighboursRetriever.build(dataset, **options_of(spec.options))
+
+
+def _build_hybrid(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
+    built = [build_retriever(p, dataset, **context) for p in hybrid_parts(spec)]
+    return make_hybrid(spec, built, corpus_size=len(dataset.articles))
+
+
+register(RetrieverKind("bm25", "BM25 over each article's text with its reference and headers (the default)",
+                       _BM25_OPTIONS, _build_bm25))
+register(RetrieverKind("dense", "a dense encoder: `use`, `e5`, `minilm`, a sentence-transformers model or folder, "
+                                "a query adapter", _DENSE_OPTIONS, _build_dense))
+register(RetrieverKind("neighbours", "the articles cited by the most similar questions of the `train` split",
+                       _NEIGHBOURS_OPTIONS, _build_neighbours, column=False))
+register(RetrieverKind("hybrid", "BM25 fused with dense and/or neighbours parts (reciprocal rank fusion, or a "
+                                 "weighted sum)", _HYBRID_OPTIONS, _build_hybrid))
