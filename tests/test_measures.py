@@ -39,3 +39,26 @@ def test_from_column_reads_only_measure_columns():
         assert Measure.from_column(other) is None and not is_measure_column(other)
     with pytest.raises(ValueError):
         Measure("precision", 10)
+
+
+def test_every_family_has_what_computes_it():
+    from bsard_demo.evaluation.metrics import VALUES
+
+    assert set(VALUES) == set(FAMILIES)
+
+
+def test_a_new_family_is_declared_once(monkeypatch):
+    """One row of FAMILIES and one function of metrics.VALUES: the parser, the columns, the labels
+    and evaluate follow (a toy precision@k)."""
+    from bsard_demo.evaluation import evaluate
+    from bsard_demo.evaluation.measures import Family, cutoff_families
+    from bsard_demo.evaluation.metrics import VALUES
+
+    monkeypatch.setitem(FAMILIES, "p", Family("p", "P", "P", "Précision"))
+    monkeypatch.setitem(VALUES, "p", lambda positions, n_relevant, k: len([p for p in positions if p <= k]) / k)
+    assert Measure.parse("P @ 2") == Measure("p", 2) and column_label("p@2") == "P@2"
+    assert cutoff_families()[-1] == "p" and cutoff_columns((2,))[-1] == "p@2"
+    ev = evaluate({"q": {"a", "b"}}, {"q": ["a", "x", "b"]}, ks=(2,), extra=())
+    assert ev.means["p@2"] == 0.5 and ev.means["recall@2"] == 0.5
+    with pytest.raises(ValueError, match=r"use recall@k, map@k, mrr@k, p@k or ndcg@10"):
+        Measure.parse("precision@2")

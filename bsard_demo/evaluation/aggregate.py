@@ -22,12 +22,10 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .measures import EXTRA, EXTRA_COLUMNS, Measure, cutoff_columns
-from .metrics import gold_positions, metrics_from_positions, ndcg_from_positions
+from .measures import EXTRA, EXTRA_COLUMNS, Measure, cutoff_columns, cutoff_families
+from .metrics import VALUES, gold_positions
 
 DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
-#: How each family of extra measure is computed from the ranks of the relevant articles.
-_EXTRA_VALUES = {"ndcg": ndcg_from_positions}
 
 
 def gold_ranks(relevant: Iterable[str], ranking: Sequence[str]) -> dict[str, int | None]:
@@ -81,6 +79,7 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
         raise ValueError("cutoffs must be positive integers")
     extras = _extra_measures(extra)
     cols = cutoff_columns(ks) + [m.column for m in extras]
+    families = cutoff_families()
     rows = []
     index = []
     missing = 0
@@ -95,12 +94,9 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
             missing += 1
             ranking = ()
         pos = gold_positions(rel, ranking)
-        vals = {}
-        for k in ks:
-            r, ap, rr = metrics_from_positions(pos, len(rel), k)
-            vals[f"recall@{k}"], vals[f"map@{k}"], vals[f"mrr@{k}"] = r, ap, rr
+        vals = {f"{family}@{k}": VALUES[family](pos, len(rel), k) for k in ks for family in families}
         for m in extras:
-            vals[m.column] = _EXTRA_VALUES[m.family](pos, len(rel), m.k)
+            vals[m.column] = VALUES[m.family](pos, len(rel), m.k)
         vals.update(n_relevant=len(rel), n_retrieved=len(ranking), missing=qid not in run)
         rows.append(vals)
         index.append(qid)

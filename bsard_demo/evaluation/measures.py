@@ -14,9 +14,11 @@ mrr      mrr@100      MRR@100          RR@100     MRR@100
 ndcg     ndcg@10      nDCG@10          nDCG@10    nDCG@10
 ======== ============ ================ ========== ================================
 
-``recall``, ``map`` and ``mrr`` are computed at every cut-off asked for (:data:`CUTOFF_FAMILIES`);
+``recall``, ``map`` and ``mrr`` are computed at every cut-off asked for (:func:`cutoff_families`);
 ``ndcg`` is an *extra* measure, computed at its own cut-off beside them (:data:`EXTRA`: nDCG@10,
-the figure MTEB reports).
+the figure MTEB reports). A new family is one row of :data:`FAMILIES` here and one function of
+:data:`bsard_demo.evaluation.metrics.VALUES` (what computes it); the parser, the columns, the
+labels and :func:`~bsard_demo.evaluation.evaluate` follow.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ class Family(NamedTuple):
     label: str  # English label (tables of the CLI and the Score page): R@100
     short: str  # ir_measures' name (the Search page's per-question scores): R@100, AP@100, RR@100
     label_fr: str  # the Score page's charts and selectors: Rappel@100
+    every_cutoff: bool = True  # computed at every cut-off of an evaluation; else an extra one (EXTRA)
 
 
 #: The one label table, in column order.
@@ -39,12 +42,20 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("recall", "R", "R", "Rappel"),
     Family("map", "MAP", "AP", "MAP"),
     Family("mrr", "MRR", "RR", "MRR"),
-    Family("ndcg", "nDCG", "nDCG", "nDCG"),
+    Family("ndcg", "nDCG", "nDCG", "nDCG", every_cutoff=False),
 )}
-#: The families computed at every cut-off of an evaluation (``ks``), in column order.
-CUTOFF_FAMILIES: tuple[str, ...] = ("recall", "map", "mrr")
 
-_MEASURE_RE = re.compile(r"^\s*(recall|map|mrr|ndcg)\s*@\s*(\d+)\s*$", re.IGNORECASE)
+
+def cutoff_families() -> tuple[str, ...]:
+    """The families computed at every cut-off of an evaluation (``ks``), in column order."""
+    return tuple(f.name for f in FAMILIES.values() if f.every_cutoff)
+
+
+def _measure_re() -> re.Pattern:
+    """``family @ k`` for any family of :data:`FAMILIES` (case and blanks ignored)."""
+    return re.compile(rf"^\s*({'|'.join(map(re.escape, FAMILIES))})\s*@\s*(\d+)\s*$", re.IGNORECASE)
+
+
 _COLUMN_RE = re.compile(r"^([a-z]+)@([0-9]+)$")
 
 
@@ -67,16 +78,17 @@ class Measure:
         """``"recall@100"``, ``"map@100"``, ``"mrr@10"``, ``"ndcg@10"`` (case and blanks ignored:
         ``"MAP @ 100"``, ``"nDCG@10"``). nDCG is computed at :data:`EXTRA`'s cut-offs only.
         Raises :class:`ValueError` with the accepted forms otherwise."""
-        m = _MEASURE_RE.match(str(text))
+        m = _measure_re().match(str(text))
         if not m:
-            raise ValueError(f"unknown measure {str(text)!r}; use recall@k, map@k, mrr@k or "
+            raise ValueError(f"unknown measure {str(text)!r}; use {', '.join(f'{f}@k' for f in cutoff_families())} or "
                              f"{', '.join(EXTRA_COLUMNS)} (e.g. recall@100)")
         family, k = m.group(1).lower(), int(m.group(2))
         if k < 1:
             raise ValueError(f"the cutoff of {text!r} must be at least 1")
         measure = cls(family, k)
-        if family not in CUTOFF_FAMILIES and Measure(family, k) not in EXTRA:
-            raise ValueError(f"nDCG is available at {', '.join(EXTRA_COLUMNS)} only, not {measure.column}")
+        if not FAMILIES[family].every_cutoff and Measure(family, k) not in EXTRA:
+            at = ", ".join(c for c in EXTRA_COLUMNS if Measure.from_column(c).family == family)
+            raise ValueError(f"{FAMILIES[family].label} is available at {at} only, not {measure.column}")
         return measure
 
     @classmethod
@@ -117,7 +129,7 @@ class Measure:
     @property
     def is_extra(self) -> bool:
         """Computed beside the cut-off measures, at its own cut-off (nDCG@10)."""
-        return self.family not in CUTOFF_FAMILIES
+        return not FAMILIES[self.family].every_cutoff
 
     def __str__(self) -> str:
         return self.column
@@ -130,7 +142,7 @@ EXTRA_COLUMNS: tuple[str, ...] = tuple(m.column for m in EXTRA)
 
 def cutoff_columns(ks) -> list[str]:
     """Columns of the cut-off measures in display order: all recalls, then map@k, then mrr@k."""
-    return [Measure(family, k).column for family in CUTOFF_FAMILIES for k in ks]
+    return [Measure(family, k).column for family in cutoff_families() for k in ks]
 
 
 def is_measure_column(column: object) -> bool:

@@ -15,7 +15,7 @@ A relevant doc repeated in ``ranked`` counts at its first rank only (runs read b
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 
 def gold_positions(relevant: Iterable[str], ranking: Sequence[str]) -> list[int]:
@@ -30,16 +30,28 @@ def gold_positions(relevant: Iterable[str], ranking: Sequence[str]) -> list[int]
     return sorted(found.values())
 
 
+def recall_from_positions(positions: Sequence[int], n_relevant: int, k: int) -> float:
+    """recall@k from the sorted ranks of the relevant docs found (any depth), as above."""
+    return len([p for p in positions if p <= k]) / n_relevant if n_relevant else 0.0
+
+
+def ap_from_positions(positions: Sequence[int], n_relevant: int, k: int) -> float:
+    """AP@k from the sorted ranks of the relevant docs found (any depth), as above."""
+    inside = [p for p in positions if p <= k]
+    return sum(j / p for j, p in enumerate(inside, start=1)) / n_relevant if n_relevant else 0.0
+
+
+def rr_from_positions(positions: Sequence[int], n_relevant: int, k: int) -> float:
+    """RR@k from the sorted ranks of the relevant docs found (any depth), as above."""
+    first = next((p for p in positions if p <= k), None)
+    return 1.0 / first if n_relevant and first is not None else 0.0
+
+
 def metrics_from_positions(positions: Sequence[int], n_relevant: int, k: int) -> tuple[float, float, float]:
     """``(recall@k, AP@k, RR@k)`` from the sorted ranks of the relevant docs found (any depth):
     the recipe above, written on positions so that one pass serves every cutoff."""
-    if n_relevant == 0:
-        return 0.0, 0.0, 0.0
-    inside = [p for p in positions if p <= k]
-    recall = len(inside) / n_relevant
-    ap = sum(j / p for j, p in enumerate(inside, start=1)) / n_relevant
-    rr = 1.0 / inside[0] if inside else 0.0
-    return recall, ap, rr
+    return (recall_from_positions(positions, n_relevant, k), ap_from_positions(positions, n_relevant, k),
+            rr_from_positions(positions, n_relevant, k))
 
 
 def ndcg_from_positions(positions: Sequence[int], n_relevant: int, k: int = 10) -> float:
@@ -61,3 +73,10 @@ def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str], k:
         raise ValueError("k must be at least 1")
     rel = set(relevant_docs)
     return metrics_from_positions(gold_positions(rel, ranked_docs[:k]), len(rel), k)
+
+
+#: What computes each family of :data:`bsard_demo.evaluation.measures.FAMILIES` at cut-off ``k``,
+#: from the sorted ranks of the relevant docs found and their number.
+VALUES: dict[str, Callable[[Sequence[int], int, int], float]] = {
+    "recall": recall_from_positions, "map": ap_from_positions, "mrr": rr_from_positions, "ndcg": ndcg_from_positions,
+}

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from .aggregate import Evaluation
-from .measures import EXTRA_COLUMNS, Measure, column_label, is_measure_column
+from .measures import EXTRA_COLUMNS, Measure, column_label, cutoff_families, is_measure_column
 
 #: Published results on the BSARD test split (Louis & Spanakis, ACL 2022, Table 3): R@100/200/500 in %.
 PUBLISHED = {
@@ -56,11 +56,11 @@ def extra_columns(evaluations: Mapping[str, Evaluation]) -> list[str]:
 
 
 def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
-    """The table's metric columns: recall at every cutoff, then MAP and MRR at the smallest, then
-    the ``extra`` measures (``ndcg@10``) in :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS` order."""
+    """The table's metric columns: recall at every cutoff, then the other cut-off families (MAP,
+    MRR) at the smallest, then the ``extra`` measures (``ndcg@10``) in :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS` order."""
     k0 = min(ks)
-    return ([Measure("recall", k).column for k in sorted(ks)] + [Measure("map", k0).column, Measure("mrr", k0).column]
-            + [m for m in EXTRA_COLUMNS if m in extra])
+    return ([Measure("recall", k).column for k in sorted(ks)]
+            + [Measure(f, k0).column for f in cutoff_families() if f != "recall"] + [m for m in EXTRA_COLUMNS if m in extra])
 
 
 def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = False) -> pd.DataFrame:
