@@ -11,8 +11,10 @@ Conventions:
   absent from this corpus, k out of range, …) is replaced by its default with a French note:
   :func:`parse_link` never raises. Notes are plain text; the page escapes them;
 - what a first visitor sees is decided in one place: :func:`default_systems` (BM25, plus the
-  hybrid when its dense embeddings are already stored) and :func:`default_hybrid_encoder` (the
-  trained model of the index bundle, else ``use``), held by :class:`LinkChoices` and used both by
+  hybrid when its dense embeddings are already stored) and :func:`default_hybrid_encoders` (the
+  query adapter fitted on this corpus, with the neighbours, when :data:`PREFER_BUNDLED_ADAPTER`;
+  the bundle's fine-tuned model only when :data:`PREFER_BUNDLED_MODEL`, off; else ``use``), held
+  by :class:`LinkChoices` and used both by
   the page's state and by a link without ``systems`` / ``henc``. Links always write ``systems``
   (and ``henc`` with the hybrid), so a shared link keeps its meaning when these defaults change.
 """

@@ -6,49 +6,8 @@ it) or ``None``. They take plain data, not files: rankings ``{qid: [article id, 
 order the run is scored in, the gold of the split ``{qid: {article id, ...}}``, the corpus ids
 or size when known, and the question ids of the dataset's other splits. :func:`check_run` runs
 them all; whether the scores run the wrong way (``scores_ascending``) is the reader's own
-warning (:mod:`bsard_demo.runs.validate`), which sees the file's order.
-
-Decisions (the numbers hold for any corpus, not tuned to BSARD or the sample):
-
-- **Depth.** Chance and skill can only be told apart when a random ranking rarely hits the gold.
-  The checks look at the top ``d = min(100, max(1, N // 20))`` of each ranking (``N`` = corpus
-  size): 100 on BSARD (22,633 articles); on a small corpus (the 220-article sample: 11) a
-  single-gold question has at most a 5 % chance of a hit at random. ``ids_shifted`` reports the
-  R@100 the shifted run would have in any case.
-- **ids_shifted** (numeric gold ids only, compared as canonical integers): the gold is shifted
-  by ``-s`` for ``s`` in (-1, +1), which matches run ids shifted by ``+s`` without rewriting the
-  run. It fires for the better shift when (1) its recall@d is at least :data:`SHIFT_RATIO` (2)
-  times the unshifted one, (2) at least :data:`SHIFT_MIN_RECALL` (0.05) in absolute terms, and
-  (3) a one-sided sign test over questions (shift better vs worse) gives p < :data:`SHIFT_P`
-  (0.001), so that noise on a handful of questions never fires. An honest run scores its exact
-  ids best; neighbouring articles (often relevant together in BSARD) make the unshifted recall
-  of a shifted perfect run about 0.25 on the real test labels, hence a ratio rather than "≈ 0".
-- **near_random**: over the split's questions the run answers, the observed hit rate (share of
-  questions with a gold article in the top d) against a random ranking of the same depth: a
-  question with ``g`` gold articles in the corpus and ``d_q`` = min(d, its ranking's length)
-  retrieved hits with probability ``1 - C(N-g, d_q) / C(N, d_q)``. Fires when the observed rate
-  is below the expected rate + :data:`RANDOM_Z` (3) standard errors (Poisson-binomial variance):
-  the run is not significantly better than chance. When that bound reaches 100 % (a handful of
-  questions over a tiny corpus) no run could pass it, and a run hitting every question is not
-  flagged. Without a corpus (size and ids unknown) it
-  uses the span of the numeric ids seen (max - min + 1, the corpus of BSARD-style row-number ids);
-  with non-numeric ids and no corpus it is skipped (no finding).
-- **scores_ascending** (the reader's warning, :func:`bsard_demo.runs.validate.direction_counts`):
-  a question counts when it has at least two distinct finite scores; it is ascending when, in the
-  file's rank order (line order when the file has no ranks), more consecutive steps go up than
-  down. Fires when more than half the questions that count are ascending.
-- **wrong_split**: fires when more than half of the run's question ids belong to one other split,
-  that split holds more of them than the scored split, and the run answers fewer than half of the
-  scored split's questions (a run of every question of the dataset is not a wrong split).
-- :func:`check_run` reports ``wrong_split``, ``ids_shifted`` and ``near_random`` in that order, and leaves ``near_random`` (the catch-all) out when a more
-  specific finding already explains the low score.
-
-Score orientation (``--lower-is-better``): :func:`similarity_score` turns a distance into a
-similarity by negation. Negation is exact for floats and reverses their order, so a reader that
-negates scores before applying :func:`bsard_demo.runs.run.order_entries` orders distances
-ascending with ties broken exactly as for similarities: by article id descending (as strings,
-trec_eval's rule). A distance run read with ``lower_is_better=True`` therefore scores exactly like
-the same ranking given as similarities.
+warning (:mod:`bsard_demo.runs.validate`), which sees the file's order. What each check decides
+and why (depth, thresholds, score orientation): docs/run-formats.md, "BSARD-aware checks".
 """
 from __future__ import annotations
 

@@ -134,17 +134,8 @@ def default_hybrid_parts() -> list[RetrieverSpec]:
 # (FusionConfig's defaults): reciprocal rank fusion with Cormack et al.'s k = 60.
 #: RRF weight of a built-in, zero-shot dense encoder (:data:`~.encoders.ENCODER_CHOICES`) when
 #: :func:`hybrid_spec` is given no weights; BM25 and any other encoder (a model folder, e.g. one
-#: fine-tuned by ``train``, or a hub id) weigh 1. Why half: general-purpose encoders used
-#: zero-shot are weaker than BM25 on statutory text (BSARD paper; issue 10's real figures: USE
-#: R@100 0.379 vs BM25 0.510), and the gap grows with the corpus (low-dimensional dense
-#: retrieval degrades faster with index size, Reimers & Gurevych 2021; issue 10: 0.058 on 3,000
-#: articles, 0.131 on 29,000), so equal weights over-trust the weaker ranking where it matters
-#: most. A latent-score model calibrated to those real figures (``bench/bench_e5.py
-#: fusion-model``) puts equal-weight RRF at 0.524 (real: 0.526) and weight 0.5 at 0.538 on the
-#: full corpus, above equal weights in every variant tried there, and within 0.007 of them at
-#: 3,000 articles (BM25 + USE + e5 included); on 1,500 synthetic articles (dense ~ noise) 0.5
-#: gives back 2.6 points of recall@100 (9.4 with e5 as well), on the sample (dense stronger than
-#: BM25) it costs 0.9 (docs/effectiveness.md, "e5 and fusion").
+#: fine-tuned by ``train``, or a hub id) weigh 1. Why half: docs/effectiveness.md, "Why 0.5 for a
+#: zero-shot encoder".
 ZERO_SHOT_DENSE_WEIGHT = 0.5
 #: RRF weight of the neighbours part (:mod:`~bsard_demo.retrievers.neighbours`) when
 #: :func:`hybrid_spec` is given no weights: decided on frlaw-dev's train split, leave-one-out,

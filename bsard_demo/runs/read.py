@@ -1,62 +1,8 @@
 """Read and validate run files of any common layout, reporting every problem at once.
 
 :func:`read_run_bytes` (and :func:`read_run_path`) never raise: whatever the bytes, they return
-a :class:`RunFile` whose ``problems`` list every error (the run cannot be used, ``run`` is
-``None``) and warning (the run is scored anyway), each with its 1-based line (``None`` for the
-file as a whole).
-
-Formats, detected from the content (never from the file name). A text file without a header
-line is a whitespace-separated table whose layout is the field count (6 or 3) of at least half
-of its lines; lines with another count are errors.
-
-- ``trec``: 6 fields ``qid Q0 docid rank score tag``. Articles are ordered by score, as
-  trec_eval does (ties by article id descending); ranks must be whole numbers (``3.0`` is 3) but
-  only serve to warn when their order contradicts the scores.
-- ``3col-rank`` / ``3col-score``: 3 fields ``qid docid value``. The value is read as a **rank**
-  when more than half of the values are plain whole numbers (digits only) and, for every
-  question, those numbers are distinct and start at 1 — unless every question with two lines or
-  more lists them in decreasing order, which is how a file of whole-number *scores* (best
-  first) looks. Otherwise the value is a **score** (higher is better). Values that do not fit
-  the reading chosen are errors (a rank must be a whole number ≥ 1).
-- ``csv``: a header line naming the columns, separated by commas, semicolons, tabs or (with at
-  least two known names) whitespace. Question id column ``qid``/``query_id``/``question_id``,
-  article id column ``docid``/``doc_id``/``article_id``, plus ``score`` and/or ``rank`` (score
-  wins when both are present; ranks are then only checked), optional ``tag``. Names are
-  case-insensitive; other columns are ignored.
-- ``json-scores``: ``{"qid": {"docid": score, ...}, ...}``; ``json-ranked``:
-  ``{"qid": ["docid", ...], ...}`` (first = best). Scores must be JSON numbers; article ids
-  strings or integers.
-- ``jsonl``: one JSON object per line, either ``{"qid": .., "docid": .., "score": ..}`` (same
-  key names and rules as the CSV columns; ``rank`` instead of ``score`` also works) or
-  ``{"qid": .., "docids": [..]}`` (also ``doc_ids``/``article_ids``; first = best; a second
-  record for the same question continues its list). The first valid record fixes which.
-- ``parquet``: a table with the CSV's columns (ranx's ``q_id`` too), detected by its ``PAR1``
-  magic; see :mod:`.parquet_format` (problems name the 1-based row number as their line).
-
-Any of these may be gzip-compressed (detected by its magic bytes; ``RunFile.compressed``); it is
-inflated in a streaming way and abandoned as soon as it exceeds ``max_decompressed_bytes``
-(which also caps uncompressed files). Text files are streamed in 1 MB chunks into compact
-arrays (:mod:`.validate`): reading never holds the whole file (JSON and parquet excepted,
-UTF-16/32 too), nor a Python object per field. Text is UTF-8, with or without BOM (UTF-16/32 with a BOM
-are accepted too), any line ending and any whitespace between fields. Blank lines are skipped.
-
-Problems of JSON object files have no line (``None``); their message names the question and
-article. Each repeated problem has a ``kind`` (e.g. ``"score is not a number"``), so a file
-with 100,000 bad lines keeps the first few with their lines and counts the rest.
-
-Score orientation: ``lower_is_better=True`` reads scores as distances, ordered ascending, ties
-by article id descending exactly as for similarities (the order of the negated scores, see
-:func:`bsard_demo.diagnostics.similarity_score`); ``Run.scores`` keep the file's values and
-``Run.lower_is_better`` is set. Formats with ranks only ignore it.
-
-Warnings (the run is still scored): an article listed twice for a question (its best position
-is kept), question ids not in ``qids``, article ids not in ``corpus_ids``, rank order that
-contradicts the scores (in the orientation read), tied scores whose ranks disagree with the
-trec_eval tie-break, several run tags in one file, questions with fewer than ``k`` articles,
-and scores whose direction along the file's ranks (line order without ranks) contradicts the
-orientation for most questions: ``scores_ascending`` (distances read as similarities: use
-lower-is-better) or ``scores_descending`` (similarities read as distances). Every problem has
-a code (:data:`bsard_demo.runs.problems.CODES`).
+a :class:`RunFile` whose ``problems`` list every error and warning. The formats, what is
+detected how, and every warning: docs/run-formats.md.
 """
 from __future__ import annotations
 

@@ -70,11 +70,7 @@ from .folders import (
 
 DEFAULT_BASE = "minilm"
 #: ``train --finetune``'s recipe: the best of those tried on held-out frlaw-dev train questions
-#: (docs/effectiveness.md, "Fine-tuning recipes against the query adapter"): 2 epochs at 128
-#: tokens gave dense R@100 70.37 and 78.12 fused with BM25, against 65.53 and 75.05 for the
-#: earlier 1 epoch at 256 tokens (lr 1e-4: 68.23 / 76.76; one BM25 hard negative: 66.64 / 76.07),
-#: in less time (795 s against 892 s for one epoch at 256 tokens, at the same load); 128 tokens
-#: is also the saved model's window, so its corpus encodes faster.
+#: (the figures: docs/effectiveness.md, "Fine-tuning recipes against the query adapter").
 DEFAULT_EPOCHS = 2
 DEFAULT_BATCH = 32
 DEFAULT_MAX_SEQ = 128
