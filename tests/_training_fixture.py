@@ -1,4 +1,4 @@
-"""The one tiny fine-tuning of a test run, shared by ``tests/test_training.py`` and
+"""The one tiny fine-tuning of a test run, shared by ``tests/training/test_training.py`` and
 ``tests/cli/test_cli_train.py`` (``tests/conftest.py`` registers the fixtures and marks every test
 that uses ``tiny_model`` ``training`` and ``slow``, in one xdist group so that one worker trains).
 

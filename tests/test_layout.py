@@ -211,6 +211,42 @@ def test_the_top_level_check_can_fail(tmp_path):
                                        "training_dev.py": "bsard_demo/training/"}
 
 
+#: The subpackages whose tests must live in tests/<subpackage>/ (tests/README.md's rule).
+MIRRORED = ("evaluation", "training", "tuning", "bundles", "runs", "cli", "app", "retrievers")
+
+
+def unmirrored_tests(tests_root: Path, package: Path) -> list[str]:
+    """Top-level test files of ``tests_root`` whose name starts with a subpackage of ``package``
+    that has its own tests folder (``test_tuning.py`` beside ``tests/tuning/``), plus the
+    subpackages of :data:`MIRRORED` without a tests folder."""
+    subpackages = {p.parent.name for p in package.glob("*/__init__.py")}
+    found = [f"no tests/{name}/" for name in MIRRORED if name in subpackages and not (tests_root / name).is_dir()]
+    for path in sorted(tests_root.glob("test_*.py")):
+        stem = path.stem.removeprefix("test_")
+        home = next((name for name in sorted(subpackages) if (stem == name or stem.startswith(name.rstrip("s")))
+                     and (tests_root / name).is_dir()), None)
+        if home:
+            found.append(f"{path.name} belongs in tests/{home}/")
+    return found
+
+
+def test_tests_mirror_the_package():
+    assert unmirrored_tests(REPO / "tests", PACKAGE) == []
+
+
+def test_the_mirror_check_can_fail(tmp_path):
+    package, tests = tmp_path / "pkg", tmp_path / "tests"
+    for sub in ("tuning", "bundles", "training"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (tests / "tuning").mkdir(parents=True)
+    (tests / "bundles").mkdir()
+    for name in ("test_tuning.py", "test_bundle_models.py", "test_layout.py"):
+        (tests / name).write_text("")
+    assert unmirrored_tests(tests, package) == ["no tests/training/", "test_bundle_models.py belongs in tests/bundles/",
+                                                "test_tuning.py belongs in tests/tuning/"]
+
+
 # --------------------------------------------------------------------------- scoring (issue 15)
 
 SCORING = PACKAGE / "evaluation" / "scoring.py"

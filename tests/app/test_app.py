@@ -2,7 +2,7 @@
 
 Every test runs ``app.py`` with ``BSARD_DATA=sample`` and a temporary ``BSARD_CACHE``. Figures on
 the Score page are compared with the Scoreboard of :func:`bsard_demo.evaluation.scoring.score_runs` on the
-same files, the service ``python -m bsard_demo evaluate`` renders too (tests/test_scoring.py).
+same files, the service ``python -m bsard_demo evaluate`` renders too (tests/evaluation/test_scoring.py).
 Only ``test_dense_and_bm25_side_by_side`` builds a dense index.
 """
 from __future__ import annotations

@@ -95,7 +95,7 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
     run_file.write_text(sample_run_trec(seed=3))
     other = tmp_path / "systeme_b.trec"
     other.write_text(sample_run_trec(seed=4, drop=2))
-    # the page shows the scoring service's figure (the one evaluate prints: tests/test_scoring.py)
+    # the page shows the scoring service's figure (the one evaluate prints: tests/evaluation/test_scoring.py)
     board = score_runs(load_sample(), "test", [RunSource.file(run_file)])
     expected = f"{100 * board.evaluations['systeme_a.trec'].means['recall@100']:.2f}"
 

@@ -27,7 +27,7 @@ from bsard_demo.training import METADATA_FILE
 #: is made once (tests/conftest.py groups them too).
 pytestmark = pytest.mark.xdist_group("onnx")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ARTICLES = articles(long_seventh=True)  # the 7th longer than the model's window
 TRAINING = {"created": "2026-11-30T10:00:00+00:00", "pairs": 42, "base": {"name": "minilm"},
             "dataset": {"name": "bsard", "split": "train", "articles": 8, "articles_sha256": "ab" * 32,
