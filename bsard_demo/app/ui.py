@@ -98,7 +98,8 @@ STYLE = """
 .bsard-sq ul {margin: .3rem 0 .3rem 1.2rem; padding: 0; font-size: .86rem;}
 /* a phone (Streamlit stacks the columns below 640 px): narrower margins, no element wider than the screen */
 @media (max-width: 640px) {
-  [data-testid="stMainBlockContainer"] {padding-left: .9rem; padding-right: .9rem; padding-top: 1rem;}
+  [data-testid="stMainBlockContainer"] {padding-left: .9rem; padding-right: .9rem;}
+  [data-testid="stMainBlockContainer"] h1 {font-size: 1.9rem;}
   .bsard-score {margin-left: 0;}
 }
 .bsard-question {font-size: 1rem; padding: .5rem .8rem; border-left: 4px solid #0068c9; background: rgba(0,104,201,.05);
