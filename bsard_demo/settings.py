@@ -123,6 +123,16 @@ def prepare_runtime() -> None:
         os.environ.setdefault(name, value)
 
 
+def child_environment(package_root: str) -> dict[str, str]:
+    """The environment of a helper process of ours (:mod:`bsard_demo.runs.sandbox`): this one's,
+    with ``package_root`` first on ``PYTHONPATH`` (so it imports this very ``bsard_demo``) and
+    one thread for the native libraries."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "ARROW_IO_THREADS": "1"})
+    return env
+
+
 @contextmanager
 def restoring_env(name: str) -> Iterator[None]:
     """Run the block, then put ``$name`` back as it was before it (unset when it was)."""

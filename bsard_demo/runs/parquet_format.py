@@ -51,6 +51,8 @@ def _open(content: Content, problems: ProblemList):
         where = str(source.path)
     try:
         return pq.ParquetFile(where)
+    except MemoryError:  # the reader's limit, not damage: the caller words it
+        raise
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... on damaged footers
         problems.error("parquet_unreadable", f"this parquet file cannot be read ({_reason(exc)}); it may be "
                                              "truncated or damaged")
@@ -120,6 +122,8 @@ def parse_parquet(content: Content, result):
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
             _batch(batch, row, wanted, cols, tags, stages)
             row += batch.num_rows
+    except MemoryError:
+        raise
     except Exception as exc:
         problems.error("parquet_unreadable", f"this parquet file cannot be read after row {row} "
                                              f"({_reason(exc)}); it may be truncated or damaged")

@@ -16,6 +16,7 @@ from .decode import DEFAULT_MAX_BYTES, Chunk, SizeMessage, Source, open_content,
 from .json_formats import parse_json
 from .problems import ProblemList
 from .run import Run
+from .sandbox import DEFAULT_ISOLATION, Isolation, parse_parquet_isolated
 from .text_formats import parse_table
 from .validate import add_warnings, build_run
 
@@ -24,7 +25,8 @@ UNKNOWN = "unknown"
 _NOT_SPACE = re.compile(r"\S")  # as str.strip()/split() see whitespace
 _NOT_SPACE_BYTES = re.compile(rb"\S")  # as bytes.split() does (ASCII chunks hold no other space)
 
-__all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "RunFile", "read_run_bytes", "read_run_path"]
+__all__ = ["DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "Isolation", "RunFile", "read_run_bytes",
+           "read_run_path"]
 
 
 @dataclass
@@ -55,16 +57,20 @@ def read_run_bytes(
     max_decompressed_bytes: int = DEFAULT_MAX_BYTES,
     size_message: SizeMessage | None = None,
     lower_is_better: bool = False,
+    isolation: Isolation | None = DEFAULT_ISOLATION,
 ) -> RunFile:
     """Detect the format of ``data``, parse it and validate it; never raises.
 
     ``max_decompressed_bytes`` caps the bytes, raw or inflated from gzip; ``size_message``
     words the error of a file above it (default: "the file is 2.0 MB, above the limit of
     1.0 MB"). ``lower_is_better``: the scores are distances, ordered ascending (ties by article
-    id descending, as for similarities); ``Run.scores`` keep the values of the file."""
+    id descending, as for similarities); ``Run.scores`` keep the values of the file.
+    ``isolation``: the limits of the child process that decodes a parquet file
+    (:mod:`.sandbox`); ``None`` decodes it in this process (trusted files only: a damaged one
+    can abort the process)."""
     data = data if isinstance(data, bytes) else bytes(data)
     return _read_source(lambda: Source(data=data, limit=max_decompressed_bytes), str(name), qids, corpus_ids, k,
-                        max_decompressed_bytes, size_message, lower_is_better)
+                        max_decompressed_bytes, size_message, lower_is_better, isolation)
 
 
 def read_run_path(
@@ -76,6 +82,7 @@ def read_run_path(
     max_decompressed_bytes: int = DEFAULT_MAX_BYTES,
     size_message: SizeMessage | None = None,
     lower_is_better: bool = False,
+    isolation: Isolation | None = DEFAULT_ISOLATION,
 ) -> RunFile:
     """Read a run file from disk (see :func:`read_run_bytes`), streaming it: the file is never
     held in memory whole (gzip included). A missing, unreadable or non-regular file is an error
@@ -95,7 +102,7 @@ def read_run_path(
             with open(p, "rb"):  # unreadable: an error now, not inside the reader
                 pass
             return _read_source(lambda: Source(path=p, limit=max_decompressed_bytes), p.name, qids, corpus_ids, k,
-                                max_decompressed_bytes, size_message, lower_is_better)
+                                max_decompressed_bytes, size_message, lower_is_better, isolation)
     except OSError as exc:
         problems.error("unreadable_file", f"cannot read {p}: {exc.strerror or exc}")
     except Exception as exc:
@@ -104,16 +111,20 @@ def read_run_path(
 
 
 def _read_source(make_source, name: str, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None,
-                 lower_is_better: bool) -> RunFile:
+                 lower_is_better: bool, isolation: Isolation | None) -> RunFile:
     result = RunFile(name=name, format=UNKNOWN, run=None, problems=ProblemList())
     try:
         source = make_source()
-        _read(source, result, qids, corpus_ids, k, cap, size_message, lower_is_better)
+        _read(source, result, qids, corpus_ids, k, cap, size_message, lower_is_better, isolation)
         if source.path is not None and source.read > cap:  # the file grew past the limit while read
             result.problems = ProblemList()
             result.problems.error("file_too_large", size_problem(source.read, cap, size_message))
     except OSError as exc:
         result.problems.error("unreadable_file", f"cannot read {name}: {exc.strerror or exc}")
+    except MemoryError:
+        result.problems = ProblemList()
+        result.problems.error("reader_out_of_memory", f"reading {name} needed more memory than this process has: "
+                                                      "the file was not read")
     except Exception as exc:  # never let odd bytes escape as a traceback
         result.problems.error(
             "internal_error",
@@ -157,7 +168,7 @@ def _find_first(chunks: Iterator[Chunk]) -> tuple[list[Chunk], _First | None]:
 
 
 def _read(source: Source, result: RunFile, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None,
-          lower_is_better: bool) -> None:
+          lower_is_better: bool, isolation: Isolation | None) -> None:
     """bytes -> text (:mod:`.decode`) -> columns (:mod:`.text_formats`, :mod:`.json_formats`,
     :mod:`.parquet_format`) -> Run and warnings (:mod:`.validate`), filling ``result``."""
     problems = result.problems
@@ -165,9 +176,12 @@ def _read(source: Source, result: RunFile, qids, corpus_ids, k: int, cap: int, s
     if content is None:
         return
     if content.parquet:
-        from .parquet_format import parse_parquet  # pyarrow is imported only for a parquet file
+        if isolation is not None:  # pyarrow may abort on damaged bytes: never in this process
+            parsed = parse_parquet_isolated(content, result, isolation)
+        else:
+            from .parquet_format import parse_parquet  # pyarrow is imported only for a parquet file
 
-        parsed = parse_parquet(content, result)
+            parsed = parse_parquet(content, result)
         _finish(parsed, result, qids, corpus_ids, k, lower_is_better)
         return
     decoding = ProblemList()

@@ -114,6 +114,15 @@ class Columns:
         self.append(self.q_codes(qids), self.d_codes(docs), None if score is None else np.array(score, dtype=float),
                     rank_arr, None if line is None else np.array(line, dtype=np.int64))
 
+    @classmethod
+    def of_arrays(cls, qnames: list[str], dnames: list[str], q, d, score=None, rank=None, line=None) -> "Columns":
+        """Finished columns from their arrays (as :meth:`finish` leaves them), e.g. a child's answer."""
+        cols = cls()
+        cols.qnames, cols.dnames = qnames, dnames
+        cols.q, cols.d, cols.score, cols.rank, cols.line = q, d, score, rank, line
+        cols.n = len(q)
+        return cols
+
     def finish(self) -> "Columns":
         for name, parts in self._parts.items():
             if parts:

@@ -16,6 +16,7 @@ from bsard_demo.evaluation import checks
 from bsard_demo.runs import Problem, ProblemList, read_run_bytes, read_run_path
 from bsard_demo.runs import read as read_module
 from bsard_demo.runs.problems import CHECK_CODES, CODES, codes_markdown
+from bsard_demo.runs.sandbox import Isolation
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = REPO / "bsard_demo" / "runs"
@@ -61,6 +62,10 @@ BYTES_INPUTS: dict[str, list] = {
     "parquet_unreadable": [_PARQUET[: len(_PARQUET) // 2]],
     "parquet_too_large": [(_BIG_PARQUET, {"max_decompressed_bytes": len(_BIG_PARQUET) + 10})],
     "bad_column_type": [_parquet(qid=["1"], docid=[["a"]], score=[1.0])],
+    # the child that decodes parquet: a file that aborts pyarrow, and limits no read can meet
+    "reader_crashed": [(Path(__file__).parent / "hostile" / "abort-unencoded-byte-array.parquet").read_bytes()],
+    "reader_timeout": [(_PARQUET, {"isolation": Isolation(seconds=0.0001)})],
+    "reader_out_of_memory": [(_BIG_PARQUET, {"isolation": Isolation(memory_mb=1)})],
     "not_a_run": [b"Ceci est un texte.\nIl n'a rien d'un run, vraiment rien.\n", b"42\n"],
     "qrels_file": [b"4 0 2222 1\n7 0 2222 1\n"],
     "csv_without_header": [b"1,947,0.5\n1,948,0.4\n"],

@@ -1,0 +1,341 @@
+"""Native decoders read untrusted bytes in a child process, never in the caller's.
+
+pyarrow's parquet reader can abort the whole process on a damaged footer (a C++ exception no
+Python handler catches: apache/arrow#45283); in the app that would end every visitor's session.
+:func:`parse_parquet_isolated` runs :func:`~bsard_demo.runs.parquet_format.parse_parquet` in a
+fresh child, forked for that one file by a small fork server of ours (:func:`zygote`, which
+loaded pyarrow once and never reads a file itself), capped by :class:`Isolation` (address space,
+wall time, CPU time), and gets the columns back as JSON plus raw arrays (no pickle: a subverted
+child cannot make the parent run code). A child that dies, overruns or answers nonsense is one
+error problem (``reader_crashed``, ``reader_timeout``, ``reader_out_of_memory``); the caller carries
+on. Cost and fuzzing: docs/benchmarks.md, "Isolated parquet reads"; docs/reliability.md, "Hostile
+files in a child".
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..settings import child_environment
+from .problems import ProblemList
+from .validate import Columns
+
+#: The array fields of :class:`~bsard_demo.runs.validate.Columns` sent back, and the only dtypes accepted.
+_ARRAYS = ("q", "d", "score", "rank", "line")
+_DTYPES = {"<i4": np.int32, "<i8": np.int64, "<f8": np.float64}
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_ZYGOTE = "import sys; from bsard_demo.runs.sandbox import zygote; zygote(int(sys.argv[1]), sys.argv[2])"
+#: What a child runs, as ``module:function`` (given its job socket).
+CHILD = "bsard_demo.runs.sandbox:_child"
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """Limits of the child that reads one file: ``memory_mb`` of address space above its size
+    when forked (RLIMIT_AS; the inflated columns of a 256 MB run fit), ``seconds`` of wall time
+    (the parent kills it then; its CPU time is capped too, in case the parent is gone)."""
+
+    memory_mb: int = 1536
+    seconds: float = 60.0
+
+
+#: The limits the CLI and the app use.
+DEFAULT_ISOLATION = Isolation()
+
+
+# -- the parent side ----------------------------------------------------------------------------
+class ForkServer:
+    """The zygote process and our end of its control socket; started on first use, again if it
+    died. Its children run ``child`` (``module:function``; a test gives a probe, with ``path``
+    put first on the zygote's ``PYTHONPATH``)."""
+
+    def __init__(self, child: str = CHILD, path: str = "") -> None:
+        self.child, self.path = child, path
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+
+    def _ensure(self) -> socket.socket:
+        if self.proc is None or self.proc.poll() is not None:
+            self.stop()
+            ours, theirs = socket.socketpair()
+            try:
+                roots = os.pathsep.join(p for p in (self.path, _PACKAGE_ROOT) if p)
+                self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE, str(theirs.fileno()), self.child],
+                                             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             env=child_environment(roots), start_new_session=True)
+            finally:
+                theirs.close()
+            self.control = ours
+        return self.control
+
+    def fork(self, job_end: socket.socket) -> None:
+        """Have the zygote fork a child that serves the job on ``job_end`` (passed over)."""
+        with self.lock:
+            for attempt in (1, 2):  # a zygote that died since the last read is started again
+                control = self._ensure()
+                try:
+                    socket.send_fds(control, [b"j"], [job_end.fileno()])
+                    return
+                except OSError:
+                    if attempt == 2:
+                        raise
+                    self.stop()
+
+    def stop(self) -> None:
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            self.proc = None
+
+
+_server = ForkServer()
+atexit.register(_server.stop)
+
+
+def keep_warm() -> None:
+    """Start the fork server now (the app at start-up, a CLI with a parquet file to read), so the
+    first read does not wait for Python, numpy and pyarrow to load (0.5-1 s)."""
+    with _server.lock:
+        _server._ensure()
+
+
+def parse_parquet_isolated(content, result, isolation: Isolation = DEFAULT_ISOLATION, server: ForkServer | None = None):
+    """:func:`~bsard_demo.runs.parquet_format.parse_parquet` of ``content`` in a child within
+    ``isolation`` (forked by ``server``, default the process's own): the same ``(columns, by,
+    check_ranks, tags)`` or None, the same problems in ``result.problems``, or one ``reader_*``
+    error when the child did not answer."""
+    server = server or _server
+    result.format = "parquet"
+    source = content.source
+    job = {"cap": content.cap, "memory_mb": isolation.memory_mb, "cpu_seconds": int(isolation.seconds) + 1,
+           "path": None if source.data is not None else str(Path(source.path).resolve()),
+           "size": None if source.data is None else len(source.data)}
+    ours, theirs = socket.socketpair()
+    pid, answered = None, False
+    deadline = time.monotonic() + isolation.seconds
+    try:
+        try:
+            server.fork(theirs)
+        except OSError as exc:
+            result.problems.error("reader_crashed", f"the reader process for {result.name} could not be started "
+                                                    f"({exc.strerror or exc}): the file was not read")
+            return None
+        finally:
+            theirs.close()
+        try:
+            pid = struct.unpack("<q", _receive(ours, deadline, exactly=8))[0]
+            ours.settimeout(max(deadline - time.monotonic(), 0.001))
+            ours.sendall(json.dumps(job).encode() + b"\n" + (source.data or b""))
+            ours.shutdown(socket.SHUT_WR)
+            out = _receive(ours, deadline, limit=8 * content.cap + 2**20)
+            answered = True
+        except socket.timeout:
+            result.problems.error("reader_timeout", f"reading {result.name} took longer than {isolation.seconds:g} s "
+                                                    "and was stopped: the file is damaged or hostile and was not read")
+            return None
+        except (OSError, EOFError, struct.error):  # the child died early, or answered too much
+            out = b""
+        return _answer(out, result)
+    finally:
+        ours.close()
+        if pid is not None and not answered:  # a child that may still run ends now (the zygote reaps it)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _receive(sock: socket.socket, deadline: float, *, exactly: int | None = None, limit: int = 0) -> bytes:
+    """``exactly`` bytes, or everything up to the end (at most ``limit``), by ``deadline``
+    (``socket.timeout`` after it; ``EOFError`` on an early end or an answer over the limit)."""
+    parts, size = [], 0
+    while exactly is None or size < exactly:
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        chunk = sock.recv(min(1 << 20, exactly - size) if exactly is not None else 1 << 20)
+        if not chunk:
+            if exactly is not None:
+                raise EOFError
+            break
+        size += len(chunk)
+        if exactly is None and size > limit:
+            raise EOFError
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _answer(out: bytes, result):
+    """The child's answer into ``result``: its columns, or the one error that says why not."""
+    name = result.name
+    try:
+        header_end = out.index(b"\n")
+        header = json.loads(out[:header_end])
+        outcome = header["outcome"]
+    except (ValueError, KeyError, TypeError):
+        outcome = None
+    if outcome == "out_of_memory":
+        result.problems.error("reader_out_of_memory", f"reading {name} needed more memory than the reader is "
+                                                      "allowed: the file is damaged, hostile or too large and was "
+                                                      "not read")
+        return None
+    if outcome != "ok":
+        result.problems.error("reader_crashed", f"the parquet reader crashed on {name}: the file is damaged or "
+                                                "hostile and was not read")
+        return None
+    try:
+        result.problems.extend(ProblemList.from_state(header["problems"]))
+        return _parsed(header.get("parsed"), memoryview(out)[header_end + 1:])
+    except (ValueError, KeyError, TypeError, IndexError):
+        result.problems.error("reader_crashed", f"the parquet reader answered nonsense on {name}: the file is "
+                                                "damaged or hostile and was not read")
+        return None
+
+
+def _parsed(parsed, payload: memoryview):
+    """``(columns, by, check_ranks, tags)`` from the child's description and raw arrays."""
+    if parsed is None:
+        return None
+    arrays, offset, n = {}, 0, int(parsed["n"])
+    for name, dtype, count in parsed["arrays"]:
+        if name not in _ARRAYS or dtype not in _DTYPES or int(count) != n:
+            raise ValueError("unexpected array")
+        size = np.dtype(_DTYPES[dtype]).itemsize * n
+        if offset + size > len(payload):
+            raise ValueError("truncated arrays")
+        arrays[name] = np.frombuffer(payload[offset:offset + size], dtype=_DTYPES[dtype]).copy()
+        offset += size
+    qnames, dnames = [str(x) for x in parsed["qnames"]], [str(x) for x in parsed["dnames"]]
+    for name, names in (("q", qnames), ("d", dnames)):
+        codes = arrays.get(name)
+        if codes is None or (n and (int(codes.min()) < 0 or int(codes.max()) >= len(names))):
+            raise ValueError("codes out of range")
+    if parsed["by"] not in ("score", "rank") or (n and parsed["by"] not in arrays):
+        raise ValueError("no ordering column")
+    cols = Columns.of_arrays(qnames, dnames, **arrays)
+    return cols, parsed["by"], bool(parsed["check_ranks"]), {str(t): None for t in parsed["tags"]}
+
+
+# -- the child side -----------------------------------------------------------------------------
+def _limit(memory_mb: int, cpu_seconds: int) -> None:
+    """Cap this process: address space at its size now plus ``memory_mb``, and CPU seconds."""
+    with open("/proc/self/statm") as f:
+        now = int(f.read().split()[0]) * resource.getpagesize()
+    cap = now + memory_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+
+
+def zygote(control_fd: int, child: str = CHILD) -> None:
+    """The fork server: load pyarrow, then fork one child per job socket received on
+    ``control_fd``, which runs ``child`` (``module:function``); ends when the parent closes it.
+    It never reads a file itself."""
+    import importlib
+
+    import pyarrow.compute  # noqa: F401  (with parquet_format below: what a child would import lazily)
+    import pyarrow.parquet  # noqa: F401
+
+    from . import decode, parquet_format  # noqa: F401
+
+    module, _, name = child.partition(":")
+    serve = getattr(importlib.import_module(module), name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    control = socket.socket(fileno=control_fd)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(control, 16, 1)
+        except OSError:
+            return
+        if not msg:
+            return
+        for fd in fds:
+            if os.fork() == 0:
+                control.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                code = 1
+                try:
+                    serve(socket.socket(fileno=fd))
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(fd)
+
+
+def _child(conn: socket.socket) -> None:
+    """One job: our pid, then the job (a JSON line, then the file's bytes unless it names a
+    path) and one answer: a JSON line, then the raw arrays it lists."""
+    from types import SimpleNamespace
+
+    from .decode import Source, open_content
+    from .parquet_format import parse_parquet
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # a native crash's text never reaches the parent's terminal or log
+    conn.sendall(struct.pack("<q", os.getpid()))
+    header = b""
+    while b"\n" not in header:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return
+        header += chunk
+    line, _, data = header.partition(b"\n")
+    job = json.loads(line)
+    if job["size"] is not None:
+        data = bytearray(data)
+        while len(data) < job["size"]:
+            chunk = conn.recv(min(1 << 20, job["size"] - len(data)))
+            if not chunk:
+                return
+            data += chunk
+        data = bytes(data)
+    else:
+        data = None
+    _limit(int(job["memory_mb"]), int(job["cpu_seconds"]))
+    result = SimpleNamespace(name="", format="parquet", problems=ProblemList())  # what parse_parquet fills
+    try:
+        content, _ = open_content(Source(data=data, path=job["path"], limit=job["cap"]), ProblemList(), job["cap"])
+        parsed = parse_parquet(content, result) if content is not None and content.parquet else None
+        answer = _message(result.problems, parsed)
+    except MemoryError:
+        answer = json.dumps({"outcome": "out_of_memory"}).encode() + b"\n"
+    except Exception as exc:  # as the in-process reader words an unexpected failure
+        result.problems.error("internal_error", f"unexpected failure while reading the file ({type(exc).__name__}: "
+                                                f"{exc}); please report it with the file")
+        answer = _message(result.problems, None)
+    conn.sendall(answer)
+    conn.close()
+
+
+def _message(problems: ProblemList, parsed) -> bytes:
+    header = {"outcome": "ok", "problems": problems.state(), "parsed": None}
+    arrays = []
+    if parsed is not None:
+        cols, by, check_ranks, tags = parsed
+        cols.finish()
+        for name in _ARRAYS:
+            value = getattr(cols, name)
+            if value is not None:
+                arrays.append((name, np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))))
+        header["parsed"] = {"by": by, "check_ranks": bool(check_ranks), "tags": list(tags), "n": len(cols.q),
+                            "qnames": cols.qnames, "dnames": cols.dnames,
+                            "arrays": [(name, value.dtype.str, len(value)) for name, value in arrays]}
+    return b"".join([json.dumps(header).encode(), b"\n", *(value.tobytes() for _, value in arrays)])
