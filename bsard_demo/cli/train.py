@@ -12,15 +12,26 @@ import argparse
 from pathlib import Path
 
 from ..dataset import DataError
+from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..sources import load_dataset
-from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
 from ..training import (
-    DEFAULT_ADAPTER_BASE, DEFAULT_BASE, DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_LR, DEFAULT_MAX_SEQ, DEFAULT_SEED,
-    DEFAULT_WARMUP, DEV_MAX_ARTICLES, DEV_SPLIT, AdapterOptions, TrainOptions, train, train_adapter,
+    DEFAULT_ADAPTER_BASE,
+    DEFAULT_BASE,
+    DEFAULT_BATCH,
+    DEFAULT_EPOCHS,
+    DEFAULT_LR,
+    DEFAULT_MAX_SEQ,
+    DEFAULT_SEED,
+    DEFAULT_WARMUP,
+    DEV_MAX_ARTICLES,
+    DEV_SPLIT,
+    AdapterOptions,
+    TrainOptions,
+    train,
+    train_adapter,
 )
 from .common import TqdmProgress, add_data_argument, data_spec, fail, say
-
 
 #: What ``train`` fits when neither ``--adapter`` nor ``--finetune`` is given: the query adapter.
 #: Decided on frlaw-dev's train split (docs/effectiveness.md, "Fine-tuning recipes against the

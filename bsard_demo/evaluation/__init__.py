@@ -15,8 +15,16 @@ The reader's own problems with a file (format, ranks, scores) are in :mod:`bsard
 """
 from .aggregate import DEFAULT_KS, Evaluation, evaluate, gold_ranks, recall_curve
 from .checks import Finding, SplitContext, check_run, check_run_file
-from .measures import EXTRA, EXTRA_COLUMNS, FAMILIES, Measure, column_label, cutoff_columns, cutoff_families, \
-    is_measure_column
+from .measures import (
+    EXTRA,
+    EXTRA_COLUMNS,
+    FAMILIES,
+    Measure,
+    column_label,
+    cutoff_columns,
+    cutoff_families,
+    is_measure_column,
+)
 from .metrics import compute_metrics, ndcg_from_positions
 from .report import FORMATS, json_report, metrics_table, per_question_table, render_comparison, render_table
 from .scoring import Limits, RunSource, Scoreboard, score_runs, unique_names

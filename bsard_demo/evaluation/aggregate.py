@@ -100,13 +100,15 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
         vals.update(n_relevant=len(rel), n_retrieved=len(ranking), missing=qid not in run)
         rows.append(vals)
         index.append(qid)
-    per_q = pd.DataFrame(rows, index=pd.Index(index, name="qid"), columns=cols + ["n_relevant", "n_retrieved", "missing"])
+    per_q = pd.DataFrame(rows, index=pd.Index(index, name="qid"),
+                         columns=cols + ["n_relevant", "n_retrieved", "missing"])
     means = {c: float(per_q[c].mean()) if len(per_q) else 0.0 for c in cols}
     unknown = sum(1 for qid in run if qid not in qrels)
     return Evaluation(per_q, means, ks, missing, unknown, unlabelled)
 
 
-def recall_curve(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], max_k: int = 500) -> pd.DataFrame:
+def recall_curve(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]],
+                 max_k: int = 500) -> pd.DataFrame:
     """Macro-averaged recall@k for k = 1 … ``max_k`` (columns ``k``, ``recall``), all questions counted."""
     curve = np.zeros(max_k)
     n = 0

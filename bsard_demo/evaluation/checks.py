@@ -99,7 +99,8 @@ def check_depth(n_docs: int | None) -> int:
     return max(1, min(MAX_DEPTH, int(n_docs * RANDOM_HIT_CAP)))
 
 
-def _scored(qrels: Mapping[str, Iterable[str]], rankings: Mapping[str, Sequence[str]]) -> list[tuple[frozenset, Sequence[str]]]:
+def _scored(qrels: Mapping[str, Iterable[str]],
+            rankings: Mapping[str, Sequence[str]]) -> list[tuple[frozenset, Sequence[str]]]:
     """``(gold, ranking)`` of the labelled questions of the split that the run answers."""
     out = []
     for qid, gold in qrels.items():
@@ -191,7 +192,8 @@ def check_near_random(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str,
     if not pairs or not n_docs:
         return None
     depth = check_depth(n_docs)
-    corpus = None if corpus_ids is None else (corpus_ids if isinstance(corpus_ids, (set, frozenset)) else set(corpus_ids))
+    corpus = (None if corpus_ids is None
+              else corpus_ids if isinstance(corpus_ids, (set, frozenset)) else set(corpus_ids))
     hits, probs = 0, []
     for gold, ranking in pairs:
         top = ranking[:depth]
@@ -211,7 +213,8 @@ def check_near_random(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str,
     return Finding(
         code="near_random",
         message=(f"the run is no better than chance: {hits} of {n} questions ({_pct(observed)}) have a gold article "
-                 f"in their top {depth}; a random ranking of the {n_docs:,} articles gets {_pct(expected)} ± {_pct(se)}"),
+                 f"in their top {depth}; a random ranking of the {n_docs:,} articles gets "
+                 f"{_pct(expected)} ± {_pct(se)}"),
         hint="check the id space (article ids of this corpus?), the split and the dataset the run was made for",
         figure=f"hit rate@{depth} {_pct(observed)} vs {_pct(expected)} at random",
         values={"depth": depth, "questions": n, "hits": hits, "hit_rate": observed, "random_hit_rate": expected,

@@ -67,7 +67,8 @@ def ndcg_from_positions(positions: Sequence[int], n_relevant: int, k: int = 10) 
     return dcg / idcg
 
 
-def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str], k: int = 100) -> tuple[float, float, float]:
+def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str],
+                    k: int = 100) -> tuple[float, float, float]:
     """Return ``(recall@k, AP@k, RR@k)`` for one question."""
     if k < 1:
         raise ValueError("k must be at least 1")

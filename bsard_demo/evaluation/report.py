@@ -38,7 +38,8 @@ def is_bsard_test(qrels: Mapping[str, frozenset[str]]) -> bool:
 
 
 #: What nDCG@10 is, said beside every table that shows it.
-NDCG_NOTE = "nDCG@10: binary gains, trec_eval ndcg_cut_10 on the top 10, every question counted; the figure MTEB reports"
+NDCG_NOTE = ("nDCG@10: binary gains, trec_eval ndcg_cut_10 on the top 10, every question counted; "
+             "the figure MTEB reports")
 
 
 def metric_label(metric: str) -> str:
@@ -57,10 +58,12 @@ def extra_columns(evaluations: Mapping[str, Evaluation]) -> list[str]:
 
 def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
     """The table's metric columns: recall at every cutoff, then the other cut-off families (MAP,
-    MRR) at the smallest, then the ``extra`` measures (``ndcg@10``) in :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS` order."""
+    MRR) at the smallest, then the ``extra`` measures (``ndcg@10``) in
+    :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS` order."""
     k0 = min(ks)
     return ([Measure("recall", k).column for k in sorted(ks)]
-            + [Measure(f, k0).column for f in cutoff_families() if f != "recall"] + [m for m in EXTRA_COLUMNS if m in extra])
+            + [Measure(f, k0).column for f in cutoff_families() if f != "recall"]
+            + [m for m in EXTRA_COLUMNS if m in extra])
 
 
 def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = False) -> pd.DataFrame:
@@ -76,7 +79,8 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
     df["source"] = "this run"
     if published:
         pub = pd.DataFrame.from_dict(
-            {f"{name} (published)": {Measure("recall", k).column: v / 100 for k, v in zip((100, 200, 500), vals) if k in ks}
+            {f"{name} (published)": {Measure("recall", k).column: v / 100
+                                     for k, v in zip((100, 200, 500), vals) if k in ks}
              for name, vals in PUBLISHED.items()}, orient="index")
         pub["source"] = f"published ({PUBLISHED_SOURCE})"
         df = pd.concat([df, pub.reindex(columns=df.columns).assign(source=pub["source"])])

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+
 @dataclass(frozen=True)
 class StatsSettings:
     """The settings of the paired comparison (:func:`compare_measure`): ``resamples`` random sign
@@ -201,8 +202,10 @@ def _aligned(per_question: Mapping[str, pd.Series]) -> dict[str, pd.Series]:
             if only_here:
                 detail.append(f"{len(only_here)} question(s) only in {name!r} (e.g. {', '.join(only_here[:3])})")
             if only_there:
-                detail.append(f"{len(only_there)} question(s) only in {first_name!r} (e.g. {', '.join(only_there[:3])})")
-            raise ValueError(f"runs {first_name!r} and {name!r} are not scored on the same questions: " + "; ".join(detail))
+                detail.append(f"{len(only_there)} question(s) only in {first_name!r} "
+                              f"(e.g. {', '.join(only_there[:3])})")
+            raise ValueError(f"runs {first_name!r} and {name!r} are not scored on the same questions: "
+                             + "; ".join(detail))
         out[name] = s.reindex(first.index)
         if out[name].isna().any():
             raise ValueError(f"run {name!r}: missing (NaN) values")
@@ -263,7 +266,8 @@ class Comparison:
                 rec[key] = float(rec[key])
             for key in ("wins", "ties", "losses"):
                 rec[key] = int(rec[key])
-            rec["run_a"], rec["run_b"], rec["significant"] = str(rec["run_a"]), str(rec["run_b"]), bool(rec["significant"])
+            rec["run_a"], rec["run_b"] = str(rec["run_a"]), str(rec["run_b"])
+            rec["significant"] = bool(rec["significant"])
             out.append(rec)
         return out
 
@@ -277,7 +281,8 @@ class Comparison:
 
 
 def compare_measure(per_question: Mapping[str, pd.Series | pd.DataFrame], measure: str, *,
-                    n_resamples: int = STATS.resamples, seed: int = STATS.seed, alpha: float = STATS.alpha) -> Comparison:
+                    n_resamples: int = STATS.resamples, seed: int = STATS.seed,
+                    alpha: float = STATS.alpha) -> Comparison:
     """Compare runs on ``measure``: each value of ``per_question`` is a run's per-question Series
     of that measure, or its :attr:`bsard_demo.evaluation.Evaluation.per_question` frame (the
     ``measure`` column is taken). Pairs in input order (A before B), tested by :func:`compare_runs`.
@@ -311,5 +316,6 @@ def metric_table_with_ci(per_question_by_run: Mapping[str, pd.DataFrame], metric
         for metric in metrics:
             values = frame[metric].to_numpy(dtype=float)
             low, high = bootstrap_ci(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
-            rows.append({"run": str(run), "metric": metric, "value": float(values.mean()), "ci_low": low, "ci_high": high})
+            rows.append({"run": str(run), "metric": metric, "value": float(values.mean()), "ci_low": low,
+                         "ci_high": high})
     return pd.DataFrame(rows, columns=CI_COLUMNS)

@@ -70,7 +70,8 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     if dataset.articles is None or not len(dataset.articles):
         raise DataError(f"{dataset.name} has no articles: an adapter is fitted over the corpus' embeddings")
     if options.split not in dataset.splits:
-        raise DataError(f"no split '{options.split}' in {dataset.name} (available: {', '.join(dataset.split_names) or 'none'})")
+        raise DataError(f"no split '{options.split}' in {dataset.name} "
+                        f"(available: {', '.join(dataset.split_names) or 'none'})")
     texts, gold = labelled_questions(dataset, options.split)
     questions = dataset.questions(options.split)
     if not texts:
@@ -88,7 +89,8 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     if options.split == DEV_SPLIT:
         notes.append("fitted on the test split: its scores on that split are no longer held out")
     if len(texts) < len(questions):
-        notes.append(f"{len(questions) - len(texts)} question(s) of the split cite no article of the corpus and were skipped")
+        notes.append(f"{len(questions) - len(texts)} question(s) of the split cite no article of the corpus "
+                     "and were skipped")
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     try:
@@ -100,7 +102,8 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
                         "questions": len(questions), "questions_used": len(texts),
                         "questions_sha256": questions_fingerprint(questions),
                         "articles": len(dataset.articles), "articles_sha256": articles_fingerprint(dataset.articles),
-                        "articles_in_pairs": len({int(r) for rows in gold for r in rows}), "fields": list(DEFAULT_FIELDS),
+                        "articles_in_pairs": len({int(r) for rows in gold for r in rows}),
+                        "fields": list(DEFAULT_FIELDS),
                         "with_description": False},
             "base": {"name": base, "version": getattr(encoder, "version", "")},
             "settings": {**options.settings.as_dict(), "loss": "softmax over the whole corpus, multi-positive "

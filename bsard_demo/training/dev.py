@@ -48,7 +48,7 @@ def dev_wanted(options, dataset: Dataset, notes: list[str]) -> bool:
     if options.evaluate is False or options.split == DEV_SPLIT or DEV_SPLIT not in dataset.splits:
         return False
     if options.evaluate is None and len(dataset.articles) > DEV_MAX_ARTICLES:
-        notes.append(f"not scored on {DEV_SPLIT}: that encodes all {len(dataset.articles):,} articles with the new model "
-                     f"(over {DEV_MAX_ARTICLES:,}); --evaluate does it, or the run lines below then evaluate")
+        notes.append(f"not scored on {DEV_SPLIT}: that encodes all {len(dataset.articles):,} articles with the new "
+                     f"model (over {DEV_MAX_ARTICLES:,}); --evaluate does it, or the run lines below then evaluate")
         return False
     return True

@@ -188,7 +188,8 @@ def training_pairs(dataset: Dataset, split: str = "train", *, hard_negatives: in
             continue
         per_question.append((str(qid), text, found))
     if not per_question:
-        raise DataError(f"{dataset.name}: split {split} has no question with a gold article in the corpus; nothing to train on")
+        raise DataError(f"{dataset.name}: split {split} has no question with a gold article in the corpus; "
+                        "nothing to train on")
     negatives_of: dict[str, list[str]] = {}
     if hard_negatives:
         from ..retrievers.registry import RetrieverSpec, build_retriever
@@ -292,7 +293,8 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
             "settings": {"epochs": options.epochs, "batch": options.batch, "max_seq": options.max_seq,
                          "hard_negatives": options.hard_negatives, "seed": options.seed, "lr": options.lr,
                          "warmup": options.warmup, "loss": "MultipleNegativesRankingLoss (scale 20, cosine)",
-                         "batch_sampler": "no_duplicates", "bm25": dict(options.bm25) if options.hard_negatives else None,
+                         "batch_sampler": "no_duplicates",
+                         "bm25": dict(options.bm25) if options.hard_negatives else None,
                          "threads": options.threads},
             "pairs": len(pairs), "negatives": sum(len(n) for n in pairs.negatives), "steps": steps,
             "loss": {"first": history[0][1] if history else None, "last": history[-1][1] if history else None,

@@ -100,8 +100,8 @@ class TrainResult:
 
         data = ["--data", str(self.data)] if self.data is not None else []
         enc = ["--encoder", str(self.out)]
-        return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "dense", *enc, *data, "--out", "dense.trec"]),
-                shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "hybrid", *enc, *data, "--out", "hybrid.trec"])]
+        return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", kind, *enc, *data,
+                            "--out", f"{kind}.trec"]) for kind in ("dense", "hybrid")]
 
     def summary(self) -> str:
         """What was trained, where it is, and the ``run`` lines that use it."""
@@ -113,9 +113,10 @@ class TrainResult:
                     f"pairs from {d['questions_used']} questions, {m['steps']} full-batch steps (tau {s['tau']:g}, "
                     f"lam {s['lam']:g}, lr {s['lr']:g}) in {self.seconds:.0f} s")
         else:
-            head = (f"trained {m['base']['name']} on {d['name']}, split {d['split']}: {m['pairs']} pairs{negatives} from "
-                    f"{d['questions_used']} questions, {s['epochs']} epoch(s), {m['steps']} steps (batch {s['batch']}, "
-                    f"max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, seed {s['seed']}) in {self.seconds:.0f} s")
+            head = (f"trained {m['base']['name']} on {d['name']}, split {d['split']}: {m['pairs']} pairs{negatives} "
+                    f"from {d['questions_used']} questions, {s['epochs']} epoch(s), {m['steps']} steps "
+                    f"(batch {s['batch']}, max-seq {s['max_seq']}, hard negatives {s['hard_negatives']}, "
+                    f"seed {s['seed']}) in {self.seconds:.0f} s")
         lines = [head + (f"; final loss {loss:.4f}" if loss is not None else ""), f"model folder: {self.out}"]
         dev = m.get("evaluation")
         if dev:
@@ -154,8 +155,9 @@ class TrainedModel:
         m = self.metadata
         d, s = m.get("dataset", {}), m.get("settings", {})
         if m.get("kind") == "adapter":
-            return (f"{self.name}: query adapter on {m.get('base', {}).get('name', '?')}, fitted on {d.get('name', '?')} "
-                    f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {m.get('steps', '?')} steps)")
+            return (f"{self.name}: query adapter on {m.get('base', {}).get('name', '?')}, "
+                    f"fitted on {d.get('name', '?')} {d.get('split', '?')} ({m.get('pairs', '?')} pairs, "
+                    f"{m.get('steps', '?')} steps)")
         return (f"{self.name}: {m.get('base', {}).get('name', '?')} fine-tuned on {d.get('name', '?')} "
                 f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {s.get('epochs', '?')} epoch(s))")
 
