@@ -157,6 +157,38 @@ def test_private_import_check_can_fail(tmp_path):
     assert private_imports(page) == ["2: _reference", "3: import bsard_demo._x", "4: ui._switch"]
 
 
+MAX_FUNCTION_LINES = 80
+#: Words that start a docstring's reason for a longer function of the app or a page.
+LONG_REASON = "Long because"
+
+
+def long_functions(paths) -> list[str]:
+    """``path:function (n lines)`` for each function over :data:`MAX_FUNCTION_LINES` lines whose
+    docstring does not say why (a sentence starting « Long because »)."""
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES and LONG_REASON not in (ast.get_docstring(node) or ""):
+                    out.append(f"{path.name}:{node.name} ({n} lines)")
+    return out
+
+
+def test_no_long_function_in_the_app_and_pages():
+    """The app and its pages stay cut into sections (issue 22): a function over 80 lines says why."""
+    paths = sorted((PACKAGE / "app").glob("*.py")) + sorted((REPO / "pages").glob("*.py")) + [REPO / "app.py"]
+    assert long_functions(paths) == []
+
+
+def test_the_function_length_check_can_fail(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    crafted = tmp_path / "m.py"
+    crafted.write_text(f"def short():\n    pass\n\n\ndef long():\n{body}\n\ndef said():\n"
+                       f"    \"\"\"{LONG_REASON} one table.\"\"\"\n{body}")
+    assert long_functions([crafted]) == [f"m.py:long ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
 def test_test_basenames_are_unique():
     """pytest imports the test modules by basename (no ``__init__.py`` in tests/): two files of
     one name in two folders would stop the collection."""

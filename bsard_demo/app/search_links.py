@@ -243,29 +243,31 @@ def _shown(value: str, limit: int = 40) -> str:
     return value if len(value) <= limit else value[:limit] + "…"
 
 
-def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) -> tuple[SearchSettings, list[str]]:
-    """The search a link holds and the notes (French, one line each) on what it held that is not
-    valid here: each such value is replaced by its default, nothing raises. ``params``: name ->
-    value or list of values (a repeated parameter)."""
-    notes: list[str] = []
-    default_encoder = choices.default_encoder
+class _LinkReader:
+    """A link's parameters read one by one, each value not valid here replaced by its default
+    with a French note (:func:`parse_link`)."""
 
-    def values(name: str) -> list[str]:
-        raw = params.get(name)
+    def __init__(self, params: Mapping[str, str | Sequence[str]]):
+        self.params = params
+        self.notes: list[str] = []
+
+    def values(self, name: str) -> list[str]:
+        raw = self.params.get(name)
         return [] if raw is None else [raw] if isinstance(raw, str) else [str(v) for v in raw]
 
-    def single(name: str) -> str | None:
-        got = values(name)
+    def single(self, name: str) -> str | None:
+        got = self.values(name)
         if len(got) > 1:
-            notes.append(f"« {name} » figure {len(got)} fois dans le lien : la dernière valeur est prise.")
+            self.notes.append(f"« {name} » figure {len(got)} fois dans le lien : la dernière valeur est prise.")
         return got[-1] if got else None
 
-    def items(name: str, whole: Collection[str] = ()) -> list[str]:
+    def items(self, name: str, whole: Collection[str] = ()) -> list[str]:
         # a value that is itself a choice stays whole (a trained model's name may hold a comma)
-        return [part.strip() for v in values(name) for part in ([v] if v.strip() in whole else v.split(","))
+        return [part.strip() for v in self.values(name) for part in ([v] if v.strip() in whole else v.split(","))
                 if part.strip()]
 
-    def number(name: str, text: str | None, lo: float, hi: float, default, integer: bool):
+    def number(self, name: str, lo: float, hi: float, default, integer: bool):
+        text = self.single(name)
         if text is None or not text.strip():
             return default
         t = text.strip()
@@ -273,82 +275,106 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
         value = (int(t) if integer else float(t)) if ok else None
         if value is None or not lo <= value <= hi:
             kind = "un entier" if integer else "un nombre"
-            notes.append(f"{name}=« {_shown(t)} » n'est pas {kind} de {_number_text(lo)} à {_number_text(hi)} : "
-                         f"{_number_text(default)} est pris.")
+            self.notes.append(f"{name}=« {_shown(t)} » n'est pas {kind} de {_number_text(lo)} à {_number_text(hi)} : "
+                              f"{_number_text(default)} est pris.")
             return default
         return value
 
-    unknown = [n for n in params if n not in LINK_PARAMS and n not in _STREAMLIT_PARAMS]
-    if unknown:
-        notes.append("Paramètre(s) inconnu(s) ignoré(s) : " + ", ".join(f"« {_shown(n)} »" for n in unknown) + ".")
-
-    question = single("q") or ""
-    if len(question) > MAX_QUESTION_CHARS:
-        notes.append(f"Question tronquée à {MAX_QUESTION_CHARS} caractères.")
-        question = question[:MAX_QUESTION_CHARS]
-    example = (single("ex") or "").strip() or None
-    if example is not None and example not in choices.examples:
-        notes.append(f"Exemple n° « {_shown(example)} » absent de ce jeu de données : ignoré.")
-        example = None
-    if example is not None and not question.strip():
-        question = choices.examples[example]
-
-    def pick(name: str, offered: Sequence[str], default: tuple[str, ...], what: str) -> tuple[str, ...]:
-        asked = items(name, offered)
-        if not values(name):
+    def pick(self, name: str, offered: Sequence[str], default: tuple[str, ...], what: str) -> tuple[str, ...]:
+        asked = self.items(name, offered)
+        if not self.values(name):
             return default
         good = tuple(dict.fromkeys(v for v in asked if v in offered))
         bad = [v for v in dict.fromkeys(asked) if v not in offered]
         instead = "" if good else f" ; {', '.join(default)} est pris"
         if bad:
-            notes.append(f"{what} inconnu(s) ou indisponible(s) ici, ignoré(s) : "
-                         + ", ".join(f"« {_shown(b)} »" for b in bad) + f" (choix : {', '.join(offered)}){instead}.")
+            self.notes.append(f"{what} inconnu(s) ou indisponible(s) ici, ignoré(s) : "
+                              + ", ".join(f"« {_shown(b)} »" for b in bad) + f" (choix : {', '.join(offered)}){instead}.")
         elif not good:
-            notes.append(f"« {name} » est vide{instead}.")
+            self.notes.append(f"« {name} » est vide{instead}.")
         return good or default
 
-    systems = pick("systems", list(KIND_LABELS), tuple(choices.systems), "Système(s)")
-    k = number("k", single("k"), 1, MAX_K, DEFAULT_K, True)
-    code = single("code")
-    if code is not None and not code.strip():
-        code = None
-    elif code is not None and code not in choices.codes:
-        notes.append(f"Code « {_shown(code)} » absent de ce corpus : tous les codes sont pris.")
-        code = None
-    encoder = pick("enc", list(choices.encoders), (default_encoder,), "Encodeur(s)")
-    if len(encoder) > 1:
-        notes.append(f"Un seul encodeur pour le système dense : « {encoder[0]} » est pris.")
-    hybrid_encoders = pick("henc", list(choices.encoders), choices.default_hybrid, "Encodeur(s)")
-    fusion = single("fusion")
-    if fusion is None or not fusion.strip():
-        fusion = DEFAULT_FUSION
-    elif fusion.strip() not in FUSIONS:
-        notes.append(f"Fusion « {_shown(fusion)} » inconnue (choix : {', '.join(FUSIONS)}) : {DEFAULT_FUSION} est prise.")
-        fusion = DEFAULT_FUSION
-    fusion = fusion.strip()
-    rrf_k = number("rrfk", single("rrfk"), 1, MAX_RRF_K, DEFAULT_RRF_K, True)
-    alpha = number("alpha", single("alpha"), 0, 1, DEFAULT_ALPHA, False)
-    weights = None
-    if values("w"):
-        asked = items("w")
+    def unknown_names(self) -> None:
+        unknown = [n for n in self.params if n not in LINK_PARAMS and n not in _STREAMLIT_PARAMS]
+        if unknown:
+            self.notes.append("Paramètre(s) inconnu(s) ignoré(s) : " + ", ".join(f"« {_shown(n)} »" for n in unknown) + ".")
+
+    def question_and_example(self, examples: Mapping[str, str]) -> tuple[str, str | None]:
+        question = self.single("q") or ""
+        if len(question) > MAX_QUESTION_CHARS:
+            self.notes.append(f"Question tronquée à {MAX_QUESTION_CHARS} caractères.")
+            question = question[:MAX_QUESTION_CHARS]
+        example = (self.single("ex") or "").strip() or None
+        if example is not None and example not in examples:
+            self.notes.append(f"Exemple n° « {_shown(example)} » absent de ce jeu de données : ignoré.")
+            example = None
+        if example is not None and not question.strip():
+            question = examples[example]
+        return question, example
+
+    def code(self, codes: Collection[str]) -> str | None:
+        code = self.single("code")
+        if code is not None and not code.strip():
+            return None
+        if code is not None and code not in codes:
+            self.notes.append(f"Code « {_shown(code)} » absent de ce corpus : tous les codes sont pris.")
+            return None
+        return code
+
+    def fusion(self) -> str:
+        fusion = self.single("fusion")
+        if fusion is None or not fusion.strip():
+            return DEFAULT_FUSION
+        if fusion.strip() not in FUSIONS:
+            self.notes.append(f"Fusion « {_shown(fusion)} » inconnue (choix : {', '.join(FUSIONS)}) : "
+                              f"{DEFAULT_FUSION} est prise.")
+            return DEFAULT_FUSION
+        return fusion.strip()
+
+    def weights(self, fusion: str, hybrid_encoders: Sequence[str]) -> tuple[float, ...] | None:
+        if not self.values("w"):
+            return None
+        asked = self.items("w")
         parsed = [float(w) if _NUMBER.fullmatch(w) else None for w in asked]
         n = 1 + len(hybrid_encoders)
+        weights = None
         if any(w is None or not 0 <= w <= MAX_WEIGHT for w in parsed):  # the link's range
-            notes.append("Poids « " + _shown(",".join(asked)) + f" » : des nombres de 0 à {MAX_WEIGHT:g} sont attendus ; "
-                         "poids par défaut pris.")
+            self.notes.append("Poids « " + _shown(",".join(asked)) + f" » : des nombres de 0 à {MAX_WEIGHT:g} sont "
+                              "attendus ; poids par défaut pris.")
         else:
             try:  # the fusion's own rules (one weight per system, not all 0), worded here in French
                 weights = FusionConfig(fusion, weights=parsed).validate(n).weights
             except FusionError as exc:
-                notes.append(_WEIGHT_NOTES.get(exc.code, _WEIGHT_NOTES["weights_zero"]).format(
+                self.notes.append(_WEIGHT_NOTES.get(exc.code, _WEIGHT_NOTES["weights_zero"]).format(
                     given=len(parsed), n=n, encoders=", ".join(hybrid_encoders)))
         if weights is not None and fusion == "weighted" and len(hybrid_encoders) == 1:
-            notes.append("Fusion pondérée de deux systèmes : α fixe leurs poids, « w » est ignoré.")
-            weights = None
+            self.notes.append("Fusion pondérée de deux systèmes : α fixe leurs poids, « w » est ignoré.")
+            return None
+        return weights
+
+
+def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) -> tuple[SearchSettings, list[str]]:
+    """The search a link holds and the notes (French, one line each) on what it held that is not
+    valid here: each such value is replaced by its default, nothing raises. ``params``: name ->
+    value or list of values (a repeated parameter)."""
+    read = _LinkReader(params)
+    read.unknown_names()
+    question, example = read.question_and_example(choices.examples)
+    systems = read.pick("systems", list(KIND_LABELS), tuple(choices.systems), "Système(s)")
+    k = read.number("k", 1, MAX_K, DEFAULT_K, True)
+    code = read.code(choices.codes)
+    encoder = read.pick("enc", list(choices.encoders), (choices.default_encoder,), "Encodeur(s)")
+    if len(encoder) > 1:
+        read.notes.append(f"Un seul encodeur pour le système dense : « {encoder[0]} » est pris.")
+    hybrid_encoders = read.pick("henc", list(choices.encoders), choices.default_hybrid, "Encodeur(s)")
+    fusion = read.fusion()
+    rrf_k = read.number("rrfk", 1, MAX_RRF_K, DEFAULT_RRF_K, True)
+    alpha = read.number("alpha", 0, 1, DEFAULT_ALPHA, False)
+    weights = read.weights(fusion, hybrid_encoders)
     settings = SearchSettings(question=question, systems=systems, k=k, code=code, encoder=encoder[0],
                               hybrid_encoders=hybrid_encoders, fusion=fusion, rrf_k=rrf_k, alpha=float(alpha),
                               weights=weights, example=example)
-    return settings, notes
+    return settings, read.notes
 
 
 def query_params_dict(query_params) -> dict[str, list[str]]:
