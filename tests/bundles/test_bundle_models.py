@@ -143,7 +143,7 @@ def test_an_altered_model_is_refused_and_bm25_still_serves(setup, tmp_path, monk
     capsys.readouterr()
     assert run_cli("run", "--retriever", "dense", "--encoder", "statute-minilm", "--out", str(tmp_path / "d.trec"),
                    *common) == 2
-    lines = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 2 and lines[0].startswith("bsard_demo run: using index bundle")
     assert lines[1] == (f"bsard_demo run: index bundle {dest}: its model statute-minilm is damaged (checksum of "
                         "model.onnx differs); it is not used")
@@ -169,7 +169,8 @@ def test_push_to_hub_uploads_the_model_files(setup, tmp_path, monkeypatch, capsy
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", upload_folder)
     assert run_cli("index", "--retriever", "dense", "--encoder", str(setup["model"]), "--data", str(setup["data"]),
                    "--cache-dir", str(setup["root"] / "build-cache"), "--push-to-hub", "me/idx", "--no-progress") == 0
-    assert {f"models/statute-minilm/{n}" for n in ("model.onnx", "tokenizer.json", "onnx_export.json")} <= set(uploads[0])
+    onnx_files = ("model.onnx", "tokenizer.json", "onnx_export.json")
+    assert {f"models/statute-minilm/{n}" for n in onnx_files} <= set(uploads[0])
     err = capsys.readouterr().err
     assert "select it with --encoder statute-minilm" in err
 

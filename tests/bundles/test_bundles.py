@@ -100,7 +100,8 @@ def test_export_writes_a_self_describing_bundle(exported, articles):
     dest = exported["dest"]
     manifest = json.loads((dest / "bundle.json").read_text())
     assert manifest["format"] == bundles.FORMAT and manifest["format_version"] == bundles.FORMAT_VERSION
-    assert manifest["corpus"] == {"fingerprint": corpus_id(articles).fingerprint, "articles": len(articles), "dataset": "sample"}
+    assert manifest["corpus"] == {"fingerprint": corpus_id(articles).fingerprint, "articles": len(articles),
+                                  "dataset": "sample"}
     assert sorted(e["kind"] for e in manifest["entries"]) == ["bm25s", "dense"]
     assert manifest["encoders"] == [{"name": "hash16", "version": "1", "dim": 16}]
     assert [r["kind"] for r in manifest["retrievers"]] == ["bm25", "dense"]
@@ -158,7 +159,8 @@ def test_export_needs_saved_entries(tmp_path, articles):
 
 # -- using a bundle ---------------------------------------------------------------------------
 
-def test_matching_bundle_serves_an_empty_cache_without_building_and_is_never_written(exported, tmp_path, articles, no_build):
+def test_matching_bundle_serves_an_empty_cache_without_building_and_is_never_written(exported, tmp_path, articles,
+                                                                                      no_build):
     dest = exported["dest"]
     make_readonly(dest)
     before = tree_digest(dest)
@@ -209,7 +211,8 @@ def test_bundle_for_another_corpus_is_noted_and_results_are_unchanged(tmp_path, 
     got = BM25Retriever.build(articles, cache_root=tmp_path / "c2", notice=notices.append)
     assert hits_of(got) == reference
     assert len(notices) == 1 and "\n" not in notices[0]
-    assert "another corpus" in notices[0] and "150 articles of first 150" in notices[0] and f"{len(articles)} articles" in notices[0]
+    assert "another corpus" in notices[0] and "150 articles of first 150" in notices[0]
+    assert f"{len(articles)} articles" in notices[0]
 
     # without knowing the served corpus it still says what the bundle holds
     bundles.activate(str(dest))
@@ -356,7 +359,8 @@ def test_used_entries_are_recorded_per_process_thread_safely(tmp_path):
 @pytest.mark.parametrize("value, expected", [
     ("hf://owner/name", ("owner/name", None, "model")),
     ("  hf://Owner-1/my.bundle_2@v1.0  ", ("Owner-1/my.bundle_2", "v1.0", "model")),
-    ("hf://owner/name@0123456789abcdef0123456789abcdef01234567", ("owner/name", "0123456789abcdef0123456789abcdef01234567", "model")),
+    ("hf://owner/name@" + "0123456789abcdef" * 2 + "01234567",
+     ("owner/name", "0123456789abcdef" * 2 + "01234567", "model")),
     ("hf://owner/name@refs/pr/3", ("owner/name", "refs/pr/3", "model")),
     ("hf://datasets/owner/name@main", ("owner/name", "main", "dataset")),
     ("hf://models/owner/name", ("owner/name", None, "model")),
@@ -369,8 +373,9 @@ def test_parse_hub_ref(value, expected):
 
 
 @pytest.mark.parametrize("bad", ["hf://", "hf://name", "hf://a/b/c", "hf://owner/name@", "hf://-owner/name",
-                                 "hf://owner/na--me", "hf://owner/na..me", "hf://own er/name", "hf://owner/name@bad rev",
-                                 "hf://spaces/owner/name", "owner/name", "https://huggingface.co/owner/name"])
+                                 "hf://owner/na--me", "hf://owner/na..me", "hf://own er/name",
+                                 "hf://owner/name@bad rev", "hf://spaces/owner/name", "owner/name",
+                                 "https://huggingface.co/owner/name"])
 def test_parse_hub_ref_refuses_bad_values(bad):
     with pytest.raises(BundleError, match="hf://OWNER/NAME") as err:
         parse_hub_ref(bad)
@@ -415,8 +420,10 @@ def test_offline_uses_the_local_copy_or_says_offline(exported):
     class LocalEntryNotFoundError(Exception):
         pass
     with pytest.raises(BundleError) as err:
-        resolve_bundle("hf://me/x", download=FakeDownload(error=LocalEntryNotFoundError("not cached")), reachable=lambda: False)
-    assert err.value.cause == "offline" and "unreachable and no copy is in the local Hugging Face cache" in str(err.value)
+        resolve_bundle("hf://me/x", download=FakeDownload(error=LocalEntryNotFoundError("not cached")),
+                       reachable=lambda: False)
+    assert err.value.cause == "offline"
+    assert "unreachable and no copy is in the local Hugging Face cache" in str(err.value)
     assert "hf://me/x" in str(err.value) and "\n" not in str(err.value)
 
 
@@ -428,7 +435,8 @@ def test_download_timeout_and_denied_and_damaged(tmp_path):
     class RepositoryNotFoundError(Exception):
         pass
     with pytest.raises(BundleError, match="set HF_TOKEN") as err:
-        resolve_bundle("hf://me/private", download=FakeDownload(error=RepositoryNotFoundError("401 Client Error")), reachable=lambda: True)
+        resolve_bundle("hf://me/private", download=FakeDownload(error=RepositoryNotFoundError("401 Client Error")),
+                       reachable=lambda: True)
     assert err.value.cause == "denied"
     with pytest.raises(BundleError, match="no bundle.json") as err:
         resolve_bundle("hf://me/empty", download=FakeDownload(tmp_path), reachable=lambda: True)
@@ -463,14 +471,17 @@ class FakeHub:
 
 def test_push_bundle_uploads_the_folder(exported):
     hub = FakeHub()
-    url = bundles.push_bundle(exported["dest"], "me/bsard-index", token="tok", upload=hub.upload_folder, create_repo=hub.create_repo)
+    push = {"token": "tok", "upload": hub.upload_folder, "create_repo": hub.create_repo}
+    url = bundles.push_bundle(exported["dest"], "me/bsard-index", **push)
     assert url == "hf://me/bsard-index"
-    assert hub.created == [{"repo_id": "me/bsard-index", "repo_type": "model", "private": None, "exist_ok": True, "token": "tok"}]
+    assert hub.created == [{"repo_id": "me/bsard-index", "repo_type": "model", "private": None, "exist_ok": True,
+                            "token": "tok"}]
     up = hub.uploaded[0]
     assert up["folder_path"] == str(exported["dest"]) and up["repo_id"] == "me/bsard-index" and up["token"] == "tok"
     assert up["delete_patterns"] == "*" and "index bundle" in up["commit_message"]
-    url = bundles.push_bundle(exported["dest"], "hf://datasets/me/b@dev", token="tok", upload=hub.upload_folder, create_repo=hub.create_repo)
-    assert url == "hf://datasets/me/b@dev" and hub.uploaded[1]["repo_type"] == "dataset" and hub.uploaded[1]["revision"] == "dev"
+    url = bundles.push_bundle(exported["dest"], "hf://datasets/me/b@dev", **push)
+    assert url == "hf://datasets/me/b@dev"
+    assert hub.uploaded[1]["repo_type"] == "dataset" and hub.uploaded[1]["revision"] == "dev"
 
 
 def test_push_refuses_damaged_bundles_and_reports_hub_errors(exported):

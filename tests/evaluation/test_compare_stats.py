@@ -65,7 +65,8 @@ def test_pairs_in_input_order_and_means():
         a, b = runs[row.run_a].to_numpy(), runs[row.run_b].to_numpy()
         d = a - b
         assert row.diff == pytest.approx(a.mean() - b.mean(), abs=1e-15)
-        assert (row.wins, row.ties, row.losses) == (int((d > 1e-12).sum()), int((abs(d) <= 1e-12).sum()), int((d < -1e-12).sum()))
+        assert (row.wins, row.ties, row.losses) == (int((d > 1e-12).sum()), int((abs(d) <= 1e-12).sum()),
+                                                    int((d < -1e-12).sum()))
 
 
 def test_p_ttest_equals_scipy():

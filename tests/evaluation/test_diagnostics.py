@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bsard_demo.dataset import Dataset
+from bsard_demo.evaluation import evaluate
 from bsard_demo.evaluation.checks import (
     CODES,
     Finding,
@@ -22,10 +23,8 @@ from bsard_demo.evaluation.checks import (
     similarity_score,
     similarity_scores,
 )
-from bsard_demo.evaluation import evaluate
-from bsard_demo.sources import load_dataset
-
 from bsard_demo.runs import Run, read_run_bytes
+from bsard_demo.sources import load_dataset
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +172,8 @@ def test_ids_shifted_not_fired_by_noise_on_few_questions():
 
 def synthetic_qrels(n_q=222, n_docs=22633, seed=0):
     rnd = random.Random(seed)
-    return {str(q): {str(rnd.randint(1, n_docs)) for _ in range(rnd.choice([1, 1, 2, 3, 5, 8, 20]))} for q in range(n_q)}
+    return {str(q): {str(rnd.randint(1, n_docs)) for _ in range(rnd.choice([1, 1, 2, 3, 5, 8, 20]))}
+            for q in range(n_q)}
 
 
 def random_rankings(qids, n_docs, depth, seed=0):
@@ -284,7 +284,8 @@ def test_lower_is_better_scores_exactly_like_similarities(sample):
     for q, ranking in as_sim.rankings.items():  # the documented tie order
         for a, b in zip(ranking, ranking[1:]):
             assert similarity[q][a] > similarity[q][b] or (similarity[q][a] == similarity[q][b] and a > b)
-    ev_sim, ev_dist = evaluate(qrels, as_sim, (10, 100), extra=("ndcg@10",)), evaluate(qrels, as_dist, (10, 100), extra=("ndcg@10",))
+    ev_sim = evaluate(qrels, as_sim, (10, 100), extra=("ndcg@10",))
+    ev_dist = evaluate(qrels, as_dist, (10, 100), extra=("ndcg@10",))
     assert ev_sim.per_question.equals(ev_dist.per_question)
     naive = evaluate(qrels, Run.from_scores(distance), (10, 100))
     assert naive.means["recall@10"] < ev_sim.means["recall@10"]  # read as similarities: wrong
@@ -301,7 +302,8 @@ def test_train_run_scored_against_test_gets_wrong_split(sample):
     assert f is not None and f.code == "wrong_split"
     assert f.values["other_split"] == "train" and f.values["in_other_split"] == len(train) and f.values["in_split"] == 0
     assert "--split train" in f.hint and f"{len(train)} of the run's {len(train)}" in f.message
-    assert codes(check_run(run, test, split="test", corpus_ids=sample.article_ids, other_splits={"train": train.keys()})) == ["wrong_split"]
+    found = check_run(run, test, split="test", corpus_ids=sample.article_ids, other_splits={"train": train.keys()})
+    assert codes(found) == ["wrong_split"]
 
 
 def test_run_of_every_question_is_not_a_wrong_split(sample):

@@ -1,7 +1,15 @@
 """bsard_demo.evaluation.measures: one parser and one label table for every measure of the product."""
 import pytest
 
-from bsard_demo.evaluation.measures import EXTRA, EXTRA_COLUMNS, FAMILIES, Measure, column_label, cutoff_columns, is_measure_column
+from bsard_demo.evaluation.measures import (
+    EXTRA,
+    EXTRA_COLUMNS,
+    FAMILIES,
+    Measure,
+    column_label,
+    cutoff_columns,
+    is_measure_column,
+)
 
 
 def test_parse_accepts_case_and_blanks_and_gives_the_column():
@@ -27,7 +35,8 @@ def test_labels_cutoff_and_columns():
     assert [Measure(f, 10).short_label for f in FAMILIES] == ["R@10", "AP@10", "RR@10", "nDCG@10"]
     assert Measure("recall", 200).label_fr == "Rappel@200" and Measure("ndcg", 10).is_extra
     assert column_label("recall@500") == "R@500" and column_label("ndcg@10", french=True) == "nDCG@10"
-    assert column_label("n_relevant") == "n_relevant" and column_label("missing_questions", french=True) == "missing_questions"
+    assert column_label("n_relevant") == "n_relevant"
+    assert column_label("missing_questions", french=True) == "missing_questions"
     assert cutoff_columns((100, 200)) == [
         "recall@100", "recall@200", "map@100", "map@200", "mrr@100", "mrr@200"]
     assert EXTRA_COLUMNS == ("ndcg@10",)

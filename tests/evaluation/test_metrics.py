@@ -13,7 +13,8 @@ from bsard_demo.runs import Entry, Run
 
 
 def recipe(relevant, ranked, k):
-    """The paper's recipe (bsard_demo.evaluation.metrics docstring), written out literally as an independent reference."""
+    """The paper's recipe (bsard_demo.evaluation.metrics docstring), written out literally as an
+    independent reference."""
     rel = set(relevant)
     top = ranked[:k]
     recall = len(rel & set(top)) / len(rel)

@@ -3,6 +3,7 @@ every kind of source scored alike, and the CLI rendering the Scoreboard it gets 
 rendering is checked in tests/app/test_app.py and tests/app/test_score_page_model.py)."""
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 
@@ -12,10 +13,10 @@ import pytrec_eval
 from _app_helpers import sample_run_trec
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation.report import json_report, metrics_table, render_table
-from bsard_demo.runs import read_run_bytes
 from bsard_demo.evaluation.scoring import Limits, RunSource, score_runs, unique_names
-from bsard_demo.sources import load_sample
 from bsard_demo.evaluation.stats import STATS, StatsSettings, compare_measure
+from bsard_demo.runs import read_run_bytes
+from bsard_demo.sources import load_sample
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +40,17 @@ def test_figures_equal_pytrec_eval(sample, files):
     qrels = sample.qrels("test")
     measures = {"recall.100", "recall.200", "ndcg_cut.10"}
     evaluator = pytrec_eval.RelevanceEvaluator({q: {d: 1 for d in g} for q, g in qrels.items()}, measures)
-    for name, path in (("a.trec", files["a"]), ("b.trec.gz", files["b"])):
+    for name in ("a.trec", "b.trec.gz"):
         run = board.runs[[r.name for r in board.runs].index(name)].file.run
         per_q = board.evaluations[name].per_question
         for k in (100, 200):  # the run cut to its top k, in the reader's order
             cut = {q: {d: float(len(run[q]) - i) for i, d in enumerate(run[q][:k])} for q in run}
             te = evaluator.evaluate(cut)
             for qid in qrels:
-                assert per_q.loc[qid, f"recall@{k}"] == pytest.approx(te.get(qid, {}).get(f"recall_{k}", 0.0), abs=1e-12)
+                want = te.get(qid, {})
+                assert per_q.loc[qid, f"recall@{k}"] == pytest.approx(want.get(f"recall_{k}", 0.0), abs=1e-12)
                 if k == 100:
-                    assert per_q.loc[qid, "ndcg@10"] == pytest.approx(te.get(qid, {}).get("ndcg_cut_10", 0.0), abs=1e-12)
+                    assert per_q.loc[qid, "ndcg@10"] == pytest.approx(want.get("ndcg_cut_10", 0.0), abs=1e-12)
 
 
 def test_one_naming_rule(sample, files):
@@ -115,10 +117,10 @@ def test_the_pages_caption_is_formatted_from_the_settings():
     from bsard_demo.app.score_page import permutation_caption, significant_label
 
     text = permutation_caption()
-    assert ("(10\u202f000 tirages, graine 0, p = (1 + #{|T*| ≥ |T|}) / (1 + 10\u202f000), exact quand 2^m ≤ 10\u202f000)"
-            in text)
+    assert ("(10\u202f000 tirages, graine 0, p = (1 + #{|T*| ≥ |T|}) / (1 + 10\u202f000), "
+            "exact quand 2^m ≤ 10\u202f000)") in text
     assert "p permutation (Holm) < 0,05." in text and significant_label() == "significatif (α = 0,05)"
     other = permutation_caption(StatsSettings(resamples=2000, seed=3, alpha=0.01))
     assert "(2\u202f000 tirages, graine 3," in other and "< 0,01." in other
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         STATS.seed = 1  # frozen

@@ -8,8 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy import stats as sps
 
 from bsard_demo.evaluation import evaluate
@@ -83,7 +82,8 @@ def test_bootstrap_ci_is_reproducible_and_narrows_with_lower_confidence():
     assert low99 < low90 and high90 < high99
 
 
-@pytest.mark.parametrize("values, expected", [([0.1] * 50, (0.1, 0.1)), ([0.0] * 7, (0.0, 0.0)), ([0.75], (0.75, 0.75))])
+@pytest.mark.parametrize("values, expected",
+                         [([0.1] * 50, (0.1, 0.1)), ([0.0] * 7, (0.0, 0.0)), ([0.75], (0.75, 0.75))])
 def test_bootstrap_ci_degenerate_cases_are_point_intervals(values, expected):
     assert bootstrap_ci(values) == expected
 
@@ -258,9 +258,9 @@ def test_win_tie_loss_counts():
 def test_win_tie_loss_properties(data):
     a = data.draw(unit_values)
     b = data.draw(st.lists(st.sampled_from([0.0, 1.0, 0.5]), min_size=len(a), max_size=len(a)))
-    w, t, l = win_tie_loss(a, b)
-    assert w + t + l == len(a)
-    assert win_tie_loss(b, a) == (l, t, w)
+    w, t, lo = win_tie_loss(a, b)
+    assert w + t + lo == len(a)
+    assert win_tie_loss(b, a) == (lo, t, w)
     assert win_tie_loss(a, a) == (0, len(a), 0)
 
 

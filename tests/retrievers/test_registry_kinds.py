@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _tiny_corpus import make_data, run_cli
 
+from _tiny_corpus import make_data, run_cli
 from bsard_demo.app.search_page import KIND_LABELS, column_specs
 from bsard_demo.cli.main import build_parser
 from bsard_demo.retrievers.base import Hit

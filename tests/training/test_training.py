@@ -19,6 +19,7 @@ from _training_fixture import HARD_NEGATIVES, SEED, TINY, skip_without_training
 
 skip_without_training()
 
+from _small_sample import one_torch_thread  # noqa: E402
 from bsard_demo.analyzer import DEFAULT_FIELDS, article_text  # noqa: E402
 from bsard_demo.dataset import DataError, Dataset  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
@@ -27,11 +28,17 @@ from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
 from bsard_demo.runs import format_run, read_run_path  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
-from bsard_demo.training import finetune  # noqa: E402
-from _small_sample import one_torch_thread  # noqa: E402
 from bsard_demo.training import (  # noqa: E402
-    METADATA_FILE, TrainOptions, articles_fingerprint, list_trained_models, models_folder, questions_fingerprint,
-    read_metadata, train, training_pairs,
+    METADATA_FILE,
+    TrainOptions,
+    articles_fingerprint,
+    finetune,  # noqa: E402
+    list_trained_models,
+    models_folder,
+    questions_fingerprint,
+    read_metadata,
+    train,
+    training_pairs,
 )
 
 
@@ -66,7 +73,8 @@ def prefixed(tmp_path_factory, sample):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(finetune, "load_base", load_prefixed)
         mp.setattr(finetune, "_fit", spy)
-        result = train(TrainOptions(out=out, data=sample.name, seed=1, hard_negatives=0, evaluate=False, **TINY), sample)
+        options = TrainOptions(out=out, data=sample.name, seed=1, hard_negatives=0, evaluate=False, **TINY)
+        result = train(options, sample)
     return SimpleNamespace(folder=out, result=result, columns=seen["columns"])
 
 
@@ -84,8 +92,10 @@ def _sha(path: Path) -> str:
 def test_pairs_are_questions_with_their_gold_article_texts(sample):
     pairs = training_pairs(sample, "train")
     q = sample.questions("train")
-    texts = dict(zip(sample.articles["id"], (article_text(r, DEFAULT_FIELDS) for r in sample.articles.to_dict("records"))))
-    expected = [(t, texts[a]) for t, gold in zip(question_texts(q, False), q["article_ids"]) for a in gold if a in texts]
+    texts = dict(zip(sample.articles["id"],
+                     (article_text(r, DEFAULT_FIELDS) for r in sample.articles.to_dict("records"))))
+    expected = [(t, texts[a]) for t, gold in zip(question_texts(q, False), q["article_ids"])
+                for a in gold if a in texts]
     assert list(zip(pairs.anchors, pairs.positives)) == expected
     assert len(pairs) == len(expected) > 20 and pairs.skipped_gold == 0
     assert pairs.columns().keys() == {"anchor", "positive"}
@@ -149,14 +159,15 @@ def test_record_says_what_it_was_trained_on(sample, models):
     assert "evaluation" not in other and "evaluation" not in read_metadata(models["b"])
     # a changed split changes the fingerprint
     q = sample.questions("train")
-    assert questions_fingerprint(q.assign(article_ids=[tuple(reversed(a)) for a in q["article_ids"]])) != d["questions_sha256"] \
-        or all(len(a) < 2 for a in q["article_ids"])
+    reordered = q.assign(article_ids=[tuple(reversed(a)) for a in q["article_ids"]])
+    assert questions_fingerprint(reordered) != d["questions_sha256"] or all(len(a) < 2 for a in q["article_ids"])
 
 
 def test_same_seed_same_weights_in_another_process(models):
     a, b, c = models["a"], models["b"], models["c"]
     assert _sha(a / "model.safetensors") == _sha(b / "model.safetensors")
-    assert read_metadata(b)["weights_sha256"]["model.safetensors"] == read_metadata(a)["weights_sha256"]["model.safetensors"]
+    weights = "model.safetensors"
+    assert read_metadata(b)["weights_sha256"][weights] == read_metadata(a)["weights_sha256"][weights]
     # the comparison can fail: another seed (and another base's prefixes, no hard negative) give other weights
     assert _sha(c / "model.safetensors") != _sha(a / "model.safetensors")
     from bsard_demo.retrievers.encoders import resolve_encoder
@@ -220,7 +231,8 @@ def test_list_trained_models(models, tmp_path, monkeypatch):
 
 def test_bad_settings_all_at_once(sample, tmp_path):
     with pytest.raises(ValueError) as info:
-        TrainOptions(out=tmp_path / "x", epochs=0, batch=1, max_seq=4, hard_negatives=-1, seed=-3, lr=2, warmup=1).check()
+        TrainOptions(out=tmp_path / "x", epochs=0, batch=1, max_seq=4, hard_negatives=-1, seed=-3, lr=2,
+                     warmup=1).check()
     message = str(info.value)
     for word in ("epochs", "batch", "max-seq", "hard-negatives", "seed", "learning rate", "warmup"):
         assert word in message

@@ -17,7 +17,16 @@ from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings
 from bsard_demo.retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, make_hybrid
 from bsard_demo.sources import load_dataset
 from bsard_demo.tuning import (
-    B_GRID, K1_GRID, FusionSetting, TuneTarget, TermMatrix, TuneOptions, fusion_grid, run_command, tune, tune_bm25,
+    B_GRID,
+    K1_GRID,
+    FusionSetting,
+    TermMatrix,
+    TuneOptions,
+    TuneTarget,
+    fusion_grid,
+    run_command,
+    tune,
+    tune_bm25,
     tune_hybrid,
 )
 from bsard_demo.tuning.fusion import _FusionTable
@@ -78,9 +87,11 @@ def test_term_matrix_ties_and_zero_tail_match_the_retriever():
     matrix = TermMatrix.build(articles, BM25Settings(fields=("article",)))
     queries = matrix.query_matrix([matrix.analyzer.tokens(t) for t in queries_text])
     for k1, b, method in GRID_POINTS:
-        retriever = BM25Retriever.build(articles, BM25Settings(k1=k1, b=b, method=method, fields=("article",)), use_cache=False)
+        settings = BM25Settings(k1=k1, b=b, method=method, fields=("article",))
+        retriever = BM25Retriever.build(articles, settings, use_cache=False)
+        weights = matrix.weights(k1, b, method)
         for k in range(1, len(articles) + 1):
-            _same(retriever.search_many(queries_text, k), matrix.rankings(queries, matrix.weights(k1, b, method), k), rel=0)
+            _same(retriever.search_many(queries_text, k), matrix.rankings(queries, weights, k), rel=0)
 
 
 def test_term_matrix_is_bit_identical_on_long_random_questions():
@@ -93,14 +104,16 @@ def test_term_matrix_is_bit_identical_on_long_random_questions():
     def text(n: int) -> str:
         return " ".join(rng.choice(words, size=n, p=weights))
 
-    articles = pd.DataFrame({"id": [str(i) for i in range(400)], "article": [text(int(rng.integers(3, 80))) for _ in range(400)]})
+    articles = pd.DataFrame({"id": [str(i) for i in range(400)],
+                             "article": [text(int(rng.integers(3, 80))) for _ in range(400)]})
     questions = [text(int(rng.integers(5, 25))) for _ in range(60)]
     base = dict(fields=("article",), stem=False, stopwords=False)
     matrix = TermMatrix.build(articles, BM25Settings(**base))
     queries = matrix.query_matrix([matrix.analyzer.tokens(q) for q in questions])
     for k1, b, method in GRID_POINTS:
         retriever = BM25Retriever.build(articles, BM25Settings(k1=k1, b=b, method=method, **base), use_cache=False)
-        _same(retriever.search_many(questions, 400), matrix.rankings(queries, matrix.weights(k1, b, method), 400), rel=0)
+        _same(retriever.search_many(questions, 400), matrix.rankings(queries, matrix.weights(k1, b, method), 400),
+              rel=0)
 
 
 def test_term_matrix_rejects_bad_settings(sample):
@@ -161,7 +174,8 @@ def test_best_is_the_maximum_and_ties_go_to_the_start(sample, tuned_map):
     flat = tune_bm25(sample, "train", k1_grid=[0.5, 1.0, 1.5], b_grid=[0.5, 0.6, 0.7])
     assert flat.grid["recall@100"].nunique() == 1
     assert flat.best == {"k1": 1.0, "b": 0.6} and flat.best_value == flat.start_value
-    moved = tune_bm25(sample, "train", settings=BM25Settings(k1=1.5, b=0.7), k1_grid=[0.5, 1.0, 1.5], b_grid=[0.5, 0.6, 0.7])
+    moved = tune_bm25(sample, "train", settings=BM25Settings(k1=1.5, b=0.7), k1_grid=[0.5, 1.0, 1.5],
+                      b_grid=[0.5, 0.6, 0.7])
     assert moved.best == {"k1": 1.5, "b": 0.7}
 
 
@@ -170,8 +184,10 @@ def test_off_grid_start_is_scored_too(sample):
     assert len(result.grid) == 1 and result.start == {"k1": 1.2, "b": 0.75}
     retriever = BM25Retriever.build(sample.articles, BM25Settings(k1=1.2, b=0.75), use_cache=False)
     questions = sample.questions("train")
-    run = {q: [h.article_id for h in hs] for q, hs in zip(questions["id"], retriever.search_many(question_texts(questions, False), 100))}
-    assert result.start_value == pytest.approx(evaluate(sample.qrels("train"), run, ks=[100]).means["recall@100"], abs=1e-12)
+    hits = retriever.search_many(question_texts(questions, False), 100)
+    run = {q: [h.article_id for h in hs] for q, hs in zip(questions["id"], hits)}
+    want = evaluate(sample.qrels("train"), run, ks=[100]).means["recall@100"]
+    assert result.start_value == pytest.approx(want, abs=1e-12)
 
 
 def test_command_line_is_accepted_by_run_and_builds_the_best_spec(sample, tuned_map):
@@ -192,8 +208,8 @@ def test_command_line_is_accepted_by_run_and_builds_the_best_spec(sample, tuned_
     assert not notes
     parsed = build_parser().parse_args(shlex.split(command)[3:])
     assert parsed.data == "some dir/x"
-    assert BM25Settings(**spec_from_args(parsed).options) == BM25Settings(k1=2.5, b=0.3, fields=("article",), stem=False,
-                                                                          method="robertson")
+    want = BM25Settings(k1=2.5, b=0.3, fields=("article",), stem=False, method="robertson")
+    assert BM25Settings(**spec_from_args(parsed).options) == want
     command, notes = run_command(RetrieverSpec("bm25", {"stopwords": False}))
     assert command is None and notes
 
@@ -225,7 +241,8 @@ def test_measures(sample):
     result = tune_bm25(sample, "train", measure="ndcg@10", k1_grid=[1.0, 2.0], b_grid=[0.6])
     retriever = BM25Retriever.build(sample.articles, BM25Settings(k1=2.0, b=0.6), use_cache=False)
     questions = sample.questions("train")
-    run = {q: [h.article_id for h in hs] for q, hs in zip(questions["id"], retriever.search_many(question_texts(questions, False), 10))}
+    hits = retriever.search_many(question_texts(questions, False), 10)
+    run = {q: [h.article_id for h in hs] for q, hs in zip(questions["id"], hits)}
     want = evaluate(sample.qrels("train"), run, ks=[10], extra=("ndcg@10",)).means["ndcg@10"]
     assert result.grid.loc[result.grid["k1"] == 2.0, "ndcg@10"].iloc[0] == pytest.approx(want, abs=1e-12)
 
@@ -250,7 +267,8 @@ def test_unlabelled_questions_are_left_out_as_evaluate_does(sample):
     result = tune_bm25(ds, "train", k1_grid=[1.0], b_grid=[0.6], measure="map@100")
     assert result.questions == sum(1 for ids in partly["article_ids"] if ids)
     retriever = BM25Retriever.build(sample.articles, BM25Settings(), use_cache=False)
-    run = {q: [h.article_id for h in hs] for q, hs in zip(partly["id"], retriever.search_many(question_texts(partly, False), 100))}
+    hits = retriever.search_many(question_texts(partly, False), 100)
+    run = {q: [h.article_id for h in hs] for q, hs in zip(partly["id"], hits)}
     assert result.best_value == pytest.approx(evaluate(ds.qrels("train"), run, ks=[100]).means["map@100"], abs=1e-12)
 
 
@@ -296,9 +314,11 @@ def test_tune_hybrid_scores_like_the_hybrid_retriever(sample):
             options["alpha"] = row["alpha"]
         if row["weights"]:
             options["weights"] = [float(w) for w in row["weights"].split(",")]
-        hybrid = make_hybrid(RetrieverSpec("hybrid", {**spec.options, **options}), parts, corpus_size=len(sample.articles))
+        hybrid = make_hybrid(RetrieverSpec("hybrid", {**spec.options, **options}), parts,
+                             corpus_size=len(sample.articles))
         run = {q: [h.article_id for h in hs] for q, hs in zip(questions["id"], hybrid.search_many(texts, 500))}
-        assert row["map@100"] == pytest.approx(evaluate(sample.qrels("train"), run, ks=[100]).means["map@100"], abs=1e-12)
+        want = evaluate(sample.qrels("train"), run, ks=[100]).means["map@100"]
+        assert row["map@100"] == pytest.approx(want, abs=1e-12)
     assert result.best_value == result.grid["map@100"].max()
     assert result.start == {"method": "rrf", "rrf_k": 60.0}
 
@@ -307,8 +327,10 @@ def test_hybrid_command_line_is_accepted_by_run(sample):
     from bsard_demo.cli.main import build_parser
     from bsard_demo.cli.retrieval import spec_from_args
 
-    spec = RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25", {"k1": 1.5}), RetrieverSpec("dense", {"encoder": "use"})]})
-    for setting in (FusionSetting("rrf", rrf_k=20.0), FusionSetting("weighted", alpha=0.3), FusionSetting("rrf", rrf_k=60.0)):
+    spec = RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25", {"k1": 1.5}),
+                                                   RetrieverSpec("dense", {"encoder": "use"})]})
+    for setting in (FusionSetting("rrf", rrf_k=20.0), FusionSetting("weighted", alpha=0.3),
+                    FusionSetting("rrf", rrf_k=60.0)):
         best = RetrieverSpec("hybrid", {**spec.options, **setting.options()})
         command, notes = run_command(best, "sample")
         assert not notes
@@ -325,7 +347,8 @@ def test_hybrid_command_line_is_accepted_by_run(sample):
 
 
 def test_tune_dispatches_and_validates(sample):
-    result = tune(TuneOptions(retriever="bm25", data="sample", measure="mrr@100", k1_grid=[1.0, 2.0], b_grid=[0.6]), sample)
+    options = TuneOptions(retriever="bm25", data="sample", measure="mrr@100", k1_grid=[1.0, 2.0], b_grid=[0.6])
+    result = tune(options, sample)
     assert result.kind == "bm25" and result.measure == "mrr@100" and len(result.grid) == 2
     with pytest.raises(ValueError, match="tune handles"):
         tune(TuneOptions(retriever="dense"), sample)
