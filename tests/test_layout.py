@@ -212,9 +212,8 @@ TOP_LEVEL = {
     "progress.py": "the progress steps the retrievers, training and the app report",
 }
 #: Names no top-level module may take again: each concept has moved into its subpackage.
-MOVED = {"training": "bsard_demo/training/", "metrics": "bsard_demo/evaluation/", "measures": "bsard_demo/evaluation/",
-         "evaluation": "bsard_demo/evaluation/", "scoring": "bsard_demo/evaluation/", "report": "bsard_demo/evaluation/",
-         "stats": "bsard_demo/evaluation/", "diagnostics": "bsard_demo/evaluation/", "run_checks": "bsard_demo/evaluation/"}
+MOVED = {"training": "bsard_demo/training/", **dict.fromkeys(
+    ("metrics", "measures", "evaluation", "scoring", "report", "stats", "diagnostics", "run_checks"), "bsard_demo/evaluation/")}
 
 
 def loose_modules(package: Path) -> dict[str, str]:
