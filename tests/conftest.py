@@ -116,6 +116,12 @@ SLOW = (
     "tests/runs/test_run_streaming.py::test_a_large_run_costs_a_bounded_memory",
     "tests/runs/test_run_streaming.py::test_large_files_match_the_reference_order",
     "tests/runs/test_run_streaming.py::test_array_fields_equal_token_fields",
+    # hostile files read in child processes, the fuzz harness's quick mode, the suite's own guards
+    "tests/runs/test_sandbox.py::test_the_aborting_files_really_abort_an_unprotected_reader",
+    "tests/runs/test_sandbox.py::test_a_dead_fork_server_is_started_again",
+    "tests/runs/test_sandbox.py::test_the_fork_server_ends_with_its_parent",
+    "tests/runs/test_fuzz_runs.py",
+    "tests/test_suite_guards.py",
     # real data: frlaw-dev's 46 MB corpus (kept out of the quick loop, as its README asks)
     "tests/cli/test_cli_real_slice.py",
     # statistics against references, the real BSARD labels
@@ -126,6 +132,10 @@ SLOW = (
     "tests/cli/test_cli.py::test_evaluate_table_formats_and_published_rows",
     "tests/cli/test_cli.py::test_evaluate_scores_good_runs_beside_a_bad_one",
 )
+#: Seconds before a test of these markers fails as hung (pyproject.toml's ``timeout``, 120 s, for the
+#: rest): a training builds the session's tiny model in its set-up; a browser test waits for real
+#: reruns. Measured: docs/benchmarks.md, "The suite".
+TIMEOUTS = {"browser": 300, "training": 480}
 #: xdist groups other than "one per file": files whose tests share a per-process fixture.
 GROUPS = {
     "browser": BROWSER,  # one Chromium at a time: their waits are real-time
@@ -155,6 +165,9 @@ def pytest_collection_modifyitems(config, items):
             group = "training"  # one worker trains the session's tiny model
         if _listed(nodeid, SLOW):
             item.add_marker(pytest.mark.slow)
+        longest = max((TIMEOUTS[m] for m in TIMEOUTS if item.get_closest_marker(m)), default=None)
+        if longest and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(longest))
         if xdist:
             item.add_marker(pytest.mark.xdist_group(group))
             if getattr(config.option, "loadgroup", False):  # on an xdist worker

@@ -1,0 +1,195 @@
+"""Parquet decoded in a child (bsard_demo/runs/sandbox.py, issue 21): the same reading as in the
+process for good files, and one ``reader_*`` error, never a dead caller, for a child that aborts,
+hangs, runs out of memory or answers nonsense."""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bench.fuzz_runs import _bases
+from bsard_demo.runs import read_run_bytes, read_run_path
+from bsard_demo.runs import sandbox
+from bsard_demo.runs.decode import Source, open_content
+from bsard_demo.runs.problems import ProblemList
+from bsard_demo.runs.read import RunFile
+from bsard_demo.runs.sandbox import ForkServer, Isolation, parse_parquet_isolated
+
+HOSTILE = Path(__file__).parent / "hostile"
+ABORTING = sorted(HOSTILE.glob("abort-*.parquet"))
+REPO = Path(__file__).resolve().parents[2]
+
+
+def same(a, b) -> None:
+    assert (a.format, a.ok, a.tags, a.compressed) == (b.format, b.ok, b.tags, b.compressed)
+    assert [(p.code, p.severity, p.line, p.message) for p in a.problems] == \
+        [(p.code, p.severity, p.line, p.message) for p in b.problems]
+    if a.ok:
+        assert a.run.rankings == b.run.rankings and a.run.scores == b.run.scores
+
+
+@pytest.mark.parametrize("i", range(len(_bases())))
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_good_file_reads_as_in_the_process(i, compress):
+    data = _bases()[i]
+    data = gzip.compress(data, mtime=0) if compress else data
+    kw = {"qids": [str(q) for q in range(12)], "corpus_ids": [str(d) for d in range(250)], "k": 10}
+    same(read_run_bytes(data, "r.parquet", **kw), read_run_bytes(data, "r.parquet", isolation=None, **kw))
+
+
+def test_a_path_is_read_by_the_child_itself(tmp_path):
+    path = tmp_path / "run.parquet"
+    path.write_bytes(_bases()[1])
+    same(read_run_path(path), read_run_path(path, isolation=None))
+
+
+def test_problems_beyond_the_display_cap_keep_their_counts():
+    n = 300
+    t = pa.table({"qid": ["1"] * n, "docid": [""] * n, "score": [float("nan")] * n})
+    out = io.BytesIO()
+    pq.write_table(t, out)
+    a, b = read_run_bytes(out.getvalue(), "r.parquet"), read_run_bytes(out.getvalue(), "r.parquet", isolation=None)
+    same(a, b)
+    assert len(a.problems) == len(b.problems) == 2 * n and a.problems.omitted()
+
+
+@pytest.mark.parametrize("path", ABORTING, ids=lambda p: p.name)
+def test_a_file_that_aborts_pyarrow_is_one_error_and_the_reader_lives(path):
+    rf = read_run_bytes(path.read_bytes(), path.name)
+    assert rf.run is None
+    [problem] = list(rf.problems)
+    assert problem.code == "reader_crashed" and problem.severity == "error"
+    assert path.name in problem.message and "damaged or hostile" in problem.message
+    assert "parquet::" not in problem.message and "Traceback" not in problem.message
+    assert read_run_bytes(_bases()[0], "after.parquet").ok  # the next file is read as usual
+
+
+def test_the_aborting_files_really_abort_an_unprotected_reader():
+    """The regression files are live: read in the process (isolation=None), each one kills it."""
+    for path in ABORTING:
+        proc = subprocess.run([sys.executable, "-c", "import sys; from bsard_demo.runs import read_run_path; "
+                               "read_run_path(sys.argv[1], isolation=None)", str(path)], cwd=REPO,
+                              capture_output=True, timeout=120)
+        assert proc.returncode == -6, (path.name, proc.returncode, proc.stderr[-300:])
+
+
+PROBES = '''
+import json, os, socket, struct, time
+
+
+def dispatch(conn):
+    # the probe to run is the base name of the job's path (the test's empty file)
+    conn.sendall(struct.pack("<q", os.getpid()))
+    job = json.loads(conn.recv(1 << 16).split(b"\\n")[0])
+    globals()[os.path.basename(job["path"])](conn)
+
+
+def abort(conn):
+    os.abort()
+
+
+def hang(conn):
+    time.sleep(120)
+
+
+def silent(conn):
+    conn.close()
+
+
+def nonsense(conn):
+    conn.sendall(b'{"outcome": "ok", "problems": {"cap": 50, "kinds": [], "items": []}, "parsed": {"n": 5}}\\n')
+
+
+def forged_code(conn):
+    conn.sendall(b'{"outcome": "ok", "problems": {"cap": 50, "kinds": [["x", "error", "not_a_code", 1]], '
+                 b'"items": []}, "parsed": null}\\n')
+
+
+def hog(conn):
+    from bsard_demo.runs.sandbox import _limit
+    _limit(256, 30)
+    try:
+        keep = []
+        while True:
+            keep.append(bytearray(1 << 24))
+    except MemoryError:
+        del keep
+        conn.sendall(b'{"outcome": "out_of_memory"}\\n')
+'''
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """``probe(name, isolation)``: a read whose child runs the probe ``name`` (one fork server)."""
+    folder = tmp_path_factory.mktemp("probes")
+    (folder / "sandbox_probes.py").write_text(PROBES)
+    server = ForkServer("sandbox_probes:dispatch", str(folder))
+
+    def read(name: str, isolation: Isolation = Isolation(seconds=20)) -> RunFile:
+        (folder / name).write_bytes(b"PAR1")
+        result = RunFile(name="probe.parquet", format="unknown", run=None, problems=ProblemList())
+        content, _ = open_content(Source(data=_bases()[0]), ProblemList())
+        content.source = Source(path=folder / name)
+        assert parse_parquet_isolated(content, result, isolation, server) is None
+        return result
+
+    yield read
+    server.stop()
+
+
+@pytest.mark.parametrize("name, code", [("abort", "reader_crashed"), ("silent", "reader_crashed"),
+                                        ("nonsense", "reader_crashed"), ("forged_code", "reader_crashed"),
+                                        ("hog", "reader_out_of_memory")])
+def test_a_child_that_dies_or_lies_is_one_error(probe, name, code):
+    result = probe(name)
+    assert [p.code for p in result.problems] == [code]
+    assert "probe.parquet" in next(iter(result.problems)).message
+
+
+def test_a_child_that_hangs_is_stopped_at_the_time_limit(probe):
+    result = probe("hang", Isolation(seconds=1.0))
+    [problem] = list(result.problems)
+    assert problem.code == "reader_timeout" and "1 s" in problem.message
+
+
+def test_a_dead_fork_server_is_started_again():
+    server = ForkServer()
+    try:
+        content, _ = open_content(Source(data=_bases()[0]), ProblemList())
+        first = RunFile(name="a", format="unknown", run=None, problems=ProblemList())
+        assert parse_parquet_isolated(content, first, Isolation(), server) is not None
+        server.proc.kill()
+        server.proc.wait()
+        again = RunFile(name="b", format="unknown", run=None, problems=ProblemList())
+        assert parse_parquet_isolated(content, again, Isolation(), server) is not None and not again.problems
+    finally:
+        server.stop()
+
+
+def test_the_fork_server_ends_with_its_parent():
+    code = ("import sys, time; from bsard_demo.runs import sandbox; sandbox.keep_warm(); "
+            "print(sandbox._server.proc.pid, flush=True); time.sleep(0.5)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    pid = int(proc.stdout.split()[0])
+    for _ in range(100):  # atexit stops it; were the parent killed, EOF on its socket would
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"fork server {pid} outlived its parent")
+
+
+def test_keep_warm_is_idempotent():
+    sandbox.keep_warm()
+    pid = sandbox._server.proc.pid
+    sandbox.keep_warm()
+    assert sandbox._server.proc.pid == pid
