@@ -16,8 +16,8 @@ from bsard_demo.app.score_page import (DD_QID, DD_RUN, DISTANCES_LABEL, MAX_FILE
                                        SELECTION, BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_run, chart_clicked,
                                        chart_key, ci_frame, comparison, curve_frame, display_metrics, drill_down,
                                        filter_categories, gold_ranks_frame, is_long, metrics_frame, permutation_caption,
-                                       problems_frame, score_tables, shown_metrics, significant_label, to_csv_bytes,
-                                       too_many_files)
+                                       prepare_reader, problems_frame, score_tables, shown_metrics, significant_label,
+                                       to_csv_bytes, too_many_files)
 from bsard_demo.app.state import display_name
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS, render_table
@@ -102,6 +102,7 @@ def _builtins(data, split: str) -> BuiltinRun:
 
 
 def page() -> None:
+    prepare_reader()
     data = ui.current_data()
     ds = data.dataset
     st.title("Évaluer des runs")

@@ -122,6 +122,8 @@ SLOW = (
     "tests/runs/test_sandbox.py::test_the_fork_server_ends_with_its_parent",
     "tests/runs/test_fuzz_runs.py",
     "tests/test_suite_guards.py",
+    "tests/cli/test_cli_hostile_parquet.py",
+    "tests/app/test_app_hostile_parquet.py",
     # real data: frlaw-dev's 46 MB corpus (kept out of the quick loop, as its README asks)
     "tests/cli/test_cli_real_slice.py",
     # statistics against references, the real BSARD labels

@@ -33,7 +33,7 @@ from ..evaluation.report import display_columns, extra_columns, metric_label, me
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import Retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, question_texts, ranked_pairs, run_tag, search_all
-from ..runs import Entry, ProblemList, Run, format_run
+from ..runs import Entry, ProblemList, Run, format_run, sandbox
 from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
 from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
 from . import french
@@ -73,7 +73,8 @@ def too_many_files(ignored: Sequence[str], limit: int = MAX_FILES) -> str:
 
 def upload_too_large(size: int, limit_bytes: int) -> str:
     """The French error of an upload above the limit (the reader's ``size_message``)."""
-    return f"fichier de {size / 2**20:.1f} Mo, au-delà de la limite de {limit_bytes / 2**20:.0f} Mo"
+    return (f"fichier de {french.decimal(size / 2**20, 1)} Mo, au-delà de la limite de "
+            f"{french.decimal(limit_bytes / 2**20, 0)} Mo")
 
 
 def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str = "test",
@@ -91,6 +92,12 @@ def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str
     sources += [RunSource.built(name, run) for name, run in runs]
     limits = Limits(limit_bytes, upload_too_large) if limit_bytes else Limits()
     return score_runs(dataset, split, sources, ks, limits=limits)
+
+
+def prepare_reader() -> None:
+    """Start the child-process reader of parquet uploads (:mod:`bsard_demo.runs.sandbox`) while
+    the visitor picks files, so the first upload does not wait for pyarrow to load (idempotent)."""
+    sandbox.keep_warm()
 
 
 def problems_frame(problems: ProblemList) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from ..evaluation import DEFAULT_KS
 from ..evaluation.report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
 from ..evaluation.checks import problem_code, problem_record
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
+from ..runs import sandbox
 from ..sources import load_dataset
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
 
@@ -124,6 +125,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     read as distances with ``--lower-is-better`` or when ``--distances`` names it) and render
     its Scoreboard's problems: unless ``quiet`` (JSON output), each problem is one line on
     stderr and a file whose single problem is an error gets one line ``…; not scored``."""
+    sandbox.warm_for(paths)  # a parquet file is decoded in a child: its fork server loads meanwhile
     ds = load_dataset(data_spec(args), need_corpus=False)
     qrels = ds.qrels(args.split)
     labelled = sum(1 for gold in qrels.values() if gold)

@@ -120,6 +120,20 @@ def keep_warm() -> None:
         _server._ensure()
 
 
+def warm_for(paths) -> None:
+    """:func:`keep_warm` when a file of ``paths`` starts like a parquet or gzip file (a gzip may
+    hold one), so the fork server loads while the caller loads its dataset."""
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4)
+        except OSError:
+            continue
+        if head.startswith((b"PAR1", b"\x1f\x8b")):
+            keep_warm()
+            return
+
+
 def parse_parquet_isolated(content, result, isolation: Isolation = DEFAULT_ISOLATION, server: ForkServer | None = None):
     """:func:`~bsard_demo.runs.parquet_format.parse_parquet` of ``content`` in a child within
     ``isolation`` (forked by ``server``, default the process's own): the same ``(columns, by,
