@@ -21,8 +21,9 @@ PREVIEW_CHARS = 300
 COPY_TITLE = "Copier la référence et son fil d'Ariane"
 
 #: Run once per page (``st.html(..., unsafe_allow_javascript=True)``): a click on a
-#: ``button.bsard-copy`` copies its ``data-copy`` text. Fixed text: no data goes into it.
-COPY_SCRIPT = """<script>
+#: ``button.bsard-copy`` copies its ``data-copy`` text. Fixed text: no data goes into it (the
+#: browser tests tell it from an injected script by its ``data-bsard`` attribute).
+COPY_SCRIPT = """<script data-bsard="copy">
 if (!window.__bsardCopy) {
   window.__bsardCopy = true;
   document.addEventListener('click', async (event) => {
@@ -99,8 +100,9 @@ def _body(hit: ShownHit, terms: frozenset[str], analyzer: Analyzer | None, previ
 
 
 def section_view(context: Sequence[ContextArticle], terms: Iterable[str] = (), analyzer: Analyzer | None = None) -> str:
-    """« Voir la section »: the articles around a hit or passage, the displayed hits marked."""
-    if not context:
+    """« Voir la section »: the articles around a hit or passage, the displayed hits marked (nothing
+    when the section holds no other article)."""
+    if len(context) <= 1:
         return ""
     terms = frozenset(terms)
     items = []

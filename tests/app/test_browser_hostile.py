@@ -19,8 +19,9 @@ from _hostile_data import (BOLD_MD, CATEGORY, IMG, LONG, QUESTION, RUN_IMG, RUN_
                            run_trec, write_dataset)
 from test_browser import ARTIFACTS
 
-#: Elements or attributes that exist only if a payload was parsed as markup.
-LIVE_MARKUP = ("img[src='x'], [data-testid='stApp'] script, svg[onload], a[href^='javascript'], [onerror], [onload], "
+#: Elements or attributes that exist only if a payload was parsed as markup (the one script of the
+#: app's own, render.COPY_SCRIPT, is marked ``data-bsard="copy"``).
+LIVE_MARKUP = ("img[src='x'], [data-testid='stApp'] script:not([data-bsard='copy']), svg[onload], a[href^='javascript'], [onerror], [onload], "
                "#vg-tooltip-element script")
 #: JavaScript: [scrollWidth, clientWidth] of the page and of every card or question box.
 WIDTHS_JS = """() => [[document.documentElement.scrollWidth, document.documentElement.clientWidth],
@@ -108,7 +109,7 @@ def test_search_with_hostile_question_and_articles(server, page, hostile):
 
     # the full text of the article holding a 5,000-letter word, opened: it wraps inside its card
     card = cards.filter(has_text="ZZZZ").first
-    card.locator("summary").click()
+    card.locator("summary", has_text="Texte complet").click()
     full = card.locator(".bsard-full")
     full.wait_for(timeout=STEP_MS)
     assert LONG in full.inner_text()
