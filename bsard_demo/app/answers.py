@@ -24,11 +24,12 @@ from ..dataset import Dataset
 from ..retrievers.base import Retriever
 from ..retrievers.hybrid import first_ranks
 from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, Neighbour, NeighboursRetriever, labelled_questions
-from .search_page import ColumnResult, breadcrumb_text, describe_article
+from .search_page import KIND_LABELS, ColumnResult, breadcrumb_text, describe_article
 
 #: How many training questions the panel shows.
 PANEL_TOP = 5
 PANEL_TITLE = "Questions proches déjà traitées"
+HYBRID_WORD = KIND_LABELS["hybrid"]
 #: How a part of a hybrid is named in a why-line (other parts by their encoder key).
 PART_WORDS = {"bm25": "BM25", "adapter": "adaptateur"}
 
@@ -89,12 +90,18 @@ def panel_reason(dataset: Dataset, active: bool) -> str | None:
     return None
 
 
+def short_column(name: str) -> str:
+    """A column's name as the panel marks it: a hybrid's settings left out (« Hybride »)."""
+    return HYBRID_WORD if name.startswith(HYBRID_WORD + " ") else name
+
+
 def shown_ranks(columns: Sequence[ColumnResult]) -> dict[str, tuple[tuple[str, int], ...]]:
-    """``{article id: ((column, rank), ...)}`` over the displayed hits, columns in order."""
+    """``{article id: ((column, rank), ...)}`` over the displayed hits, columns in order (by
+    :func:`short_column`)."""
     out: dict[str, list[tuple[str, int]]] = {}
     for column in columns:
         for hit in column.hits:
-            out.setdefault(hit.article_id, []).append((column.name, hit.rank))
+            out.setdefault(hit.article_id, []).append((short_column(column.name), hit.rank))
     return {a: tuple(v) for a, v in out.items()}
 
 

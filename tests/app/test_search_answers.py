@@ -100,7 +100,8 @@ def test_why_lines_name_each_parts_rank_and_the_neighbours_count():
 
 def test_similar_questions_list_their_cited_articles_where_they_are_shown():
     neighbours = [Neighbour("t1", "a ?", 4.5, ("2", "3")), Neighbour("t2", "b ?", 1.25, ("7",))]
-    columns = [ColumnResult("BM25", [hit(1, "3"), hit(2, "8")], 0.0, 10), ColumnResult("Hybride", [hit(1, "2")], 0.0, 10)]
+    columns = [ColumnResult("BM25", [hit(1, "3"), hit(2, "8")], 0.0, 10),
+               ColumnResult("Hybride RRF k=60 (use + neighbours)", [hit(1, "2")], 0.0, 10)]
     panel = similar_questions(neighbours, TINY, columns, top=5)
     assert [(q.qid, q.category, q.similarity) for q in panel] == [("t1", "Famille", 4.5), ("t2", "", 1.25)]
     first = panel[0]
