@@ -139,8 +139,18 @@ def read_top(path: Path, k: int) -> dict[str, list[str]]:
     return out
 
 
-def cli_systems(query: str) -> list[list[str]]:
-    """``run`` options of each column of the link ``query`` (bm25, hybrid with its henc and w)."""
+def drawn_weights(label: str) -> list[str] | None:
+    """The weights a hybrid column's heading says it fuses with (``Hybride RRF k=60 w=1,0.5,0.5 (…)``,
+    Markdown-escaped), ``None`` when it names none (all 1)."""
+    import re
+
+    m = re.search(r"w=([0-9.,]+)", label.replace("\\", ""))
+    return m.group(1).rstrip(",.").split(",") if m else None
+
+
+def cli_systems(query: str, drawn: list[str] | None = None) -> list[list[str]]:
+    """``run`` options of each column of the link ``query`` (bm25, hybrid with its henc and w;
+    ``drawn``: the weights the page's hybrid column says it uses, which win over the link's)."""
     from urllib.parse import parse_qs
 
     params = parse_qs(query)
@@ -151,8 +161,9 @@ def cli_systems(query: str) -> list[list[str]]:
         elif system == "hybrid":
             encoders = [e.split(":", 1)[-1] for e in ",".join(params.get("henc", ["use"])).split(",")]
             opts = ["--retriever", "hybrid", "--encoder", ",".join(encoders)]
-            if "w" in params:
-                opts += ["--weights", ",".join(params["w"])]
+            weights = drawn or params.get("w")
+            if weights:
+                opts += ["--weights", ",".join(weights)]
             out.append(opts)
         else:
             raise SystemExit(f"the bench checks bm25 and hybrid columns, not {system!r} (link {query})")
@@ -169,8 +180,13 @@ def prepare(args, fleet: Fleet, workdir: Path) -> dict:
     async def first_link():
         async with Visitor(fleet.url, timeout=600) as v:
             page = await v.open("search", {"q": "bonjour"})
-            return page.query_string or ""
-    link = asyncio.run(first_link())
+            return page.query_string or "", [c.label for c in page.columns()]
+    link, labels = asyncio.run(first_link())
+    drawn = next((drawn_weights(label) for label in labels if label.startswith("Hybride")), None)
+    written = parse_qs(link).get("w")
+    if drawn and written and [float(x) for x in drawn] != [float(x) for x in written]:
+        print(f"WRONG: the first visitor's hybrid column fuses with w={','.join(drawn)} while the link the page "
+              f"writes says w={','.join(written)}; the expected rankings use the column's weights", flush=True)
     params = {k: v for k, v in parse_qs(link).items() if k != "q"}
     k = int(params.get("k", ["10"])[0])
     ds = load_dataset(str(args.data))
@@ -189,7 +205,7 @@ def prepare(args, fleet: Fleet, workdir: Path) -> dict:
             (alias / name).symlink_to(Path(args.data).resolve() / target)
         sources.append(("train", alias))
     env = {**fleet.env, "BSARD_CACHE": str(workdir / "cli-cache")}
-    columns = cli_systems(link)
+    columns = cli_systems(link, drawn)
     items = []
     for split, folder in sources:
         frame = ds.questions(split)
@@ -207,7 +223,7 @@ def prepare(args, fleet: Fleet, workdir: Path) -> dict:
     r100 = f"{100 * report['runs'][default.name]['recall@100']:.2f}"
     print(f"link of a first visitor: ?{link}; {len(items)} questions; CLI R@100 of the built-in BM25 run {r100}",
           flush=True)
-    return {"link": link, "items": items, "r100": r100}
+    return {"link": link, "labels": labels, "drawn weights": drawn, "items": items, "r100": r100}
 
 
 # --------------------------------------------------------------------------- load
@@ -241,12 +257,15 @@ def summary(visits: list[Visit]) -> dict:
     search = [v.seconds for v in visits if v.kind == "search" and v.seconds is not None]
     score = [v.seconds for v in visits if v.kind == "score" and v.seconds is not None]
     server = [ms / 1000 for v in visits for ms in v.server_ms]
+    width = max((len(v.server_ms) for v in visits), default=0)
+    columns = [[v.server_ms[i] / 1000 for v in visits if len(v.server_ms) == width] for i in range(width)]
     return {"visits": len(visits), "search visits": sum(v.kind == "search" for v in visits),
             "score visits": sum(v.kind == "score" for v in visits),
             "page p50": percentile(search, 50), "page p95": percentile(search, 95),
             "score p50": percentile(score, 50), "score p95": percentile(score, 95),
             "server p50": percentile(server, 50), "server p95": percentile(server, 95),
             "server p99": percentile(server, 99),
+            "server by column p50/p95/p99": [[percentile(c, q) for q in (50, 95, 99)] for c in columns],
             "errors": sum(bool(v.errors) for v in visits), "wrong": sum(bool(v.wrong) for v in visits),
             "failures": [f"{v.kind}: {(v.errors + v.wrong)[0][:300]}" for v in visits if not v.ok][:10]}
 

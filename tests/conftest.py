@@ -75,6 +75,7 @@ SLOW = (
     "tests/retrievers/test_adapter.py::test_an_index_bundle_carries_the_adapter_and_serves_it_with_nothing_built",
     "tests/retrievers/test_adapter.py::test_the_app_menu_offers_an_adapter_where_its_base_is_installed",
     "tests/retrievers/test_adapter.py::test_in_a_hybrid_an_adapter_weighs_as_its_base",
+    "tests/retrievers/test_adapter.py::test_the_page_key_of_an_adapter_weighs_as_its_base",
     # the CLI through the real interpreter, as another user, with concurrent builders
     "tests/cli/test_cli_faults.py::test_subprocess_subset",
     "tests/cli/test_cli_faults.py::test_really_unreadable_files_as_nobody",

@@ -193,8 +193,26 @@ def default_systems(hybrid_stored: bool) -> tuple[str, ...]:
 def default_hybrid_weights(fusion: str, hybrid_encoders: Sequence[str]) -> tuple[float, ...]:
     """A hybrid's weights when none are given, BM25 first: the CLI's (``run --retriever
     hybrid``), :func:`~bsard_demo.retrievers.registry.default_weights` (RRF: BM25 1, a built-in
-    zero-shot encoder 0.5, a trained model 1; weighted: all 1)."""
-    return tuple(default_weights(list(hybrid_encoders), fusion))
+    zero-shot encoder 0.5, a query adapter its base's 0.5, a trained model 1; weighted: all 1),
+    read for what each page key stands for (:func:`weight_target`), as the columns are built."""
+    return tuple(default_weights([weight_target(e) for e in hybrid_encoders], fusion))
+
+
+def weight_target(key: str) -> str:
+    """What :func:`~bsard_demo.retrievers.registry.default_weights` is given for the page's encoder
+    ``key``: a bundled model (``bundle:NAME``) by its name, as ``--encoder NAME``; a trained one
+    (``trained:NAME``) by its folder in ``$BSARD_MODELS``; any other key as it is. (Given the key
+    itself, an adapter read as "a trained model, 1": the link and the weight inputs said 1 while
+    the column fused it at 0.5.)"""
+    from .builds import BUNDLE_PREFIX, TRAINED_PREFIX
+
+    if key.startswith(BUNDLE_PREFIX):
+        return key[len(BUNDLE_PREFIX):]
+    if key.startswith(TRAINED_PREFIX):
+        from ..training import models_folder
+
+        return str(models_folder() / key[len(TRAINED_PREFIX):])
+    return key
 
 
 def _number_text(x: float) -> str:

@@ -301,6 +301,7 @@ def test_an_index_bundle_carries_the_adapter_and_serves_it_with_nothing_built(fi
     from bsard_demo.bundles import open_bundle
     from bsard_demo.cli.main import main
     from bsard_demo.retrievers import bm25 as bm25_module
+    from bsard_demo.app.search_links import default_hybrid_weights
     from bsard_demo.retrievers import encoders
 
     bundle = tmp_path / "bundle"
@@ -316,6 +317,8 @@ def test_an_index_bundle_carries_the_adapter_and_serves_it_with_nothing_built(fi
                      str(ref), "--cache-dir", str(fitted["cache"]), "--no-progress"]) == 0
         (model,) = open_bundle(bundle).model_list()
         assert model.name == "sample-use-adapter" and model.training["kind"] == "adapter"
+        bundles.activate(bundle)  # the page's key of the bundled adapter weighs as the column fuses it
+        assert default_hybrid_weights("rrf", ["bundle:sample-use-adapter", "neighbours"]) == (1.0, 0.5, 0.5)
         assert sorted(model.files) == [MATRIX_FILE, RECORD_FILE]
         assert "use + adapter, fitted on" in model.describe() and "numpy, no torch" in model.describe()
         bundles.deactivate()
@@ -358,3 +361,14 @@ def test_in_a_hybrid_an_adapter_weighs_as_its_base(fitted):
     assert default_weights([str(fitted["out"])]) == [1.0, ZERO_SHOT_DENSE_WEIGHT]
     assert default_weights([str(fitted["out"]), "neighbours"])[1] == ZERO_SHOT_DENSE_WEIGHT
     assert default_weights([str(fitted["root"])]) == [1.0, 1.0]  # a folder that is no adapter: a trained model's 1
+
+
+def test_the_page_key_of_an_adapter_weighs_as_its_base(fitted, monkeypatch):
+    """The Search page's keys (``trained:NAME``) weigh as their folders: its link, its weight inputs and
+    its column agree (the load client found a link saying w=1,1,0.5 over a column fused at 1,0.5,0.5)."""
+    from bsard_demo.app.search_links import default_hybrid_weights
+
+    monkeypatch.setenv("BSARD_MODELS", str(fitted["root"]))
+    assert default_hybrid_weights("rrf", ["trained:sample-use-adapter", "neighbours"]) == (1.0, 0.5, 0.5)
+    assert default_hybrid_weights("rrf", ["use"]) == (1.0, 0.5)
+    assert default_hybrid_weights("weighted", ["trained:sample-use-adapter", "use"]) == (1.0, 1.0, 1.0)
