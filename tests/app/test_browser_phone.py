@@ -96,8 +96,10 @@ def test_a_phone_gets_the_question_box_and_readable_answers(server, phone):
         wait_idle(page)
         page.get_by_role("button", name="Évaluer ce système intégré").click()
         page.wait_for_function(SCORED_JS, timeout=STEP_MS * 3)
-        table = page.evaluate(f"() => {{ const r = {METRICS_TABLE_JS}.getBoundingClientRect(); return [r.left, r.right]; }}")
-        assert 0 <= table[0] and table[1] <= PHONE["width"] + 0.5, table
+        table = page.evaluate(f"""() => {{ const e = {METRICS_TABLE_JS}, r = e.getBoundingClientRect();
+          const s = e.querySelector('.dvn-scroller'); return [r.left, r.right, s.scrollWidth, s.clientWidth]; }}""")
+        assert 0 <= table[0] and table[1] <= PHONE["width"] + 0.5, table  # the frame fits the screen,
+        assert table[2] > table[3], table  # its columns scroll inside it
         sizes = page.evaluate(WIDEST_JS)
         assert sizes["page"] <= sizes["view"], sizes
     finally:
