@@ -15,8 +15,10 @@ from ..dataset import DataError
 from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..sources import load_dataset
-from ..training import (
-    DEFAULT_ADAPTER_BASE,
+from ..training import AdapterOptions, TrainOptions, train, train_adapter
+from ..training.adapter import DEFAULT_ADAPTER_BASE
+from ..training.dev import DEV_MAX_ARTICLES, DEV_SPLIT
+from ..training.finetune import (
     DEFAULT_BASE,
     DEFAULT_BATCH,
     DEFAULT_EPOCHS,
@@ -24,12 +26,6 @@ from ..training import (
     DEFAULT_MAX_SEQ,
     DEFAULT_SEED,
     DEFAULT_WARMUP,
-    DEV_MAX_ARTICLES,
-    DEV_SPLIT,
-    AdapterOptions,
-    TrainOptions,
-    train,
-    train_adapter,
 )
 from .common import TqdmProgress, add_data_argument, data_spec, fail, say
 

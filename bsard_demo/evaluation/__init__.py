@@ -15,16 +15,7 @@ The reader's own problems with a file (format, ranks, scores) are in :mod:`bsard
 """
 from .aggregate import DEFAULT_KS, Evaluation, evaluate, gold_ranks, recall_curve
 from .checks import Finding, SplitContext, check_run, check_run_file
-from .measures import (
-    EXTRA,
-    EXTRA_COLUMNS,
-    FAMILIES,
-    Measure,
-    column_label,
-    cutoff_columns,
-    cutoff_families,
-    is_measure_column,
-)
+from .measures import EXTRA_COLUMNS, FAMILIES, Measure, column_label, cutoff_columns, is_measure_column
 from .metrics import compute_metrics, ndcg_from_positions
 from .report import FORMATS, json_report, metrics_table, per_question_table, render_comparison, render_table
 from .scoring import Limits, RunSource, Scoreboard, score_runs, unique_names
@@ -33,8 +24,7 @@ from .stats import STATS, Comparison, StatsSettings, compare_measure, compare_ru
 __all__ = [
     "DEFAULT_KS", "Evaluation", "evaluate", "gold_ranks", "recall_curve",
     "Finding", "SplitContext", "check_run", "check_run_file",
-    "EXTRA", "EXTRA_COLUMNS", "FAMILIES", "Measure", "column_label", "cutoff_columns", "cutoff_families",
-    "is_measure_column",
+    "EXTRA_COLUMNS", "FAMILIES", "Measure", "column_label", "cutoff_columns", "is_measure_column",
     "compute_metrics", "ndcg_from_positions",
     "FORMATS", "json_report", "metrics_table", "per_question_table", "render_comparison", "render_table",
     "Limits", "RunSource", "Scoreboard", "score_runs", "unique_names",

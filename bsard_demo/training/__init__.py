@@ -12,46 +12,24 @@ A new method (a learned ranker, say) is a module here that writes its folder thr
 :mod:`.folders` (:func:`prepare_out`, a :data:`METADATA_FILE` with its own ``"kind"``) and
 returns a :class:`TrainResult`; its public names are added below.
 """
-from .adapter import DEFAULT_ADAPTER_BASE, AdapterOptions, train_adapter
-from .dev import DEV_MAX_ARTICLES, DEV_SPLIT, dev_evaluation
-from .finetune import (
-    DEFAULT_BASE,
-    DEFAULT_BATCH,
-    DEFAULT_EPOCHS,
-    DEFAULT_LR,
-    DEFAULT_MAX_SEQ,
-    DEFAULT_SEED,
-    DEFAULT_WARMUP,
-    TrainingPairs,
-    TrainOptions,
-    load_base,
-    seed_everything,
-    train,
-    training_pairs,
-)
+from .adapter import AdapterOptions, train_adapter
+from .dev import dev_evaluation
+from .finetune import TrainingPairs, TrainOptions, load_base, train, training_pairs
 from .folders import (
     METADATA_FILE,
-    METADATA_FORMAT,
     MODELS_ENV,
     TrainedModel,
     TrainResult,
     articles_fingerprint,
-    library_versions,
     list_trained_models,
     models_folder,
     prepare_out,
     questions_fingerprint,
     read_metadata,
-    weights_digests,
 )
 
 __all__ = [
-    "DEFAULT_ADAPTER_BASE", "AdapterOptions", "train_adapter",
-    "DEV_MAX_ARTICLES", "DEV_SPLIT", "dev_evaluation",
-    "DEFAULT_BASE", "DEFAULT_BATCH", "DEFAULT_EPOCHS", "DEFAULT_LR", "DEFAULT_MAX_SEQ", "DEFAULT_SEED",
-    "DEFAULT_WARMUP",
-    "TrainingPairs", "TrainOptions", "load_base", "seed_everything", "train", "training_pairs",
-    "METADATA_FILE", "METADATA_FORMAT", "MODELS_ENV", "TrainedModel", "TrainResult", "articles_fingerprint",
-    "library_versions", "list_trained_models", "models_folder", "prepare_out", "questions_fingerprint", "read_metadata",
-    "weights_digests",
+    "AdapterOptions", "train_adapter", "dev_evaluation", "TrainingPairs", "TrainOptions", "load_base", "train",
+    "training_pairs", "METADATA_FILE", "MODELS_ENV", "TrainedModel", "TrainResult", "articles_fingerprint",
+    "list_trained_models", "models_folder", "prepare_out", "questions_fingerprint", "read_metadata",
 ]

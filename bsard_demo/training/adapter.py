@@ -29,15 +29,9 @@ from ..retrievers.adapter import BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterS
 from ..retrievers.base import Progress
 from ..retrievers.encoder_base import file_sha256, normalize_rows
 from ..retrievers.neighbours import labelled_questions
+from . import folders
 from .dev import DEV_SPLIT, dev_evaluation
-from .folders import (
-    METADATA_FORMAT,
-    TrainResult,
-    articles_fingerprint,
-    library_versions,
-    prepare_out,
-    questions_fingerprint,
-)
+from .folders import TrainResult, prepare_out
 
 DEFAULT_ADAPTER_BASE = "use"
 
@@ -96,12 +90,13 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     try:
         np.save(tmp / MATRIX_FILE, matrix, allow_pickle=False)
         metadata = {
-            "format": METADATA_FORMAT, "kind": KIND,
+            "format": folders.METADATA_FORMAT, "kind": KIND,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "dataset": {"name": dataset.name, "spec": options.data, "kind": dataset.kind, "split": options.split,
                         "questions": len(questions), "questions_used": len(texts),
-                        "questions_sha256": questions_fingerprint(questions),
-                        "articles": len(dataset.articles), "articles_sha256": articles_fingerprint(dataset.articles),
+                        "questions_sha256": folders.questions_fingerprint(questions),
+                        "articles": len(dataset.articles),
+                        "articles_sha256": folders.articles_fingerprint(dataset.articles),
                         "articles_in_pairs": len({int(r) for rows in gold for r in rows}),
                         "fields": list(DEFAULT_FIELDS),
                         "with_description": False},
@@ -111,7 +106,7 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
             "pairs": int(sum(len(rows) for rows in gold)), "steps": int(options.settings.steps),
             "loss": {"first": history[0], "last": history[-1], "history": [[i + 1, v] for i, v in enumerate(history)]},
             "seconds": {"training": round(fit_seconds, 2), "total": None},
-            "versions": library_versions(),
+            "versions": folders.library_versions(),
         }
         metadata["weights_sha256"] = {MATRIX_FILE: file_sha256(tmp / MATRIX_FILE)}
         _write(tmp, metadata)
