@@ -103,13 +103,13 @@ class TrainOptions:
     #: in the last bits between thread counts; on a busy machine 1 thread can be the faster.
     threads: int | None = None
     #: Also write the ONNX export (``out/onnx/``, for torch-free serving) and record its files in
-    #: :data:`METADATA_FILE`. The ``train`` command does by default (``--no-onnx`` skips it); a
+    #: :data:`~.folders.METADATA_FILE`. The ``train`` command does by default (``--no-onnx`` skips it); a
     #: library caller asks for it.
     onnx: bool = False
-    #: Score the trained model on :data:`DEV_SPLIT` (dense alone, and fused with BM25 as ``run
+    #: Score the trained model on :data:`~.dev.DEV_SPLIT` (dense alone, and fused with BM25 as ``run
     #: --retriever hybrid --encoder DIR`` fuses it) and record the figures: ``None`` (the default)
     #: when the dataset has that split, it is not the training split and the corpus has at most
-    #: :data:`DEV_MAX_ARTICLES` articles (scoring encodes the whole corpus with the model).
+    #: :data:`~.dev.DEV_MAX_ARTICLES` articles (scoring encodes the whole corpus with the model).
     evaluate: bool | None = None
 
     def check(self) -> None:
