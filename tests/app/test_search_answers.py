@@ -225,3 +225,32 @@ def test_without_labelled_train_questions_the_panel_is_one_line(monkeypatch, tmp
     lines = [c.value for c in at.caption if "Questions proches déjà traitées" in c.value]
     assert len(lines) == 1 and "indisponibles" in lines[0]
     assert NEIGHBOURS not in at.multiselect(key="hybrid_encoders").options
+
+
+# --------------------------------------------------------------------------- an unknown path
+
+def test_an_unknown_path_runs_the_default_page_without_streamlits_modal(monkeypatch):
+    """ui.unknown_path clears the run's intended page when its URL path is no page's (then
+    st.navigation runs the default page and sends no « Page not found »), and leaves a page's path,
+    a menu click (a page hash) and the root alone."""
+    import streamlit.runtime.scriptrunner as runner
+
+    from bsard_demo.app import ui
+
+    class Manager:  # what ui.unknown_path reads of Streamlit's PagesManager (its public properties)
+        intended_page_script_hash = intended_page_name = None
+
+        def set_script_intent(self, page_script_hash, page_name):
+            self.intended_page_script_hash, self.intended_page_name = page_script_hash, page_name
+
+    class Ctx:
+        pages_manager = Manager()
+
+    monkeypatch.setattr(runner, "get_script_run_ctx", lambda: Ctx)
+    manager = Ctx.pages_manager
+    known = ["", "search", "score"]
+    for page_hash, name, expected in (("", "nulle-part", "nulle-part"), ("", "search", None), ("", "", None),
+                                      ("abc", "nulle-part", None)):
+        manager.set_script_intent(page_hash, name)
+        assert ui.unknown_path(known) == expected
+        assert manager.intended_page_name == ("" if expected else name)
