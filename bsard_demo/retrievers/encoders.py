@@ -24,25 +24,8 @@ Texts longer than an encoder's window (:func:`embed_documents`) are cut into ove
 spans of at most one window of tokens (25 % overlap); ``"truncate"`` embeds the first span only,
 ``"max"`` / ``"mean"`` embed every span, pool the span vectors element-wise and re-normalise.
 
-Default ``"mean"``, measured on the bundled sample (220 fictional articles, ~137 words with
-headers; 68 of 200 exceed MiniLM's 256-token window), questions only, ranking all articles
-(``python bench/bench_dense.py quality``; "all" = the 48 test + train questions)::
-
-    encoder  window  long texts   test R@10  R@100  MAP@100 | all R@10  R@100  MAP@100
-    use      none    whole            0.682  1.000   0.485  |    0.713  1.000   0.531
-    use      128     truncate         0.633  1.000   0.470  |    0.663  0.990   0.500
-    use      128     max              0.527  0.976   0.335  |    0.608  0.987   0.393
-    use      128     mean             0.674  0.991   0.471  |    0.691  0.995   0.462
-    use      64      mean             0.659  0.991   0.477  |    0.697  0.995   0.522
-    minilm   256     truncate         0.312  0.776   0.187  |    0.380  0.773   0.227
-    minilm   256     max              0.318  0.774   0.172  |    0.382  0.827   0.239
-    minilm   256     mean             0.385  0.843   0.225  |    0.414  0.841   0.259
-
-Element-wise max pooling never helps (it is worst for USE); mean pooling beats truncation for
-MiniLM (+0.07 R@100) and is within noise of embedding whole texts for USE, which therefore keeps
-no window (cutting USE's input only lost). The sample is small (27 test questions, R@100 near its
-ceiling for USE), so these are indications, not proof. ``"use"`` stays the default encoder: the
-English MiniLM trails it on French by 0.16 R@100 / 0.26 MAP@100.
+The default pooling is ``"mean"``; the figures that decided it, and why ``use`` keeps no
+window: docs/effectiveness.md, "Long texts: windows and pooling".
 """
 from __future__ import annotations
 
