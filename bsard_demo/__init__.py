@@ -9,10 +9,27 @@ Importing the package changes nothing in the environment: :func:`prepare_runtime
 CLI, the app and the retrievers before they load faiss or torch) sets the threading defaults of
 :mod:`bsard_demo.settings`.
 """
-from .evaluation import Measure, evaluate, score_runs
-from .runs import read_run_bytes, read_run_path
+from importlib import import_module
+
 from .settings import prepare_runtime
-from .sources import load_dataset
+
+#: The public names and the module each comes from, imported on first use (PEP 562): a process
+#: that needs only :mod:`bsard_demo.runs` (the parquet reader's fork server) does not load scipy
+#: and pandas through :mod:`bsard_demo.evaluation` (1.5 s of a start on a busy machine).
+_LAZY = {"Measure": ".evaluation", "evaluate": ".evaluation", "score_runs": ".evaluation",
+         "read_run_bytes": ".runs", "read_run_path": ".runs", "load_dataset": ".sources"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def build_retriever(*args, **kwargs):

@@ -30,6 +30,7 @@ from typing import Mapping, Sequence
 from ..dataset import Dataset
 from ..runs import DEFAULT_MAX_BYTES, ProblemList, Run, RunFile, read_run_bytes, read_run_path
 from ..runs.decode import SizeMessage
+from ..runs.sandbox import DEFAULT_ISOLATION, Isolation
 from ..runs.validate import add_warnings
 from .aggregate import DEFAULT_KS, Evaluation, evaluate
 from .checks import SplitContext, check_run_file
@@ -73,11 +74,13 @@ class RunSource:
 
 @dataclass(frozen=True)
 class Limits:
-    """What the reader may read: ``max_bytes`` of a file, raw or inflated, and the wording of
-    the error of a larger one (``size_message(size, limit)``; None: the reader's English)."""
+    """What the reader may read: ``max_bytes`` of a file, raw or inflated, the wording of the
+    error of a larger one (``size_message(size, limit)``; None: the reader's English), and the
+    limits of the child that decodes a parquet file (``isolation``; None: in this process)."""
 
     max_bytes: int = DEFAULT_MAX_BYTES
     size_message: SizeMessage | None = None
+    isolation: Isolation | None = DEFAULT_ISOLATION
 
 
 @dataclass
@@ -160,7 +163,7 @@ def _read(source: RunSource, name: str, context: SplitContext, k: int, limits: L
         add_warnings(source.run, rf, qids, context.corpus_ids, k)
         return rf
     kwargs = dict(qids=qids, corpus_ids=context.corpus_ids, k=k, max_decompressed_bytes=limits.max_bytes,
-                  size_message=limits.size_message, lower_is_better=source.lower_is_better)
+                  size_message=limits.size_message, lower_is_better=source.lower_is_better, isolation=limits.isolation)
     if source.path is not None:
         return read_run_path(source.path, **kwargs)
     return read_run_bytes(source.data, name, **kwargs)
