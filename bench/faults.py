@@ -41,11 +41,12 @@ if __package__ in (None, ""):  # python bench/faults.py (bench/_path.py)
     import _path  # noqa: F401
 
 from bench.browser import AppServer, app_env  # noqa: E402
-from bench.common import REPO, load_average, machine_facts, mb, tree_memory_kb  # noqa: E402
+from bench.common import REPO, cpu_seconds, load_average, machine_facts, mb, process_tree  # noqa: E402
 from bench.ws_client import SCORE_BUTTON, Visitor, check_columns, score_visit, search_visit  # noqa: E402
 
 SCENARIOS = ("kill-build", "kill-download", "full-disk", "closed-tab")
-KILL_AT_S = (1.0, 3.0, 6.0, 10.0)
+KILL_FRACTIONS = (0.25, 0.5, 0.8)
+WRITING_KILLS = (0.0, 0.005, 0.02, 0.05)
 TINY_KB = 64
 
 
@@ -87,24 +88,48 @@ def visit(url: str, question: str, expected: list[list[str]]):
     return asyncio.run(search_visit(url, {"q": question, "systems": "bm25"}, expected))
 
 
+def temporary_entries(cache: Path) -> set[str]:
+    """The temporary entry folders (``.KEY.tmp-…``) in ``cache`` now."""
+    if not cache.is_dir():
+        return set()
+    return {p.name for kind in cache.iterdir() if kind.is_dir() for p in kind.iterdir() if ".tmp-" in p.name}
+
+
 def kill_build(args, work: Path) -> dict:
+    """Kills at fractions of an uninterrupted build's time, then while its entry is being
+    written (``WRITING_KILLS``: s after a temporary entry folder appears in the cache)."""
     ref_cache, ref_run = work / "ref-cache", work / "ref.trec"
+    shutil.rmtree(ref_cache, ignore_errors=True)
+    started = time.perf_counter()
+    done = cli(args.python, ["index", "--retriever", "bm25", "--data", args.data, "--index", ""], ref_cache)
+    build_s = time.perf_counter() - started
+    assert done.returncode == 0, done.stderr
     done = cli(args.python, ["run", "--data", args.data, "--index", "", "--no-progress", "--out", str(ref_run)], ref_cache)
     assert done.returncode == 0, done.stderr
     cache, rows, ok = work / "killed-cache", [], True
     shutil.rmtree(cache, ignore_errors=True)
-    for at in KILL_AT_S:
+    moments = [("timed", f * build_s) for f in KILL_FRACTIONS] + [("writing", d) for d in WRITING_KILLS]
+    for how, at in moments:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "BSARD_CACHE": str(cache)}
         proc = subprocess.Popen([args.python, "-m", "bsard_demo", "index", "--retriever", "bm25", "--data", args.data,
                                  "--index", ""], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(at)
+        t0, seen, before = time.perf_counter(), False, temporary_entries(cache)
+        if how == "timed":
+            time.sleep(at)
+        else:  # poll for the temporary folder, then wait `at` s
+            while proc.poll() is None and not (seen := bool(temporary_entries(cache) - before)) \
+                    and time.perf_counter() - t0 < 600:
+                time.sleep(0.002)
+            time.sleep(at)
         finished = proc.poll() is not None
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         found, left = entries(cache)
-        rows.append({"killed at s": at, "had finished": finished, "entries": len(found), "leftovers": len(left)})
-        if found:
-            break  # a later kill would only find the entry there
+        rows.append({"kill": f"{how} {at:.2f} s", "killed after s": round(time.perf_counter() - t0, 2),
+                     "temporary entry seen": seen, "had finished": finished, "entries": len(found),
+                     "leftovers": len(left)})
+        for entry in found if (how, at) != moments[-1] else ():  # the next kill starts from no entry again
+            shutil.rmtree(entry)
     run = work / "after-kill.trec"
     done = cli(args.python, ["run", "--data", args.data, "--index", "", "--no-progress", "--out", str(run)], cache)
     same = done.returncode == 0 and run.read_bytes() == ref_run.read_bytes()
@@ -113,7 +138,8 @@ def kill_build(args, work: Path) -> dict:
     with AppServer(app_env(args.data, cache), work / "kill-build-server.log", python=args.python) as server:
         v = visit(server.url, question, [top10(ref_run)[qid]])
     ok &= v.ok
-    return {"ok": ok, "kills": rows, "run after the kills == uninterrupted run (bytes)": same,
+    return {"ok": ok, "uninterrupted build s": round(build_s, 1), "kills": rows,
+            "run after the kills == uninterrupted run (bytes)": same,
             "server after the kills: deep link == uninterrupted": v.ok, "failures": v.wrong + v.errors,
             "leftover temporary folders": [p.name for p in entries(cache)[1]]}
 
@@ -269,15 +295,21 @@ def closed_tab(args, work: Path) -> dict:
                 w.id, w.trigger_value = button, True
                 await v.ws.send(msg.SerializeToString())
                 await asyncio.sleep(0.3)  # the scoring has started; the tab is closed
-        start = time.time()
-        asyncio.run(asyncio.wait_for(asyncio.gather(*(leave(n) for n in range(args.tabs))), 600))
+        async def crowd():
+            await asyncio.wait_for(asyncio.gather(*(leave(n) for n in range(args.tabs))), 600)
+        start, cpu0 = time.time(), cpu_seconds(process_tree(server.pid))
+        asyncio.run(crowd())
         peak = 0.0
         while time.time() - start < 60:
             peak = max(peak, mb(server.memory_kb()["rss"]))
             time.sleep(1)
         out["tabs closed during a scoring"] = args.tabs
         out["rss 60 s after MB"], out["peak in those 60 s MB"] = round(mb(server.memory_kb()["rss"])), round(peak)
+        out["server CPU s from the presses to 60 s after"] = round(cpu_seconds(process_tree(server.pid)) - cpu0, 1)
+        cpu1 = cpu_seconds(process_tree(server.pid))
         full = asyncio.run(score_visit(server.url, r100, timeout=600))
+        out["then one scoring to the end: s, server CPU s"] = (round(full.seconds or -1, 2),
+                                                               round(cpu_seconds(process_tree(server.pid)) - cpu1, 1))
         out["a scoring to the end: R@100 == CLI"] = full.ok
         out["failures"] = full.wrong + full.errors
         time.sleep(args.settle)

@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,7 @@ def store(kind: str, key: str, write: Callable[[Path], None], root: Path | None 
     (complete) entry is kept. Returns the entry's path."""
     target = entry_path(kind, key, root)
     target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_leftovers(target.parent, key)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=target.parent))
     try:
         write(tmp)
@@ -99,6 +101,26 @@ def store(kind: str, key: str, write: Callable[[Path], None], root: Path | None 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+#: A writer's temporary (or set-aside) folder older than this is a killed writer's leftover.
+LEFTOVER_AGE_S = 3600
+
+
+def sweep_leftovers(folder: Path, key: str, max_age: float = LEFTOVER_AGE_S) -> None:
+    """Remove the ``.KEY.tmp-*`` and ``.KEY.stale-*`` folders of ``key`` in ``folder`` not touched
+    for ``max_age`` seconds: what a writer killed mid-write (SIGKILL, power loss) leaves, never
+    read (readers only open the entry itself) but as big as the entry (docs/reliability.md,
+    "10. Faults mid-flight"). A live writer's folder is younger: it is written as soon as made."""
+    now = time.time()
+    for pattern in (f".{key}.tmp-*", f".{key}.stale-*"):
+        for path in folder.glob(pattern):
+            try:
+                old = now - path.lstat().st_mtime > max_age
+            except OSError:
+                continue
+            if old:
+                _discard(path)
 
 
 def replace_folder(tmp: Path, dest: Path) -> None:

@@ -153,6 +153,27 @@ def test_failed_write_leaves_no_temp_folder(tmp_path, sample_articles, monkeypat
     assert list((tmp_path / "bm25s").iterdir()) == []
 
 
+def test_a_killed_writers_old_leftovers_are_swept_by_the_next_store(tmp_path, sample_articles):
+    """A writer SIGKILLed mid-write leaves its ``.KEY.tmp-*`` folder (bench/faults.py kill-build: up
+    to 24 MB each for frlaw-dev's BM25); the next store of that key removes those older than an
+    hour and leaves a younger one (a live writer's) and other keys' alone."""
+    BM25Retriever.build(sample_articles, cache_root=tmp_path)
+    (entry,) = (tmp_path / "bm25s").iterdir()
+    key = entry.name
+    old, young, other = (tmp_path / "bm25s" / n for n in (f".{key}.tmp-old", f".{key}.tmp-young", ".otherkey.tmp-old"))
+    for folder in (old, young, other):
+        folder.mkdir()
+        (folder / "data.npy").write_bytes(b"x" * 100)
+    stale = tmp_path / "bm25s" / f".{key}.stale-old"
+    stale.mkdir()
+    for folder in (old, other, stale):
+        os.utime(folder, (0, 0))
+    shutil.rmtree(entry)
+    BM25Retriever.build(sample_articles, cache_root=tmp_path)
+    assert sorted(p.name for p in (tmp_path / "bm25s").iterdir()) == sorted([key, young.name, other.name])
+    assert cache.verify(entry)
+
+
 # -- dense (a tiny fake encoder: _fake_encoders.HashEncoder) --------------------------------
 
 DENSE_ARTICLES = normalize_articles(pd.DataFrame({
