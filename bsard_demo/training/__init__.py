@@ -10,12 +10,14 @@
 
 A new method (a learned ranker, say) is a module here that writes its folder through
 :mod:`.folders` (:func:`prepare_out`, a :data:`METADATA_FILE` with its own ``"kind"``) and
-returns a :class:`TrainResult`; its public names are added below.
+returns a :class:`TrainResult`; its public names are added below. Only the kinds of
+:data:`ENCODER_KINDS` are listed as encoders by :func:`list_trained_models`.
 """
 from .adapter import AdapterOptions, train_adapter
 from .dev import dev_evaluation
 from .finetune import TrainingPairs, TrainOptions, load_base, train, training_pairs
 from .folders import (
+    ENCODER_KINDS,
     METADATA_FILE,
     MODELS_ENV,
     TrainedModel,
@@ -30,6 +32,7 @@ from .folders import (
 
 __all__ = [
     "AdapterOptions", "train_adapter", "dev_evaluation", "TrainingPairs", "TrainOptions", "load_base", "train",
-    "training_pairs", "METADATA_FILE", "MODELS_ENV", "TrainedModel", "TrainResult", "articles_fingerprint",
-    "list_trained_models", "models_folder", "prepare_out", "questions_fingerprint", "read_metadata",
+    "training_pairs", "ENCODER_KINDS", "METADATA_FILE", "MODELS_ENV", "TrainedModel", "TrainResult",
+    "articles_fingerprint", "list_trained_models", "models_folder", "prepare_out", "questions_fingerprint",
+    "read_metadata",
 ]

@@ -135,6 +135,11 @@ class TrainResult:
 
 # ---------------------------------------------------------------------- finding models
 
+#: The record kinds whose folder serves as ``--encoder DIR`` (what :func:`list_trained_models`
+#: offers): a fine-tuned model (no kind) and a query adapter. A trained model of another kind (a
+#: learned ranker) records its own ``"kind"`` and is not offered as an encoder.
+ENCODER_KINDS = (None, "adapter")
+
 @dataclass
 class TrainedModel:
     """A model folder found by :func:`list_trained_models`; ``error`` says why its record could
@@ -176,10 +181,11 @@ def read_metadata(folder: str | Path) -> dict:
 
 
 def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
-    """The trained models in ``folder`` (default :func:`models_folder`): its sub-folders holding a
+    """The trained encoders in ``folder`` (default :func:`models_folder`): its sub-folders holding a
     :data:`METADATA_FILE` and a sentence-transformers ``modules.json`` (or, for a query adapter,
-    a record of kind ``adapter``), sorted by name. A missing
-    folder gives an empty list; an unreadable record is listed with its ``error``."""
+    a record of kind ``adapter``), sorted by name; a record of a kind outside
+    :data:`ENCODER_KINDS` is skipped. A missing folder gives an empty list; an unreadable record is
+    listed with its ``error``."""
     root = Path(folder).expanduser() if folder is not None else models_folder()
     if not root.is_dir():
         return []
@@ -189,6 +195,8 @@ def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
             continue
         try:
             meta = read_metadata(sub)
+            if meta.get("kind") not in ENCODER_KINDS:
+                continue  # a trained model, not an encoder
             if meta.get("kind") != "adapter" and not (sub / "modules.json").is_file():
                 raise ValueError("not a sentence-transformers folder (no modules.json)")
         except (OSError, ValueError) as exc:
