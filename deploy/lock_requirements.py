@@ -3,13 +3,13 @@
     python deploy/lock_requirements.py [--check]
 
 requirements.in holds the ranges (what the library needs; edit it, never requirements.txt).
-requirements.txt is then two halves that never meet: every package of the hosted install
-(Streamlit Community Cloud, Python 3.12, Linux x86-64) pinned by ``uv pip compile --python-version
-3.12``, marked ``python_version >= "3.12"``; and requirements.in's lines marked ``python_version <
-"3.12"`` (local installs and CI on Python 3.10/3.11 resolve the ranges, torch 2.13.0 CPU among
-them, as before: 3.12 pins such as numpy 2.5 do not install there). ``--check`` only says whether
-requirements.txt is what this writes from its own pins (tests/test_requirements_lock.py checks
-the pins against the ranges).
+requirements.txt is then every package of the hosted install (Streamlit Community Cloud, Linux
+x86-64, no torch) pinned by ``uv pip compile`` for Python 3.11 and up (so the same pins install on
+Cloud's 3.12, on CI's and local 3.11, and in a torch-free venv made here: numpy 2.5, say, would
+need 3.12), followed by requirements.in's ``python_version < "3.12"`` lines as they stand (the torch
+stack of local installs and CI, resolved by pip against those pins). The hosted install is
+requirements.txt without those lines. ``--check`` only says whether requirements.txt is what this
+writes from its own pins (tests/test_requirements_lock.py checks the pins against the ranges).
 Refresh the pins only once the fuzz harness passes on the new versions (README, "Deploys you can
 reproduce").
 """
@@ -25,15 +25,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SOURCE, LOCK = REPO / "requirements.in", REPO / "requirements.txt"
 LOCAL_ONLY = re.compile(r"""python_version\s*<\s*["']3\.12["']""")
-HOSTED, LOCAL = 'python_version >= "3.12"', 'python_version < "3.12"'
 HEADER = """\
 # The install the demo is deployed from: written by `python deploy/lock_requirements.py` out of
 # requirements.in (the ranges: edit that file, then run the script; README, "Deploys you can reproduce").
-# Python >= 3.12 (the hosted demo, no torch): every package pinned by
-# `uv pip compile requirements.in --python-version 3.12 --python-platform x86_64-manylinux_2_28`.
+# Every package of the hosted install (no torch) pinned by `uv pip compile requirements.in
+# --python-version 3.11 --python-platform x86_64-manylinux_2_28`: the same pins on Cloud's Python 3.12
+# and on 3.11 (CI, local installs).
 """
 LOCAL_HEADER = """\
-# Python < 3.12 (local installs and CI): requirements.in's ranges, torch 2.13.0 CPU and the training stack.
+# Python < 3.12 only (local installs and CI): requirements.in's torch 2.13.0 CPU and training stack.
 """
 
 
@@ -42,32 +42,23 @@ def requirement_lines(text: str) -> list[str]:
     return [line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()]
 
 
-def with_marker(requirement: str, marker: str) -> str:
-    """``requirement`` installed only where ``marker`` holds (and its own marker, if any)."""
-    spec, sep, own = requirement.partition(";")
-    if not sep:
-        return f"{spec.strip()}; {marker}"
-    own = own.strip()
-    return f"{spec.strip()}; {own}" if own == marker or marker in own else f"{spec.strip()}; ({own}) and {marker}"
-
-
 def pins(text: str) -> list[str]:
-    """The ``name==version`` requirements of a lock or of requirements.txt's hosted half, unmarked."""
-    return [line.split(";", 1)[0].strip() for line in requirement_lines(text)
-            if "==" in line and (";" not in line or HOSTED in line)]
+    """The ``name==version`` requirements of a lock (or of requirements.txt's pinned part)."""
+    return [line for line in requirement_lines(text) if "==" in line and ";" not in line]
 
 
 def compose(pinned: list[str], source: str) -> str:
-    hosted = [with_marker(p, HOSTED) for p in pinned]
-    local = [with_marker(r, LOCAL) for r in requirement_lines(source)]
-    return HEADER + "\n".join(hosted) + "\n" + LOCAL_HEADER + "\n".join(local) + "\n"
+    local = [line for line in requirement_lines(source) if LOCAL_ONLY.search(line)]
+    return HEADER + "\n".join(pinned) + "\n" + LOCAL_HEADER + "\n".join(local) + "\n"
 
 
 def compile_pins() -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "lock.txt"
-        subprocess.run([sys.executable, "-m", "uv", "--no-python-downloads", "pip", "compile", str(SOURCE),
-                        "--python-version", "3.12",
+        out, hosted = Path(tmp) / "lock.txt", Path(tmp) / "hosted.in"  # the hosted install: no torch stack
+        hosted.write_text("\n".join(line for line in requirement_lines(SOURCE.read_text())
+                                    if not LOCAL_ONLY.search(line)) + "\n")
+        subprocess.run([sys.executable, "-m", "uv", "--no-python-downloads", "pip", "compile", str(hosted),
+                        "--python-version", "3.11",
                         "--python-platform", "x86_64-manylinux_2_28", "--no-annotate", "--no-header", "-o", str(out)],
                        check=True, cwd=REPO)
         return pins(out.read_text())

@@ -1,6 +1,6 @@
-"""requirements.txt, the install the demo is deployed from (issue 21 item 5): its Python 3.12 half
-pins every package within requirements.in's ranges, its Python < 3.12 half is requirements.in's
-lines, and it is what deploy/lock_requirements.py writes; no file names an index or a URL."""
+"""requirements.txt, the install the demo is deployed from (issue 21 item 5): it pins every package of
+the hosted install within requirements.in's ranges, adds requirements.in's Python < 3.12 torch stack
+as it stands, and is what deploy/lock_requirements.py writes; no file names an index or a URL."""
 from __future__ import annotations
 
 import importlib.util
@@ -35,13 +35,17 @@ def test_the_hosted_pins_satisfy_the_ranges_and_cover_every_package():
     assert "torch" not in pinned and "sentence-transformers" not in pinned
 
 
-def test_below_3_12_the_install_is_requirements_in_as_it_stands():
+def test_below_3_12_the_same_pins_and_requirements_in_s_torch_stack():
     local = {**HOSTED, "python_version": "3.11", "python_full_version": "3.11.7"}
-    def plain(r: Requirement) -> tuple:
-        return r.name, str(r.specifier), sorted(r.extras)
-
-    assert [plain(r) for r in requirements(REPO / "requirements.txt", local)] == \
-        [plain(r) for r in requirements(REPO / "requirements.in", local)]
+    txt = requirements(REPO / "requirements.txt", local)
+    pinned = {canonicalize_name(r.name): r for r in txt if r.marker is None}
+    stack = [(r.name, str(r.specifier)) for r in txt if r.marker is not None]
+    wanted = requirements(REPO / "requirements.in", local)
+    assert stack == [(r.name, str(r.specifier)) for r in wanted if r.marker is not None]
+    assert ("torch", "==2.13.0") in stack
+    for r in wanted:
+        if r.marker is None:
+            assert canonicalize_name(r.name) in pinned
 
 
 def test_requirements_txt_is_what_the_script_writes():
@@ -58,7 +62,9 @@ def test_no_file_names_an_index_or_a_url():
 
 def test_the_check_fails_on_a_hand_edit(tmp_path, monkeypatch):
     edited = tmp_path / "requirements.txt"
-    edited.write_text((REPO / "requirements.txt").read_text().replace("streamlit>=1.67", "streamlit>=1.0"))
+    text = (REPO / "requirements.txt").read_text()
+    assert "sentence-transformers>=3.0" in text
+    edited.write_text(text.replace("sentence-transformers>=3.0", "sentence-transformers>=2.0"))
     monkeypatch.setattr(lock, "LOCK", edited)
     assert lock.main(["--check"]) == 1
     monkeypatch.setattr(lock, "LOCK", REPO / "requirements.txt")
