@@ -359,6 +359,8 @@ def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Call
         except OSError as exc:
             _record(UsedEntry(kind, key, None, what, "unsaved", info))
             if notice:
-                notice(f"could not save the {what} to the cache ({exc.strerror or exc}); it will be rebuilt next time")
+                # numpy reports a full disk as a short write ("N requested and M written"), no errno
+                why = exc.strerror or f"{exc}: the disk is probably full"
+                notice(f"could not save the {what} to the cache ({why}); it will be rebuilt next time")
         report(1, "saving")
     return value

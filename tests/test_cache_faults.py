@@ -153,6 +153,18 @@ def test_failed_write_leaves_no_temp_folder(tmp_path, sample_articles, monkeypat
     assert list((tmp_path / "bm25s").iterdir()) == []
 
 
+def test_a_short_write_is_named_a_full_disk(tmp_path, sample_articles, monkeypatch):
+    """numpy's short write on a full tmpfs (bench/faults.py full-disk) carries no errno."""
+    def short(self, folder):
+        raise OSError("2048890 requested and 8176 written")
+
+    monkeypatch.setattr(BM25Retriever, "_write", short)
+    notices: list[str] = []
+    BM25Retriever.build(sample_articles, cache_root=tmp_path, notice=notices.append)
+    assert notices == ["could not save the BM25 index to the cache (2048890 requested and 8176 written: the disk is "
+                       "probably full); it will be rebuilt next time"]
+
+
 def test_a_killed_writers_old_leftovers_are_swept_by_the_next_store(tmp_path, sample_articles):
     """A writer SIGKILLed mid-write leaves its ``.KEY.tmp-*`` folder (bench/faults.py kill-build: up
     to 24 MB each for frlaw-dev's BM25); the next store of that key removes those older than an
