@@ -272,7 +272,8 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
         built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in hybrid_parts(spec)]
         size = len(data.dataset.articles) if data.dataset.articles is not None else None
         return registry.get((data.key, spec.key()),
-                            _logged(f"hybrid index over {data.spec}", lambda: make_hybrid(spec, built, corpus_size=size)))
+                            _logged(f"hybrid index over {data.spec}", lambda: make_hybrid(
+                                spec, built, corpus_size=size, articles=data.dataset.articles)))
     return registry.get((data.key, spec.key()),
                         _logged(f"{spec.kind} index over {data.spec}",
                                 lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice)))

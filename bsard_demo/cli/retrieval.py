@@ -70,6 +70,10 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     hybrid.add_argument("--alpha", type=float, default=None,
                         help="weighted fusion of two systems: weight of BM25, 1 - alpha that of the dense "
                              f"retriever (default {DEFAULT_ALPHA:g}); with more systems give --weights")
+    hybrid.add_argument("--structure", action="store_true", default=None,
+                        help="re-score the fused ranking along the corpus' structure: an article's neighbours in its "
+                             "section, its section and the articles citing it lift it (settings decided on a train "
+                             "split: docs/effectiveness.md, \"Structure re-scoring\")")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="index cache folder (default $BSARD_CACHE or ~/.cache/bsard_demo)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
@@ -127,7 +131,8 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
         bm25["fields"] = ("article",)
     if args.no_stem:
         bm25["stem"] = False
-    fusion_given = [f"--{n.replace('_', '-')}" for n in ("rrf_k", "weights", "alpha") if getattr(args, n, None) is not None]
+    fusion_given = [f"--{n.replace('_', '-')}" for n in ("rrf_k", "weights", "alpha", "structure")
+                    if getattr(args, n, None) is not None]
     backend = getattr(args, "backend", "auto") or "auto"
     dense = {"backend": backend} if backend != "auto" else {}  # auto: the spec of every earlier version
     if args.retriever == "bm25":
@@ -151,7 +156,8 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
             raise ValueError(_not_for(fusion_given, "--retriever hybrid", "dense"))
         return RetrieverSpec("dense", ({"encoder": encoders[0]} if args.encoder else {}) | dense)
     return hybrid_spec(args.encoder, method=args.fusion, rrf_k=args.rrf_k, weights=args.weights,
-                       alpha=args.alpha, bm25_options=bm25, dense_options=dense)
+                       alpha=args.alpha, bm25_options=bm25, dense_options=dense,
+                       structure=True if getattr(args, "structure", None) else None)
 
 
 def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):

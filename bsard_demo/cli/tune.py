@@ -62,6 +62,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.retriever not in ("bm25", "hybrid"):
         return fail("tune", f"a {args.retriever} retriever has no settings to grid-search; tune --retriever bm25 "
                             "or hybrid (fine-tune an encoder with the train command)")
+    if getattr(args, "structure", None):
+        return fail("tune", "--structure is not searched by tune (its settings are decided by "
+                            "bench/structure_cv.py); tune the fusion without it")
     try:
         TuneTarget.parse(args.measure)
         spec = spec_from_args(args)

@@ -18,7 +18,9 @@ A new retriever is its module plus one :func:`register` call at the end of this 
 - ``"hybrid"``: ``retrievers`` (specs of the parts, any number >= 2; default BM25 + the default
   dense encoder), ``method`` (``"rrf"`` | ``"weighted"``, default ``"rrf"``), ``rrf_k`` (60),
   ``alpha`` (0.5, the weight of the first of two parts), ``weights`` (one per part, in order;
-  absent: all 1), ``normalisation``, ``depth`` (1000).
+  absent: all 1), ``normalisation``, ``depth`` (1000), ``structure`` (absent or ``None``: none; a
+  mapping of :class:`~bsard_demo.retrievers.structure.StructureSettings` fields: the fused ranking
+  re-scored along the corpus' article graph, :class:`~bsard_demo.retrievers.structure.StructureRetriever`).
 
 :func:`hybrid_spec` builds a hybrid spec from simple arguments (BM25 + one dense part per
 listed encoder, the name :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS` standing for the
@@ -42,7 +44,7 @@ from .neighbours import NEIGHBOURS, NeighboursRetriever, options_of
 _BM25_OPTIONS = frozenset(BM25Settings.__dataclass_fields__)
 _DENSE_OPTIONS = frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"})
 _NEIGHBOURS_OPTIONS = frozenset({"split", "n"})
-_HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth"})
+_HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth", "structure"})
 
 
 class Builder(Protocol):
@@ -226,7 +228,8 @@ def _is_adapter(name: str) -> bool:
 def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DEFAULT_FUSION,
                 rrf_k: float | None = None, weights: str | Sequence[float] | None = None, alpha: float | None = None,
                 normalisation: str = "minmax", bm25_options: Mapping[str, Any] | None = None,
-                dense_options: Mapping[str, Any] | None = None, depth: int | None = None) -> RetrieverSpec:
+                dense_options: Mapping[str, Any] | None = None, depth: int | None = None,
+                structure: Mapping[str, Any] | bool | None = None) -> RetrieverSpec:
     """A hybrid spec fusing BM25 (``bm25_options``) with one dense retriever per encoder of
     ``encoders`` (``"use,e5"`` or a list; default: the default encoder), each with
     ``dense_options`` (``fields``, ``pooling``, ``window``, ``batch_size``, ``backend``); the name
@@ -267,6 +270,10 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
         options["normalisation"] = fusion.normalisation
     if depth is not None:
         options["depth"] = int(depth)
+    if structure is not None and structure is not False:
+        from .structure import StructureSettings
+
+        options["structure"] = StructureSettings.from_options({} if structure is True else structure).as_dict()
     return RetrieverSpec("hybrid", options)
 
 
@@ -305,11 +312,22 @@ def hybrid_parts(spec: RetrieverSpec) -> list[RetrieverSpec]:
     return [p if isinstance(p, RetrieverSpec) else RetrieverSpec(p["kind"], p.get("options", {})) for p in parts]
 
 
-def make_hybrid(spec: RetrieverSpec, parts: Sequence[Retriever], corpus_size: int | None = None) -> HybridRetriever:
+def make_hybrid(spec: RetrieverSpec, parts: Sequence[Retriever], corpus_size: int | None = None,
+                articles=None) -> Retriever:
     """The :class:`HybridRetriever` of a hybrid ``spec`` over already built ``parts`` (in the order
-    of :func:`hybrid_parts`), for callers that build and share the parts themselves."""
-    return HybridRetriever(list(parts), fusion=FusionConfig.from_options(spec.options, len(parts)),
-                           corpus_size=corpus_size)
+    of :func:`hybrid_parts`), for callers that build and share the parts themselves; with the
+    spec's ``structure``, wrapped in a :class:`~.structure.StructureRetriever` over the graph of
+    ``articles`` (the corpus, then required: :class:`ValueError` without it)."""
+    hybrid = HybridRetriever(list(parts), fusion=FusionConfig.from_options(spec.options, len(parts)),
+                             corpus_size=corpus_size)
+    structure = spec.options.get("structure")
+    if structure is None:
+        return hybrid
+    from .structure import StructureRetriever, StructureSettings, graph_of
+
+    if articles is None:
+        raise ValueError("a hybrid with structure re-scoring needs the corpus' articles (make_hybrid(..., articles=))")
+    return StructureRetriever(hybrid, graph_of(articles), StructureSettings.from_options(structure))
 
 
 # --------------------------------------------------------------------------- the kinds
@@ -331,7 +349,7 @@ def _build_neighbours(spec: RetrieverSpec, dataset: Dataset, **context) -> Retri
 
 def _build_hybrid(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
     built = [build_retriever(p, dataset, **context) for p in hybrid_parts(spec)]
-    return make_hybrid(spec, built, corpus_size=len(dataset.articles))
+    return make_hybrid(spec, built, corpus_size=len(dataset.articles), articles=dataset.articles)
 
 
 register(RetrieverKind("bm25", "BM25 over each article's text with its reference and headers (the default)",

@@ -71,18 +71,18 @@ def test_cross_references_parse_within_the_code(graph):
 def test_rescore_by_hand(graph):
     hits = [Hit("2", 0.04), Hit("4", 0.02)]
     # n: id2 1, id4 0.5. sibling 0.5, window 1: ids 1 and 3 get 0.5, id 5 gets 0.25
-    out = rescore(graph, hits, StructureSettings(sibling=0.5, section=0.0), k=10)
+    out = rescore(graph, hits, StructureSettings(sibling=0.5, section=0.0, refs=0.0), k=10)
     assert [(h.article_id, round(h.score, 9)) for h in out] == [("2", 1.0), ("4", 0.5), ("3", 0.5), ("1", 0.5),
                                                                 ("5", 0.25)]
     # section 0.2 only lifts the ranked: ids 2 and 4 are alone in their sections among the ranked
-    same = rescore(graph, hits, StructureSettings(sibling=0.0, section=0.2), k=10)
+    same = rescore(graph, hits, StructureSettings(sibling=0.0, section=0.2, refs=0.0), k=10)
     assert [(h.article_id, h.score) for h in same] == [("2", 1.0), ("4", 0.5)]
-    two = rescore(graph, [Hit("1", 2.0), Hit("3", 1.0)], StructureSettings(sibling=0.0, section=0.2), k=10)
+    two = rescore(graph, [Hit("1", 2.0), Hit("3", 1.0)], StructureSettings(sibling=0.0, section=0.2, refs=0.0), k=10)
     assert [(h.article_id, round(h.score, 9)) for h in two] == [("1", 1.1), ("3", 0.7)]
     # refs: id 2 cites ids 3 and 5
-    refs = rescore(graph, hits, StructureSettings(sibling=0.0, refs=0.1), k=10)
+    refs = rescore(graph, hits, StructureSettings(sibling=0.0, section=0.0, refs=0.1), k=10)
     assert [(h.article_id, round(h.score, 9)) for h in refs] == [("2", 1.0), ("4", 0.5), ("5", 0.1), ("3", 0.1)]
-    assert rescore(graph, hits, StructureSettings(sibling=0.0), k=1) == hits[:1]
+    assert rescore(graph, hits, StructureSettings(sibling=0.0, section=0.0, refs=0.0), k=1) == hits[:1]
     assert rescore(graph, [], StructureSettings(), k=5) == []
 
 
@@ -122,3 +122,59 @@ def test_bad_settings_are_refused_in_one_line(bad):
     assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="unknown option"):
         StructureSettings.from_options({"siblings": 1})
+
+
+# -- the post-step in the product: hybrid spec option, registry, run --structure ---------------
+
+def _dataset(tmp_path):
+    from _tiny_corpus import QUESTIONS, make_data
+
+    from bsard_demo.sources import load_dataset
+
+    frame = ARTICLES.assign(article=["bail neuf ans", "garantie locative deux mois", "préavis trois mois du bail",
+                                     "aliments parents", "divorce désunion", "nationalité déclaration",
+                                     "enregistrement du bail", "pension alimentaire", "autre chose"])
+    folder = make_data(tmp_path / "data", frame, QUESTIONS)
+    QUESTIONS.to_csv(folder / "questions_train.csv", index=False)
+    return folder, load_dataset(str(folder))
+
+
+def test_a_hybrid_with_structure_is_its_hybrid_rescored(tmp_path):
+    from bsard_demo.retrievers import build_retriever
+    from bsard_demo.retrievers.registry import hybrid_spec, make_hybrid
+    from bsard_demo.retrievers.structure import StructureRetriever, graph_of
+
+    _, ds = _dataset(tmp_path)
+    plain = hybrid_spec("neighbours")
+    spec = hybrid_spec("neighbours", structure=True)
+    assert spec.options["structure"] == StructureSettings().as_dict()
+    assert hybrid_spec("neighbours", structure={"sibling": 1.0}).options["structure"]["sibling"] == 1.0
+    assert "structure" not in plain.options and "structure" not in hybrid_spec("neighbours", structure=False).options
+    with pytest.raises(ValueError, match="^structure: unknown option"):
+        hybrid_spec("neighbours", structure={"sibling_weight": 1})
+    retriever = build_retriever(spec, ds)
+    assert isinstance(retriever, StructureRetriever) and "structure sibling=" in retriever.name
+    base = build_retriever(plain, ds)
+    graph = graph_of(ds.articles)
+    assert graph_of(ds.articles.copy()) is graph  # built once per corpus
+    for q in ("Comment résilier mon bail ?", "garantie locative"):
+        assert retriever.search(q, 5) == rescore(graph, base.search(q, 1000), StructureSettings(), 5)
+    with pytest.raises(ValueError, match="needs the corpus"):
+        make_hybrid(spec, base.retrievers, corpus_size=9)
+
+
+def test_run_structure_writes_the_rescored_run_and_other_commands_refuse_it(tmp_path, capsys):
+    from _tiny_corpus import run_cli, without_bundle  # noqa: F401
+
+    folder, _ = _dataset(tmp_path)
+    out = tmp_path / "run.trec"
+    common = ["--data", str(folder), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    assert run_cli("run", "--retriever", "hybrid", "--encoder", "neighbours", "--structure", *common,
+                   "--out", str(out)) == 0
+    lines = out.read_text().splitlines()
+    assert lines and lines[0].split()[-1].endswith("_+_" + StructureSettings().label().replace(" ", "_"))
+    assert run_cli("run", "--retriever", "bm25", "--structure", *common, "--out", str(out)) == 2
+    assert "--structure" in capsys.readouterr().err
+    assert run_cli("tune", "--retriever", "hybrid", "--encoder", "neighbours", "--structure", *common,
+                   "--split", "test") == 2
+    assert "not searched by tune" in capsys.readouterr().err
