@@ -1,8 +1,9 @@
 """Fuzz the run reader with hostile files, every case in a child process.
 
 Cases: structure-aware mutations of valid parquet runs (the thrift fields of the footer, of page
-headers, of statistics and the page index, dictionary pages: :func:`parquet_cases`) and byte
-mutations of gzip, JSON, JSON Lines, CSV and TREC runs (:func:`text_cases`). :func:`run_cases`
+headers, of statistics and the page index, dictionary pages: :func:`parquet_cases`), byte
+mutations of gzip, JSON, JSON Lines, CSV and TREC runs (:func:`text_cases`) and of a dataset
+folder's CSV files (:func:`dataset_cases`). :func:`run_cases`
 reads each one with :func:`bsard_demo.runs.read_run_bytes` in a child (:data:`_CHILD`), so an abort
 or a hang fails that case and never the caller; a case passes when it gives a run or problems with
 codes, no ``internal_error``, and ``run is None`` exactly when there are errors. The suite runs a
@@ -276,8 +277,25 @@ def text_cases(n: int, seed: int = 0) -> Iterator[tuple[str, bytes]]:
     """``n`` byte mutations of valid TREC, CSV, JSON, JSON Lines and gzip runs: flips, inserted
     specials, deletions, truncations and duplicated spans."""
     rng = random.Random(seed)
-    bases = _text_bases()
-    for i in range(n):
+    for i, (name, data) in enumerate(_mutations(_text_bases(), n, rng)):
+        yield f"t{seed}-{i}-{name}", data
+
+
+def dataset_cases(n: int, seed: int = 0) -> Iterator[tuple[str, bytes]]:
+    """``n`` byte mutations of the sample's CSV files (a dataset folder's ``articles.csv`` and
+    ``questions_*.csv``, which pandas' C parser reads in the process: :func:`run_cases` with
+    ``kind="dataset"``)."""
+    from bsard_demo import sample_data
+
+    folder = Path(sample_data.__file__).parent
+    bases = [(p.name, p.read_bytes()[:20000]) for p in sorted(folder.glob("*.csv"))]
+    rng = random.Random(seed)
+    for i, (name, data) in enumerate(_mutations(bases, n, rng)):
+        yield f"d{seed}-{i}-{name}", data
+
+
+def _mutations(bases: list[tuple[str, bytes]], n: int, rng: random.Random) -> Iterator[tuple[str, bytes]]:
+    for _ in range(n):
         name, data = rng.choice(bases)
         buf = bytearray(data)
         for _ in range(rng.randint(1, 5)):
@@ -294,7 +312,7 @@ def text_cases(n: int, seed: int = 0) -> Iterator[tuple[str, bytes]]:
             else:
                 k = rng.randint(1, 32)
                 buf[j:j] = buf[j:j + k] * rng.randint(1, 4)
-        yield f"t{seed}-{i}-{name}", bytes(buf)
+        yield name, bytes(buf)
 
 
 # -- running cases in a child ---------------------------------------------------------------------
@@ -304,6 +322,7 @@ _CHILD = r"""
 import json, sys
 from bsard_demo.runs import FORMATS, UNKNOWN, read_run_bytes
 from bsard_demo.runs import sandbox
+from bsard_demo.dataset import DataError, read_csv_table
 sandbox.keep_warm()
 stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
 stdout.write(b'{"ready": true}\n'); stdout.flush()
@@ -314,6 +333,14 @@ while True:
     job = json.loads(line)
     data = stdin.read(job["size"])
     try:
+        if job["kind"] == "dataset":
+            try:
+                read_csv_table(data, source=job["name"])
+                codes = []
+            except DataError:
+                codes = ["DataError"]
+            stdout.write(json.dumps({"codes": codes, "bad": [], "ok": not codes}).encode() + b"\n"); stdout.flush()
+            continue
         rf = read_run_bytes(data, job["name"], isolation=sandbox.DEFAULT_ISOLATION if job["isolate"] else None)
         codes = sorted({p.code for p in rf.problems})
         bad = []
@@ -376,10 +403,12 @@ class _Child:
             pass
 
 
-def run_cases(cases: Iterable[tuple[str, bytes]], *, isolate: bool = True, timeout: float = 30.0) -> list[Outcome]:
+def run_cases(cases: Iterable[tuple[str, bytes]], *, isolate: bool = True, timeout: float = 30.0,
+              kind: str = "run") -> list[Outcome]:
     """Each case read in a child (see :data:`_CHILD`); a case that kills the child or takes longer
     than ``timeout`` seconds fails, and a new child reads the next one. ``isolate=False`` decodes
-    parquet in the child itself (the reader before the sandbox)."""
+    parquet in the child itself (the reader before the sandbox); ``kind="dataset"`` reads each
+    case as a dataset CSV (``read_csv_table``: a ``DataError`` is a problem, not a failure)."""
     outcomes: list[Outcome] = []
     child: _Child | None = None
     try:
@@ -387,7 +416,7 @@ def run_cases(cases: Iterable[tuple[str, bytes]], *, isolate: bool = True, timeo
             child = child or _Child()
             out = Outcome(name, data)
             try:
-                child.proc.stdin.write(json.dumps({"name": name, "size": len(data), "isolate": isolate}).encode()
+                child.proc.stdin.write(json.dumps({"name": name, "size": len(data), "isolate": isolate, "kind": kind}).encode()
                                        + b"\n" + data)
                 child.proc.stdin.flush()
                 line = child.line(timeout)
@@ -422,9 +451,10 @@ def main(argv: list[str] | None = None) -> int:
     for label, cases, isolate in (
             ("parquet, decoded in the reading process (before)", lambda: parquet_cases(args.parquet, args.seed), False),
             ("parquet, the product's reader (child)", lambda: parquet_cases(args.parquet, args.seed), True),
-            ("gzip/JSON/JSON Lines/CSV/TREC", lambda: text_cases(args.text, args.seed), True)):
+            ("gzip/JSON/JSON Lines/CSV/TREC", lambda: text_cases(args.text, args.seed), True),
+            ("dataset CSV (pandas' C parser)", lambda: dataset_cases(args.text, args.seed), "dataset")):
         t0 = time.perf_counter()
-        outcomes = run_cases(cases(), isolate=isolate)
+        outcomes = run_cases(cases(), isolate=isolate is True, kind="dataset" if isolate == "dataset" else "run")
         seconds = time.perf_counter() - t0
         failed = [o for o in outcomes if o.failure]
         contained = sum(1 for o in outcomes if any(c.startswith("reader_") for c in o.codes))

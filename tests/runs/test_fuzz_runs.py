@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.fuzz_runs import parquet_cases, run_cases, text_cases
+from bench.fuzz_runs import dataset_cases, parquet_cases, run_cases, text_cases
 
 HOSTILE = Path(__file__).parent / "hostile"
 SAVED = Path(__file__).resolve().parents[2] / "bench" / "out" / "fuzz-failures"
@@ -32,6 +32,13 @@ def test_byte_mutations_of_the_text_formats():
     no_failures(outcomes)
 
 
+def test_byte_mutations_of_a_dataset_folder_s_csv_files():
+    """pandas' C parser reads a folder's CSV files in the process (docs/reliability.md: the audit)."""
+    outcomes = run_cases(dataset_cases(100, seed=0), kind="dataset")
+    assert len(outcomes) == 100 and any(o.codes == ["DataError"] for o in outcomes)
+    no_failures(outcomes)
+
+
 def test_regression_files():
     files = sorted(HOSTILE.glob("*.parquet"))
     assert files
@@ -54,3 +61,4 @@ def test_the_harness_fails_a_case_that_takes_too_long():
 def test_the_cases_are_reproducible():
     assert list(parquet_cases(20, seed=3)) == list(parquet_cases(20, seed=3))
     assert list(text_cases(20, seed=3)) == list(text_cases(20, seed=3))
+    assert list(dataset_cases(20, seed=3)) == list(dataset_cases(20, seed=3))
