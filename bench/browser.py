@@ -266,12 +266,14 @@ def require_browser() -> None:
     pytest.skip(reason)
 
 
-def serve_app(data: str, tmp_path_factory):
+def serve_app(data: str, tmp_path_factory, *, browser: bool = True):
     """Generator for a module fixture: the URL of ``streamlit run app.py`` on ``data`` with a
-    fresh cache; the server is always stopped, a server that fails to start fails the test."""
+    fresh cache; the server is always stopped, a server that fails to start fails the test.
+    ``browser=False``: for a client without Chromium (``bench/ws_client.py``)."""
     import pytest
 
-    require_browser()
+    if browser:
+        require_browser()
     app = AppServer(app_env(data, tmp_path_factory.mktemp("cache")), tmp_path_factory.mktemp("log") / "streamlit.log")
     try:
         with app:

@@ -69,6 +69,8 @@ class Fleet:
         extra = {"BSARD_MODELS": str(models)}
         if args.bundle:
             extra["BSARD_INDEX"] = str(Path(args.bundle).resolve())
+        if args.malloc_arena_max:  # glibc: at most N malloc arenas (default 8 per core), fewer pages kept
+            extra["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
         self.env = app_env(str(Path(args.data).resolve()), self.cache, **extra)
         self.ports = [args.first_port + i for i in range(args.servers)] if args.nginx else [free_port()]
         self.servers = [AppServer(self.env, workdir / f"server-{i}.log", port=p, python=args.python)
@@ -84,7 +86,7 @@ class Fleet:
         if self.args.nginx:
             self.url = f"http://127.0.0.1:{self.args.nginx_port}"
             env = {**os.environ, "NGINX_PORT": str(self.args.nginx_port), "APP_PORTS": " ".join(map(str, self.ports)),
-                   "RUN_DIR": str(self.workdir / "nginx")}
+                   "RUN_DIR": str(self.workdir / "nginx"), "PYTHON": sys.executable}
             self.nginx = subprocess.Popen(["bash", str(DEPLOY / "run.sh"), "nginx"], env=env, start_new_session=True)
             wait_http(self.url + "/_stcore/health", 30)
         else:
@@ -391,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nginx", action="store_true", help="put nginx (deploy/run.sh) in front of the servers")
     ap.add_argument("--nginx-port", type=int, default=8580)
     ap.add_argument("--first-port", type=int, default=8581)
+    ap.add_argument("--malloc-arena-max", type=int, help="MALLOC_ARENA_MAX of the servers (glibc)")
     ap.add_argument("--run-timeout", type=float, default=120)
     ap.add_argument("--step-timeout", type=float, default=900, help="ramp: wall-clock bound of a step")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "load-ws")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bench.browser import AppServer, ServerError, app_env, free_port
+from bench.browser import free_port, serve_app
 from bench.ws_client import ProtocolError, Visitor, check_columns, score_visit, search_visit
 from bsard_demo.cli.main import main
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
@@ -17,12 +17,7 @@ from bsard_demo.sources import load_sample
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    app = AppServer(app_env("sample", tmp_path_factory.mktemp("cache")), tmp_path_factory.mktemp("log") / "streamlit.log")
-    try:
-        with app:
-            yield app.url
-    except ServerError as exc:
-        pytest.fail(str(exc))
+    yield from serve_app("sample", tmp_path_factory, browser=False)
 
 
 @pytest.fixture(scope="module")
