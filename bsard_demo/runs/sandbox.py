@@ -125,6 +125,8 @@ def warm_for(paths) -> None:
     hold one), so the fork server loads while the caller loads its dataset."""
     for path in paths:
         try:
+            if not os.path.isfile(path):  # a FIFO would block the open: the reader reports it
+                continue
             with open(path, "rb") as f:
                 head = f.read(4)
         except OSError:

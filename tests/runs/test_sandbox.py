@@ -193,3 +193,18 @@ def test_keep_warm_is_idempotent():
     pid = sandbox._server.proc.pid
     sandbox.keep_warm()
     assert sandbox._server.proc.pid == pid
+
+
+def test_warm_for_starts_the_server_for_parquet_or_gzip_only_and_never_opens_a_fifo(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(sandbox, "keep_warm", lambda: calls.append(1))
+    (tmp_path / "run.trec").write_text("1 Q0 a 1 2.0 t\n")
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer came
+    sandbox.warm_for([tmp_path / "run.trec", fifo, tmp_path / "missing.parquet", tmp_path])
+    assert calls == []
+    (tmp_path / "run.parquet").write_bytes(_bases()[0])
+    (tmp_path / "run.trec.gz").write_bytes(gzip.compress(b"1 Q0 a 1 2.0 t\n"))
+    for name in ("run.parquet", "run.trec.gz"):
+        sandbox.warm_for([fifo, tmp_path / name])
+    assert calls == [1, 1]
