@@ -54,6 +54,11 @@ class Isolation:
 
 #: The limits the CLI and the app use.
 DEFAULT_ISOLATION = Isolation()
+#: Children reading at once in this process (more wait): with the memory cap, what hostile uploads
+#: of many visitors can claim together; each child also asks the kernel to pick it first when
+#: memory runs out (``oom_score_adj`` 1000), so the server is never the one killed.
+CHILDREN_AT_ONCE = 2
+_slots = threading.BoundedSemaphore(CHILDREN_AT_ONCE)
 
 
 # -- the parent side ----------------------------------------------------------------------------
@@ -140,8 +145,12 @@ def parse_parquet_isolated(content, result, isolation: Isolation = DEFAULT_ISOLA
     """:func:`~bsard_demo.runs.parquet_format.parse_parquet` of ``content`` in a child within
     ``isolation`` (forked by ``server``, default the process's own): the same ``(columns, by,
     check_ranks, tags)`` or None, the same problems in ``result.problems``, or one ``reader_*``
-    error when the child did not answer."""
-    server = server or _server
+    error when the child did not answer (at most :data:`CHILDREN_AT_ONCE` at a time)."""
+    with _slots:
+        return _parse_in_child(content, result, isolation, server or _server)
+
+
+def _parse_in_child(content, result, isolation: Isolation, server: ForkServer):
     result.format = "parquet"
     source = content.source
     job = {"cap": content.cap, "memory_mb": isolation.memory_mb, "cpu_seconds": int(isolation.seconds) + 1,
@@ -288,6 +297,7 @@ def zygote(control_fd: int, child: str = CHILD) -> None:
             if os.fork() == 0:
                 control.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _become_expendable()
                 code = 1
                 try:
                     serve(socket.socket(fileno=fd))
@@ -295,6 +305,18 @@ def zygote(control_fd: int, child: str = CHILD) -> None:
                 finally:
                     os._exit(code)
             os.close(fd)
+
+
+def _become_expendable() -> None:
+    """A child's text (a native crash's C++ message) never reaches the parent's terminal or log,
+    and when memory runs out the kernel kills the child first, never the server."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
 
 
 def _child(conn: socket.socket) -> None:
@@ -305,8 +327,7 @@ def _child(conn: socket.socket) -> None:
     from .decode import Source, open_content
     from .parquet_format import parse_parquet
 
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)  # a native crash's text never reaches the parent's terminal or log
+
     conn.sendall(struct.pack("<q", os.getpid()))
     header = b""
     while b"\n" not in header:

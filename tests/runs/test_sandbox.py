@@ -113,6 +113,12 @@ def forged_code(conn):
                  b'"items": []}, "parsed": null}\\n')
 
 
+def expendable(conn):
+    with open("/proc/self/oom_score_adj") as f:
+        first = f.read().strip() == "1000"
+    conn.sendall(b'{"outcome": "out_of_memory"}\\n' if first else b"{}\\n")
+
+
 def hog(conn):
     from bsard_demo.runs.sandbox import _limit
     _limit(256, 30)
@@ -208,3 +214,34 @@ def test_warm_for_starts_the_server_for_parquet_or_gzip_only_and_never_opens_a_f
     for name in ("run.parquet", "run.trec.gz"):
         sandbox.warm_for([fifo, tmp_path / name])
     assert calls == [1, 1]
+
+
+def test_at_most_two_children_read_at_once_and_each_is_the_first_oom_victim(probe, monkeypatch):
+    import threading
+
+    assert sandbox.CHILDREN_AT_ONCE == 2
+    data = _bases()[0]
+    running, most = [0], [0]
+    lock = threading.Lock()
+    real = sandbox._parse_in_child
+
+    def counted(*args):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            return real(*args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(sandbox, "_parse_in_child", counted)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(read_run_bytes(data, "r.parquet").ok)) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == [True] * 6 and most[0] <= 2
+    # the probe answers "out of memory" only when the kernel would kill it first (oom_score_adj 1000)
+    assert [p.code for p in probe("expendable").problems] == ["reader_out_of_memory"]
