@@ -143,7 +143,8 @@ def _parse_json_dict(obj: _Obj, result):
             problems.error("bad_id", "empty question id", kind="empty question id")
             continue
         if type(value) is not first_kind:
-            problems.error("json_mixed_layout", f"question {qid!r}: expected {expected} like the first question, found {_json_type(value)}",
+            problems.error("json_mixed_layout",
+                           f"question {qid!r}: expected {expected} like the first question, found {_json_type(value)}",
                            kind="question of the wrong JSON type")
             continue
         if by == "score":
@@ -154,7 +155,8 @@ def _parse_json_dict(obj: _Obj, result):
                     continue
                 score, why = _json_score(raw)
                 if why:
-                    problems.error("bad_score", f"question {qid!r}, article {docid!r}: {why}", kind="score is not a finite number")
+                    problems.error("bad_score", f"question {qid!r}, article {docid!r}: {why}",
+                                   kind="score is not a finite number")
                     continue
                 cols.qids.append(qid)
                 cols.docs.append(docid)
@@ -220,19 +222,21 @@ def _parse_jsonl(lines: list[str], result):
         if (mode == "lists") != (kind == "lists") or (mode == "score" and kind != "score"):
             want = {"lists": f"a list of article ids ({', '.join(LIST_NAMES)})", "score": "a score",
                     "rank": "a rank"}[mode]
-            problems.error("json_mixed_layout", f"expected {want}, like the first record (line {mode_line})", line=lineno,
-                           kind="record unlike the first")
+            problems.error("json_mixed_layout", f"expected {want}, like the first record (line {mode_line})",
+                           line=lineno, kind="record unlike the first")
             continue
         if mode == "lists":
             docs = rec[lkey]
             if not isinstance(docs, list):
-                problems.error("bad_article_list", f"{lkey} is {_json_type(docs)}, not a list", line=lineno, kind="bad article list")
+                problems.error("bad_article_list", f"{lkey} is {_json_type(docs)}, not a list", line=lineno,
+                               kind="bad article list")
                 continue
             start = next_rank.get(qid, 0)
             for pos, raw in enumerate(docs, 1):
                 docid = _id(raw)
                 if docid is None:
-                    problems.error("bad_id", f"article id {_shown(raw)} at position {pos} is not a string or whole number",
+                    problems.error("bad_id",
+                                   f"article id {_shown(raw)} at position {pos} is not a string or whole number",
                                    line=lineno, kind="bad article id")
                     continue
                 cols.qids.append(qid)

@@ -202,8 +202,10 @@ class ProblemList:
 
     def state(self) -> dict:
         """Everything this list holds, as JSON-ready data (:meth:`from_state` rebuilds it)."""
-        return {"cap": self.cap, "kinds": [[k, self._severity_of[k], self._code_of[k], n] for k, n in self.totals.items()],
-                "items": [[key, p.severity, p.message, p.line, p.code, p.hint] for key, p in zip(self._keys, self.items)]}
+        return {"cap": self.cap,
+                "kinds": [[k, self._severity_of[k], self._code_of[k], n] for k, n in self.totals.items()],
+                "items": [[key, p.severity, p.message, p.line, p.code, p.hint]
+                          for key, p in zip(self._keys, self.items)]}
 
     @classmethod
     def from_state(cls, state: Mapping) -> "ProblemList":

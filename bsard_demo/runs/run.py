@@ -110,7 +110,8 @@ class Run(Mapping[str, tuple[str, ...]]):
         return list(zip(docs, scores if scores is not None else [None] * len(docs)))
 
     @classmethod
-    def from_entries(cls, entries: Iterable[Entry], by: str = "score", name: str = "", tags: Sequence[str] = ()) -> "Run":
+    def from_entries(cls, entries: Iterable[Entry], by: str = "score", name: str = "",
+                     tags: Sequence[str] = ()) -> "Run":
         grouped: dict[str, list[Entry]] = {}
         for e in entries:
             grouped.setdefault(e.qid, []).append(e)

@@ -19,8 +19,7 @@ from typing import Collection, Sequence
 import numpy as np
 
 from .fields import KeyIndex
-from .problems import ProblemList
-from .problems import percent as _pct
+from .problems import ProblemList, percent as _pct
 from .run import Run, ScoreTable
 
 _EXAMPLES = 5  # ids listed in a summary warning
