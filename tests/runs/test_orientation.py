@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bsard_demo.app.score_page import DISTANCES_LABEL, PROBLEM_HINTS as PAGE_HINTS
+from bsard_demo.cli.common import PROBLEM_HINTS as CLI_HINTS
 from bsard_demo.evaluation import evaluate
 from bsard_demo.runs import Run, read_run_bytes
-from bsard_demo.app.score_page import DISTANCES_LABEL
-from bsard_demo.app.score_page import PROBLEM_HINTS as PAGE_HINTS
-from bsard_demo.cli.common import PROBLEM_HINTS as CLI_HINTS
 
 #: The orientation hints as both front ends have always shown them, word for word.
 ORIENTATION_HINT = "use --lower-is-better (CLI) / tick « scores = distances » under the file (Score page)"
-SIMILARITY_HINT = "if higher scores are better, drop --lower-is-better (CLI) / untick « scores = distances » (Score page)"
+SIMILARITY_HINT = ("if higher scores are better, drop --lower-is-better (CLI) / untick « scores = distances » "
+                   "(Score page)")
 
 
 def codes(rf) -> list[str]:
@@ -105,7 +104,8 @@ def test_scores_ascending_names_the_fix_and_is_not_given_with_lower_is_better():
     rf = read_run_bytes(data, "d")
     [p] = [p for p in rf.problems if p.code == "scores_ascending"]
     assert p.severity == "warning" and p.line is None
-    assert p.message == "scores grow with rank for 5 of 5 questions (100.0 %): they look like distances (lower = better)"
+    assert p.message == \
+        "scores grow with rank for 5 of 5 questions (100.0 %): they look like distances (lower = better)"
     assert p.hint == "read_as_distances" and "--lower-is-better" not in p.message  # the core names no front end
     for hints in (CLI_HINTS, PAGE_HINTS):  # each front end words the hint; the text shown is the same
         assert p.text(hints) == f"{p.message}; {ORIENTATION_HINT}" == p.as_dict(hints)["message"]
@@ -207,9 +207,8 @@ def test_lower_is_better_is_also_a_read_run_path_option(tmp_path, fmt):
 
 def test_the_hint_names_the_score_pages_checkbox():
     """The hint quotes the Score page's checkbox label, so the two stay in step."""
-    from pathlib import Path
-
     import re
+    from pathlib import Path
 
     for hints in (CLI_HINTS, PAGE_HINTS):
         for text in hints.values():

@@ -9,8 +9,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bsard_demo.runs import FORMATS, UNKNOWN, Run, read_run_bytes, read_run_path
 
@@ -79,7 +78,8 @@ def test_same_problems_as_the_csv_of_the_same_table():
     assert [(p.code, p.message.replace("line ", "L"), p.line) for p in a.problems] == [
         (p.code, _shift_lines(p.message).replace("line ", "L"), None if p.line is None else p.line - 1)
         for p in b.problems]
-    assert {"duplicate_article", "rank_score_order", "unknown_articles", "unknown_questions", "several_tags"} <= codes(a)
+    assert {"duplicate_article", "rank_score_order", "unknown_articles", "unknown_questions",
+            "several_tags"} <= codes(a)
 
 
 def _shift_lines(message: str) -> str:
@@ -140,7 +140,8 @@ def test_truncated_damaged_and_huge_files_are_refused():
     big = pa.table({"qid": ["q"] * 50_000, "docid": [str(i) for i in range(50_000)], "score": [1.0] * 50_000})
     rf = read_run_bytes(table_bytes(big, compression="zstd"), "big.parquet", max_decompressed_bytes=200_000)
     assert [p.code for p in rf.problems] == ["parquet_too_large"] and "row group 1" in rf.problems.items[0].message
-    empty = pa.table({"qid": pa.array([], pa.string()), "docid": pa.array([], pa.string()), "score": pa.array([], pa.float64())})
+    empty = pa.table({"qid": pa.array([], pa.string()), "docid": pa.array([], pa.string()),
+                      "score": pa.array([], pa.float64())})
     assert [p.code for p in read_run_bytes(table_bytes(empty), "e.parquet").problems] == ["no_run_lines"]
 
 

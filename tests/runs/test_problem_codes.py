@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from bsard_demo.evaluation import checks
-from bsard_demo.runs import Problem, ProblemList, read_run_bytes, read_run_path
-from bsard_demo.runs import read as read_module
+from bsard_demo.runs import Problem, ProblemList, read as read_module, read_run_bytes, read_run_path
 from bsard_demo.runs.problems import CHECK_CODES, CODES, codes_markdown
 from bsard_demo.runs.sandbox import Isolation
 
@@ -32,7 +31,8 @@ def _parquet(**columns) -> bytes:
     import pyarrow.parquet as pq
 
     out = io.BytesIO()
-    pq.write_table(pa.table({k: pa.array(v, type=pa.float64()) if k == "score" else v for k, v in columns.items()}), out)
+    pq.write_table(pa.table({k: pa.array(v, type=pa.float64()) if k == "score" else v for k, v in columns.items()}),
+                   out)
     return out.getvalue()
 
 
@@ -149,7 +149,8 @@ def _string_codes(tree: ast.AST) -> list[tuple[int, str]]:
             found.append((node.value.lineno, node.value.value))
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2:
             first = node.value.elts[0]
-            if isinstance(first, ast.Constant) and isinstance(first.value, str) and re.fullmatch(r"[a-z0-9_]+", first.value):
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) and re.fullmatch(r"[a-z0-9_]+",
+                                                                                                 first.value):
                 found.append((node.lineno, first.value))
     return found
 

@@ -8,11 +8,9 @@ import tracemalloc
 import zlib
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bsard_demo.runs import Run
-from bsard_demo.runs import FORMATS, RunFile, read_run_bytes, read_run_path
+from bsard_demo.runs import FORMATS, Run, RunFile, read_run_bytes, read_run_path
 
 # Ties on purpose: in question 1, 948 and 12 share 11.0 (string order puts "948" first); in
 # question 2, "9" and "10" share 1.0 ("9" > "10" as strings).
@@ -370,7 +368,8 @@ def test_duplicate_doc_keeps_best_rank_and_names_the_line():
 
 def test_unknown_questions_are_counted_with_examples():
     rf = read(GOOD, qids=["1", "2", "3"])
-    assert_problem(rf, "warning", None, "1 of the run's 3 question ids are not questions of the split scored (e.g. '10')")
+    assert_problem(rf, "warning", None,
+                   "1 of the run's 3 question ids are not questions of the split scored (e.g. '10')")
     assert rf.ok
     rf = read(GOOD, qids={"x", "y"})
     assert_problem(rf, "warning", None, "none of the run's 3 question ids")
@@ -568,4 +567,5 @@ def test_complete_ranking_of_a_corpus_smaller_than_k_is_not_short():
     assert not any("fewer than" in p.message for p in small.problems)
     big = read_run_bytes(data, "r.trec", corpus_ids={"a", "b", "c", "d"}, k=100)
     assert [p.message for p in big.problems if "fewer than" in p.message] == [
-        "1 of 1 questions have fewer than 4 articles (fewest: 3, question '1'); metrics at 4 count the missing ones as not found"]
+        "1 of 1 questions have fewer than 4 articles (fewest: 3, question '1'); metrics at 4 count the missing ones as "
+        "not found"]

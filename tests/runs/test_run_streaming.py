@@ -12,12 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bench.bench_memory import COLD_WORKER
-from bsard_demo.runs import Entry, ProblemList, Run, read_run_bytes, read_run_path
-from bsard_demo.runs import decode
+from bsard_demo.runs import Entry, ProblemList, Run, decode, read_run_bytes, read_run_path
 from bsard_demo.runs.fields import ArrayFields, KeyIndex, TokenFields, positions
 from bsard_demo.runs.validate import Columns
 
@@ -36,7 +34,7 @@ def messy_trec(seed: int, n: int = 3000) -> bytes:
     bad fields, CRLF endings and a non-ASCII id now and then."""
     rng = random.Random(seed)
     lines = []
-    for i in range(n):
+    for _ in range(n):
         q = str(rng.randrange(40)) if rng.random() < 0.7 else f"question-{rng.randrange(5)}"
         d = str(rng.randrange(300)) if rng.random() < 0.9 else f"article-{rng.randrange(30)}-long"
         if rng.random() < 0.01:
@@ -76,7 +74,7 @@ def test_large_files_match_the_reference_order(seed):
     Python convention) on a file of several chunks, and each repeated article is reported."""
     rng = random.Random(seed)
     entries, lines = [], []
-    for i in range(60_000):
+    for _ in range(60_000):
         q = str(rng.randrange(30))
         d = str(rng.randrange(2000)) if rng.random() < 0.8 else f"doc{rng.randrange(999)}x"
         s = float(rng.randrange(50)) / 4 if rng.random() < 0.5 else rng.random()
