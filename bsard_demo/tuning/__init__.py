@@ -46,7 +46,7 @@ from ..retrievers.bm25 import BM25Settings
 from ..retrievers.registry import RetrieverSpec
 from .bm25 import B_GRID, K1_GRID, TermMatrix, tune_bm25
 from .fusion import ALPHA_GRID, RRF_KS, WEIGHT_GRID, FusionSetting, fusion_grid, tune_hybrid
-from .result import DEFAULT_MEASURE, TuneTarget, TuneResult, run_command
+from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, run_command
 
 KINDS = ("bm25", "hybrid")
 

@@ -13,13 +13,12 @@ import scipy.sparse as sp
 
 from ..analyzer import article_texts
 from ..dataset import Dataset
-from ..retrievers.base import Hit, Progress, id_ranks
+from ..retrievers.base import Hit, Progress, id_ranks, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..retrievers.bm25 import BM25Settings
 from ..retrievers.bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
 from ..retrievers.registry import RetrieverSpec
-from ..retrievers.base import report_progress
-from .result import DEFAULT_MEASURE, TuneTarget, TuneResult, _as_measure, _pick_best, _split_questions, run_command
+from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, _as_measure, _pick_best, _split_questions, run_command
 
 #: The BSARD paper's grid (Louis & Spanakis, 2022, section 5.1): k1 from 0 to 8 by 0.5, b from 0
 #: to 1 by 0.1. Written as exact quotients so that ``--b 0.3`` on a command line is the same float.

@@ -13,12 +13,11 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import Dataset
-from ..retrievers.base import DEFAULT_DEPTH, Hit, Progress, id_ranks, rank_all
+from ..retrievers.base import DEFAULT_DEPTH, Hit, Progress, id_ranks, rank_all, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, search_all
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, FUSION_METHODS, FusionConfig
 from ..retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, hybrid_spec
-from ..retrievers.base import report_progress
-from .result import DEFAULT_MEASURE, TuneTarget, TuneResult, _as_measure, _fmt, _split_questions, run_command
+from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, _as_measure, _fmt, _split_questions, run_command
 
 #: RRF constants searched for a hybrid (60 is Cormack et al.'s and the product's default).
 RRF_KS: tuple[float, ...] = (10.0, 20.0, 30.0, 60.0, 100.0)
@@ -60,21 +59,24 @@ class FusionSetting:
 
 
 def fusion_grid(n_parts: int, *, methods: Sequence[str] = ("rrf", "weighted"), rrf_ks: Sequence[float] = RRF_KS,
-                weight_grid: Sequence[float] = WEIGHT_GRID, alphas: Sequence[float] = ALPHA_GRID) -> list[FusionSetting]:
+                weight_grid: Sequence[float] = WEIGHT_GRID,
+                alphas: Sequence[float] = ALPHA_GRID) -> list[FusionSetting]:
     """The settings :func:`tune_hybrid` tries by default: per RRF k, every weight of the parts
     after the first from ``weight_grid`` (the first stays 1; all-1 is written ``weights=None``);
     weighted min-max over ``alphas`` for two parts, over the same weights for more."""
     if n_parts < 2:
         raise ValueError("a hybrid fuses at least two retrievers")
     out: list[FusionSetting] = []
-    combos = [tuple(float(w) for w in ws) for ws in product(sorted({float(w) for w in weight_grid}), repeat=n_parts - 1)]
+    combos = [tuple(float(w) for w in ws)
+              for ws in product(sorted({float(w) for w in weight_grid}), repeat=n_parts - 1)]
 
     def weights(ws: tuple[float, ...]) -> tuple[float, ...] | None:
         return None if all(w == 1.0 for w in ws) else (1.0, *ws)
 
     for method in methods:
         if method == "rrf":
-            out += [FusionSetting("rrf", rrf_k=float(k), weights=weights(ws)) for k in sorted({float(k) for k in rrf_ks}) for ws in combos]
+            out += [FusionSetting("rrf", rrf_k=float(k), weights=weights(ws))
+                    for k in sorted({float(k) for k in rrf_ks}) for ws in combos]
         elif method == "weighted":
             if n_parts == 2:
                 out += [FusionSetting("weighted", alpha=float(a)) for a in sorted({float(a) for a in alphas})]
@@ -188,7 +190,8 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
         s.config().validate(n)  # the product's checks of a fusion
     qids, texts, qrels = _split_questions(dataset, split, with_description)
     if parts is None:
-        parts = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice) for p in part_specs]
+        parts = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice)
+                 for p in part_specs]
     if len(parts) != n:
         raise ValueError(f"{len(parts)} built parts for a hybrid of {n}")
     stages = {"build parts": time.perf_counter() - t0}
@@ -200,7 +203,7 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
     per_part = []
     for i, r in enumerate(parts):
         def part_progress(done: int, total: int, message: str, i=i) -> None:
-            report_progress(progress, done, total, f"searching {split} questions ({i + 1}/{n}: {r.name})")
+            report_progress(progress, done, total, f"searching {split} questions ({i + 1}/{n}: {r.name})")  # noqa: B023 -- called within this search_all
         per_part.append(search_all(r, texts, depth, part_progress))
     stages["search parts"] = time.perf_counter() - t1
     t2 = time.perf_counter()

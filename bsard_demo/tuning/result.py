@@ -16,7 +16,7 @@ from ..analyzer import DEFAULT_FIELDS, TEXT_ONLY
 from ..dataset import DataError, Dataset
 from ..evaluation import measures
 from ..evaluation.aggregate import evaluate
-from ..retrievers.base import DEFAULT_DEPTH, Progress, report_progress
+from ..retrievers.base import DEFAULT_DEPTH
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
 from ..retrievers.bm25 import BM25Settings
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_NORMALISATION, DEFAULT_RRF_K, FusionConfig
@@ -117,7 +117,8 @@ class TuneResult:
         cols = list(self.grid.columns)
         out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         for _, row in self.grid.iterrows():
-            out.append("| " + " | ".join(_fmt(row[c]) if c in self.setting_columns else f"{row[c]:.4f}" for c in cols) + " |")
+            out.append("| " + " | ".join(_fmt(row[c]) if c in self.setting_columns else f"{row[c]:.4f}" for c in cols)
+                       + " |")
         return head + "\n".join(out) + "\n"
 
     def chart(self):
@@ -127,16 +128,18 @@ class TuneResult:
 
         m = self.measure
         tooltip = [alt.Tooltip(c, type="nominal") for c in self.setting_columns] + [
-            alt.Tooltip(c, type="quantitative", format=".4f") for c in self.grid.columns if c not in self.setting_columns]
+            alt.Tooltip(c, type="quantitative", format=".4f")
+            for c in self.grid.columns if c not in self.setting_columns]
         if self.kind == "bm25":
-            data = self.grid.assign(best=[(r.k1 == self.best["k1"] and r.b == self.best["b"]) for r in self.grid.itertuples()])
+            data = self.grid.assign(best=[(r.k1 == self.best["k1"] and r.b == self.best["b"])
+                                          for r in self.grid.itertuples()])
             base = alt.Chart(data).encode(x=alt.X("b:O", title="b"),
                                           y=alt.Y("k1:O", title="k1", sort="descending"))
             heat = base.mark_rect().encode(color=alt.Color(f"{m}:Q", title=m, scale=alt.Scale(scheme="viridis")),
                                            tooltip=tooltip)
             best = base.transform_filter(alt.datum.best).mark_rect(fill=None, stroke="red", strokeWidth=2)
-            return (heat + best).properties(title=f"BM25 {m} on {self.dataset} ({self.split}, {self.questions} questions)",
-                                            width=330, height=510)
+            title = f"BM25 {m} on {self.dataset} ({self.split}, {self.questions} questions)"
+            return (heat + best).properties(title=title, width=330, height=510)
         charts = []
         rrf = self.grid[self.grid["method"] == "rrf"]
         rrf = rrf.assign(weights=rrf["weights"].replace("", "equal"))
