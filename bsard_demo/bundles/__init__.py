@@ -43,15 +43,38 @@ from typing import Callable
 
 from .. import cache, settings
 from .export import bundled_models, check_export_target, describe_retriever, export_bundle
-from .hub import (DOWNLOAD_DEADLINE_S, HUB_SCHEME, HUB_TIMEOUT_S, TOKEN_ENV_VAR, Downloader, HubRef, hub_token,
-                  is_hub_ref, parse_hub_ref, push_bundle, resolve_bundle)
-from .model import (BUNDLE_FILE, FORMAT, FORMAT_VERSION, README_FILE, Bundle, BundleEntry, BundleError, BundleModel,
-                    CorpusId, corpus_id, open_bundle)
+from .hub import (
+    DOWNLOAD_DEADLINE_S,
+    HUB_SCHEME,
+    HUB_TIMEOUT_S,
+    TOKEN_ENV_VAR,
+    Downloader,
+    HubRef,
+    hub_token,
+    is_hub_ref,
+    parse_hub_ref,
+    push_bundle,
+    resolve_bundle,
+)
+from .model import (
+    BUNDLE_FILE,
+    FORMAT,
+    FORMAT_VERSION,
+    README_FILE,
+    Bundle,
+    BundleEntry,
+    BundleError,
+    BundleModel,
+    CorpusId,
+    corpus_id,
+    open_bundle,
+)
 
 __all__ = ["BUNDLE_FILE", "DOWNLOAD_DEADLINE_S", "ENV_VAR", "FORMAT", "FORMAT_VERSION", "HUB_SCHEME", "HUB_TIMEOUT_S",
-           "README_FILE", "TOKEN_ENV_VAR", "Bundle", "BundleEntry", "BundleError", "BundleModel", "CorpusId", "Downloader",
-           "HubRef", "activate", "active", "bundled_models", "check_export_target", "corpus_id", "deactivate", "describe_retriever", "export_bundle", "hub_token",
-           "is_hub_ref", "open_bundle", "parse_hub_ref", "push_bundle", "resolve_bundle"]
+           "README_FILE", "TOKEN_ENV_VAR", "Bundle", "BundleEntry", "BundleError", "BundleModel", "CorpusId",
+           "Downloader", "HubRef", "activate", "active", "bundled_models", "check_export_target", "corpus_id",
+           "deactivate", "describe_retriever", "export_bundle", "hub_token", "is_hub_ref", "open_bundle",
+           "parse_hub_ref", "push_bundle", "resolve_bundle"]
 
 ENV_VAR = settings.INDEX  # "BSARD_INDEX"
 
@@ -72,7 +95,8 @@ def activate(value: "str | os.PathLike | Bundle | None" = None, *, corpus: Corpu
         cache.set_bundles(())
         return None
     try:
-        bundle = value if isinstance(value, Bundle) else resolve_bundle(value, token=token, download=download, **resolve_options)
+        bundle = value if isinstance(value, Bundle) else resolve_bundle(value, token=token, download=download,
+                                                                        **resolve_options)
     except BundleError as exc:
         cache.set_bundles(())
         if on_error is None:

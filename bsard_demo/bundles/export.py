@@ -28,11 +28,13 @@ def describe_retriever(retriever: Any) -> dict:
     if encoder is not None:
         out["encoder"] = {"name": str(getattr(encoder, "name", "")), "version": str(getattr(encoder, "version", "")),
                           "dim": int(getattr(encoder, "dim", 0) or 0)}
-        out["settings"] = _plain({k: getattr(retriever, k) for k in ("fields", "pooling", "window") if hasattr(retriever, k)})
+        out["settings"] = _plain({k: getattr(retriever, k)
+                                  for k in ("fields", "pooling", "window") if hasattr(retriever, k)})
     parts = getattr(retriever, "retrievers", None)
     if isinstance(parts, (list, tuple)):
         out["parts"] = [describe_retriever(p) for p in parts]
-        out["settings"] = _plain({k: getattr(retriever, k) for k in ("method", "rrf_k", "alpha", "weights", "normalisation", "depth")
+        out["settings"] = _plain({k: getattr(retriever, k)
+                                  for k in ("method", "rrf_k", "alpha", "weights", "normalisation", "depth")
                                   if hasattr(retriever, k)})
     return out
 
@@ -86,16 +88,18 @@ def bundled_models(retrievers: Sequence[Any]) -> list[tuple[str, Any]]:
     for enc in _walk_encoders(retrievers):
         if getattr(enc, "bundle_files", None) is None:
             if getattr(enc, "model_folder", None) and getattr(enc, "cache_name", None):
-                raise BundleError(f"{enc.name}: a bundle carries models as ONNX exports, and this one was run by torch: "
-                                  f"run python -m bsard_demo export-onnx {enc.name}, then index again with --backend auto", "error")
+                raise BundleError(f"{enc.name}: a bundle carries models as ONNX exports, and this one was run by "
+                                  f"torch: run python -m bsard_demo export-onnx {enc.name}, then index again with "
+                                  "--backend auto", "error")
             continue
         name = str(enc.model_name)
         if not _MODEL_NAME.match(name) or name.lower() in _BUILTIN_NAMES:
-            raise BundleError(f"{enc.name}: a bundle names a model after its folder, and {name!r} cannot be such a name "
-                              "(letters, digits, . _ -; not use, e5 or minilm): rename the folder", "error")
+            raise BundleError(f"{enc.name}: a bundle names a model after its folder, and {name!r} cannot be such a "
+                              "name (letters, digits, . _ -; not use, e5 or minilm): rename the folder", "error")
         other = chosen.get(name)
         if other is not None and other.version != enc.version:
-            raise BundleError(f"two different models are both named {name} ({other.name}, {enc.name}): rename one folder", "error")
+            raise BundleError(f"two different models are both named {name} ({other.name}, {enc.name}): rename one "
+                              "folder", "error")
         chosen[name] = enc
     return list(chosen.items())
 
@@ -166,7 +170,8 @@ def export_bundle(dest: str | os.PathLike, entries: Sequence[cache.UsedEntry], *
             except Exception as exc:  # noqa: BLE001
                 problem = f"unreadable manifest ({type(exc).__name__})"
             if problem:
-                raise BundleError(f"cannot export the {e.what} ({e.kind}/{e.key}): {problem}; build it again", "damaged")
+                raise BundleError(f"cannot export the {e.what} ({e.kind}/{e.key}): {problem}; build it again",
+                                  "damaged")
             target = tmp / e.kind / e.key
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(src, target)  # copies what links point to (a bundle from the HF cache)

@@ -124,7 +124,8 @@ def _download_error(ref: HubRef, exc: BaseException, online: bool) -> BundleErro
         return BundleError(f"{where}: the hub is unreachable and no copy is in the local Hugging Face cache", "offline")
     if isinstance(exc, TimeoutError) or "timeout" in name.lower():
         return BundleError(f"{where}: no complete answer in time ({first_line(exc, limit=200)})", "timeout")
-    if name in {"RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"} or "401" in str(exc) or "403" in str(exc):
+    if (name in {"RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"}
+            or "401" in str(exc) or "403" in str(exc)):
         return BundleError(f"{where}: repository or revision not found, or private (set {TOKEN_ENV_VAR} to a token "
                            f"that may read it; {first_line(exc, limit=200)})", "denied")
     if name in {"LocalEntryNotFoundError", "OfflineModeIsEnabled"} or "connection" in name.lower():
@@ -169,6 +170,6 @@ def push_bundle(folder: str | os.PathLike, repo_id: str, *, token: str | None = 
                commit_message=message, token=tok, delete_patterns="*")  # the repo mirrors the bundle
     except Exception as exc:  # noqa: BLE001 - every hub failure becomes one clear line
         raise BundleError(f"cannot publish the index bundle to {ref.repo_id} ({repo_type} repository): "
-                          f"{first_line(exc, limit=200)}; check {TOKEN_ENV_VAR} (a token with write access) and the network",
-                          "error") from None
+                          f"{first_line(exc, limit=200)}; check {TOKEN_ENV_VAR} (a token with write access) and the "
+                          "network", "error") from None
     return HubRef(ref.repo_id, revision, repo_type).url

@@ -148,7 +148,8 @@ class Bundle:
             kind, key = str(item["kind"]), str(item["key"])
             prefix = f"{kind}/{key}/"
             own = {name[len(prefix):]: meta for name, meta in files.items() if name.startswith(prefix)}
-            entries[(kind, key)] = BundleEntry(kind, key, str(item.get("what", kind)), dict(item.get("describe") or {}), own)
+            entries[(kind, key)] = BundleEntry(kind, key, str(item.get("what", kind)), dict(item.get("describe") or {}),
+                                               own)
         self.entries = entries
         models = {}
         for item in self.manifest.get("models") or []:
@@ -318,4 +319,5 @@ def open_bundle(folder: str | os.PathLike, *, label: str = "") -> Bundle:
     except BundleError:
         raise
     except Exception as exc:  # noqa: BLE001 - any malformed manifest is a damaged bundle
-        raise BundleError(f"index bundle {name}: unreadable {BUNDLE_FILE} ({type(exc).__name__}: {exc})", "damaged") from None
+        raise BundleError(f"index bundle {name}: unreadable {BUNDLE_FILE} ({type(exc).__name__}: {exc})",
+                          "damaged") from None
