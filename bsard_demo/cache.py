@@ -331,7 +331,8 @@ def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Call
             try:
                 folder, note = bundle.lookup(kind, key, what=what, describe=info)
             except Exception as exc:  # noqa: BLE001 - a broken bundle must never stop a build
-                folder, note = None, f"index bundle {getattr(bundle, 'label', '?')}: cannot be read ({first_line(exc, limit=200)}); using the cache or building instead"
+                folder, note = None, (f"index bundle {getattr(bundle, 'label', '?')}: cannot be read "
+                                      f"({first_line(exc, limit=200)}); using the cache or building instead")
             if folder is None:
                 if note:
                     say(note)

@@ -118,7 +118,8 @@ def normalize_articles(raw: pd.DataFrame, *, source: str = "articles.csv") -> pd
     missing = [c for c in ("id", "article") if c not in df.columns]
     if missing:
         raise DataError(f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(map(str, df.columns))}")
-    df = _fill_text(df, [c for c in ARTICLE_COLUMNS if c != "id"] + (["article_no"] if "article_no" in df.columns else []))
+    df = _fill_text(df, [c for c in ARTICLE_COLUMNS if c != "id"]
+                    + (["article_no"] if "article_no" in df.columns else []))
     if "article_no" in df.columns:
         no_ref = df["reference"] == ""
         df.loc[no_ref, "reference"] = [
@@ -132,7 +133,8 @@ def normalize_articles(raw: pd.DataFrame, *, source: str = "articles.csv") -> pd
     dup = df["id"].duplicated(keep=False)
     if dup.any():
         ids = sorted(set(df.loc[dup, "id"]))[:10]
-        raise DataError(f"{source}: repeated article id(s) {', '.join(ids)} on line(s) {_lines(df.index[dup].tolist())}")
+        raise DataError(f"{source}: repeated article id(s) {', '.join(ids)} on line(s) "
+                        f"{_lines(df.index[dup].tolist())}")
     ordered = list(ARTICLE_COLUMNS) + [c for c in df.columns if c not in ARTICLE_COLUMNS]
     return df[ordered].reset_index(drop=True)
 
@@ -163,9 +165,11 @@ def normalize_questions(raw: pd.DataFrame, *, source: str = "questions.csv") -> 
         problems.append(f"empty question id on line(s) {_lines(empty_ids)}")
     dup = df["id"].duplicated(keep=False) & (df["id"] != "")
     if dup.any():
-        problems.append(f"repeated question id(s) {', '.join(sorted(set(df.loc[dup, 'id']))[:10])} on line(s) {_lines(df.index[dup].tolist())}")
+        problems.append(f"repeated question id(s) {', '.join(sorted(set(df.loc[dup, 'id']))[:10])} on line(s) "
+                        f"{_lines(df.index[dup].tolist())}")
     if problems:
-        raise DataError(f"{source}: " + "; ".join(problems[:20]) + (f"; … {len(problems) - 20} more" if len(problems) > 20 else ""))
+        raise DataError(f"{source}: " + "; ".join(problems[:20])
+                        + (f"; … {len(problems) - 20} more" if len(problems) > 20 else ""))
     ordered = list(QUESTION_COLUMNS) + [c for c in df.columns if c not in QUESTION_COLUMNS]
     return df[ordered].reset_index(drop=True)
 

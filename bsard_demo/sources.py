@@ -71,9 +71,11 @@ def load_dataset(spec: str | os.PathLike | None = None, *, need_corpus: bool = T
 def load_sample() -> Dataset:
     """The small fictional French dataset shipped in the package (splits ``train`` and ``test``)."""
     root = resources.files(SAMPLE_PACKAGE)
-    articles = normalize_articles(read_csv_table(root.joinpath("articles.csv").read_bytes(), source="sample articles.csv"))
+    articles = normalize_articles(read_csv_table(root.joinpath("articles.csv").read_bytes(),
+                                                 source="sample articles.csv"))
     splits = {
-        split: normalize_questions(read_csv_table(root.joinpath(f"questions_{split}.csv").read_bytes(), source=f"sample questions_{split}.csv"))
+        split: normalize_questions(read_csv_table(root.joinpath(f"questions_{split}.csv").read_bytes(),
+                                                  source=f"sample questions_{split}.csv"))
         for split in ("train", "test")
     }
     return Dataset(name="sample (fictional articles)", kind="sample", articles=articles, splits=splits, fictional=True)
@@ -189,7 +191,8 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
             else:
                 timed_out = isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower()
                 reason, cause = first_line(exc), "timeout" if timed_out else "error"
-            raise DataUnavailable(f"cannot download {name} from the Hugging Face hub ({HUB_REPO_ID}): {reason}", cause) from None
+            raise DataUnavailable(f"cannot download {name} from the Hugging Face hub ({HUB_REPO_ID}): {reason}",
+                                  cause) from None
     try:
         articles = normalize_articles(_read(paths["articles.csv"]), source="hub articles.csv") if need_corpus else None
         splits = {
@@ -223,7 +226,8 @@ def _check_complete(articles: pd.DataFrame | None, splits: dict[str, pd.DataFram
 def _require_regular(path: Path) -> None:
     """:class:`DataError` unless ``path`` is a regular file (not a folder, FIFO, device, dangling link)."""
     if not path.is_file():
-        what = "a folder" if path.is_dir() else "a broken link" if not path.exists() else "a special file (FIFO, device)"
+        what = ("a folder" if path.is_dir() else "a broken link" if not path.exists()
+                else "a special file (FIFO, device)")
         raise DataError(f"{path}: is {what}, not a CSV file")
 
 
