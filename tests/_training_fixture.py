@@ -29,7 +29,8 @@ TINY = dict(max_seq=32, batch=8, epochs=1, threads=1)
 SEED, HARD_NEGATIVES = 0, 1
 #: ``b``'s flags: the same settings as ``a`` (``--no-onnx``: the export has tests of its own;
 #: ``--no-evaluate``: ``a`` scores itself on test, which the weights do not depend on).
-CLI_FLAGS = ["--finetune", "--max-seq", str(TINY["max_seq"]), "--batch", str(TINY["batch"]), "--epochs", str(TINY["epochs"]),
+CLI_FLAGS = ["--finetune", "--max-seq", str(TINY["max_seq"]), "--batch", str(TINY["batch"]), "--epochs",
+             str(TINY["epochs"]),
              "--threads", str(TINY["threads"]), "--seed", str(SEED), "--hard-negatives", str(HARD_NEGATIVES),
              "--no-onnx", "--no-evaluate", "--no-progress"]
 

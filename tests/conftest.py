@@ -142,8 +142,8 @@ TIMEOUTS = {"browser": 300, "training": 480}
 #: xdist groups other than "one per file": files whose tests share a per-process fixture.
 GROUPS = {
     "browser": BROWSER,  # one Chromium at a time: their waits are real-time
-    "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py", "tests/bundles/test_bundle_models.py",
-             "tests/app/test_search_bundle_model.py"),
+    "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py",
+             "tests/bundles/test_bundle_models.py", "tests/app/test_search_bundle_model.py"),
 }
 
 

@@ -6,9 +6,7 @@ import unicodedata
 import Stemmer
 from hypothesis import given, settings, strategies as st
 
-from bsard_demo.analyzer import (
-    DEFAULT_FIELDS, FRENCH_STOPWORDS, TEXT_ONLY, Analyzer, article_text, article_texts, fold,
-)
+from bsard_demo.analyzer import DEFAULT_FIELDS, FRENCH_STOPWORDS, TEXT_ONLY, Analyzer, article_text, article_texts, fold
 
 A = Analyzer()
 RAW = Analyzer(stem=False, stopwords=False)
@@ -17,7 +15,8 @@ SNOWBALL = Stemmer.Stemmer("french")
 
 def test_elisions_with_both_apostrophes_are_cut_off():
     for apostrophe in ("'", "’"):
-        text = f"l{apostrophe}article d{apostrophe}un jusqu{apostrophe}au lorsqu{apostrophe}il qu{apostrophe}elle puisqu{apostrophe}on s{apostrophe}engage"
+        text = (f"l{apostrophe}article d{apostrophe}un jusqu{apostrophe}au lorsqu{apostrophe}il qu{apostrophe}elle "
+                f"puisqu{apostrophe}on s{apostrophe}engage")
         assert RAW.tokens(text) == ["article", "un", "au", "il", "elle", "on", "engage"]
     assert RAW.tokens("L’État, C'est") == ["etat", "est"]
     # an apostrophe not followed by a word is not an elision: the letter stays a word

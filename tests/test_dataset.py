@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from bsard_demo.dataset import DataError, normalize_articles, normalize_questions, parse_article_ids, read_csv_table
-from bsard_demo.sources import DataUnavailable, HUB_REPO_ID, load_dataset, load_hub
+from bsard_demo.sources import HUB_REPO_ID, DataUnavailable, load_dataset, load_hub
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -184,6 +184,7 @@ def test_sample_dataset_is_complete_and_consistent():
     for split in ds.split_names:
         q = ds.questions(split)
         assert all(set(g) <= ids and g for g in q["article_ids"])
-        assert set(q["category"]) <= {"Logement", "Famille", "Argent", "Justice", "Etrangers", "Protection sociale", "Travail"}
+        assert set(q["category"]) <= {"Logement", "Famille", "Argent", "Justice", "Etrangers", "Protection sociale",
+                                      "Travail"}
     themes = set(ds.questions("test")["category"]) | set(ds.questions("train")["category"])
     assert len(themes) == 7

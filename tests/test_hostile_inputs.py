@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import gzip
-import io
 import json
 import os
 import shutil
@@ -19,13 +18,11 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bsard_demo.cli.common import error_text
-from bsard_demo.dataset import DataError
 from bsard_demo.runs import DEFAULT_MAX_BYTES, FORMATS, UNKNOWN, RunFile, read_run_bytes, read_run_path
-from bsard_demo.sources import DataUnavailable, HUB_REPO_ID, hub_reachable, load_hub
+from bsard_demo.sources import HUB_REPO_ID, DataUnavailable, hub_reachable, load_hub
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "bsard_demo" / "sample_data"
@@ -73,7 +70,8 @@ def near_valid_csv(draw) -> bytes:
 
 
 _json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**20), st.floats(allow_nan=False), _idish, _numish)
-_json_tree = st.recursive(_json_leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_idish, kids, max_size=4),
+_json_tree = st.recursive(_json_leaf,
+                          lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_idish, kids, max_size=4),
                           max_leaves=25)
 
 
@@ -94,7 +92,8 @@ def near_valid_json(draw) -> bytes:
 
 
 _record = st.dictionaries(
-    st.sampled_from(["qid", "query_id", "docid", "doc_id", "article_id", "score", "rank", "docids", "article_ids", "x"]),
+    st.sampled_from(["qid", "query_id", "docid", "doc_id", "article_id", "score", "rank", "docids", "article_ids",
+                     "x"]),
     st.one_of(_json_leaf, st.lists(st.one_of(_idish, st.integers(), st.none()), max_size=4)), max_size=5)
 
 
@@ -654,7 +653,8 @@ def unsafe_uses(path: Path, root: Path = REPO) -> list[str]:
             for kw in node.keywords:
                 if kw.arg == "allow_pickle" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
                     say(node, "passes allow_pickle other than False")
-                if (kw.arg == "unsafe_allow_html" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False)
+                if (kw.arg == "unsafe_allow_html"
+                    and not (isinstance(kw.value, ast.Constant) and kw.value.value is False)
                         and not _escaped(node, lines, helpers)):
                     say(node, "unsafe_allow_html=True without an escaping helper or an '# escaped:' comment")
             if isinstance(node.func, ast.Attribute) and node.func.attr == "html" and not _escaped(node, lines, helpers):

@@ -114,7 +114,8 @@ def _sized(path: Path):
     return pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else path
 
 
-@pytest.mark.parametrize("path", [_sized(p) for p in sorted(PACKAGE.rglob("*.py"))], ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", [_sized(p) for p in sorted(PACKAGE.rglob("*.py"))],
+                         ids=lambda p: str(p.relative_to(REPO)))
 def test_no_module_over_600_lines(path):
     n = len(path.read_text(encoding="utf-8").splitlines())
     assert n <= MAX_LINES, f"{path.relative_to(REPO)} has {n} lines; split it by what its sections do"
@@ -213,7 +214,8 @@ TOP_LEVEL = {
 }
 #: Names no top-level module may take again: each concept has moved into its subpackage.
 MOVED = {"training": "bsard_demo/training/", **dict.fromkeys(
-    ("metrics", "measures", "evaluation", "scoring", "report", "stats", "diagnostics", "run_checks"), "bsard_demo/evaluation/")}
+    ("metrics", "measures", "evaluation", "scoring", "report", "stats", "diagnostics", "run_checks"),
+    "bsard_demo/evaluation/")}
 
 
 def loose_modules(package: Path) -> dict[str, str]:
@@ -298,7 +300,8 @@ def callers(name: str, paths) -> list[str]:
 
 def code_files(root: Path = REPO) -> list[Path]:
     """The project's code (the package, the pages, app.py, bench/), tests left out."""
-    out = list((root / "bsard_demo").rglob("*.py")) + list((root / "pages").glob("*.py")) + list((root / "bench").rglob("*.py"))
+    out = (list((root / "bsard_demo").rglob("*.py")) + list((root / "pages").glob("*.py"))
+           + list((root / "bench").rglob("*.py")))
     return out + [p for p in [root / "app.py"] if p.is_file()]
 
 
@@ -316,8 +319,8 @@ def test_both_front_ends_call_the_scoring_service():
 def test_the_caller_check_can_fail(tmp_path):
     crafted = tmp_path / "bsard_demo" / "cli" / "sneaky.py"
     crafted.parent.mkdir(parents=True)
-    crafted.write_text("from ..run_checks import check_run_file\n\n\ndef f(rf, ctx):\n    return run_checks.check_run_file(rf, ctx)\n"
-                       "\n\ncheck_run_file(None, None)\n")
+    crafted.write_text("from ..run_checks import check_run_file\n\n\ndef f(rf, ctx):\n"
+                       "    return run_checks.check_run_file(rf, ctx)\n\n\ncheck_run_file(None, None)\n")
     assert len(callers("check_run_file", code_files(tmp_path))) == 2
 
 
@@ -418,10 +421,12 @@ def test_the_french_check_can_fail(tmp_path):
                        'STOP = "a à au aux avec ce ceci cela ça ces cet cette de des du"\n'
                        'OK = "Encodeurs and Dossier as words: ENCODEUR"\n')
     assert french_texts(crafted) == ["3: tick « scores = distances »", "7: Pas de fichier.",
-                                     "8: Préparation de", "8: # patientez", "10: Encodeurs and Dossier as words: ENCODEUR"]
+                                     "8: Préparation de", "8: # patientez",
+                                     "10: Encodeurs and Dossier as words: ENCODEUR"]
     assert french_texts(crafted, ("« scores = distances »",))[0] == "7: Pas de fichier."
     clean = tmp_path / "clean.py"
-    clean.write_text('STOP = "a à au aux avec ce ceci cela ça ces de des du être avoir"\nQ = "Mon propriétaire peut-il ?"\n'
+    clean.write_text('STOP = "a à au aux avec ce ceci cela ça ces de des du être avoir"\n'
+                     'Q = "Mon propriétaire peut-il ?"\n'
                      'MSG = "cannot read the file; use --lower-is-better"  # a files line\n')
     assert french_texts(clean) == []
 
@@ -465,10 +470,11 @@ def reaches_into_tests(path: Path, tests_root: Path = REPO / "tests") -> list[st
         for n in names:
             if n.split(".")[0] == "tests" or n.split(".")[0] in in_tests:
                 found.append(f"{node.lineno}: import {n}")
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("insert", "append")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("insert", "append")
                 and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path"
-                and any(isinstance(c, ast.Constant) and isinstance(c.value, str) and re.search(r"(^|/)tests(/|$)", c.value)
-                        for arg in node.args for c in ast.walk(arg))):
+                and any(isinstance(c, ast.Constant) and isinstance(c.value, str)
+                        and re.search(r"(^|/)tests(/|$)", c.value) for arg in node.args for c in ast.walk(arg))):
             found.append(f"{node.lineno}: sys.path names tests/")
     return sorted(found, key=lambda s: int(s.split(":")[0]))
 
@@ -495,10 +501,12 @@ def test_the_bench_checks_can_fail(tmp_path):
         (tests / name).write_text("")
     crafted = tmp_path / "m.py"
     crafted.write_text("import sys\nfrom pathlib import Path\nREPO = Path(__file__).resolve().parents[1]\n"
-                       "sys.path.insert(0, str(REPO / 'tests'))\nfrom _browser import AppServer\nimport tests.conftest\n"
-                       "from tests import x\n\n\ndef f():\n    import test_x\n\n\nsys.path.append('tests/app')\n")
-    assert reaches_into_tests(crafted, tests) == ["4: sys.path names tests/", "5: import _browser", "6: import tests.conftest",
-                                                  "7: import tests", "11: import test_x", "14: sys.path names tests/"]
+                       "sys.path.insert(0, str(REPO / 'tests'))\nfrom _browser import AppServer\n"
+                       "import tests.conftest\nfrom tests import x\n\n\ndef f():\n    import test_x\n\n\n"
+                       "sys.path.append('tests/app')\n")
+    assert reaches_into_tests(crafted, tests) == ["4: sys.path names tests/", "5: import _browser",
+                                                  "6: import tests.conftest", "7: import tests", "11: import test_x",
+                                                  "14: sys.path names tests/"]
     clean = tmp_path / "clean.py"
     clean.write_text("import sys\nfrom bench.browser import AppServer\nfrom bench import synthetic\n"
                      "NOTE = 'tests/ imports bench'\nsys.path.insert(0, str(REPO / 'bench'))\n")

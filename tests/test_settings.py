@@ -82,11 +82,13 @@ print(json.dumps({"imported": imported, "cli": {k: os.environ.get(k) for k in be
 
 def test_importing_changes_no_variable_and_the_cli_sets_the_runtime_defaults():
     env = {k: v for k, v in os.environ.items() if k not in settings.RUNTIME_DEFAULTS}
-    proc = subprocess.run([sys.executable, "-c", _PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", _PROBE], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["imported"] == {"OMP_WAIT_POLICY": None, "TOKENIZERS_PARALLELISM": None}
     assert got["cli"] == settings.RUNTIME_DEFAULTS
     mine = subprocess.run([sys.executable, "-c", _PROBE], cwd=REPO, env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
                           capture_output=True, text=True, timeout=300)
-    assert json.loads(mine.stdout.strip().splitlines()[-1])["cli"]["OMP_WAIT_POLICY"] == "ACTIVE"  # a user's own value wins
+    assert json.loads(mine.stdout.strip().splitlines()[-1])["cli"]["OMP_WAIT_POLICY"] == \
+        "ACTIVE"  # a user's own value wins

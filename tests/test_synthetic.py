@@ -136,7 +136,8 @@ def test_make_run_reads_back_cleanly_and_scores(small, tmp_path):
     result = evaluate(ds.qrels("test"), run, ks=(10, depth))
     with open(path, encoding="utf-8") as f:
         pt = pytrec_eval.RelevanceEvaluator({q: {d: 1 for d in g} for q, g in ds.qrels("test").items()},
-                                            {"recall_10", f"recall_{depth}", "map_cut_10"}).evaluate(pytrec_eval.parse_run(f))
+                                            {"recall_10", f"recall_{depth}",
+                                             "map_cut_10"}).evaluate(pytrec_eval.parse_run(f))
     for qid, row in result.per_question.iterrows():
         assert row["recall@10"] == pytest.approx(pt[qid]["recall_10"], abs=1e-12)
         assert row[f"recall@{depth}"] == pytest.approx(pt[qid][f"recall_{depth}"], abs=1e-12)
