@@ -134,7 +134,8 @@ def against_cache(args, ds, articles, texts, ids, enc, workers) -> dict:
               "questions": len(questions), "top100_differ": top100_equal(one, many, Q)}
     print(f"{len(texts)} articles with {workers} workers: {seconds:.0f} s wall, {cpu:.0f} s CPU "
           f"({cpu / seconds:.2f} cores busy; load {load} before, {result['load_after']} after); equal bit for bit to "
-          f"the cached one-process build: {result['bitwise_equal_to_cache']} (max |diff| {result['max_abs_diff']:.3g}); "
+          f"the cached one-process build: {result['bitwise_equal_to_cache']} "
+          f"(max |diff| {result['max_abs_diff']:.3g}); "
           f"questions whose top 100 differ: {result['top100_differ']} of {len(questions)}; key {result['cache_key']}")
     return result
 

@@ -115,7 +115,9 @@ def columns_kept(drop):
     from bsard_demo.retrievers.ranker import FEATURES
 
     prefixes = tuple(p for g in drop for p in GROUPS[g])
-    return [j for j, name in enumerate(FEATURES) if not name.startswith(prefixes)] if prefixes else list(range(len(FEATURES)))
+    if not prefixes:
+        return list(range(len(FEATURES)))
+    return [j for j, name in enumerate(FEATURES) if not name.startswith(prefixes)]
 
 
 def fit(matrix, idx, config, keep):
@@ -146,9 +148,8 @@ def metrics(rows_list, gold, ids):
 
 
 def main(argv=None) -> int:
-    from bsard_demo.retrievers.ranker import FEATURES
+    from bsard_demo.retrievers.ranker import FEATURES, rrf_rows
     from bsard_demo.retrievers.structure import StructureSettings, rescore_rows
-    from bsard_demo.retrievers.ranker import rrf_rows
     from bsard_demo.sources import load_dataset
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -160,7 +161,8 @@ def main(argv=None) -> int:
     p.add_argument("--configs", default="all")
     p.add_argument("--config", default=None)
     p.add_argument("--drop", nargs="*", default=[])
-    p.add_argument("--structure", default="{}", help="JSON StructureSettings of the candidates (default: the decided defaults)")
+    p.add_argument("--structure", default="{}",
+                   help="JSON StructureSettings of the candidates (default: the decided defaults)")
     p.add_argument("--out-run", default=None)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -176,7 +178,8 @@ def main(argv=None) -> int:
     cover = np.mean([m[2].sum() / len(g) for m, g in zip(matrix, train["gold"])])
     print(f"{args.data}, train: {len(matrix)} questions, {sum(sizes)} candidates (median {int(np.median(sizes))} a "
           f"question), {100 * cover:.2f} % of the gold among them; features {len(keep)} of {len(FEATURES)}"
-          f"{' (dropped: ' + ', '.join(args.drop) + ')' if args.drop else ''}; built in {time.perf_counter() - t0:.0f} s; "
+          f"{' (dropped: ' + ', '.join(args.drop) + ')' if args.drop else ''}; "
+          f"built in {time.perf_counter() - t0:.0f} s; "
           f"load {load_average()}", flush=True)
     if args.what == "cv":
         folds = train["fold"]
@@ -188,8 +191,9 @@ def main(argv=None) -> int:
             struct_rows.append(rescore_rows(graph, fr, fs, structure, 500)[0])
         base = metrics(base_rows, train["gold"], ids)
         st = metrics(struct_rows, train["gold"], ids)
-        print(f"\n| system (held-out train questions, 5 folds) | R@100 | MAP@100 | fit s |\n|---|---:|---:|---:|")
-        print(f"| RRF BM25 + adapter + neighbours (1, 0.5, 0.5) | {100 * base[:, 0].mean():.2f} | {100 * base[:, 1].mean():.2f} | |")
+        print("\n| system (held-out train questions, 5 folds) | R@100 | MAP@100 | fit s |\n|---|---:|---:|---:|")
+        print(f"| RRF BM25 + adapter + neighbours (1, 0.5, 0.5) | {100 * base[:, 0].mean():.2f} | "
+              f"{100 * base[:, 1].mean():.2f} | |")
         print(f"| + {structure.label()} | {100 * st[:, 0].mean():.2f} | {100 * st[:, 1].mean():.2f} | |", flush=True)
         results = {"base": base.tolist(), "structure": st.tolist()}
         names = list(CONFIGS) if args.configs == "all" else args.configs.split(",")
@@ -206,7 +210,8 @@ def main(argv=None) -> int:
             print(f"| LambdaRank {name} {json.dumps(CONFIGS[name])} | {100 * m[:, 0].mean():.2f} | "
                   f"{100 * m[:, 1].mean():.2f} | {time.perf_counter() - t1:.0f} |", flush=True)
         if args.json:
-            Path(args.json).write_text(json.dumps({"drop": args.drop, "structure": structure.as_dict(), "results": results}))
+            Path(args.json).write_text(json.dumps({"drop": args.drop, "structure": structure.as_dict(),
+                                                   "results": results}))
         return 0
     test = load(Path(args.test_inputs) if args.test_inputs else default_path(args.data, args.split))
     feature_s = []

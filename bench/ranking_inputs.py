@@ -2,7 +2,8 @@
 re-scoring and learned-ranker decisions (bench/structure_cv.py, bench/ranker_cv.py).
 
     python bench/ranking_inputs.py --data ../shared/data/frlaw-dev --split train [--adapter DIR] [--folds 5]
-    python bench/ranking_inputs.py --data ../shared/data/frlaw-dev --split test --adapter /work/artifacts/models/frlaw-use-adapter
+    python bench/ranking_inputs.py --data ../shared/data/frlaw-dev --split test \
+        --adapter /work/artifacts/models/frlaw-use-adapter
 
 For each question of the split (text, gold corpus rows), the top ``--depth`` (1000, the hybrid's
 depth) corpus rows and scores of:

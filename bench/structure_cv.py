@@ -104,7 +104,8 @@ def main(argv=None) -> int:
         pt = json.loads(key)
         m = 100 * table[key].mean(axis=0)
         mark = " **(best)**" if key == best else ""
-        print(f"| {pt['sibling']:g} | {pt['section']:g} | {pt['refs']:g} | {pt['window']} | {m[0]:.2f} | {m[1]:.2f}{mark} |")
+        print(f"| {pt['sibling']:g} | {pt['section']:g} | {pt['refs']:g} | {pt['window']} | {m[0]:.2f} | "
+              f"{m[1]:.2f}{mark} |")
     # cross-validation of the choice
     n = len(base)
     order = np.random.default_rng(args.seed).permutation(n)
@@ -120,7 +121,8 @@ def main(argv=None) -> int:
           f"{100 * table[none][:, 0].mean():.2f} / {100 * table[none][:, 1].mean():.2f}; points chosen: "
           + "; ".join(chosen))
     st = StructureSettings(**json.loads(best))
-    print(f"\nchosen: {st.label()}\n\n| base | R@100 | MAP@100 | + structure R@100 | MAP@100 |\n|---|---:|---:|---:|---:|")
+    print(f"\nchosen: {st.label()}\n")
+    print("| base | R@100 | MAP@100 | + structure R@100 | MAP@100 |\n|---|---:|---:|---:|---:|")
     rows_out = []
     for systems in [base_systems] + [s.split(",") for s in args.also.split(";") if s]:
         runs = base if systems == base_systems else fused(inputs, systems, ids)
@@ -129,9 +131,9 @@ def main(argv=None) -> int:
         rows_out.append({"base": systems, "before": a.tolist(), "after": b.tolist()})
         print(f"| {' + '.join(systems)} | {a[0]:.2f} | {a[1]:.2f} | {b[0]:.2f} | {b[1]:.2f} |")
     if args.json:
+        grid_means = {k: v.mean(axis=0).tolist() for k, v in table.items()}
         Path(args.json).write_text(json.dumps({"best": json.loads(best), "cv": held.mean(axis=0).tolist(),
-                                               "cv_chosen": chosen, "bases": rows_out,
-                                               "grid": {k: v.mean(axis=0).tolist() for k, v in table.items()}}, indent=1))
+                                               "cv_chosen": chosen, "bases": rows_out, "grid": grid_means}, indent=1))
     return 0
 
 

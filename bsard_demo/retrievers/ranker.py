@@ -13,14 +13,15 @@ each candidate (one row), the columns of :data:`FEATURES`:
 - ``prior``: ``log(1 + c)``, ``c`` the number of training questions citing the article (leave-one-
   out on the training split: the question's own labels are not counted);
 - ``fused_score`` / ``fused_rank``: the product's RRF of the systems (k = 60, its default weights);
-- structure under that fusion (:meth:`.structure.ArticleGraph.features`): best sibling score
+- structure under that fusion (:class:`.structure.ArticleGraph`): best sibling score
   (window 1), best other score of the section, best citing score, position in section, section
   size, relative position;
 - ``length``: the article's length in words (headers and text).
 
 LightGBM and NaN: a missing value is its own branch, so "not retrieved by ``use``" is learnt as
 such. Everything here is numpy; the model itself (:mod:`lightgbm`) is only needed to fit and to
-predict.
+predict. Today only ``bench/ranker_cv.py`` (the decision on train, docs/effectiveness.md,
+"Learned ranker") calls it: the serving retriever, ``train --ranker`` and its folder are to come.
 """
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ from .neighbours import NEIGHBOURS, NeighboursRetriever, options_of
 _BM25_OPTIONS = frozenset(BM25Settings.__dataclass_fields__)
 _DENSE_OPTIONS = frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"})
 _NEIGHBOURS_OPTIONS = frozenset({"split", "n"})
-_HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth", "structure"})
+_HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth",
+                             "structure"})
 
 
 class Builder(Protocol):

@@ -198,17 +198,6 @@ class ArticleGraph:
             np.maximum.at(ref, targets, np.repeat(scores, counts))
         return sib, sec, ref
 
-    def features(self, rows: np.ndarray, scores: np.ndarray, window: int = 1) -> np.ndarray:
-        """Structure features of candidates ``rows`` under a ranking's normalised ``scores``
-        (columns: best sibling score, best other score of the section, best citing score,
-        position in section, section size, relative position), one row per candidate."""
-        sib, sec, ref = self.propagate(rows, scores, window=window, decay=1.0)
-        rows = np.asarray(rows, dtype=np.int64)
-        size = self.section_size[self.section[rows]]
-        position = self.position[rows]
-        return np.column_stack([sib[rows], sec[rows], ref[rows], position, size,
-                                position / np.maximum(size - 1, 1)]).astype(np.float64)
-
 
 def _cross_references(articles) -> list[np.ndarray]:
     """For each article, the corpus positions of the articles of its code its text cites."""

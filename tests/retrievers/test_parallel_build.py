@@ -8,7 +8,6 @@ import hashlib
 import os
 
 import numpy as np
-import pytest
 
 from bsard_demo.retrievers import dense as D
 from bsard_demo.retrievers.encoders import normalize_rows

@@ -10,7 +10,12 @@ import pytest
 from bsard_demo.dataset import normalize_articles
 from bsard_demo.retrievers.base import Hit
 from bsard_demo.retrievers.structure import (
-    MAX_WINDOW, ArticleGraph, StructureSettings, article_number, rescore, section_keys,
+    MAX_WINDOW,
+    ArticleGraph,
+    StructureSettings,
+    article_number,
+    rescore,
+    section_keys,
 )
 
 # Two codes; code A has a chapter with two sections (s1 holds ids 1-3, s2 ids 4-5), then id 6 of s1
@@ -128,7 +133,6 @@ def test_bad_settings_are_refused_in_one_line(bad):
 
 def _dataset(tmp_path):
     from _tiny_corpus import QUESTIONS, make_data
-
     from bsard_demo.sources import load_dataset
 
     frame = ARTICLES.assign(article=["bail neuf ans", "garantie locative deux mois", "préavis trois mois du bail",
