@@ -160,7 +160,8 @@ def why_line(article_id: str, parts: Sequence[tuple[str, Mapping[str, int]]],
     return " · ".join(pieces)
 
 
-def with_why_lines(column: ColumnResult, labels: Sequence[str], counts: Mapping[str, int] | None = None) -> ColumnResult:
+def with_why_lines(column: ColumnResult, labels: Sequence[str],
+                   counts: Mapping[str, int] | None = None) -> ColumnResult:
     """``column`` with a why-line on each hit, from its parts' rankings (``column.parts``, one per
     label); unchanged when the column is not a hybrid or the labels do not match its parts."""
     if column.parts is None or len(column.parts) != len(labels):

@@ -200,7 +200,8 @@ def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str |
             problem = str(exc)
         adapter = t.get("kind") == "adapter"
         if problem:
-            out.append(EncoderOption(key, label, model.name, False, f"fichiers endommagés : {problem}", True, this, adapter))
+            out.append(EncoderOption(key, label, model.name, False, f"fichiers endommagés : {problem}", True, this,
+                                     adapter))
             continue
         out.append(EncoderOption(key, label, model.name, not missing,
                                  f"{', '.join(missing)} absent(s) de ce serveur" if missing else None, True, this,

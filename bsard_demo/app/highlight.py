@@ -36,8 +36,8 @@ def highlight_html(text: str, terms: Iterable[str], analyzer: Analyzer | None = 
     """``text`` escaped, with every word whose term is in ``terms`` wrapped in ``<mark>``.
 
     ``max_chars`` keeps about that many characters of ``text`` (up to the end of the word it
-    falls in, at most :data:`WORD_OVERRUN` more) and appends "…" when something was cut. ``newlines`` turns line breaks into
-    ``<br>``.
+    falls in, at most :data:`WORD_OVERRUN` more) and appends "…" when something was cut. ``newlines`` turns line
+    breaks into ``<br>``.
     """
     text = "" if text is None else str(text)
     wanted = frozenset(terms)

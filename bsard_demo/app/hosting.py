@@ -31,7 +31,8 @@ from . import french
 
 INDEX_SETTING = bundles.ENV_VAR        # "BSARD_INDEX"
 TOKEN_SETTING = bundles.TOKEN_ENV_VAR  # "HF_TOKEN"
-FALLBACK = "les index sont lus dans le cache du serveur ou construits (la première recherche peut alors prendre plusieurs minutes)"
+FALLBACK = ("les index sont lus dans le cache du serveur ou construits (la première recherche peut alors prendre "
+            "plusieurs minutes)")
 
 
 @dataclass
@@ -73,7 +74,8 @@ def setup_bundle(lookup: Callable[[str], str | None], *, activate: Callable[...,
         bundles.deactivate()
         return BundleSetup()
     problems: list[str] = []
-    bundle = (activate or bundles.activate)(value, token=(lookup(TOKEN_SETTING) or "").strip() or None, on_error=problems.append)
+    bundle = (activate or bundles.activate)(value, token=(lookup(TOKEN_SETTING) or "").strip() or None,
+                                            on_error=problems.append)
     if bundle is None:
         return BundleSetup(value, None, problems[0] if problems else f"index bundle {value}: not usable")
     try:

@@ -1,6 +1,6 @@
 """Streamlit glue of :mod:`bsard_demo.app.hosting`: the app's :class:`~bsard_demo.settings.Settings`
-from ``st.secrets`` (then the environment: :func:`app_settings`), the index bundle activated once per process and its notices, the Cloud-safe error
-setting, and the large-upload slot's waiting notice.
+from ``st.secrets`` (then the environment: :func:`app_settings`), the index bundle activated once per process and its
+notices, the Cloud-safe error setting, and the large-upload slot's waiting notice.
 
 Conventions: every text drawn is escaped (:func:`~bsard_demo.app.highlight.md_escape`); nothing
 here raises on a missing or malformed ``secrets.toml`` (that file is optional: without it
@@ -15,10 +15,18 @@ from typing import Hashable, Iterator
 import streamlit as st
 
 from .. import settings
-
-from .hosting import (WAIT_NOTICE, BundleSetup, UploadSlot, bundle_caption, bundle_notices, give_back_memory,
-                      keep_build_note, setup_bundle, upload_size)
 from .highlight import md_escape
+from .hosting import (
+    WAIT_NOTICE,
+    BundleSetup,
+    UploadSlot,
+    bundle_caption,
+    bundle_notices,
+    give_back_memory,
+    keep_build_note,
+    setup_bundle,
+    upload_size,
+)
 from .state import ActiveData
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,7 @@ from typing import Iterable, Sequence
 from ..analyzer import Analyzer
 from . import french
 from .answers import PANEL_TITLE, SimilarQuestion
-from .highlight import escape_html as esc
-from .highlight import highlight_html
+from .highlight import escape_html as esc, highlight_html
 from .passages import ContextArticle, Entry
 from .search_page import MissedGold, ShownHit, breadcrumb_text
 
@@ -69,7 +68,8 @@ def _badges(hit: ShownHit) -> str:
         badges.append(f'<span class="bsard-badge {hit.marker.kind}" title="écart de rang avec la colonne de référence">'
                       f"{esc(hit.marker.label)}</span>")
     if hit.gold:
-        badges.append('<span class="bsard-badge gold" title="article pertinent selon le jeu de données">✓ pertinent</span>')
+        badges.append('<span class="bsard-badge gold" title="article pertinent selon le jeu de données">✓ '
+                      'pertinent</span>')
     return "".join(badges)
 
 
@@ -111,7 +111,8 @@ def section_view(context: Sequence[ContextArticle], terms: Iterable[str] = (), a
                 if c.rank is not None else "")
         text = highlight_html(c.text, terms, analyzer) + (" …" if c.cut else "")
         items.append(f'<div class="{"bsard-ctx hit" if c.rank is not None else "bsard-ctx"}">'
-                     f'<div class="bsard-head">{mark}<span class="bsard-ref">{esc(c.reference or "Article " + c.article_id)}'
+                     f'<div class="bsard-head">{mark}'
+                     f'<span class="bsard-ref">{esc(c.reference or "Article " + c.article_id)}'
                      f'</span></div><div class="bsard-text">{text}</div></div>')
     return (f'<details class="bsard-section"><summary>Voir la section ({len(context)} articles)</summary>'
             f'{"".join(items)}</details>')
@@ -160,7 +161,8 @@ def reminder_card(entry: Entry) -> str:
     css = "bsard-hit bsard-reminder gold" if hit.gold else "bsard-hit bsard-reminder"
     lead_rank = entry.lead.rank if entry.lead is not None else hit.rank
     return (f'<div class="{css}" data-article="{esc(hit.article_id)}">{_head(hit, f"{hit.rank}.")}{_why(hit)}'
-            f'<div class="bsard-note">dans le passage « {esc(entry.title)} », au rang {lead_rank} ci-dessus</div></div>')
+            f'<div class="bsard-note">dans le passage « {esc(entry.title)} », au rang {lead_rank} ci-dessus</div>'
+            '</div>')
 
 
 def entry_card(entry: Entry, terms: Iterable[str], context: Sequence[ContextArticle] = (),
@@ -182,13 +184,15 @@ def similar_panel(questions: Sequence[SimilarQuestion]) -> str:
         cited = []
         for c in q.cited:
             if c.shown:
-                where = "".join(f'<span class="bsard-badge in">n° {rank} · {esc(column)}</span>' for column, rank in c.shown)
+                where = "".join(f'<span class="bsard-badge in">n° {rank} · {esc(column)}</span>'
+                                for column, rank in c.shown)
             else:
                 where = f'<small>{"absent des résultats" if c.in_corpus else "absent du corpus"}</small>'
             cited.append(f'<li><span class="bsard-ref">{esc(c.reference or "Article " + c.article_id)}</span> {where}'
                          f'{_crumbs(c.breadcrumb)}</li>')
-        meta = (f"n° {esc(q.qid)} · {esc(q.category or 'sans catégorie')} · similarité {french.decimal(q.similarity, 1)}"
-                f" · {q.cited_shown} article(s) cité(s) sur {len(q.cited)} parmi les résultats")
+        meta = (f"n° {esc(q.qid)} · {esc(q.category or 'sans catégorie')} · similarité "
+                f"{french.decimal(q.similarity, 1)} · {q.cited_shown} article(s) cité(s) sur {len(q.cited)} parmi les "
+                "résultats")
         items.append(f'<details class="bsard-sq"><summary><span class="bsard-rank">{i}.</span> {esc(q.text)}'
                      f'<br><small>{meta}</small></summary><ul>{"".join(cited)}</ul></details>')
     return (f'<div class="bsard-similar"><div class="bsard-similar-head"><b>{esc(PANEL_TITLE)}</b> '

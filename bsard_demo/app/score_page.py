@@ -30,12 +30,12 @@ from ..dataset import Dataset
 from ..evaluation import DEFAULT_KS, gold_ranks, recall_curve
 from ..evaluation.measures import is_measure_column
 from ..evaluation.report import display_columns, extra_columns, metric_label, metrics_table, per_question_table
+from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
+from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import Retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, question_texts, ranked_pairs, run_tag, search_all
 from ..runs import Entry, ProblemList, Run, format_run, sandbox
-from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
-from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
 from . import french
 from .highlight import highlight_html
 
@@ -53,8 +53,8 @@ PROBLEM_HINTS = {
 PROBLEM_COLUMNS = ["ligne", "gravité", "code", "problème"]
 SHORT_NAMES = {"missing_questions": "manquantes", "unknown_questions": "inconnues", "source": "source"}
 #: What the page says about nDCG@10 and MTEB's figures (behind a help icon).
-NDCG_HELP = ("nDCG@10 : gains binaires, les 10 premiers articles, chaque question comptée (`trec_eval -m ndcg_cut.10`) : "
-             "le chiffre que rapporte MTEB.\n\n"
+NDCG_HELP = ("nDCG@10 : gains binaires, les 10 premiers articles, chaque question comptée "
+             "(`trec_eval -m ndcg_cut.10`) : le chiffre que rapporte MTEB.\n\n"
              "Attention en comparant avec MTEB : BSARDRetrieval v1 n'y gardait qu'un seul article pertinent par "
              "question, si bien que son « recall@100 » est un taux de réussite (au moins un article trouvé) ; la v2 "
              "(2025) a corrigé cela. MTEB interroge avec la question suivie de sa description (extra_description) ; "
@@ -137,7 +137,8 @@ def shown_metrics(board: Scoreboard) -> list[str]:
     return display_columns(board.ks, extra_columns(board.evaluations))
 
 
-def ci_frame(board: Scoreboard, metrics: Sequence[str] | None = None, *, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+def ci_frame(board: Scoreboard, metrics: Sequence[str] | None = None, *, n_resamples: int = 2000,
+             seed: int = 0) -> pd.DataFrame:
     """Per run and metric: mean and bootstrap 95 % interval (input of :func:`charts.metric_bars`)."""
     from ..evaluation.stats import metric_table_with_ci
 
@@ -193,12 +194,13 @@ def permutation_caption(settings: StatsSettings = STATS) -> str:
     n = french.integer(settings.resamples)
     return (f"Test de permutation apparié ({n} tirages, graine {settings.seed}, p = (1 + #{{|T*| ≥ |T|}}) / (1 + {n}), "
             f"exact quand 2^m ≤ {n}) et test t apparié (scipy), p-valeurs corrigées par Holm sur toutes les paires ; "
-            f"« significatif » : p permutation (Holm) < {french.decimal(settings.alpha)}. « A gagne / égalités / A perd » : "
-            "nombre de questions où A fait mieux, pareil ou moins bien que B. Les mêmes nombres que "
+            f"« significatif » : p permutation (Holm) < {french.decimal(settings.alpha)}. « A gagne / égalités / A "
+            "perd » : nombre de questions où A fait mieux, pareil ou moins bien que B. Les mêmes nombres que "
             "`python -m bsard_demo compare`.")
 
 
-#: Outcome of a question in the A-vs-B view (wins, ties, losses of A, as :func:`bsard_demo.evaluation.stats.win_tie_loss`).
+#: Outcome of a question in the A-vs-B view (wins, ties, losses of A, as
+#: :func:`bsard_demo.evaluation.stats.win_tie_loss`).
 OUTCOMES = ("A meilleur", "égalité", "B meilleur")
 #: Session keys of the drill-down widgets (a click on the A-vs-B chart sets them).
 DD_QID, DD_RUN, PQ_FILTER = "dd_qid", "dd_run", "pq_categories"
@@ -429,7 +431,8 @@ def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None
     for key, target in (models or {}).items():
         specs.update(column_specs(("dense", "hybrid"), encoder=key, targets={key: target}))
         if neighbours and key in adapters:
-            specs.update(column_specs(("hybrid",), encoder=key, hybrid_encoders=[key, NEIGHBOURS], targets={key: target}))
+            specs.update(column_specs(("hybrid",), encoder=key, hybrid_encoders=[key, NEIGHBOURS],
+                                      targets={key: target}))
     return specs
 
 

@@ -30,7 +30,6 @@ from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, FUSION_METHODS, F
 from ..retrievers.registry import default_weights
 from .search_page import KIND_LABELS
 
-
 DEFAULT_SYSTEMS = ("bm25",)
 #: BM25 and its hybrid: what a first visitor sees when the hybrid's embeddings are stored.
 STORED_HYBRID_SYSTEMS = ("bm25", "hybrid")
@@ -63,8 +62,8 @@ LINK_PARAMS = {
     "q": "la question", "systems": "les systèmes (bm25, dense, hybrid)", "k": f"top-k (1 à {MAX_K})",
     "code": "le filtre par code", "enc": "l'encodeur du système dense", "henc": "les encodeurs de l'hybride",
     "fusion": "la fusion hybride (rrf, weighted)", "rrfk": f"la constante k de RRF (1 à {MAX_RRF_K})",
-    "alpha": "α, poids de BM25 (fusion pondérée de deux systèmes)", "w": f"un poids par système de l'hybride (0 à {MAX_WEIGHT:g})",
-    "ex": "l'exemple de question (son identifiant)",
+    "alpha": "α, poids de BM25 (fusion pondérée de deux systèmes)",
+    "w": f"un poids par système de l'hybride (0 à {MAX_WEIGHT:g})", "ex": "l'exemple de question (son identifiant)",
 }
 _LIST_PARAMS = frozenset({"systems", "henc", "w"})
 #: Streamlit's own parameters: never ours to complain about.
@@ -116,8 +115,8 @@ class SearchSettings:
         if "dense" not in s.systems:
             s = replace(s, encoder=default_encoder)
         if not hybrid:
-            return replace(s, hybrid_encoders=tuple(default_hybrid or (default_encoder,)), fusion=DEFAULT_FUSION, rrf_k=DEFAULT_RRF_K,
-                           alpha=DEFAULT_ALPHA, weights=None)
+            return replace(s, hybrid_encoders=tuple(default_hybrid or (default_encoder,)), fusion=DEFAULT_FUSION,
+                           rrf_k=DEFAULT_RRF_K, alpha=DEFAULT_ALPHA, weights=None)
         if s.fusion != "rrf":
             s = replace(s, rrf_k=DEFAULT_RRF_K)
         # the weights are spelled out, so a link keeps its results if the default weights change
@@ -247,7 +246,8 @@ def link_params(settings: SearchSettings, default_encoder: str = "use") -> dict[
 
 def link_query(settings: SearchSettings, default_encoder: str = "use") -> str:
     """``?q=…&systems=…``: the query string of :func:`link_params` (spaces as ``%20``)."""
-    return "?" + urllib.parse.urlencode(link_params(settings, default_encoder), doseq=True, quote_via=urllib.parse.quote)
+    return "?" + urllib.parse.urlencode(link_params(settings, default_encoder), doseq=True,
+                                        quote_via=urllib.parse.quote)
 
 
 def share_url(base: str | None, settings: SearchSettings, default_encoder: str = "use") -> str:
@@ -307,7 +307,8 @@ class _LinkReader:
         instead = "" if good else f" ; {', '.join(default)} est pris"
         if bad:
             self.notes.append(f"{what} inconnu(s) ou indisponible(s) ici, ignoré(s) : "
-                              + ", ".join(f"« {_shown(b)} »" for b in bad) + f" (choix : {', '.join(offered)}){instead}.")
+                              + ", ".join(f"« {_shown(b)} »" for b in bad)
+                              + f" (choix : {', '.join(offered)}){instead}.")
         elif not good:
             self.notes.append(f"« {name} » est vide{instead}.")
         return good or default
@@ -315,7 +316,8 @@ class _LinkReader:
     def unknown_names(self) -> None:
         unknown = [n for n in self.params if n not in LINK_PARAMS and n not in _STREAMLIT_PARAMS]
         if unknown:
-            self.notes.append("Paramètre(s) inconnu(s) ignoré(s) : " + ", ".join(f"« {_shown(n)} »" for n in unknown) + ".")
+            self.notes.append("Paramètre(s) inconnu(s) ignoré(s) : " + ", ".join(f"« {_shown(n)} »" for n in unknown)
+                              + ".")
 
     def question_and_example(self, examples: Mapping[str, str]) -> tuple[str, str | None]:
         question = self.single("q") or ""
@@ -432,7 +434,8 @@ def state_from_settings(settings: SearchSettings, encoders: Sequence[str] = ()) 
     s = settings
     state: dict[str, object] = {WIDGET_KEYS["question"]: s.question, WIDGET_KEYS["systems"]: list(s.systems),
                                 WIDGET_KEYS["k"]: s.k, WIDGET_KEYS["code"]: s.code, WIDGET_KEYS["encoder"]: s.encoder,
-                                WIDGET_KEYS["hybrid_encoders"]: list(s.hybrid_encoders), WIDGET_KEYS["fusion"]: s.fusion,
+                                WIDGET_KEYS["hybrid_encoders"]: list(s.hybrid_encoders),
+                                WIDGET_KEYS["fusion"]: s.fusion,
                                 WIDGET_KEYS["rrf_k"]: s.rrf_k, WIDGET_KEYS["alpha"]: s.alpha,
                                 WIDGET_KEYS["example"]: s.example}
     for system in dict.fromkeys(["bm25", *encoders, *s.hybrid_encoders]):

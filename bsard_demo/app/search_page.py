@@ -313,7 +313,8 @@ def hybrid_column(encoders: Sequence[str], *, fusion: str = DEFAULT_FUSION, rrf_
 
 
 def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DEFAULT_FUSION,
-                 rrf_k: float = DEFAULT_RRF_K, alpha: float = DEFAULT_ALPHA, hybrid_encoders: Sequence[str] | None = None,
+                 rrf_k: float = DEFAULT_RRF_K, alpha: float = DEFAULT_ALPHA,
+                 hybrid_encoders: Sequence[str] | None = None,
                  weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None
                  ) -> dict[str, RetrieverSpec]:
     """One :class:`RetrieverSpec` per chosen kind, keyed by its French column label.

@@ -8,8 +8,8 @@ Conventions:
   dataset the session already had (``fallback``), else falls back to the bundled sample, and says
   why (``fallback_reason``: a French sentence naming the cause — hub unreachable, no answer in
   time, damaged or partial files — and ``detail``: the loader's message, which carries no front
-  end's advice: the error's ``advice`` code is the CLI's to word); a failure is remembered for :data:`FAILURE_TTL_S` seconds so reruns do not
-  probe the hub again;
+  end's advice: the error's ``advice`` code is the CLI's to word); a failure is remembered for
+  :data:`FAILURE_TTL_S` seconds so reruns do not probe the hub again;
 - indexes are built once per process in a :class:`BuildOnce` registry (one lock per key: two
   sessions asking for the same index wait for one build). Building happens *outside* any
   ``st.cache_*`` function so that a progress bar can be drawn (Streamlit replays elements drawn
@@ -230,7 +230,8 @@ def open_data(requested: str | None, load: Callable[[str], Dataset], failures: F
                 failures.remember(data_key(spec), exc)
     if fallback and fallback not in (spec, "sample"):
         try:
-            return ActiveData(load(fallback), fallback, spec, fallback_reason(spec, error, fallback), failure_detail(error))
+            return ActiveData(load(fallback), fallback, spec, fallback_reason(spec, error, fallback),
+                              failure_detail(error))
         except DataError:
             pass  # the kept dataset went away too (a deleted folder): the sample it is
     return ActiveData(load("sample"), "sample", spec, fallback_reason(spec, error), failure_detail(error))

@@ -13,14 +13,30 @@ from typing import Callable, Iterable, Iterator
 
 import streamlit as st
 
-from .state import (FICTIONAL_NOTICE, FICTIONAL_SHORT, FOLDERS_DISABLED, SOURCE_LABELS, ActiveData, BuildOnce,
-                        FailureMemo, data_key, dataset_summary, display_name, folder_access, get_retriever, is_built,
-                        load_uncached, open_data, progress_fraction, progress_text, source_kind)
 from ..dataset import DataError, Dataset
-from . import hosting_ui
-from . import french
-from .highlight import md_escape
 from ..retrievers import Retriever, RetrieverSpec
+from . import french, hosting_ui
+from .highlight import md_escape
+from .state import (
+    FICTIONAL_NOTICE,
+    FICTIONAL_SHORT,
+    FOLDERS_DISABLED,
+    SOURCE_LABELS,
+    ActiveData,
+    BuildOnce,
+    FailureMemo,
+    data_key,
+    dataset_summary,
+    display_name,
+    folder_access,
+    get_retriever,
+    is_built,
+    load_uncached,
+    open_data,
+    progress_fraction,
+    progress_text,
+    source_kind,
+)
 
 log = logging.getLogger("bsard_demo.app")
 
@@ -66,8 +82,8 @@ STYLE = """
 .bsard-badge.down {background: #fdecea; color: #b71c1c;}
 .bsard-badge.same {background: #eceff1; color: #455a64;}
 .bsard-badge.new {background: #e8eaf6; color: #283593;}
-.bsard-crumbs {color: #6b6f76; font-size: .78rem; margin: .15rem 0 .35rem 0; display: -webkit-box; -webkit-box-orient: vertical;
-               -webkit-line-clamp: 3; overflow: hidden;}
+.bsard-crumbs {color: #6b6f76; font-size: .78rem; margin: .15rem 0 .35rem 0; display: -webkit-box;
+               -webkit-box-orient: vertical; -webkit-line-clamp: 3; overflow: hidden;}
 .bsard-text {font-size: .88rem; line-height: 1.45;}
 .bsard-text mark, .bsard-full mark {background: #fff59d; padding: 0 .1rem; border-radius: .15rem;}
 .bsard-hit details summary {cursor: pointer; color: #0068c9; font-size: .8rem; margin-top: .3rem;}
@@ -91,8 +107,8 @@ STYLE = """
 .bsard-badge.in, .bsard-badge.hit {background: #e3f2fd; color: #0b5cad; margin-right: .2rem;}
 .bsard-reminder {padding: .35rem .8rem; background: rgba(243,246,250,.8);}
 .bsard-note {font-size: .8rem; color: #6b6f76;}
-.bsard-similar {border: 1px solid rgba(11,92,173,.25); border-radius: .5rem; padding: .6rem .8rem; margin: .2rem 0 .8rem 0;
-                background: rgba(11,92,173,.03);}
+.bsard-similar {border: 1px solid rgba(11,92,173,.25); border-radius: .5rem; padding: .6rem .8rem;
+                margin: .2rem 0 .8rem 0; background: rgba(11,92,173,.03);}
 .bsard-sq {margin: .4rem 0; font-size: .9rem;}
 .bsard-sq summary {cursor: pointer;}
 .bsard-sq ul {margin: .3rem 0 .3rem 1.2rem; padding: 0; font-size: .86rem;}
@@ -156,7 +172,8 @@ def fictional_notice(data: ActiveData, *, short: bool = False, where=st) -> None
 
 def fallback_banner(data: ActiveData) -> None:
     if data.fallback_reason:
-        st.info(md_escape(data.fallback_reason) + "  \n" + "Raison : " + md_escape(data.detail or ""), icon=":material/info:")
+        st.info(md_escape(data.fallback_reason) + "  \n" + "Raison : " + md_escape(data.detail or ""),
+                icon=":material/info:")
 
 
 def sidebar_data(data: ActiveData) -> None:
