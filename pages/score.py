@@ -7,21 +7,55 @@ import streamlit as st
 from bsard_demo import settings
 from bsard_demo.app import ui
 from bsard_demo.app.builds import builtin_models, offered
-from bsard_demo.retrievers.neighbours import NEIGHBOURS
-from bsard_demo.app.charts import (ab_scatter, category_breakdown, metric_bars, metric_label_fr,
-                                   per_question_distribution, recall_curve_chart)
+from bsard_demo.app.charts import (
+    ab_scatter,
+    category_breakdown,
+    metric_bars,
+    metric_label_fr,
+    per_question_distribution,
+    recall_curve_chart,
+)
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import question_box, upload_refused_notice
-from bsard_demo.app.score_page import (DD_QID, DD_RUN, DISTANCES_LABEL, MAX_FILES, NDCG_HELP, PQ_FILTER, QUERY_TEXT_FR,
-                                       SELECTION, BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_run, chart_clicked,
-                                       chart_key, ci_frame, comparison, curve_frame, display_metrics, drill_down,
-                                       filter_categories, gold_ranks_frame, is_long, metrics_frame, permutation_caption,
-                                       prepare_reader, problems_frame, score_tables, shown_metrics, significant_label,
-                                       to_csv_bytes, too_many_files)
+from bsard_demo.app.score_page import (
+    DD_QID,
+    DD_RUN,
+    DISTANCES_LABEL,
+    MAX_FILES,
+    NDCG_HELP,
+    PQ_FILTER,
+    QUERY_TEXT_FR,
+    SELECTION,
+    BuiltinRun,
+    ab_view,
+    article_text_html,
+    baseline_specs,
+    builtin_run,
+    chart_clicked,
+    chart_key,
+    ci_frame,
+    comparison,
+    curve_frame,
+    display_metrics,
+    drill_down,
+    filter_categories,
+    gold_ranks_frame,
+    is_long,
+    metrics_frame,
+    permutation_caption,
+    prepare_reader,
+    problems_frame,
+    score_tables,
+    shown_metrics,
+    significant_label,
+    to_csv_bytes,
+    too_many_files,
+)
 from bsard_demo.app.state import display_name
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS, render_table
 from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
+from bsard_demo.retrievers.neighbours import NEIGHBOURS
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
@@ -91,7 +125,8 @@ def _builtins(data, split: str) -> BuiltinRun:
                           format_func=QUERY_TEXT_FR.get, key="builtin_query_text",
                           help="`--query-text` de `python -m bsard_demo run` : l'article BSARD interroge avec la "
                                "question seule, MTEB avec la question suivie de sa description.")
-    builtin.settle(ds.articles is not None, lambda lb, qt: _make_builtin(data, specs, split, lb, qt))  # a click's request
+    builtin.settle(ds.articles is not None,
+                   lambda lb, qt: _make_builtin(data, specs, split, lb, qt))  # a click's request
     st.button("Évaluer ce système intégré", icon=":material/play_arrow:", key="builtin",
               disabled=ds.articles is None or builtin.has(label, query_text), on_click=BuiltinRun.request,
               args=(st.session_state, split, label, query_text),
@@ -183,9 +218,10 @@ def _validation(board) -> None:
 def _metrics(board, data, split, tables) -> None:
     st.header("Mesures", anchor=False)
     table = metrics_frame(board)
-    st.caption(f"{md_escape(display_name(data))} · split {md_escape(split)} · {len(board.qrels)} questions · valeurs en %, "
-               "identiques à `python -m bsard_demo evaluate`"
-               + (" · lignes « published » : résultats publiés (Louis & Spanakis, ACL 2022)" if board.published else ""))
+    st.caption(f"{md_escape(display_name(data))} · split {md_escape(split)} · {len(board.qrels)} questions · "
+               "valeurs en %, identiques à `python -m bsard_demo evaluate`"
+               + (" · lignes « published » : résultats publiés (Louis & Spanakis, ACL 2022)"
+                  if board.published else ""))
     shown = display_metrics(table)
     config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in shown.columns if "@" in c}
     if "nDCG@10" in config:
@@ -208,11 +244,13 @@ def _charts(board, tables) -> None:
     metrics = shown_metrics(board)
     per_q = tables.per_question
     metric = st.columns([1, 2])[0].selectbox("Mesure des graphiques « par catégorie » et « par question »", metrics,
-                                             key="chart_metric", persist_state="session", placeholder="Choisir…", format_func=metric_label_fr)
+                                             key="chart_metric", persist_state="session", placeholder="Choisir…",
+                                             format_func=metric_label_fr)
     t1, t2, t3, t4 = st.tabs(["Mesures (IC 95 %)", "Rappel@k", "Par catégorie", "Par question"])
     with t1:
         st.altair_chart(metric_bars(ci_frame(board, metrics)), width="stretch")
-        st.caption("Barres : moyenne sur les questions ; traits : intervalle de confiance à 95 % (bootstrap, 2 000 tirages).")
+        st.caption("Barres : moyenne sur les questions ; traits : intervalle de confiance à 95 % (bootstrap, 2 000 "
+                   "tirages).")
     with t2:
         st.altair_chart(recall_curve_chart(curve_frame(board, max_k=max(500, max(board.ks)))), width="stretch")
         st.caption("Rappel moyen quand on lit les k premiers articles de chaque classement (k = 1 … 500).")
@@ -273,7 +311,8 @@ def _drill_down(board, ds, split, table, shown) -> None:
     usable = {r.name: r.file.run for r in board.runs if r.usable}
     dd = drill_down(ds, split, qid, usable[run_name])
     st.html(question_box(dd.question, ()))
-    st.caption(f"Catégorie : {md_escape(dd.category or '—')}" + ("" if dd.in_run else " · question absente du run (score 0)"))
+    st.caption(f"Catégorie : {md_escape(dd.category or '—')}"
+               + ("" if dd.in_run else " · question absente du run (score 0)"))
     st.markdown("**Articles pertinents et leur rang dans chaque run** (— : absent du classement)")
     st.dataframe(gold_ranks_frame(dd, usable), hide_index=True, width="stretch")
     if ds.articles is None:
@@ -301,7 +340,8 @@ def _drill_down(board, ds, split, table, shown) -> None:
 def _comparison(board) -> None:
     st.header("Comparaison deux à deux", anchor=False)
     metric = st.columns([1, 2])[0].selectbox("Mesure comparée", shown_metrics(board), key="cmp_metric",
-                                             persist_state="session", placeholder="Choisir…", format_func=metric_label_fr)
+                                             persist_state="session", placeholder="Choisir…",
+                                             format_func=metric_label_fr)
     table = comparison(board, metric).pairs
     st.dataframe(table.rename(columns=COMPARISON_LABELS), hide_index=True, width="stretch",
                  column_config={v: st.column_config.NumberColumn(v, format="%.4f")

@@ -9,19 +9,60 @@ import streamlit as st
 
 from bsard_demo import settings
 from bsard_demo.app import ui
-from bsard_demo.app.builds import (SLOW_ENCODERS, builtin_models, dense_index_stored, first_build_note, offered,
-                                   slow_parts, unavailable_note)
+from bsard_demo.app.answers import (
+    PANEL_TITLE,
+    cite_counts,
+    export_csv,
+    export_markdown,
+    export_rows,
+    neighbours_part,
+    panel_reason,
+    part_label,
+    similar_questions,
+    with_why_lines,
+)
+from bsard_demo.app.builds import (
+    SLOW_ENCODERS,
+    builtin_models,
+    dense_index_stored,
+    first_build_note,
+    offered,
+    slow_parts,
+    unavailable_note,
+)
 from bsard_demo.app.highlight import md_escape, query_terms
-from bsard_demo.app.answers import (PANEL_TITLE, cite_counts, export_csv, export_markdown, export_rows,
-                                    neighbours_part, panel_reason, part_label, similar_questions, with_why_lines)
 from bsard_demo.app.passages import group_passages, section_context
 from bsard_demo.app.render import COPY_SCRIPT, entry_card, missed_list, question_box, similar_panel
-from bsard_demo.app.search_links import (FUSIONS, MAX_K, MAX_QUESTION_CHARS, MAX_RRF_K, MAX_WEIGHT, WIDGET_KEYS,
-                                         LinkChoices, default_hybrid_encoders, default_systems,
-                                         hybrid_systems, link_params, parse_link, query_params_dict, same_params,
-                                         settings_from_state, share_url, should_apply, state_from_settings, weight_key)
-from bsard_demo.app.search_page import (KIND_LABELS, Examples, article_codes, build_columns, column_specs, examples_of,
-                                        run_search)
+from bsard_demo.app.search_links import (
+    FUSIONS,
+    MAX_K,
+    MAX_QUESTION_CHARS,
+    MAX_RRF_K,
+    MAX_WEIGHT,
+    WIDGET_KEYS,
+    LinkChoices,
+    default_hybrid_encoders,
+    default_systems,
+    hybrid_systems,
+    link_params,
+    parse_link,
+    query_params_dict,
+    same_params,
+    settings_from_state,
+    share_url,
+    should_apply,
+    state_from_settings,
+    weight_key,
+)
+from bsard_demo.app.search_page import (
+    KIND_LABELS,
+    Examples,
+    article_codes,
+    build_columns,
+    column_specs,
+    examples_of,
+    run_search,
+)
 from bsard_demo.app.state import is_built
 from bsard_demo.retrievers import RetrieverSpec
 
@@ -62,8 +103,8 @@ def _sync_state(choices: LinkChoices, encoder_keys: list[str]) -> None:
 def _weights_inputs(systems: list[str]) -> None:
     cols = st.columns(min(len(systems), 4))
     for i, system in enumerate(systems):
-        cols[i % len(cols)].number_input(f"Poids {md_escape(system)}", 0.0, MAX_WEIGHT, step=0.1, key=weight_key(system),
-                                         persist_state="session")
+        cols[i % len(cols)].number_input(f"Poids {md_escape(system)}", 0.0, MAX_WEIGHT, step=0.1,
+                                         key=weight_key(system), persist_state="session")
 
 
 @dataclass
@@ -89,10 +130,11 @@ def _menus(data) -> Menus:
     targets = {o.key: o.target for o in menu}
     # what a first visitor (or a link without systems) sees: one rule, search_links.default_systems
     here = [o for o in builtin_models(menu) if o.this_corpus]
-    hybrid_parts = default_hybrid_encoders(keys, [o.key for o in here if not o.adapter], [o.key for o in here if o.adapter])
+    hybrid_parts = default_hybrid_encoders(keys, [o.key for o in here if not o.adapter],
+                                           [o.key for o in here if o.adapter])
     first_systems = default_systems(ui.dense_stored(data, targets.get(hybrid_parts[0], hybrid_parts[0])))
-    choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=examples.texts, systems=first_systems,
-                          hybrid_encoders=hybrid_parts)
+    choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=examples.texts,
+                          systems=first_systems, hybrid_encoders=hybrid_parts)
     return Menus(examples, options, keys, {o.key: o.label for o in menu}, targets, {o.key for o in menu if o.adapter},
                  choices)
 
@@ -118,7 +160,8 @@ def _system_inputs(m: Menus) -> None:
     st.selectbox("Filtrer par code", sorted(m.choices.codes), key=WIDGET_KEYS["code"], persist_state="session",
                  index=None, placeholder="Tous les codes")
     with st.expander("Réglages des systèmes dense et hybride"):
-        st.selectbox("Encodeur dense", keys, key=WIDGET_KEYS["encoder"], persist_state="session", format_func=labels.get)
+        st.selectbox("Encodeur dense", keys, key=WIDGET_KEYS["encoder"], persist_state="session",
+                     format_func=labels.get)
         st.multiselect("Encodeurs de l'hybride (fusionnés avec BM25)", keys, key=WIDGET_KEYS["hybrid_encoders"],
                        persist_state="session", format_func=labels.get, placeholder="Au moins un encodeur")
         fusion = st.radio("Fusion hybride", list(FUSIONS), horizontal=True, key=WIDGET_KEYS["fusion"],
@@ -131,8 +174,8 @@ def _system_inputs(m: Menus) -> None:
                       persist_state="session")
         else:
             st.caption("Poids de chaque système dans la fusion. Par défaut en RRF : BM25 1, encodeur pré-entraîné "
-                       "(use, e5, minilm) 0,5, modèle entraîné (trained:…, bundle:…) 1, comme `run --retriever hybrid` ; "
-                       "1 partout : fusion simple.")
+                       "(use, e5, minilm) 0,5, modèle entraîné (trained:…, bundle:…) 1, comme `run --retriever hybrid` "
+                       "; 1 partout : fusion simple.")
             _weights_inputs(hybrid_systems(settings))
         note = unavailable_note(m.options)
         if note:
@@ -185,7 +228,8 @@ def _ready_specs(data, specs: dict) -> dict:
 def _question_captions(settings, example, gold) -> None:
     if example is not None:
         st.caption(f"Question n° {md_escape(example.qid)} du split {md_escape(example.split)} · catégorie "
-                   f"{md_escape(example.category or '—')} · {len(gold)} article(s) pertinent(s) selon le jeu de données")
+                   f"{md_escape(example.category or '—')} · {len(gold)} article(s) pertinent(s) selon le jeu de "
+                   "données")
     if settings.code:
         st.caption(f"Filtre : seuls les articles du code « {md_escape(settings.code)} » sont classés.")
 
@@ -219,8 +263,9 @@ def _column(ds, result, retriever, terms, gold, shown_k: int, code) -> None:
         m3.metric(f"RR@{shown_k}", f"{result.scores.rr:.3f}")
         if result.scores.code:
             n = result.scores.n_relevant
-            st.caption(f"Scores calculés sur {'le seul article pertinent' if n == 1 else f'les {n} articles pertinents'} "
-                       f"de ce code (sur {len(set(gold))} pour la question).")
+            st.caption("Scores calculés sur "
+                       f"{'le seul article pertinent' if n == 1 else f'les {n} articles pertinents'} de ce code (sur "
+                       f"{len(set(gold))} pour la question).")
     elif gold is not None and code:
         st.caption("Aucun article pertinent de la question dans ce code : pas de score.")
     if not result.hits:
@@ -241,7 +286,8 @@ def _downloads(question: str, results: list, link: str) -> None:
     left, right = st.columns(2)
     left.download_button("Télécharger (CSV)", export_csv(rows), file_name="bsard-recherche.csv", mime="text/csv",
                          icon=":material/download:", on_click="ignore", key="download_csv")
-    right.download_button("Télécharger (Markdown)", export_markdown(question, rows, link), file_name="bsard-recherche.md",
+    right.download_button("Télécharger (Markdown)", export_markdown(question, rows, link),
+                          file_name="bsard-recherche.md",
                           mime="text/markdown", icon=":material/download:", on_click="ignore", key="download_md")
 
 
