@@ -109,7 +109,8 @@ def main(argv=None) -> int:
         with torch.no_grad():
             u = torch.nn.functional.normalize(Qs @ W if W is not None else Qs, dim=1)
             top = torch.topk(u @ E.T, 1000, dim=1)
-        return [[Hit(ids[j], float(v)) for j, v in zip(r.tolist(), s.tolist())] for r, s in zip(top.indices, top.values)]
+        return [[Hit(ids[j], float(v)) for j, v in zip(r.tolist(), s.tolist())]
+                for r, s in zip(top.indices, top.values)]
 
     def rows(runs):
         return [[pos[h.article_id] for h in hs] for hs in runs]
@@ -117,7 +118,8 @@ def main(argv=None) -> int:
     def report(name, dn, seconds=None):
         two = [reciprocal_rank_fusion([bm[i], dn[i]], 60, weights=[1, 0.5])[:500] for i in range(len(dn))]
         three = [reciprocal_rank_fusion([bm[i], dn[i], nb[i]], 60, weights=[1, 0.5, 0.5])[:500] for i in range(len(dn))]
-        cells = " | ".join(f"{100 * recall_at(rows(r), gold):.2f} | {100 * ap_at(rows(r), gold):.2f}" for r in (dn, two, three))
+        cells = " | ".join(f"{100 * recall_at(rows(r), gold):.2f} | {100 * ap_at(rows(r), gold):.2f}"
+                           for r in (dn, two, three))
         print(f"| {name} | {cells} | {'' if seconds is None else f'{seconds:.0f}'} |", flush=True)
 
     print(f"{args.data}, split {args.split}: {len(texts)} questions, {args.folds} folds (seed {args.seed}), "

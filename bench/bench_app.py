@@ -54,13 +54,34 @@ from typing import Sequence
 if __package__ in (None, ""):  # python bench/bench_app.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.browser import (QUESTION_BOX, RESULTS_READY_JS, SERVER_TIMES_JS, STEP_MS, SYSTEMS, TOP_K,  # noqa: E402
-                           VIEWPORT, AppServer, app_env, app_machine_facts, browser_missing, choose,
-                           chromium_options)
-from bench.common import (REPO, cli, fresh_dir, json_option, load_average, mb, p50_p95, synthetic_corpus,  # noqa: E402
-                          table, write_json)
+from bench.browser import (  # noqa: E402
+    QUESTION_BOX,
+    RESULTS_READY_JS,
+    SERVER_TIMES_JS,
+    STEP_MS,
+    SYSTEMS,
+    TOP_K,
+    VIEWPORT,
+    AppServer,
+    app_env,
+    app_machine_facts,
+    browser_missing,
+    choose,
+    chromium_options,
+)
+from bench.common import (  # noqa: E402
+    REPO,
+    cli,
+    fresh_dir,
+    json_option,
+    load_average,
+    mb,
+    p50_p95,
+    synthetic_corpus,
+    table,
+    write_json,
+)
 from bench.targets import target  # noqa: E402
-
 from bsard_demo.sources import load_dataset  # noqa: E402
 
 FIRST_PAGE_TARGET_S = target("app_first_page_s")
@@ -111,7 +132,8 @@ def sample_round(browser, workdir: Path, n: int, searches: int, questions: list[
             walls.append(wall)
             bm25.append(t_bm25)
             hybrid.append(t_hybrid)
-        return {"health_s": health, "first_page_s": first_page, "first_search_wall_ms": first_wall, "wall_ms": walls, "bm25_ms": bm25, "hybrid_ms": hybrid,
+        return {"health_s": health, "first_page_s": first_page, "first_search_wall_ms": first_wall, "wall_ms": walls,
+                "bm25_ms": bm25, "hybrid_ms": hybrid,
                 "memory": server.memory_kb(), "builds": server.log_text().count(": building ")}
     finally:
         context.close()
@@ -248,7 +270,8 @@ def report_cold(rounds: list[dict], facts: dict) -> tuple[str, bool]:
                          f"{max(mb(x['memory']['rss']) for x in runs):.0f}"])
     lines = [table(rows, ["cold server opened on a shared link", "first page s (median)", "first hits s (rounds)",
                           "median", "target", "", "RSS max MB"]), ""]
-    reference = {systems: rounds[0][("no bundle, warm cache", systems)]["hits"] for systems in (("bm25",), ("bm25", "hybrid"))}
+    reference = {systems: rounds[0][("no bundle, warm cache", systems)]["hits"]
+                 for systems in (("bm25",), ("bm25", "hybrid"))}
     for r_i, r in enumerate(rounds, 1):
         for (setup, systems), x in r.items():
             same = x["hits"] == reference[systems]
@@ -281,9 +304,11 @@ def report_sample(rounds: list[dict]) -> str:
     rows.append(["first page ready (s)", f"≤ {FIRST_PAGE_TARGET_S:g}", *(f"{v:.2f}" for v in first),
                  f"{statistics.median(first):.2f}", verdict(statistics.median(first), FIRST_PAGE_TARGET_S)])
     health = [r["health_s"] for r in rounds]
-    rows.append(["  of which server health (s)", "", *(f"{v:.2f}" for v in health), f"{statistics.median(health):.2f}", ""])
+    rows.append(["  of which server health (s)", "", *(f"{v:.2f}" for v in health), f"{statistics.median(health):.2f}",
+                 ""])
     fs = [r["first_search_wall_ms"] / 1000 for r in rounds]
-    rows.append(["first search, builds BM25+dense (s)", "", *(f"{v:.2f}" for v in fs), f"{statistics.median(fs):.2f}", ""])
+    rows.append(["first search, builds BM25+dense (s)", "", *(f"{v:.2f}" for v in fs), f"{statistics.median(fs):.2f}",
+                 ""])
     rss = [mb(r["memory"]["rss"]) for r in rounds]
     rows.append(["server RSS at end (MB)", "", *(f"{v:.0f}" for v in rss), f"{statistics.median(rss):.0f}", ""])
     builds = [r["builds"] for r in rounds]
@@ -353,7 +378,8 @@ def run_cold(browser, args, workdir: Path, results: dict) -> bool:
     for n in range(args.rounds):
         rounds.append(cold_round(browser, workdir, n, data, warm, bundle, question))
         print(f"  cold round {n + 1}: load average {load_average()}", flush=True)
-    results["cold"] = {"facts": facts, "made": made, "rounds": [{k: {**v, "log": None} for k, v in r.items()} for r in rounds]}
+    results["cold"] = {"facts": facts, "made": made,
+                       "rounds": [{k: {**v, "log": None} for k, v in r.items()} for r in rounds]}
     text, ok = report_cold(rounds, facts)
     print("\n" + text, flush=True)
     return ok

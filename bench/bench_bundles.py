@@ -30,14 +30,18 @@ import pandas as pd
 if __package__ in (None, ""):  # python bench/bench_bundles.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.common import SYNTH as DEFAULT_DATA  # noqa: E402
-from bench.common import json_option, synthetic_corpus, write_json  # noqa: E402
-
+from bench.common import (  # noqa: E402
+    SYNTH as DEFAULT_DATA,  # noqa: E402
+    json_option,
+    synthetic_corpus,
+    write_json,
+)
 from bsard_demo import bundles, cache  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
 from bsard_demo.retrievers.dense import DenseRetriever  # noqa: E402
 from bsard_demo.retrievers.encoders import resolve_encoder  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
+
 
 def size_text(n: float) -> str:
     """Bytes as decimal megabytes, ``"    12.3 MB"``."""
@@ -71,7 +75,8 @@ def bm25_bundle(data, tmp: Path) -> dict:
         times.append(time.perf_counter() - t0)
     bundles.deactivate()
     assert not empty.exists() or not any(empty.rglob("*")), "the bundle load wrote into the cache"
-    print(f"load from the bundle, empty cache: first {times[0]:.2f} s (checksums), then median {sorted(times[1:])[0]:.2f} s")
+    print(f"load from the bundle, empty cache: first {times[0]:.2f} s (checksums), then median "
+          f"{sorted(times[1:])[0]:.2f} s")
     return {"articles": len(articles), "build_s": build, "fingerprint_s": fp_time, "bundle_bytes": bundle.total_size,
             "files": {name: meta["size"] for name, meta in bundle.manifest["files"].items()}, "load_s": times}
 
@@ -82,7 +87,8 @@ def compare_float16(name: str, articles: pd.DataFrame, questions: list[str], dep
     r32 = DenseRetriever.build(articles, encoder=enc, cache_root=tmp / f"cache-{name}")
     encode = time.perf_counter() - t0
     emb16 = r32.embeddings.astype(np.float16)
-    r16 = DenseRetriever(r32.article_ids, emb16.astype(np.float32), enc, fields=r32.fields, pooling=r32.pooling, window=r32.window)
+    r16 = DenseRetriever(r32.article_ids, emb16.astype(np.float32), enc, fields=r32.fields, pooling=r32.pooling,
+                         window=r32.window)
     depth = min(depth, r32.size)
     same_order = same_set = same_top100 = 0
     max_shift = 0
@@ -107,7 +113,8 @@ def compare_float16(name: str, articles: pd.DataFrame, questions: list[str], dep
           f"max rank shift {max_shift:4d}  max |Δscore| {max_dscore:.2e}  (encode {encode:5.1f} s)")
     print(f"        embeddings at {full:,} articles × {enc.dim}: float32 {size_text(full * enc.dim * 4 + header)}, "
           f"float16 {size_text(full * enc.dim * 2 + header)}")
-    return {"encoder": name, "articles": len(articles), "questions": n, "depth": depth, "identical_order": same_order / n,
+    return {"encoder": name, "articles": len(articles), "questions": n, "depth": depth,
+            "identical_order": same_order / n,
             "identical_top100": same_top100 / n, "identical_set": same_set / n, "max_rank_shift": max_shift,
             "max_abs_score_diff": max_dscore, "encode_s": encode}
 
@@ -133,7 +140,9 @@ def main(argv=None) -> int:
             results["bm25"] = bm25_bundle(data, tmp)
         print(f"\n## float16 embeddings (cast back to float32 at load) vs float32, top-{args.depth}")
         questions = list(data.questions("test")["question"])
-        results["float16"].append(compare_float16("use", data.articles.iloc[:args.dense_articles].reset_index(drop=True), questions, args.depth, tmp))
+        results["float16"].append(compare_float16("use",
+                                                  data.articles.iloc[:args.dense_articles].reset_index(drop=True),
+                                                  questions, args.depth, tmp))
         if args.sample:
             sample = load_dataset("sample")
             qs = [q for split in sample.split_names for q in sample.questions(split)["question"]]

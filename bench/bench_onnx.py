@@ -79,13 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     from bsard_demo.settings import prepare_runtime
 
     prepare_runtime()
+    from bench.effectiveness import sub_corpus
     from bsard_demo.analyzer import DEFAULT_FIELDS, article_texts
     from bsard_demo.evaluation import evaluate
     from bsard_demo.retrievers.dense import DenseRetriever
     from bsard_demo.retrievers.encoders import DEFAULT_POOLING, embed_documents, resolve_encoder
     from bsard_demo.retrievers.onnx_export import export_onnx
     from bsard_demo.sources import load_dataset
-    from bench.effectiveness import sub_corpus
 
     out: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_start": load_average(),
                  "model": str(args.model), "data": str(args.data)}
@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         export_onnx(str(dest), refresh=True, int8=(kind == "int8"))
         seconds = time.perf_counter() - t0
-        exports[kind] = {"s": round(seconds, 2), "model_onnx_mb": round((dest / "onnx/model.onnx").stat().st_size / 1e6, 2),
+        exports[kind] = {"s": round(seconds, 2),
+                         "model_onnx_mb": round((dest / "onnx/model.onnx").stat().st_size / 1e6, 2),
                          "export_dir_mb": round(dir_mb(dest / "onnx"), 2)}
         copies[kind] = dest
         print(f"export {kind}: {seconds:.1f} s, {exports[kind]['export_dir_mb']} MB", flush=True)
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             vectors[name] = embed_documents(enc, texts, pooling=DEFAULT_POOLING)
             enc_s[name].append(time.perf_counter() - t0)
             cpu_s[name].append(time.process_time() - c0)
-            print(f"round {r + 1} {name}: {len(texts) / enc_s[name][-1]:.2f} articles/s (load {load_average()})", flush=True)
+            print(f"round {r + 1} {name}: {len(texts) / enc_s[name][-1]:.2f} articles/s (load {load_average()})",
+                  flush=True)
     torch_rate = len(texts) / statistics.median(enc_s["torch"])
     throughput = {}
     for name in encoders:
@@ -220,14 +222,15 @@ def main(argv: list[str] | None = None) -> int:
                 ["export", "s", "model.onnx MB", "export folder MB"]))
     print(f"torch weights (model.safetensors): {out['torch_weights_mb']} MB")
     print()
-    print(table([[n, "/".join(str(s) for s in v["seconds"]), v["articles_per_s"], f"{v['vs_torch']}x", v["cpu_s_per_article"],
-                  v["full_min_extrapolated"]] for n, v in throughput.items()],
+    print(table([[n, "/".join(str(s) for s in v["seconds"]), v["articles_per_s"], f"{v['vs_torch']}x",
+                  v["cpu_s_per_article"], v["full_min_extrapolated"]] for n, v in throughput.items()],
                 ["backend", f"s for {len(texts)} articles", "articles/s", "vs torch", "CPU s/article",
                  f"{FULL_ARTICLES:,} articles min (EXTRAPOLATED)"]))
     print()
     print(table([[n, v["median_ms"], v["p90_ms"], f"{v['vs_torch']}x", "ok" if v["target_met"] else "NOT met"]
                  for n, v in latency.items()],
-                ["backend", f"question ms median ({len(q_texts)})", "p90", "speed vs torch", f"<= {LATENCY_TARGET_MS:.0f} ms"]))
+                ["backend", f"question ms median ({len(q_texts)})", "p90", "speed vs torch",
+                 f"<= {LATENCY_TARGET_MS:.0f} ms"]))
     print()
     print(table([[n, f"{v['articles_cos_min']:.7f}", f"{v['articles_cos_median']:.7f}", f"{v['questions_cos_min']:.7f}",
                   f"{v['questions_cos_median']:.7f}"] for n, v in agree.items()],
@@ -239,9 +242,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['questions']} test questions")
         keys = list(s["onnx fp32"]["figures"])
         print(table([[n, *[f"{s[n]['figures'][k]:.4f}" for k in keys]] for n in ("onnx fp32", "onnx int8")]
-                    + [["int8 - fp32", *[f"{s['onnx int8']['figures'][k] - s['onnx fp32']['figures'][k]:+.4f}" for k in keys]]],
+                    + [["int8 - fp32",
+                        *[f"{s['onnx int8']['figures'][k] - s['onnx fp32']['figures'][k]:+.4f}" for k in keys]]],
                     ["dense", *keys]))
-        print(f"same top-100 set: {s['same_top100_set']}/{s['questions']}, same top-100 order: {s['same_top100_order']}/{s['questions']}")
+        print(f"same top-100 set: {s['same_top100_set']}/{s['questions']}, same top-100 order: "
+              f"{s['same_top100_order']}/{s['questions']}")
     print(f"load average at the end: {out['load_end']}")
     path = Path(args.json) if args.json else work / "bench_onnx.json"
     path.write_text(json.dumps(out, indent=2, default=float))

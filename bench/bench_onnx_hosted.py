@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                                           text=True).stdout.strip()}
     print(f"{out['date']} commit {out['commit']} load {out['load_start']}", flush=True)
     probe = subprocess.run([args.hosted, "-c", "import importlib.util as u; print([m for m in ('torch', "
-                            "'sentence_transformers', 'transformers', 'onnxruntime', 'tokenizers') if u.find_spec(m)])"],
+                            "'sentence_transformers', 'transformers', 'onnxruntime', 'tokenizers') "
+                            "if u.find_spec(m)])"],
                            capture_output=True, text=True)
     out["hosted_importable"] = probe.stdout.strip()
     print(f"hosted venv finds: {out['hosted_importable']}", flush=True)
@@ -137,23 +138,29 @@ def main(argv: list[str] | None = None) -> int:
                                            env={**os.environ, "HF_HUB_OFFLINE": "1", "BSARD_INDEX": ""}).stdout
                 runs[tag] = {"s": round(got["s"], 1), "peak_rss_mb": round(got["rss_mb"], 1), "file": str(run_file),
                              "written_to_cache": built, "evaluate": evaluated.strip(),
-                             "notes": [l for l in got["stderr"].splitlines() if "note" in l.lower()][:5]}
-                print(f"run {tag}: {got['s']:.1f} s, peak RSS {got['rss_mb']:.0f} MB, cache written: {built}", flush=True)
+                             "notes": [line for line in got["stderr"].splitlines() if "note" in line.lower()][:5]}
+                print(f"run {tag}: {got['s']:.1f} s, peak RSS {got['rss_mb']:.0f} MB, cache written: {built}",
+                      flush=True)
         for retriever in ("dense", "hybrid"):
             a = Path(runs[f"{retriever}-torch"]["file"]).read_bytes()
             b = Path(runs[f"{retriever}-hosted"]["file"]).read_bytes()
             runs[f"{retriever} identical files"] = a == b
-            runs[f"{retriever} identical evaluate"] = runs[f"{retriever}-torch"]["evaluate"] == runs[f"{retriever}-hosted"]["evaluate"]
+            runs[f"{retriever} identical evaluate"] = (runs[f"{retriever}-torch"]["evaluate"]
+                                                       == runs[f"{retriever}-hosted"]["evaluate"])
         out["runs"] = runs
-        print(table([[t, v["s"], v["peak_rss_mb"], "nothing" if not v["written_to_cache"] else ",".join(v["written_to_cache"])]
-                     for t, v in runs.items() if isinstance(v, dict)], ["run (depth 100, test)", "wall s", "peak RSS MB", "written to the empty cache"]))
+        print(table([[t, v["s"], v["peak_rss_mb"],
+                      "nothing" if not v["written_to_cache"] else ",".join(v["written_to_cache"])]
+                     for t, v in runs.items() if isinstance(v, dict)],
+                    ["run (depth 100, test)", "wall s", "peak RSS MB", "written to the empty cache"]))
         for retriever in ("dense", "hybrid"):
-            print(f"{retriever}: run files identical torch venv vs hosted venv: {runs[f'{retriever} identical files']}; "
-                  f"evaluate output identical: {runs[f'{retriever} identical evaluate']}")
+            print(f"{retriever}: run files identical torch venv vs hosted venv: "
+                  f"{runs[f'{retriever} identical files']}; evaluate output identical: "
+                  f"{runs[f'{retriever} identical evaluate']}")
         print(runs["hybrid-hosted"]["evaluate"])
         print(f"hosted RSS: BM25 alone {runs['bm25-hosted']['peak_rss_mb']} MB, BM25 + trained hybrid "
-              f"{runs['hybrid-hosted']['peak_rss_mb']} MB: +{runs['hybrid-hosted']['peak_rss_mb'] - runs['bm25-hosted']['peak_rss_mb']:.0f} MB "
-              f"(target <= {MEMORY_TARGET_MB:.0f})")
+              f"{runs['hybrid-hosted']['peak_rss_mb']} MB: "
+              f"+{runs['hybrid-hosted']['peak_rss_mb'] - runs['bm25-hosted']['peak_rss_mb']:.0f} MB (target <= "
+              f"{MEMORY_TARGET_MB:.0f})")
     # -- 3. app ----------------------------------------------------------------------------------
     if "app" not in skip:
         out["app"] = app_check(args, data, bundles["fp32"], work)
@@ -165,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def app_check(args, data: Path, bundle: Path, work: Path) -> dict:
-    from bench.browser import RESULTS_READY_JS, STEP_MS, AppServer, app_env, chromium_options
+    import pandas as pd
     from playwright.sync_api import sync_playwright
 
-    import pandas as pd
+    from bench.browser import RESULTS_READY_JS, STEP_MS, AppServer, app_env, chromium_options
 
     question = str(pd.read_csv(data / "questions_test.csv")["question"].iloc[0])
     hosted = args.hosted
@@ -190,16 +197,22 @@ def app_check(args, data: Path, bundle: Path, work: Path) -> dict:
                     try:
                         server.wait_healthy(timeout=300)
                         page = context.new_page()
-                        page.goto(server.url + "/?" + urllib.parse.urlencode(params), wait_until="commit", timeout=STEP_MS)
+                        page.goto(server.url + "/?" + urllib.parse.urlencode(params), wait_until="commit",
+                                  timeout=STEP_MS)
                         page.wait_for_function(RESULTS_READY_JS, arg=[question, len(systems), len(systems) * 10],
                                                timeout=10 * STEP_MS, polling=50)
                         hits_s = time.perf_counter() - server.started
                         time.sleep(0.5)
                         got = {"first_hits_s": round(hits_s, 2), "memory_kb": server.memory_kb(),
-                               "hits": page.evaluate("() => [...document.querySelectorAll('.bsard-hit')].map(e => e.dataset.article)"),
-                               "columns": page.evaluate("() => [...document.querySelectorAll('h3, h4, [data-testid=\"stMarkdownContainer\"] strong')].map(e => e.innerText).slice(0, 40)"),
-                               "notes": page.evaluate("""() => [...document.querySelectorAll("[data-testid='stAlertContentInfo'],"
-                                   + "[data-testid='stAlertContentWarning'],[data-testid='stAlertContentError']")].map(e => e.innerText.slice(0, 300))"""),
+                               "hits": page.evaluate("() => [...document.querySelectorAll('.bsard-hit')].map(e => "
+                                                     "e.dataset.article)"),
+                               "columns": page.evaluate("() => [...document.querySelectorAll('h3, h4, "
+                                                        "[data-testid=\"stMarkdownContainer\"] strong')].map(e => "
+                                                        "e.innerText).slice(0, 40)"),
+                               "notes": page.evaluate("""() => [...document.querySelectorAll(
+                                   "[data-testid='stAlertContentInfo'],"
+                                   + "[data-testid='stAlertContentWarning'],[data-testid='stAlertContentError']")]
+                                   .map(e => e.innerText.slice(0, 300))"""),
                                "cache_after": sorted(str(x.relative_to(cache)) for x in cache.glob("*/*"))}
                         if args.screenshot and "hybrid" in systems and r == 0:
                             shot = REPO / "docs/screenshots/onnx-hosted-hybrid.png"
@@ -211,7 +224,8 @@ def app_check(args, data: Path, bundle: Path, work: Path) -> dict:
                         context.close()
                         server.stop()
                     results[name].append(got)
-                    print(f"app round {r + 1} {name}: {({k: v for k, v in got.items() if k not in ('columns', 'log')})}", flush=True)
+                    shown = {k: v for k, v in got.items() if k not in ('columns', 'log')}
+                    print(f"app round {r + 1} {name}: {shown}", flush=True)
         finally:
             browser.close()
     rows = []
@@ -222,7 +236,8 @@ def app_check(args, data: Path, bundle: Path, work: Path) -> dict:
             rss = max(x["memory_kb"]["rss"] for x in ok) / 1024
             rows.append([name, " / ".join(f"{x['first_hits_s']:.1f}" for x in ok), f"{med:.2f}",
                          ("ok" if med <= COLD_TARGET_S else "NOT met") if "hybrid" in name else "", f"{rss:.0f}"])
-    print(table(rows, ["hosted server, empty cache, bundle: link", "first hits s (rounds)", "median", f"<= {COLD_TARGET_S:.0f} s", "VmRSS max MB"]))
+    print(table(rows, ["hosted server, empty cache, bundle: link", "first hits s (rounds)", "median",
+                       f"<= {COLD_TARGET_S:.0f} s", "VmRSS max MB"]))
     return results
 
 

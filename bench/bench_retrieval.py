@@ -46,12 +46,19 @@ import numpy as np
 if __package__ in (None, ""):  # python bench/bench_retrieval.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.common import REPO as ROOT  # noqa: E402
-from bench.common import SYNTH as DEFAULT_DATA  # noqa: E402
-from bench.common import (json_option, machine_facts, median_time, memory_mb, percentile, synthetic_corpus,  # noqa: E402
-                          timed, write_json)
+from bench.common import (  # noqa: E402
+    REPO as ROOT,  # noqa: E402
+    SYNTH as DEFAULT_DATA,  # noqa: E402
+    json_option,
+    machine_facts,
+    median_time,
+    memory_mb,
+    percentile,
+    synthetic_corpus,
+    timed,
+    write_json,
+)
 from bench.targets import target  # noqa: E402
-
 from bsard_demo.analyzer import DEFAULT_FIELDS, Analyzer, article_texts  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
@@ -78,7 +85,7 @@ def latencies_ms(search: Callable[[str], object], questions: Sequence[str]) -> l
     """Milliseconds of ``search(q)`` for each question, one at a time."""
     out = []
     for q in questions:
-        t, _ = timed(lambda: search(q))
+        t, _ = timed(lambda: search(q))  # noqa: B023 -- called at once
         out.append(1000 * t)
     return out
 
@@ -99,7 +106,8 @@ class Row:
     def cells(self) -> list[str]:
         def num(x: float, fmt: str) -> str:
             return "-" if x != x else format(x, fmt)
-        ones = [f"{num(self.one[k][0], '.1f')} / {num(self.one[k][1], '.1f')}" if k in self.one else "-" for k in (100, 500)]
+        ones = [f"{num(self.one[k][0], '.1f')} / {num(self.one[k][1], '.1f')}" if k in self.one else "-"
+                for k in (100, 500)]
         return [self.engine, num(self.build_s, ".2f") + self.build_note, num(self.load_s, ".2f"), *ones,
                 num(self.all_s, ".3f"), f"{num(self.rss_mb, '.0f')} / {num(self.peak_mb, '.0f')}",
                 self.docs_per_s or "-", num(self.load_avg, ".2f")]
@@ -124,13 +132,13 @@ def bench_bm25s(articles, questions, lat_questions, cache_root: Path, args) -> t
     t, _ = timed(lambda: Analyzer().tokens_many(texts))
     n_words = sum(len(x.split()) for x in texts)
     row.build_s, _ = median_time(lambda: BM25Retriever.build(articles, use_cache=False), args.build_repeat)
-    notes.append(f"bm25s: the analyzer alone (fresh word cache) takes {t:.2f} s of the build for {n_words / 1e6:.2f} M words "
-                 f"({n_words / t / 1e6:.2f} M words/s)")
+    notes.append(f"bm25s: the analyzer alone (fresh word cache) takes {t:.2f} s of the build for {n_words / 1e6:.2f} M "
+                 f"words ({n_words / t / 1e6:.2f} M words/s)")
     BM25Retriever.build(articles, cache_root=cache_root)  # make sure the cache holds it
     row.load_s, r = median_time(lambda: BM25Retriever.build(articles, cache_root=cache_root), args.repeat)
     r.search_many(questions[:8], 500)  # warm-up
     for k in (100, 500):
-        ms = latencies_ms(lambda q: r.search(q, k), lat_questions)
+        ms = latencies_ms(lambda q: r.search(q, k), lat_questions)  # noqa: B023 -- called at once
         row.one[k] = (percentile(ms, 50), percentile(ms, 95))
     row.all_s, _ = median_time(lambda: r.search_many(questions, 500), args.repeat)
     tokens = [r.analyzer.tokens(q) for q in questions]
@@ -147,9 +155,9 @@ def bench_rank_bm25(articles, questions, lat_questions, args) -> tuple[Row, list
     row.build_s, r = timed(lambda: BM25Retriever.build(articles, engine="rank_bm25"))
     row.build_note = " (1×)"
     for k in (100, 500):
-        ms = latencies_ms(lambda q: r.search(q, k), lat_questions[:args.rank_bm25_latency_questions])
+        ms = latencies_ms(lambda q: r.search(q, k), lat_questions[:args.rank_bm25_latency_questions])  # noqa: B023, F821 -- called at once, before `del r`
         row.one[k] = (percentile(ms, 50), percentile(ms, 95))
-    row.all_s, ref_hits = timed(lambda: r.search_many(questions, 500))
+    row.all_s, ref_hits = timed(lambda: r.search_many(questions, 500))  # noqa: F821 -- called at once, before `del r`
     row.rss_mb, row.peak_mb = memory_mb()
     notes = [f"rank_bm25: search timed once for the 222 questions; single-question latency over "
              f"{min(len(lat_questions), args.rank_bm25_latency_questions)} questions"]
@@ -216,8 +224,8 @@ def bench_dense(articles, questions, lat_questions, cache_root: Path, args) -> t
         rec = _records(cache_root).get(key)
         if rec:
             row.build_s, row.build_note = rec["seconds"], " (recorded)"
-            notes.append(f"dense use: build time recorded {rec['when']} (load average then {rec['loadavg_start'][0]:.2f}); "
-                         f"{rec.get('note', '')}")
+            notes.append(f"dense use: build time recorded {rec['when']} (load average then "
+                         f"{rec['loadavg_start'][0]:.2f}); {rec.get('note', '')}")
         else:
             notes.append("dense use: found in the cache with no recorded build time")
     else:
@@ -239,12 +247,13 @@ def bench_dense(articles, questions, lat_questions, cache_root: Path, args) -> t
                  f"({np.mean([len(x.split()) for x in texts]):.0f} words each)")
     r.search_many(questions[:8], 500)  # warm-up
     for k in (100, 500):
-        ms = latencies_ms(lambda q: r.search(q, k), lat_questions)
+        ms = latencies_ms(lambda q: r.search(q, k), lat_questions)  # noqa: B023, F821 -- called at once, before `del r`
         row.one[k] = (percentile(ms, 50), percentile(ms, 95))
     vec = enc.encode_queries(lat_questions[:1])
-    search_ms = latencies_ms(lambda q: r.search_vectors(vec, 100), lat_questions)
-    notes.append(f"dense use: of one question at k=100, the FAISS search + ordering alone takes p50 {percentile(search_ms, 50):.1f} ms")
-    row.all_s, _ = median_time(lambda: r.search_many(questions, 500), args.repeat)
+    search_ms = latencies_ms(lambda q: r.search_vectors(vec, 100), lat_questions)  # noqa: F821 -- called at once, before `del r`
+    notes.append("dense use: of one question at k=100, the FAISS search + ordering alone takes p50 "
+                 f"{percentile(search_ms, 50):.1f} ms")
+    row.all_s, _ = median_time(lambda: r.search_many(questions, 500), args.repeat)  # noqa: F821 -- called at once, before `del r`
     row.rss_mb, row.peak_mb = memory_mb()
     del r
     return row, notes
@@ -263,9 +272,10 @@ def bench_minilm(articles, lat_questions, args) -> tuple[Row, list[str]]:
     ms = latencies_ms(lambda q: enc.encode_queries([q]), lat_questions)
     row.rss_mb, row.peak_mb = memory_mb()
     over = sum(c > enc.max_tokens for c in enc.count_tokens(texts))
-    notes = [f"dense minilm: only throughput measured, on {len(texts)} articles ({over} over its {enc.max_tokens}-token "
-             f"window, mean-pooled chunks); full build EXTRAPOLATED to {len(articles)} articles; "
-             f"one question's encoding alone p50 {percentile(ms, 50):.1f} ms / p95 {percentile(ms, 95):.1f} ms"]
+    notes = [f"dense minilm: only throughput measured, on {len(texts)} articles ({over} over its "
+             f"{enc.max_tokens}-token window, mean-pooled chunks); full build EXTRAPOLATED to {len(articles)} "
+             f"articles; one question's encoding alone p50 {percentile(ms, 50):.1f} ms / p95 "
+             f"{percentile(ms, 95):.1f} ms"]
     return row, notes
 
 
@@ -325,7 +335,8 @@ def targets(rows: dict[str, Row], mem: dict | None) -> list[str]:
     lines = []
     b = rows.get("bm25s")
     if b:
-        lines.append(f"BM25 bm25s: 222 questions top-500 ≤ {BM25_ALL_S:g} s: {verdict(b.all_s <= BM25_ALL_S)} ({b.all_s:.3f} s)")
+        lines.append(f"BM25 bm25s: 222 questions top-500 ≤ {BM25_ALL_S:g} s: {verdict(b.all_s <= BM25_ALL_S)} "
+                     f"({b.all_s:.3f} s)")
         ref = rows.get("rank_bm25")
         if ref:
             ratio = ref.all_s / b.all_s
@@ -334,7 +345,8 @@ def targets(rows: dict[str, Row], mem: dict | None) -> list[str]:
         for k in (100, 500):
             lines.append(f"BM25 bm25s: one question p50 ≤ {BM25_ONE_MS:g} ms at k={k}: "
                          f"{verdict(b.one[k][0] <= BM25_ONE_MS)} ({b.one[k][0]:.1f} ms)")
-        lines.append(f"BM25 bm25s: build ≤ {BM25_BUILD_S:g} s: {verdict(b.build_s <= BM25_BUILD_S)} ({b.build_s:.2f} s)")
+        lines.append(f"BM25 bm25s: build ≤ {BM25_BUILD_S:g} s: {verdict(b.build_s <= BM25_BUILD_S)} "
+                     f"({b.build_s:.2f} s)")
     d = rows.get("use")
     if d:
         for k in (100, 500):
@@ -348,7 +360,8 @@ def targets(rows: dict[str, Row], mem: dict | None) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=str(DEFAULT_DATA), help="dataset folder (default: bench/out/synth, generated if absent)")
+    p.add_argument("--data", default=str(DEFAULT_DATA),
+                   help="dataset folder (default: bench/out/synth, generated if absent)")
     p.add_argument("--cache-dir", default=None, help="index cache (default: $BSARD_CACHE, else bench/out/cache)")
     p.add_argument("--repeat", type=int, default=5, help="repeats of the load and 222-question steps (median)")
     p.add_argument("--build-repeat", type=int, default=3, help="repeats of the bm25s cold build (median)")
@@ -365,13 +378,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
-    cache_root = Path(args.cache_dir or os.environ.get("BSARD_CACHE", "").strip() or ROOT / "bench" / "out" / "cache").expanduser()
+    cache_root = Path(args.cache_dir or os.environ.get("BSARD_CACHE", "").strip()
+                      or ROOT / "bench" / "out" / "cache").expanduser()
     if args.memory_child:
         return memory_child(args.data, cache_root, args.dense_articles)
     data = Path(args.data) if args.data not in ("sample", "hub") else args.data
     if isinstance(data, Path) and data.resolve() == DEFAULT_DATA:
         synthetic_corpus(data)
-    import bm25s
+    import bm25s  # noqa: F401
     import rank_bm25  # noqa: F401
 
     ds = load_dataset(str(data))
@@ -406,8 +420,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     la = os.getloadavg()
     print()
-    print(f"{len(lat_questions)} questions timed one at a time; load and 222-question times are medians of {args.repeat}, "
-          f"bm25s build of {args.build_repeat}")
+    print(f"{len(lat_questions)} questions timed one at a time; load and 222-question times are medians of "
+          f"{args.repeat}, bm25s build of {args.build_repeat}")
     print(render([r.cells() for r in rows.values()]))
     print()
     for line in notes:
@@ -423,7 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("targets:")
     for line in targets(rows, mem):
         print("- " + line)
-    print(f"finished {datetime.now().isoformat(timespec='seconds')}, load average {la[0]:.2f}, {la[1]:.2f}, {la[2]:.2f}")
+    print(f"finished {datetime.now().isoformat(timespec='seconds')}, "
+          f"load average {la[0]:.2f}, {la[1]:.2f}, {la[2]:.2f}")
     write_json(args.json, {"rows": rows, "notes": notes, "memory": mem, "targets": targets(rows, mem)})
     return 0
 

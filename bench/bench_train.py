@@ -25,9 +25,12 @@ from typing import Sequence
 if __package__ in (None, ""):  # python bench/bench_train.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.common import REPO as ROOT  # noqa: E402
-from bench.common import json_option, machine_facts, write_json  # noqa: E402
-
+from bench.common import (  # noqa: E402
+    REPO as ROOT,  # noqa: E402
+    json_option,
+    machine_facts,
+    write_json,
+)
 from bsard_demo.dataset import Dataset  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
@@ -84,7 +87,8 @@ def _score(dataset: Dataset, retriever, split: str = "test") -> dict[str, float]
 
 def cmd_quality(args) -> int:
     dataset = load_dataset(args.data)
-    cache_root = Path(args.cache_dir) if args.cache_dir else (None if os.environ.get("BSARD_CACHE") else ROOT / "bench" / "out" / "cache")
+    cache_root = Path(args.cache_dir) if args.cache_dir else (None if os.environ.get("BSARD_CACHE")
+                                                              else ROOT / "bench" / "out" / "cache")
     print(machine_facts(usable=False, python=False))
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-train-")) / "model"
     opts = TrainOptions(out=out, data=args.data, base=args.base, epochs=args.epochs, batch=args.batch,

@@ -26,15 +26,19 @@ from typing import Sequence
 if __package__ in (None, ""):  # python bench/bench_tune.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.common import REPO as ROOT  # noqa: E402
-from bench.common import json_option, machine_facts, synthetic_corpus, write_json  # noqa: E402
-
+from bench.common import (  # noqa: E402
+    REPO as ROOT,  # noqa: E402
+    json_option,
+    machine_facts,
+    synthetic_corpus,
+    write_json,
+)
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
 from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
-from bsard_demo.tuning import TuneTarget, TermMatrix, tune_bm25, tune_hybrid  # noqa: E402
+from bsard_demo.tuning import TermMatrix, TuneTarget, tune_bm25, tune_hybrid  # noqa: E402
 
 KS = (100, 200, 500)
 
@@ -72,8 +76,8 @@ def cmd_speed(args) -> int:
 
     fast, slow = [], []
     for k1, b in points:  # interleaved, so load bursts hit both alike
-        got_fast, w1, c1 = _timed(lambda: one_point(k1, b))
-        got_slow, w2, c2 = _timed(lambda: naive(k1, b))
+        got_fast, w1, c1 = _timed(lambda: one_point(k1, b))  # noqa: B023 -- called at once
+        got_slow, w2, c2 = _timed(lambda: naive(k1, b))  # noqa: B023 -- called at once
         assert got_fast == got_slow, (k1, b, got_fast, got_slow)  # the same figures, exactly
         fast.append((w1, c1))
         slow.append((w2, c2))
@@ -101,7 +105,8 @@ def cmd_speed(args) -> int:
         hybrid, w, c = _timed(lambda: tune_hybrid(dataset, "train", spec=spec, parts=parts))
         print(f"\nhybrid of two BM25 variants, {len(hybrid.grid)} fusion settings: {w:.1f} s wall, {c:.1f} s CPU; "
               + ", ".join(f"{k} {v:.1f} s" for k, v in hybrid.stages.items()))
-        print(f"best: {hybrid.settings_text(hybrid.best)} recall@100 = {hybrid.best_value:.4f} (start {hybrid.start_value:.4f})")
+        print(f"best: {hybrid.settings_text(hybrid.best)} recall@100 = {hybrid.best_value:.4f} (start "
+              f"{hybrid.start_value:.4f})")
     print(machine_facts(usable=False, python=False))
     write_json(args.json, {"what": "speed", "rows": [{"step": label, "wall_s": w, "cpu_s": c} for label, w, c in rows],
                            "best": result.settings_text(result.best), "best_value": result.best_value,
@@ -146,7 +151,8 @@ def cmd_effect(args) -> int:
         rows.append((f"hybrid tuned on train ({th.settings_text(th.best)}; BM25 tuned + use)",
                      f"{th.best_value:.4f} vs {th.start_value:.4f}", _test_figures(dataset, hybrid)))
     n_test = len(dataset.questions("test"))
-    print(f"\n{dataset.name}: tuned on train ({tuned.questions} questions), scored on test ({n_test} questions), in %\n")
+    print(f"\n{dataset.name}: tuned on train ({tuned.questions} questions), scored on test ({n_test} questions), "
+          "in %\n")
     print(f"| settings | train {args.measure}: tuned vs start | R@100 | R@200 | R@500 | MAP@100 | MRR@100 |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for label, train_fig, m in rows:

@@ -17,7 +17,6 @@ if __package__ in (None, ""):  # python bench/bm25_quality.py (bench/_path.py)
     import _path  # noqa: F401
 
 from bench.common import json_option, write_json  # noqa: E402
-
 from bsard_demo.analyzer import TEXT_ONLY  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.retrievers.batch import question_texts  # noqa: E402

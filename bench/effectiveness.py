@@ -25,8 +25,9 @@ Two tables:
      :mod:`bsard_demo.retrievers.neighbours`: alone; RRF k=60 with BM25, weight in
      {0.25, 0.5, 0.75, 1, 1.5}; n in {5, 10, 50}; min-max alpha in {0.3, 0.5, 0.7}; 3-way BM25 + use
      + neighbours with use 0.25 or 0.5 over the same weights, and over tuned BM25; on ``--split
-     train`` each question is left out of its own neighbours), ``qtext`` (question+description rows; left out, with a note, when every
-     extra_description of the split is empty, as in frlaw-dev), ``models`` (each ``--model DIR``:
+     train`` each question is left out of its own neighbours), ``qtext`` (question+description rows; left
+     out, with a note, when every extra_description of the split is empty, as in frlaw-dev), ``models``
+     (each ``--model DIR``:
      dense, RRF with BM25, RRF with BM25 + use (+ e5 on the sub-corpus), on ``--model-corpus``),
      ``sub`` (every sub-corpus row), ``full`` (every full-corpus row), ``all``; ``-NAME`` leaves a
      group or row out (``all,-sub:minilm``).
@@ -75,26 +76,25 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping, Sequence
 
 if __package__ in (None, ""):  # python bench/effectiveness.py (bench/_path.py)
     import _path  # noqa: F401
 
 from bench.common import REPO as ROOT  # noqa: E402
-
 from bsard_demo import cache  # noqa: E402
 from bsard_demo.analyzer import TEXT_ONLY  # noqa: E402
-from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
 from bsard_demo.dataset import DataError  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.evaluation.report import FORMATS, is_bsard_test, metrics_table, render_rows, render_table  # noqa: E402
-from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
-from bsard_demo.retrievers.bm25 import BM25Settings  # noqa: E402
-from bsard_demo.retrievers.adapter import is_adapter_folder  # noqa: E402
-from bsard_demo.retrievers.registry import hybrid_parts, hybrid_spec, make_hybrid  # noqa: E402
 from bsard_demo.evaluation.stats import compare_measure, holm  # noqa: E402
+from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
+from bsard_demo.retrievers.adapter import is_adapter_folder  # noqa: E402
+from bsard_demo.retrievers.batch import question_texts, search_all  # noqa: E402
+from bsard_demo.retrievers.bm25 import BM25Settings  # noqa: E402
+from bsard_demo.retrievers.registry import hybrid_parts, hybrid_spec, make_hybrid  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 
 KS = (100, 200, 500)
@@ -107,7 +107,8 @@ RETRIEVERS: dict[str, tuple[str, RetrieverSpec]] = {
     "bm25-text-nostem": ("BM25 text only, no stemming", RetrieverSpec("bm25", {"fields": TEXT_ONLY, "stem": False})),
     "dense-use": ("dense use", DENSE_USE),
     "dense-minilm": ("dense minilm", RetrieverSpec("dense", {"encoder": "minilm"})),
-    "hybrid-rrf": ("hybrid RRF k=60 (BM25 + use)", RetrieverSpec("hybrid", {"retrievers": [BM25, DENSE_USE], "method": "rrf"})),
+    "hybrid-rrf": ("hybrid RRF k=60 (BM25 + use)",
+                   RetrieverSpec("hybrid", {"retrievers": [BM25, DENSE_USE], "method": "rrf"})),
     "hybrid-weighted": ("hybrid weighted α=0.5 (BM25 + use)",
                         RetrieverSpec("hybrid", {"retrievers": [BM25, DENSE_USE], "method": "weighted", "alpha": 0.5})),
 }
@@ -120,6 +121,7 @@ def sub_corpus(ds, gold_splits: Sequence[str], size: int, seed: int):
     it already holds ``size`` or more). Articles keep the corpus file's order; the questions and
     labels are the dataset's (gold articles of other splits may be absent)."""
     import numpy as np
+
     from bsard_demo.dataset import Dataset
 
     gold = set()
@@ -134,7 +136,8 @@ def sub_corpus(ds, gold_splits: Sequence[str], size: int, seed: int):
     chosen = set(others[i] for i in rng.choice(len(others), size=n_extra, replace=False).tolist()) if n_extra else set()
     keep = gold | chosen
     articles = ds.articles[[a in keep for a in all_ids]].reset_index(drop=True)
-    name = f"{ds.name} sub-corpus ({len(articles)} articles: gold of {'+'.join(gold_splits)} + {len(chosen)} distractors, seed {seed})"
+    name = (f"{ds.name} sub-corpus ({len(articles)} articles: gold of {'+'.join(gold_splits)} + {len(chosen)} "
+            f"distractors, seed {seed})")
     return Dataset(name=name, kind=ds.kind, articles=articles, splits=ds.splits, fictional=ds.fictional), len(gold)
 
 
@@ -194,7 +197,8 @@ def legacy_main(args: argparse.Namespace) -> int:
 
 
 def _cache_root(args: argparse.Namespace) -> Path:
-    return Path(args.cache_dir or os.environ.get("BSARD_CACHE", "").strip() or ROOT / "bench" / "out" / "cache").expanduser()
+    return Path(args.cache_dir or os.environ.get("BSARD_CACHE", "").strip()
+                or ROOT / "bench" / "out" / "cache").expanduser()
 
 
 # ---------------------------------------------------------------------------------------- every system
@@ -266,19 +270,22 @@ def plan_systems(tuned: Mapping[str, dict], models: Sequence[str], model_corpus:
     default_hybrid = hybrid_spec()
 
     def add(id_, label, spec, corpus="full", groups=(), query_text="question"):
-        rows.append(System(id_, label, spec, corpus, tuple(groups) + ((corpus,) if corpus == "full" else ("sub",)), query_text))
+        rows.append(System(id_, label, spec, corpus, tuple(groups) + ((corpus,) if corpus == "full" else ("sub",)),
+                           query_text))
 
     # BM25 variants (full corpus)
     add("bm25", "BM25 default (k1=1 b=0.6, headers, stems, stop words)", bm25, groups=("bm25",))
     add("bm25-nostem", "BM25 no stemming", RetrieverSpec("bm25", {"stem": False}), groups=("bm25",))
-    add("bm25-noheaders", "BM25 no headers (article text only)", RetrieverSpec("bm25", {"fields": TEXT_ONLY}), groups=("bm25",))
+    add("bm25-noheaders", "BM25 no headers (article text only)", RetrieverSpec("bm25", {"fields": TEXT_ONLY}),
+        groups=("bm25",))
     add("bm25-text-nostem", "BM25 text only, no stemming", RetrieverSpec("bm25", {"fields": TEXT_ONLY, "stem": False}),
         groups=("bm25",))
     add("bm25-nostop", "BM25 no stop words", RetrieverSpec("bm25", {"stopwords": False}), groups=("bm25",))
     add("bm25-robertson", "BM25 robertson idf", RetrieverSpec("bm25", {"method": "robertson"}), groups=("bm25",))
     for measure, t in tuned.items():
         short = "R@100" if measure == "recall@100" else "MAP@100"
-        add(f"bm25-tuned-{measure.split('@')[0]}", f"BM25 tuned on train by {short} (k1={_fmt_w(t['k1'])} b={_fmt_w(t['b'])})",
+        add(f"bm25-tuned-{measure.split('@')[0]}",
+            f"BM25 tuned on train by {short} (k1={_fmt_w(t['k1'])} b={_fmt_w(t['b'])})",
             RetrieverSpec("bm25", bm25_options(k1=t["k1"], b=t["b"])), groups=("bm25",))
     # dense (full corpus)
     add("use", "dense use", RetrieverSpec("dense", {"encoder": "use"}), groups=("dense",))
@@ -321,7 +328,8 @@ def plan_systems(tuned: Mapping[str, dict], models: Sequence[str], model_corpus:
         add("rrf3-nb-tunedbm25", _fusion_label(spec, ["BM25 tuned R@100", "use", "neighbours"]), spec,
             groups=("neighbours", "fusion"))
     # query text (only when it differs: see main)
-    for id_, label, spec in (("bm25", "BM25 default", bm25), ("use", "dense use", RetrieverSpec("dense", {"encoder": "use"})),
+    for id_, label, spec in (("bm25", "BM25 default", bm25),
+                             ("use", "dense use", RetrieverSpec("dense", {"encoder": "use"})),
                              ("hybrid", "default hybrid", default_hybrid)):
         add(f"{id_}+desc", f"{label}, question+description", spec, groups=("qtext",), query_text="question+description")
     # trained models on the full corpus
@@ -330,7 +338,8 @@ def plan_systems(tuned: Mapping[str, dict], models: Sequence[str], model_corpus:
             name = Path(path).name
             adapter = is_adapter_folder(path)
             dense = RetrieverSpec("dense", {"encoder": str(path)})
-            add(f"model:{name}", f"dense {name} ({'query adapter' if adapter else 'trained'})", dense, groups=("models",))
+            add(f"model:{name}", f"dense {name} ({'query adapter' if adapter else 'trained'})", dense,
+                groups=("models",))
             spec = hybrid_spec([str(path)])
             add(f"rrf-model:{name}", _fusion_label(spec, ["BM25", name]), spec, groups=("models", "fusion"))
             if adapter:  # it replaces its base: fused with BM25 and the neighbours instead of use
@@ -367,15 +376,18 @@ def plan_systems(tuned: Mapping[str, dict], models: Sequence[str], model_corpus:
             add(f"sub:rrf3-k{k:g}-w{w:g}", _fusion_label(spec, ["BM25", "use", "e5"]), spec, sub, ("fusion",))
     for ws in ((1.0, 1.0, 1.0), (1.0, 0.5, 0.5)):
         spec = hybrid_spec(["use", "e5"], method="weighted", weights=list(ws))
-        add(f"sub:minmax3-w{','.join(_fmt_w(x) for x in ws)}", _fusion_label(spec, ["BM25", "use", "e5"]), spec, sub, ("fusion",))
+        add(f"sub:minmax3-w{','.join(_fmt_w(x) for x in ws)}", _fusion_label(spec, ["BM25", "use", "e5"]), spec, sub,
+            ("fusion",))
     for path in models:
         if model_corpus in ("sub", "both"):
             name = Path(path).name
-            add(f"sub:model:{name}", f"dense {name} (trained)", RetrieverSpec("dense", {"encoder": str(path)}), sub, ("models",))
+            add(f"sub:model:{name}", f"dense {name} (trained)", RetrieverSpec("dense", {"encoder": str(path)}), sub,
+                ("models",))
             spec = hybrid_spec([str(path)])
             add(f"sub:rrf-model:{name}", _fusion_label(spec, ["BM25", name]), spec, sub, ("models", "fusion"))
             spec = hybrid_spec(["use", "e5", str(path)])
-            add(f"sub:rrf-all-model:{name}", _fusion_label(spec, ["BM25", "use", "e5", name]), spec, sub, ("models", "fusion"))
+            add(f"sub:rrf-all-model:{name}", _fusion_label(spec, ["BM25", "use", "e5", name]), spec, sub,
+                ("models", "fusion"))
     return rows
 
 
@@ -415,7 +427,8 @@ def read_builds(cache_root: Path) -> dict:
 def record_build(cache_root: Path, ds, spec: RetrieverSpec, seconds: float, source: str) -> None:
     """Keep the cold build time of ``spec`` on ``ds`` (the cache then only shows load times)."""
     builds = read_builds(cache_root)
-    builds[_record_key(ds, spec)] = {"seconds": round(float(seconds), 1), "corpus": ds.name, "articles": len(ds.articles),
+    builds[_record_key(ds, spec)] = {"seconds": round(float(seconds), 1), "corpus": ds.name,
+                                     "articles": len(ds.articles),
                                      "source": source, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     cache_root.mkdir(parents=True, exist_ok=True)
     tmp = cache_root / (BUILDS_RECORD + ".tmp")
@@ -484,7 +497,8 @@ class Bench:
             info = self.build_info[(corpus, spec.key())]
             return [[h.article_id for h in hs[:DEPTH]] for hs in hits], {
                 "build_s": info["build_s"], "load_s": info["load_s"], "build_source": info["build_source"],
-                "query_ms_median": statistics.median(ms) if ms else None, "timed_questions": len(ms), "name": self.retrievers[(corpus, spec.key())].name}
+                "query_ms_median": statistics.median(ms) if ms else None, "timed_questions": len(ms),
+                "name": self.retrievers[(corpus, spec.key())].name}
         parts = hybrid_parts(spec)
         searched = [self.search(corpus, p, system.query_text) for p in parts]
         retrievers = [self.retrievers[(corpus, p.key())] for p in parts]
@@ -521,7 +535,8 @@ def tuned_bm25(ds, split: str, measures: Sequence[str], cache_root: Path, data: 
         if key not in saved:
             matrix = matrix or TermMatrix.build(ds.articles, BM25Settings())
             res = tune_bm25(ds, split, measure=measure, matrix=matrix, data=data)
-            saved[key] = {"k1": res.best["k1"], "b": res.best["b"], "value": res.best_value, "start_value": res.start_value,
+            saved[key] = {"k1": res.best["k1"], "b": res.best["b"], "value": res.best_value,
+                          "start_value": res.start_value,
                           "command": res.command, "seconds": round(res.seconds, 1), "points": len(res.grid)}
             cache_root.mkdir(parents=True, exist_ok=True)
             memo.write_text(json.dumps(saved, indent=1, sort_keys=True))
@@ -551,12 +566,11 @@ def full_main(args: argparse.Namespace) -> int:
     qids = [str(q) for q in questions["id"]]
     qrels = ds.qrels(args.split)
     notes: list[str] = []
-    t_tune = time.perf_counter()
     tuned = tuned_bm25(ds, tune_split, ("recall@100", "map@100"), cache_root, args.data) if not args.no_tune else {}
     for m, t in tuned.items():
-        notes.append(f"BM25 tuned on {tune_split} by {m} (bsard_demo.tuning.tune_bm25, the `tune --retriever bm25` grid, "
-                     f"{t['points']} points): k1={_fmt_w(t['k1'])} b={_fmt_w(t['b'])}, {tune_split} {m} {100 * t['value']:.2f} "
-                     f"vs {100 * t['start_value']:.2f} at k1=1 b=0.6; run line: {t['command']}")
+        notes.append(f"BM25 tuned on {tune_split} by {m} (bsard_demo.tuning.tune_bm25, the `tune --retriever bm25` "
+                     f"grid, {t['points']} points): k1={_fmt_w(t['k1'])} b={_fmt_w(t['b'])}, {tune_split} {m} "
+                     f"{100 * t['value']:.2f} vs {100 * t['start_value']:.2f} at k1=1 b=0.6; run line: {t['command']}")
     gold_splits = [s.strip() for s in args.sub_gold.split(",") if s.strip()]
     with_sub = args.sub_size > 0
     corpora = {"full": ds}
@@ -572,7 +586,8 @@ def full_main(args: argparse.Namespace) -> int:
     for m in list(models):
         if not (Path(m) / "config.json").is_file() and not (Path(m) / "modules.json").is_file() \
                 and not is_adapter_folder(m):
-            notes.append(f"model {m}: neither a sentence-transformers folder (yet) nor a query adapter; its rows are left out")
+            notes.append(f"model {m}: neither a sentence-transformers folder (yet) nor a query adapter; its rows are "
+                         "left out")
             models.remove(m)
     rows = plan_systems(tuned, models, args.model_corpus, with_sub)
     empty_desc = all(not str(x or "").strip() for x in questions["extra_description"])
@@ -647,14 +662,16 @@ def full_main(args: argparse.Namespace) -> int:
 
     full_n = len(ds.articles)
     print(f"dataset: {ds.name} ({full_n} articles), split {args.split}: {len(qids)} questions, "
-          f"{sum(len(v) for v in qrels.values())} relevant pairs; depth {DEPTH} (fusion parts {PART_DEPTH}); question text")
+          f"{sum(len(v) for v in qrels.values())} relevant pairs; depth {DEPTH} (fusion parts {PART_DEPTH}); question "
+          "text")
     if "sub" in corpora and with_sub:
         print(f"sub-corpus ({sub_label}): every gold article of the {'+'.join(gold_splits)} questions ({n_gold}) + "
               f"{len(corpora['sub'].articles) - n_gold} distractors drawn uniformly from the other articles "
-              f"(numpy default_rng({args.sub_seed}), --sub-size {args.sub_size} --sub-seed {args.sub_seed} --sub-gold {args.sub_gold})")
+              f"(numpy default_rng({args.sub_seed}), --sub-size {args.sub_size} --sub-seed {args.sub_seed} --sub-gold "
+              f"{args.sub_gold})")
     print(f"p: paired sign-flip permutation test of the row against {args.baseline!r} on the same corpus "
-          f"(bsard_demo.evaluation.stats via compare_measure, {n_resamples:,} resamples, seed {seed}), Holm-adjusted over the rows "
-          f"of that corpus, per measure; * = adjusted p < {alpha}")
+          f"(bsard_demo.evaluation.stats via compare_measure, {n_resamples:,} resamples, seed {seed}), Holm-adjusted "
+          f"over the rows of that corpus, per measure; * = adjusted p < {alpha}")
     print()
     print(render_rows(header, table_rows, args.format, left=2), end="")
     print()
@@ -668,7 +685,8 @@ def full_main(args: argparse.Namespace) -> int:
     if args.json:
         out = {"dataset": ds.name, "split": args.split, "questions": len(qids), "articles": full_n, "depth": DEPTH,
                "part_depth": PART_DEPTH, "baseline": args.baseline,
-               "permutation": {"n_resamples": n_resamples, "seed": seed, "alpha": alpha, "holm": "over the rows of each corpus"},
+               "permutation": {"n_resamples": n_resamples, "seed": seed, "alpha": alpha,
+                               "holm": "over the rows of each corpus"},
                "sub_corpus": ({"articles": len(corpora["sub"].articles), "gold": n_gold, "gold_splits": gold_splits,
                                "seed": args.sub_seed, "size": args.sub_size} if "sub" in corpora else None),
                "tuned_bm25": {m: {"split": tune_split, **t} for m, t in tuned.items()},
@@ -698,7 +716,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--with-description", action="store_true", help="(six-retriever table) append extra_description")
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--json", default=None, metavar="FILE", help="(every system) also write the table as JSON")
-    p.add_argument("--baseline", default="bm25", help="row id every row is tested against (default: bm25, the default of `run`)")
+    p.add_argument("--baseline", default="bm25",
+                   help="row id every row is tested against (default: bm25, the default of `run`)")
     p.add_argument("--tune-split", default="train", help="split BM25's k1/b are tuned on (default: train)")
     p.add_argument("--no-tune", action="store_true", help="leave out the tuned BM25 rows")
     p.add_argument("--sub-size", type=int, default=2000, help="articles of the sub-corpus (0: none; default 2000)")

@@ -45,12 +45,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # python bench/load_app.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.browser import (ERRORS_JS, HIT_IDS_JS, QUESTION_BOX, RESULTS_READY_JS, SCORED_JS,  # noqa: E402
+# Wrapped by hand (isort skips it): one name a line would repeat bench_app.py's and load_uploads.py's imports.
+from bench.browser import (ERRORS_JS, HIT_IDS_JS, QUESTION_BOX, RESULTS_READY_JS, SCORED_JS,  # noqa: E402  # isort: skip
                            SERVER_TIMES_JS, SETTLED_JS, STEP_MS, TABLE_JS, TOP_K, VIEWPORT, AppServer, app_env,
                            app_machine_facts, browser_missing, chromium_options, first_row_cell)
-from bench.common import (REPO, cli, cpu_seconds, json_option, load_average, mb, p50_p95, process_tree,  # noqa: E402
-                          table, write_json)
-
+from bench.common import REPO, cli, cpu_seconds, json_option, load_average, mb, p50_p95, process_tree, table, write_json  # noqa: E402
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 
@@ -160,7 +159,7 @@ async def session(browser, url: str, task: Task, go: asyncio.Event) -> Outcome:
 
             async def search():
                 await page.get_by_role("button", name="Rechercher").click()
-                await page.wait_for_function(RESULTS_READY_JS, arg=[question, 1, TOP_K], polling=50)
+                await page.wait_for_function(RESULTS_READY_JS, arg=[question, 1, TOP_K], polling=50)  # noqa: B023 -- awaited in this iteration
             await _timed(out, "search", search())
             out.server_ms += await page.evaluate(SERVER_TIMES_JS)
             shown = await page.evaluate(HIT_IDS_JS)
@@ -253,8 +252,10 @@ def report(rounds: list[dict], sessions: int) -> tuple[str, bool]:
         searches = sum(len(o.times["search"]) for o in outcomes)
         ok &= not failed and r["bm25_builds"] == 1
         rows.append([f"round {n}", f"{len(outcomes) - len(failed)}/{len(outcomes)}",
-                     f"{sum(o.first_hits_ok for o in outcomes)}/{searches}", f"{sum(o.top10_ok for o in outcomes)}/{searches}",
-                     f"{sum(1 for o, t in zip(outcomes, r['tasks']) if o.r100_shown == t.expected_r100)}/{len(outcomes)}",
+                     f"{sum(o.first_hits_ok for o in outcomes)}/{searches}",
+                     f"{sum(o.top10_ok for o in outcomes)}/{searches}",
+                     f"{sum(1 for o, t in zip(outcomes, r['tasks']) if o.r100_shown == t.expected_r100)}"
+                     f"/{len(outcomes)}",
                      r["bm25_builds"], f"{mb(r['before']['rss']):.0f}", f"{mb(r['after']['rss']):.0f}",
                      f"{mb(r['after']['hwm']):.0f}", f"{r['seconds']:.1f}"])
     lines.append(table(rows, ["", "sessions ok", "1st hit = lib", "top 10 = lib", "R@100 = CLI", "BM25 builds",
@@ -322,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
             after = server.memory_kb()
             log = server.log_text()
         building = [line.split(": ", 1)[-1] for line in log.splitlines() if ": building " in line]
-        rounds.append({"tasks": tasks, "outcomes": outcomes, "cpu": cpu, "before": before, "after": after, "seconds": seconds, "building": building,
+        rounds.append({"tasks": tasks, "outcomes": outcomes, "cpu": cpu, "before": before, "after": after,
+                       "seconds": seconds, "building": building,
                        "bm25_builds": sum(b.startswith("building bm25 index") for b in building)})
         print(f"  round {n + 1} done in {seconds:.1f} s, load average {load_average()}", flush=True)
     text, ok = report(rounds, args.sessions)

@@ -32,8 +32,19 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from bench.browser import (ERRORS_JS, QUESTION_BOX, RESULTS_READY_JS, STEP_MS, TABLE_JS, TOP_K, VIEWPORT, AppServer,
-                           app_env, chromium_options, first_row_cell)
+from bench.browser import (
+    ERRORS_JS,
+    QUESTION_BOX,
+    RESULTS_READY_JS,
+    STEP_MS,
+    TABLE_JS,
+    TOP_K,
+    VIEWPORT,
+    AppServer,
+    app_env,
+    chromium_options,
+    first_row_cell,
+)
 from bench.common import cli, load_average, mb, p50_p95, table, write_json
 from bench.targets import target
 
@@ -42,7 +53,8 @@ WAIT_NOTICE = "Un autre fichier volumineux est en cours d'évaluation"
 STATE_JS = """() => {
   const table = [...document.querySelectorAll("[data-testid='stDataFrame']")].find(e =>
     [...e.querySelectorAll("th, [role='columnheader']")].some(c => c.textContent.trim() === 'R@100'));
-  const idle = !document.querySelector("[data-testid='stStatusWidget']") && !document.querySelector("[data-stale='true']");
+  const idle = !document.querySelector("[data-testid='stStatusWidget']")
+    && !document.querySelector("[data-stale='true']");
   const waiting = [...document.querySelectorAll("[data-testid='stAlertContentInfo']")]
     .some(e => e.innerText.includes(%s));
   return {scored: idle && !!table, waiting};
@@ -52,7 +64,6 @@ STATE_JS = """() => {
 def prepare(workdir: Path, data: Path, sessions: int, depth: int) -> list[dict]:
     """One run file per session and the R@100 the CLI computes on it (memoised by file digest)."""
     from bench.synthetic import make_run
-
     from bsard_demo.sources import load_dataset
 
     ds = load_dataset(data)
@@ -67,7 +78,8 @@ def prepare(workdir: Path, data: Path, sessions: int, depth: int) -> list[dict]:
             make_run(ds, path, depth=depth, seed=100 + i, tag=f"session{i}")
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if digest not in memo:
-            out = cli(["evaluate", "--data", str(data), "--format", "json", str(path)], workdir / "cli-cache", timeout=1800)
+            out = cli(["evaluate", "--data", str(data), "--format", "json", str(path)], workdir / "cli-cache",
+                      timeout=1800)
             memo[digest] = json.loads(out.stdout)["runs"][path.name]["recall@100"]
             memo_path.write_text(json.dumps(memo))
         tasks.append({"number": i, "path": path, "size": path.stat().st_size, "expected": f"{100 * memo[digest]:.2f}"})
@@ -125,7 +137,8 @@ async def upload(browser, url: str, task: dict, go: asyncio.Event, timeout_s: fl
     page.set_default_timeout(STEP_MS)
     try:
         await page.goto(f"{url}/score", wait_until="commit")
-        await page.locator("[data-testid='stFileUploaderDropzoneInput']").wait_for(state="attached", timeout=5 * STEP_MS)
+        await page.locator("[data-testid='stFileUploaderDropzoneInput']").wait_for(state="attached",
+                                                                                   timeout=5 * STEP_MS)
         await go.wait()
         start = time.perf_counter()
         await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(task["path"]))
@@ -223,7 +236,8 @@ def run(args, workdir: Path) -> int:
     print(f"server VmRSS, maximum per 15 s since the uploads started (MB): {got['timeline']}")
     print("sessions' tables drawn at (s): " + ", ".join(f"{t:.0f}" for t in got["done_at"]))
     print(f"index builds logged: {[line.split(': ', 1)[-1] for line in log.splitlines() if ': building ' in line]}")
-    print(f"written to the empty cache: {sorted(p.parent.name + '/' + p.name for p in cache.glob('*/[!.]*')) or 'nothing'}")
+    print("written to the empty cache: "
+          f"{sorted(p.parent.name + '/' + p.name for p in cache.glob('*/[!.]*')) or 'nothing'}")
     for o in failed:
         print(f"session {o['number']} FAILED: {'; '.join(o['failures'])}")
     ok = not failed and mb(peak) <= RSS_TARGET_MB

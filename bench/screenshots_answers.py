@@ -32,7 +32,8 @@ def settle(page) -> None:
 def top_of(page, selector: str, offset: int = 70) -> None:
     """Scroll Streamlit's main area so that ``selector``'s first element is ``offset`` px below the top."""
     page.locator(selector).first.evaluate(
-        f"e => {{ e.scrollIntoView({{block: 'start'}}); e.closest('[data-testid=\"stMain\"]').scrollBy(0, -{offset}); }}")
+        f"e => {{ e.scrollIntoView({{block: 'start'}}); e.closest('[data-testid=\"stMain\"]').scrollBy(0, -{offset}); "
+        f"}}")
     page.wait_for_timeout(400)
 
 
@@ -76,8 +77,8 @@ def main() -> None:
         page.screenshot(path=str(args.out / "search-phone-answers.png"))
         phone.close()
         browser.close()
-    print(f"wrote {', '.join(n for n in ('search-answers.png', 'search-section.png', 'search-phone.png', 'search-phone-answers.png'))} "
-          f"into {args.out}")
+    shots = ('search-answers.png', 'search-section.png', 'search-phone.png', 'search-phone-answers.png')
+    print(f"wrote {', '.join(n for n in shots)} into {args.out}")
 
 
 if __name__ == "__main__":

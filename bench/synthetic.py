@@ -281,7 +281,7 @@ def generate_corpus(rng: np.random.Generator, n_articles: int = BSARD_ARTICLES) 
     headers: list[tuple[str, ...]] = []  # (book, part, act, chapter, section, subsection) per article
     group_of = np.empty(n_articles, dtype=np.int64)
     n_groups = 0
-    for c, (name, size, _) in enumerate(codes):
+    for c, (_name, size, _) in enumerate(codes):
         flags = rng.random(5)
         has_book, has_part, has_act, has_section, has_sub = (flags[0] < 0.6, flags[1] < 0.15,
                                                              flags[2] < 0.4, flags[3] < 0.75, flags[4] < 0.1)
@@ -297,7 +297,8 @@ def generate_corpus(rng: np.random.Generator, n_articles: int = BSARD_ARTICLES) 
                 f"Titre {_roman(act)}. - {titles['act']}" if has_act else "",
                 f"Chapitre {_roman(chapter)}. - {titles['chapter']}",
                 f"Section {section}. - {titles['section']}" if has_section and not empty_section else "",
-                f"Sous-section {section}.{1 + int(rng.integers(0, 3))}" if has_sub and has_section and not empty_section else "",
+                (f"Sous-section {section}.{1 + int(rng.integers(0, 3))}"
+                 if has_sub and has_section and not empty_section else ""),
             )
             headers.extend([row] * g)
             group_of[code_start[c] + done: code_start[c] + done + g] = n_groups
@@ -340,7 +341,8 @@ def generate_corpus(rng: np.random.Generator, n_articles: int = BSARD_ARTICLES) 
     in_code = (source >= BACKGROUND_SHARE) & (source < BACKGROUND_SHARE + CODE_SHARE)
     tokens[in_code] = code_topics[code_of[art[in_code]], rng.choice(topic_size, size=int(in_code.sum()), p=topic_p)]
     in_group = source >= BACKGROUND_SHARE + CODE_SHARE
-    tokens[in_group] = group_topics[group_of[art[in_group]], rng.integers(0, group_topic_size, size=int(in_group.sum()))]
+    tokens[in_group] = group_topics[group_of[art[in_group]],
+                                    rng.integers(0, group_topic_size, size=int(in_group.sum()))]
 
     # punctuation: a comma after ~1 word in 12, a full stop after ~1 in 20 and at the end
     punct = rng.random(total)
@@ -410,8 +412,8 @@ def generate_questions(rng: np.random.Generator, corpus: Corpus, n: int, ids: Se
         extra = ""
         if rng.random() >= 0.1:
             n_phr = int(rng.integers(1, 4))
-            extra = ", ".join(" ".join(vocab.words[rng.choice(pool, size=int(rng.integers(1, 4)))].tolist()).capitalize()
-                              for _ in range(n_phr)) if len(pool) else ""
+            extra = ", ".join(" ".join(vocab.words[rng.choice(pool, size=int(rng.integers(1, 4)))].tolist())
+                              .capitalize() for _ in range(n_phr)) if len(pool) else ""
         rows.append([str(ids[q]), category, subcategory, question, extra, ",".join(str(g + 1) for g in gold)])
     return rows
 
@@ -519,7 +521,8 @@ def make_run(qrels: Mapping[str, Sequence[str]] | object, path: str | Path | Non
         ties[:1] = False
         for r in np.flatnonzero(ties):
             scores[r] = scores[r - 1]
-        lines.extend(f"{qid} Q0 {d} {r} {s:.4f} {tag}" for r, (d, s) in enumerate(zip(slots.tolist(), scores.tolist()), 1))
+        lines.extend(f"{qid} Q0 {d} {r} {s:.4f} {tag}"
+                     for r, (d, s) in enumerate(zip(slots.tolist(), scores.tolist()), 1))
     text = "\n".join(lines) + "\n"
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")

@@ -39,7 +39,6 @@ if __package__ in (None, ""):  # python bench/train_recipes.py (bench/_path.py)
 
 from bench.common import json_option, machine_facts, write_json  # noqa: E402
 from bench.effectiveness import sub_corpus  # noqa: E402
-
 from bsard_demo.dataset import Dataset  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
@@ -72,7 +71,8 @@ def score(ds: Dataset, retriever) -> dict[str, float]:
 
 
 def _three(sub: Dataset, bm25, neighbours, dense, label: str, weight: float) -> list[tuple[str, object]]:
-    """``dense`` alone, fused with BM25 (weights 1, ``weight``) and with BM25 and the neighbours (1, ``weight``, 0.5)."""
+    """``dense`` alone, fused with BM25 (weights 1, ``weight``) and with BM25 and the neighbours
+    (1, ``weight``, 0.5)."""
     def fused(parts, weights):
         spec = RetrieverSpec("hybrid", {"method": "rrf", "rrf_k": 60, "weights": list(weights)})
         return make_hybrid(spec, parts, corpus_size=len(sub.articles))
@@ -97,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--out", default=None, help="keep the models in this folder (default: temporary)")
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--adapter", action="store_true", help="also fit and score the query adapter on use (train --adapter)")
+    p.add_argument("--adapter", action="store_true",
+                   help="also fit and score the query adapter on use (train --adapter)")
     json_option(p, "train_recipes")
     args = p.parse_args(argv)
 
@@ -115,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     use = build_retriever(RetrieverSpec("dense", {"encoder": "use"}), sub, cache_root=cache_root)
     neighbours = build_retriever(RetrieverSpec("neighbours"), sub, cache_root=cache_root)
     rows = {}
-    for name, retriever in [("BM25", bm25), ("neighbours", neighbours), *_three(sub, bm25, neighbours, use, "use", 0.5)]:
+    for name, retriever in [("BM25", bm25), ("neighbours", neighbours),
+                            *_three(sub, bm25, neighbours, use, "use", 0.5)]:
         rows[name] = score(sub, retriever)
         print(_row(name, rows[name]), flush=True)
     results = []
@@ -133,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for i, recipe in enumerate(recipes):
         settings = {"evaluate": False, "overwrite": True, "cache_root": cache_root, "threads": args.threads, **recipe}
-        fit_and_score(recipe, lambda folder: train(TrainOptions(out=folder, **settings), ds), out_root / f"recipe-{i}",
+        fit_and_score(recipe, lambda folder: train(TrainOptions(out=folder, **settings), ds), out_root / f"recipe-{i}",  # noqa: B023 -- called at once
                       f"fine-tuned {json.dumps(recipe, sort_keys=True)}", 1)
     if args.adapter:
         fit_and_score("adapter", lambda folder: train_adapter(
