@@ -18,9 +18,9 @@ from streamlit.testing.v1 import AppTest
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
 from bsard_demo.app.state import ALLOW_FOLDERS_ENV
 from bsard_demo.evaluation.metrics import compute_metrics
+from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
-from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.sources import load_sample
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -202,7 +202,8 @@ def test_example_question_fills_the_box_and_marks_gold_articles():
     cards = hit_cards(at)
     gold_in_top = [a for a in ranking[:20] if a in q["article_ids"]]
     assert gold_in_top, "choose a question whose gold articles BM25 finds"
-    assert [c for c in cards if "bsard-badge gold" in c] == [c for c in cards if any(f'data-article="{a}"' in c for a in gold_in_top)]
+    assert [c for c in cards if "bsard-badge gold" in c] == \
+        [c for c in cards if any(f'data-article="{a}"' in c for a in gold_in_top)]
     missed = [h.value for h in at.html if h.value.startswith('<div class="bsard-missed"')]
     assert len(missed) == 1
     for a in q["article_ids"]:
@@ -313,7 +314,8 @@ def test_per_question_filter_and_drill_down(runs):
     q = ds.questions("test")
     q = q[q["category"] == category].iloc[0]
     assert at.selectbox(key="dd_qid").value == q["id"]
-    gold = next(d.value for d in at.dataframe if list(d.value.columns) == ["article", "référence", "rang · systeme_a.trec"])
+    gold = next(d.value
+                for d in at.dataframe if list(d.value.columns) == ["article", "référence", "rang · systeme_a.trec"])
     assert list(gold["article"]) == list(q["article_ids"])
     assert list(gold["référence"]) == [ds.article(a)["reference"] for a in q["article_ids"]]
     ranking = list(read_run_bytes(runs["a"].read_bytes(), "a", qids=ds.qrels("test").keys()).run[q["id"]])

@@ -17,8 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bsard_demo import sources
-from bsard_demo.app import state as app_state
-from bsard_demo.app import ui
+from bsard_demo.app import state as app_state, ui
 from bsard_demo.sources import DataUnavailable, load_sample
 
 REPO = Path(__file__).resolve().parents[2]
@@ -180,15 +179,16 @@ def test_choosing_the_hub_offline_keeps_the_current_folder(monkeypatch, tmp_path
     assert not at.exception
     banner = banners(at)
     assert banner == ["Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face (hub injoignable et aucune copie en "
-                      f"cache local) : l'application utilise le jeu de données déjà chargé (Dossier local : {tmp_path}).\n"
-                      f"Raison : {message}"], banner
+                      "cache local) : l'application utilise le jeu de données déjà chargé (Dossier local : "
+                      f"{tmp_path}).\nRaison : {message}"], banner
     side = " ".join(unmd(m.value) for m in at.sidebar.markdown)
     assert f"Dossier local : {tmp_path}" in side and "30 articles" in side and "3 questions (test)" in side
     assert not any("FICTIFS" in w.value for w in at.warning)
     # the folder is still what the pages use
     at.text_area(key="question").input(QUESTION).run()
     assert not at.exception and not at.error
-    ids = [h.value.split('data-article="')[1].split('"')[0] for h in at.html if h.value.startswith('<div class="bsard-hit')]
+    ids = [h.value.split('data-article="')[1].split('"')[0]
+           for h in at.html if h.value.startswith('<div class="bsard-hit')]
     assert len(ids) == 10 and set(ids) <= set(ds.articles.head(30)["id"])
     at.switch_page("pages/score.py").run()
     assert at.selectbox(key="score_split").options == ["test (3 questions)"]
@@ -220,7 +220,8 @@ def test_open_data_keeps_the_dataset_the_session_had():
 
 
 @pytest.mark.parametrize("message, cause, french", [
-    ("cannot download articles.csv (x): the hub is unreachable and the file is not in the local cache", "offline", "hub injoignable"),
+    ("cannot download articles.csv (x): the hub is unreachable and the file is not in the local cache", "offline",
+     "hub injoignable"),
     ("cannot download articles.csv (x): TimeoutError: no answer within 120 s", "timeout", "pas répondu à temps"),
     ("the hub files look damaged or partly downloaded (questions_test.csv: …)", "damaged", "incomplets ou endommagés"),
     ("cannot download articles.csv (x): HTTPError: 500 Server Error", "error", None),
@@ -231,5 +232,6 @@ def test_hub_cause_and_the_message_shown(message, cause, french):
     found = app_state.hub_cause(error)
     assert (found is None) if french is None else (french in found)
     reason = app_state.fallback_reason("hub", error)
-    assert reason.startswith("Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face" + (f" ({found})" if found else " :"))
+    assert reason.startswith("Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face"
+                             + (f" ({found})" if found else " :"))
     assert app_state.failure_detail(error) == message

@@ -68,7 +68,8 @@ def test_builtin_runs_of_every_system_equal_the_cli(tmp_path, monkeypatch, capsy
                                   ["--retriever", "hybrid", "--encoder", "use,neighbours"],
                                   ["--query-text", "question+description"])):
         out = tmp_path / "run.trec"  # in-process: the indexes the page built are in the same BSARD_CACHE
-        assert main(["run", "--data", "sample", "--no-progress", "--out", str(out), *args]) == 0, capsys.readouterr().err
+        assert main(["run", "--data", "sample", "--no-progress", "--out", str(out),
+                     *args]) == 0, capsys.readouterr().err
         assert out.read_bytes() == built[name]["bytes"], name
     # a first build shows its progress: the dense index, the hybrid (whose BM25 part is built
     # then), the neighbours, the three-way hybrid; BM25 alone is then ready at once

@@ -16,10 +16,17 @@ from pathlib import Path
 import pytest
 
 from _app_helpers import sample_run_trec
-from bench.browser import REPO, STEP_MS, browser_context, serve_app, table_cells
-from bench.browser import ask, scroll_to
-from bench.browser import choose as _choose
-from bench.browser import wait_idle as _wait_idle
+from bench.browser import (
+    REPO,
+    STEP_MS,
+    ask,
+    browser_context,
+    choose as _choose,
+    scroll_to,
+    serve_app,
+    table_cells,
+    wait_idle as _wait_idle,
+)
 from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.sources import load_sample
 
@@ -149,8 +156,8 @@ def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_pat
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         _wait_idle(page)
         page.wait_for_function(
-            "q => [...document.querySelectorAll('[data-testid=\"stSelectbox\"] input')].some(i => i.value.startsWith('n° ' + q + ' ·'))",
-            arg=str(target["id"]), timeout=STEP_MS)
+            "q => [...document.querySelectorAll('[data-testid=\"stSelectbox\"] input')].some(i => "
+            "i.value.startsWith('n° ' + q + ' ·'))", arg=str(target["id"]), timeout=STEP_MS)
         # the drill-down shows the gold articles' text, and one rank column per run
         first_gold = ds.article(target["article_ids"][0])["article"]
         page.locator(".bsard-text").filter(has_text=first_gold[:40]).first.wait_for(timeout=STEP_MS)

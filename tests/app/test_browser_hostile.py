@@ -13,16 +13,29 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from bench.browser import STEP_MS, ask, browser_context, choose, scroll_to, serve_app, table_cells, wait_idle
-from _hostile_data import (BOLD_MD, CATEGORY, IMG, LONG, QUESTION, RUN_IMG, RUN_MD, SCRIPT, SVG, articles, questions,
-                           run_trec, write_dataset)
 from test_browser import ARTIFACTS
+
+from _hostile_data import (
+    BOLD_MD,
+    CATEGORY,
+    IMG,
+    LONG,
+    QUESTION,
+    RUN_IMG,
+    RUN_MD,
+    SCRIPT,
+    SVG,
+    articles,
+    questions,
+    run_trec,
+    write_dataset,
+)
+from bench.browser import STEP_MS, ask, browser_context, choose, scroll_to, serve_app, table_cells, wait_idle
 
 #: Elements or attributes that exist only if a payload was parsed as markup (the one script of the
 #: app's own, render.COPY_SCRIPT, is marked ``data-bsard="copy"``).
-LIVE_MARKUP = ("img[src='x'], [data-testid='stApp'] script:not([data-bsard='copy']), svg[onload], a[href^='javascript'], [onerror], [onload], "
-               "#vg-tooltip-element script")
+LIVE_MARKUP = ("img[src='x'], [data-testid='stApp'] script:not([data-bsard='copy']), svg[onload], "
+               "a[href^='javascript'], [onerror], [onload], #vg-tooltip-element script")
 #: JavaScript: [scrollWidth, clientWidth] of the page and of every card or question box.
 WIDTHS_JS = """() => [[document.documentElement.scrollWidth, document.documentElement.clientWidth],
   ...[...document.querySelectorAll('.bsard-hit, .bsard-question, [data-testid="stAlert"]')]

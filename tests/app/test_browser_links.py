@@ -11,8 +11,18 @@ import urllib.parse
 
 import pytest
 
-from bench.browser import (HIT_IDS_JS, RESULTS_READY_JS, STEP_MS, AppServer, ServerError, app_env, ask,
-                           browser_context, require_browser, wait_idle)
+from bench.browser import (
+    HIT_IDS_JS,
+    RESULTS_READY_JS,
+    STEP_MS,
+    AppServer,
+    ServerError,
+    app_env,
+    ask,
+    browser_context,
+    require_browser,
+    wait_idle,
+)
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_sample
@@ -50,7 +60,8 @@ def library_top(cache, question: str, k: int) -> list[str]:
     ds = load_sample()
     bm25 = RetrieverSpec("bm25")
     hybrid = hybrid_spec()
-    return [h.article_id for spec in (bm25, hybrid) for h in build_retriever(spec, ds, cache_root=cache).search(question, k)]
+    return [h.article_id for spec in (bm25, hybrid)
+            for h in build_retriever(spec, ds, cache_root=cache).search(question, k)]
 
 
 def query(url: str) -> dict[str, list[str]]:
@@ -81,7 +92,8 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
         ask(page, SECOND)
         second = wait_results(page, SECOND, 2, 12)
         assert second == library_top(cache, SECOND, 6)
-        page.wait_for_function("(q) => new URLSearchParams(location.search).get('q') === q", arg=SECOND, timeout=STEP_MS)
+        page.wait_for_function("(q) => new URLSearchParams(location.search).get('q') === q", arg=SECOND,
+                               timeout=STEP_MS)
         address = page.url
         assert query(address)["q"] == [SECOND] and query(address)["systems"] == ["bm25", "hybrid"]
         code = page.locator("[data-testid='stCode']").first

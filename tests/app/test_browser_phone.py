@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from bench.browser import (METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, chromium_options, serve_app, wait_idle)
+from bench.browser import METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, chromium_options, serve_app, wait_idle
 
 PHONE = {"width": 390, "height": 844}
 QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"

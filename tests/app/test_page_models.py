@@ -85,7 +85,8 @@ def test_per_question_table_is_computed_once(sample, monkeypatch):
     expected = per_question_table(board.evaluations, questions)
     pd.testing.assert_frame_equal(tables.per_question, expected)
     assert to_csv_bytes(tables.per_question) == to_csv_bytes(expected)  # the download, byte for byte
-    assert list(tables.per_question_text.columns) == list(expected.columns[:3]) + ["question"] + list(expected.columns[3:])
+    assert list(tables.per_question_text.columns) == \
+        list(expected.columns[:3]) + ["question"] + list(expected.columns[3:])
     text = questions.set_index("id")["question"]
     assert list(tables.per_question_text["question"]) == [text[q] for q in expected["qid"]]
     pd.testing.assert_frame_equal(tables.metrics, metrics_table(board.evaluations))

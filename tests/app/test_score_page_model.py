@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from _app_helpers import sample_run_trec
 from bsard_demo.app import charts
-from bsard_demo.app.score_page import (ABSENT, DD_QID, DD_RUN, OUTCOMES, PQ_FILTER, RANK_PREFIX, SELECTION,
+
+# Wrapped by hand (isort skips it): one name a line would repeat test_search_logic.py's imports line for line.
+from bsard_demo.app.score_page import (ABSENT, DD_QID, DD_RUN, OUTCOMES, PQ_FILTER, RANK_PREFIX, SELECTION,  # isort: skip
                                        BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_name,
                                        chart_clicked, chart_key, comparison, drill_down, gold_ranks_frame, is_long,
                                        open_question, picked_qid, problems_frame, score_files, score_tables,
                                        shown_metrics)
 from bsard_demo.app.search_page import column_specs
-from bsard_demo.runs import Run
 from bsard_demo.evaluation.stats import compare_measure
+from bsard_demo.runs import Run
 from bsard_demo.sources import load_sample
 
 
@@ -73,7 +74,8 @@ def test_builtin_runs_protocol():
     assert runs.has("BM25") and not runs.has("BM25", "question+description")
     assert BuiltinRun(session, "other", "test").built() == [] and BuiltinRun(session, "data", "train").built() == []
     BuiltinRun.drop(session, "BM25 intégré")
-    assert [n for n, _, _ in BuiltinRun(session, "data", "test").built()] == ["Dense (use) intégré (question + description)"]
+    assert [n for n, _, _ in BuiltinRun(session, "data", "test").built()] == \
+        ["Dense (use) intégré (question + description)"]
     BuiltinRun.request(session, "train", "BM25")  # a run for another split replaces the old ones (bounded memory)
     assert BuiltinRun(session, "data", "train").settle(True, build)
     assert BuiltinRun(session, "data", "test").built() == [] and len(session[BuiltinRun.STORED]) == 1

@@ -20,15 +20,25 @@ from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
 from _html_fragments import parse
-from bsard_demo.app.answers import (EXPORT_COLUMNS, cite_counts, export_csv, export_markdown, export_rows, panel_reason,
-                                    part_label, similar_questions, why_line, with_why_lines)
+from bsard_demo.app.answers import (
+    EXPORT_COLUMNS,
+    cite_counts,
+    export_csv,
+    export_markdown,
+    export_rows,
+    panel_reason,
+    part_label,
+    similar_questions,
+    why_line,
+    with_why_lines,
+)
 from bsard_demo.app.passages import group_passages, passage_title, section_context
 from bsard_demo.app.search_page import ColumnResult, ShownHit
 from bsard_demo.dataset import Dataset, normalize_articles, normalize_questions
 from bsard_demo.retrievers import build_retriever
-from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.retrievers.base import Hit
 from bsard_demo.retrievers.neighbours import NEIGHBOURS, Neighbour
+from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_sample
 
 SECTION = ("Code civil", "Livre III", "Section 1")
@@ -118,7 +128,8 @@ def test_the_panel_says_in_one_line_why_it_is_absent():
     assert "ajoutez « neighbours »" in panel_reason(TINY, active=False)
     no_train = Dataset(name="t", kind="local", articles=ARTICLES, splits={"test": TRAIN})
     assert "n'a pas de questions d'entraînement" in panel_reason(no_train, active=False)
-    outside = Dataset(name="t", kind="local", articles=ARTICLES, splits={"train": TRAIN.assign(article_ids=[("99",)] * 2)})
+    outside = Dataset(name="t", kind="local", articles=ARTICLES,
+                      splits={"train": TRAIN.assign(article_ids=[("99",)] * 2)})
     assert "aucune question du split « train » ne cite un article" in panel_reason(outside, active=False)
     for reason in (panel_reason(no_train, False), panel_reason(outside, False), panel_reason(TINY, False)):
         assert "\n" not in reason
@@ -134,12 +145,15 @@ def test_downloads_hold_every_displayed_hit_with_its_why_line_and_the_link():
     table = list(csv.DictReader(io.StringIO(export_csv(rows).decode("utf-8-sig"))))
     assert list(table[0]) == list(EXPORT_COLUMNS) and len(table) == 3
     assert [(r["système"], r["rang"], r["référence"]) for r in table] == [
-        ("BM25", "1", "Art. 948, Code civil"), ("BM25", "2", "'=HYPERLINK(\"x\")"), ("Hybride | x", "1", "Art. 947, Code civil")]
+        ("BM25", "1", "Art. 948, Code civil"), ("BM25", "2", "'=HYPERLINK(\"x\")"),
+        ("Hybride | x", "1", "Art. 947, Code civil")]
     assert table[2]["pourquoi"] == "BM25 n° 2 · 1 question proche" and table[0]["fil d'Ariane"] == " › ".join(SECTION)
-    assert {r["lien"] for r in table} == {"https://demo/search?q=x"} and {r["question"] for r in table} == {"Ma question ?"}
+    assert {r["lien"] for r in table} == {"https://demo/search?q=x"} and \
+        {r["question"] for r in table} == {"Ma question ?"}
     md = export_markdown("Ma *question* ?", rows, "https://demo/search?q=x")
     assert md.startswith("# Recherche : Ma \\*question\\* ?") and "<https://demo/search?q=x>" in md
-    assert "## Hybride \\| x" in md and "| 1 | Art. 947, Code civil | Code civil › Livre III › Section 1 | 1 | BM25 n° 2" in md
+    assert "## Hybride \\| x" in md and \
+        "| 1 | Art. 947, Code civil | Code civil › Livre III › Section 1 | 1 | BM25 n° 2" in md
     assert "&lt;b&gt;Code&lt;/b&gt;" in md and "<b>" not in md
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bsard_demo.retrievers.registry import hybrid_spec
 
-from bsard_demo.app.search_links import (DEFAULT_K, DEFAULT_RRF_K, MAX_QUESTION_CHARS, LinkChoices, SearchSettings,
+# Wrapped by hand (isort skips it): one name a line would repeat pages/search.py's imports line for line.
+from bsard_demo.app.search_links import (DEFAULT_K, DEFAULT_RRF_K, MAX_QUESTION_CHARS, LinkChoices, SearchSettings,  # isort: skip
                                          link_params, link_query, parse_link, same_params, settings_from_state,
                                          share_url, should_apply, state_from_settings, weight_key)
 
@@ -38,7 +38,8 @@ def settings(draw):
                                                   max_size=len(henc) + 1).filter(lambda w: any(x > 0 for x in w))))
     example = draw(st.one_of(st.none(), st.sampled_from(sorted(EXAMPLES))))
     return SearchSettings(question=draw(questions), systems=draw(systems), k=draw(st.integers(1, 100)),
-                          code=draw(st.one_of(st.none(), st.sampled_from(CODES))), encoder=draw(st.sampled_from(ENCODERS)),
+                          code=draw(st.one_of(st.none(), st.sampled_from(CODES))),
+                          encoder=draw(st.sampled_from(ENCODERS)),
                           hybrid_encoders=henc, fusion=draw(st.sampled_from(["rrf", "weighted"])),
                           rrf_k=draw(st.integers(1, 1000)), alpha=draw(st.floats(0, 1)),
                           weights=None if weights is None else tuple(weights), example=example)
@@ -90,7 +91,8 @@ def test_systems_repeated_or_comma_separated(params):
 
 
 def test_both_forms_in_a_real_query_string():
-    for query in ("systems=bm25&systems=dense", "systems=bm25,dense", "systems=bm25%2Cdense", "systems=bm25&systems=dense,bm25"):
+    for query in ("systems=bm25&systems=dense", "systems=bm25,dense", "systems=bm25%2Cdense",
+                  "systems=bm25&systems=dense,bm25"):
         assert parse_link(parse_query(query), CHOICES) == (SearchSettings(systems=("bm25", "dense")), []), query
 
 
@@ -104,7 +106,8 @@ def test_the_example_fills_an_absent_question():
     s, notes = parse_link({"ex": "1"}, CHOICES)
     assert (s.example, s.question, notes) == ("1", EXAMPLES["1"], [])
     s, _ = parse_link({"ex": "1", "q": "ma question à moi"}, CHOICES)
-    assert (s.example, s.question) == ("1", "ma question à moi")  # kept: the page scores it only while it is the example's text
+    assert (s.example, s.question) == \
+        ("1", "ma question à moi")  # kept: the page scores it only while it is the example's text
 
 
 def test_an_empty_link_is_the_default_search_without_notes():
@@ -167,7 +170,8 @@ def test_an_invalid_value_falls_back_with_a_note(params, name, expected, said):
 
 
 def test_every_problem_of_a_link_is_noted_at_once():
-    s, notes = parse_link({"systems": "tfidf", "k": "0", "code": "?", "enc": "gpt", "fusion": "max", "zz": "1"}, CHOICES)
+    s, notes = parse_link({"systems": "tfidf", "k": "0", "code": "?", "enc": "gpt", "fusion": "max", "zz": "1"},
+                          CHOICES)
     assert s == SearchSettings() and len(notes) == 6
 
 
@@ -178,7 +182,8 @@ def test_a_huge_value_is_shortened_in_its_note():
 
 def test_share_url():
     s = SearchSettings(question="a&b=c #1", systems=("dense",), encoder="e5")
-    assert share_url("http://127.0.0.1:8501/", s) == "http://127.0.0.1:8501/?q=a%26b%3Dc%20%231&systems=dense&k=10&enc=e5"
+    assert share_url("http://127.0.0.1:8501/", s) == \
+        "http://127.0.0.1:8501/?q=a%26b%3Dc%20%231&systems=dense&k=10&enc=e5"
     assert share_url("https://x.streamlit.app/search?old=1#top", s).startswith("https://x.streamlit.app/search?q=")
     assert share_url(None, s) == link_query(s) and share_url("", s).startswith("?q=")
 

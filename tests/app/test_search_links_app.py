@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
-from bsard_demo.app.search_links import parse_link, LinkChoices, same_params
+from bsard_demo.app.search_links import LinkChoices, parse_link, same_params
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_dataset, load_sample
@@ -39,7 +39,8 @@ def open_link(params: dict) -> AppTest:
 
 
 def hit_ids(at: AppTest) -> list[str]:
-    return [h.value.split('data-article="')[1].split('"')[0] for h in at.html if h.value.startswith('<div class="bsard-hit')]
+    return [h.value.split('data-article="')[1].split('"')[0]
+            for h in at.html if h.value.startswith('<div class="bsard-hit')]
 
 
 def warnings(at: AppTest) -> list[str]:
@@ -57,7 +58,8 @@ def test_a_link_reproduces_the_librarys_results():
     assert_clean(at) and not warnings(at)
     assert at.text_area(key="question").value == QUESTION
     assert [s.value for s in at.main.subheader] == ["BM25", "Dense \\(use\\)"]
-    assert hit_ids(at) == top(RetrieverSpec("bm25"), QUESTION, 7) + top(RetrieverSpec("dense", {"encoder": "use"}), QUESTION, 7)
+    assert hit_ids(at) == \
+        top(RetrieverSpec("bm25"), QUESTION, 7) + top(RetrieverSpec("dense", {"encoder": "use"}), QUESTION, 7)
     # the address bar holds the search, in its written form
     assert same_params(at.query_params, {"q": QUESTION, "systems": ["bm25", "dense"], "k": "7", "enc": "use"})
 
@@ -76,7 +78,8 @@ def test_a_hybrid_link_with_its_fusion_settings():
     assert [s.value for s in at.main.subheader] == ["Hybride RRF k\\=60 w\\=1,0\\.5 \\(use\\)"]
     assert hit_ids(at) == top(hybrid_spec(), QUESTION, 5)
     assert [at.number_input(key=f"weight:{s}").value for s in ("bm25", "use")] == [1.0, 0.5]
-    assert same_params(at.query_params, {"q": QUESTION, "systems": ["hybrid"], "k": "5", "henc": ["use"], "fusion": "rrf",
+    assert same_params(at.query_params,
+                       {"q": QUESTION, "systems": ["hybrid"], "k": "5", "henc": ["use"], "fusion": "rrf",
                                          "rrfk": "60", "w": ["1", "0.5"]})
     # the weighted fusion of two systems is set by alpha
     at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5", "fusion": "weighted", "alpha": "0.3"})
@@ -185,7 +188,8 @@ def test_e5_waits_for_the_visitor_before_a_first_build(small_folder):
     assert not list((Path(os.environ["BSARD_CACHE"])).glob("dense*/*"))
     at.button(key="build:e5").click().run()
     assert_clean(at) and not warnings(at)
-    assert [s.value for s in at.main.subheader] == ["BM25", "Dense \\(e5\\)", "Hybride RRF k\\=60 w\\=1,0\\.5,0\\.5 \\(use \\+ e5\\)"]
+    assert [s.value for s in at.main.subheader] == \
+        ["BM25", "Dense \\(e5\\)", "Hybride RRF k\\=60 w\\=1,0\\.5,0\\.5 \\(use \\+ e5\\)"]
     ds = load_dataset(str(small_folder))
     assert hit_ids(at)[3:6] == top(RetrieverSpec("dense", {"encoder": "e5"}), QUESTION, 3, ds)
     # another visitor: the index is there, no note
@@ -202,12 +206,14 @@ def test_a_trained_model_is_an_encoder_of_the_menu_and_of_links(small_folder, tm
     ds = load_dataset(str(small_folder))
     (model / METADATA_FILE).write_text(json.dumps({"dataset": {"name": "bsard", "split": "train",
                                                                "articles_sha256": articles_fingerprint(ds.articles)},
-                                                   "base": {"name": "minilm"}, "settings": {"epochs": 1}, "pairs": 4399}))
+                                                   "base": {"name": "minilm"}, "settings": {"epochs": 1},
+                                                   "pairs": 4399}))
     monkeypatch.setenv("BSARD_MODELS", str(models))
     at = open_link({"q": QUESTION, "systems": "dense", "enc": "trained:bsard-minilm", "k": "4"})
     assert_clean(at) and not warnings(at)
     label = "bsard-minilm — minilm affiné sur bsard (split train, 4399 paires, 1 époque(s)) · ce corpus"
-    assert at.selectbox(key="encoder").options[-1] == label and at.selectbox(key="encoder").value == "trained:bsard-minilm"
+    assert at.selectbox(key="encoder").options[-1] == label and \
+        at.selectbox(key="encoder").value == "trained:bsard-minilm"
     assert at.multiselect(key="hybrid_encoders").options[-1] == label
     assert [s.value for s in at.main.subheader] == ["Dense \\(trained\\:bsard\\-minilm\\)"]
     assert hit_ids(at) == top(RetrieverSpec("dense", {"encoder": str(model)}), QUESTION, 4, ds)

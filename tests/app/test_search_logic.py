@@ -10,20 +10,22 @@ import pandas as pd
 import pytest
 
 from _app_helpers import sample_run_trec
-from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary, display_name,
+from bsard_demo.app.render import missed_list
+
+# Wrapped by hand (isort skips it): one name a line would repeat app/ui.py's and test_score_page_model.py's imports.
+from bsard_demo.app.score_page import (builtin_name, builtin_run, builtin_run_text, comparison, curve_frame,  # isort: skip
+                                       display_metrics, drill_down, filter_categories, metrics_frame,
+                                       per_question_frame, problems_frame, score_files)
+from bsard_demo.app.search_page import (NEW, article_codes, column_specs, example_questions, filter_by_code,  # isort: skip
+                                        missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
+from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary, display_name,  # isort: skip
                                   get_retriever, is_built, open_data, progress_fraction, progress_text, source_kind)
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
 from bsard_demo.evaluation.report import metrics_table, render_table
+from bsard_demo.evaluation.scoring import unique_names
 from bsard_demo.retrievers import Hit, RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
-from bsard_demo.app.score_page import (builtin_name, builtin_run, builtin_run_text, comparison, curve_frame,
-                                display_metrics, drill_down, filter_categories, metrics_frame, per_question_frame,
-                                problems_frame, score_files)
-from bsard_demo.evaluation.scoring import unique_names
-from bsard_demo.app.render import missed_list
-from bsard_demo.app.search_page import (NEW, article_codes, column_specs, example_questions, filter_by_code,
-                               missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
 from bsard_demo.sources import DataUnavailable, load_sample
 
 
@@ -267,7 +269,8 @@ def test_open_data_bad_folder(tmp_path, sample):
     from bsard_demo.sources import load_dataset
 
     data = open_data(str(tmp_path / "absent"), lambda s: sample if s == "sample" else load_dataset(s))
-    assert data.spec == "sample" and "n'a pas pu être chargé" in data.fallback_reason and "no such folder" in data.detail
+    assert data.spec == "sample" and "n'a pas pu être chargé" in data.fallback_reason and \
+        "no such folder" in data.detail
 
 
 def test_data_key_changes_when_a_local_file_changes(tmp_path):
@@ -292,7 +295,8 @@ def test_dataset_summary_and_names(sample):
 #: (by English prefix): the steps' French must be the same, word for word.
 _OLD_WORDS = {
     "analysing articles": "analyse des articles", "indexing": "indexation",
-    "saving BM25 index": "enregistrement de l'index BM25", "loaded cached BM25 index": "index BM25 chargé depuis le cache",
+    "saving BM25 index": "enregistrement de l'index BM25",
+    "loaded cached BM25 index": "index BM25 chargé depuis le cache",
     "saving embeddings": "enregistrement des plongements", "embedding articles": "encodage des articles",
     "embedding questions": "encodage des questions", "loaded cached embeddings": "plongements chargés depuis le cache",
     "loaded BM25 index": "index BM25 chargé", "loaded embeddings": "plongements chargés",
@@ -347,10 +351,12 @@ def test_hybrid_is_composed_from_shared_parts(sample, tmp_path, monkeypatch):
     assert len(hits) == 5 and hybrid.name.startswith("hybrid rrf k=10")
     # the same hybrid as the library's own assembly (registry.build_retriever), options and all
     direct = build_retriever(spec, sample)
-    assert hybrid.name == direct.name and hybrid.search("garantie locative", 50) == direct.search("garantie locative", 50)
+    assert hybrid.name == direct.name and \
+        hybrid.search("garantie locative", 50) == direct.search("garantie locative", 50)
     weighted = RetrieverSpec("hybrid", {"retrievers": parts, "method": "weighted", "alpha": 0.8})
     assert get_retriever(reg, data, weighted).retrievers[1] is get_retriever(reg, data, parts[1])
-    assert (get_retriever(reg, data, weighted).search("bail", 30) == build_retriever(weighted, sample).search("bail", 30))
+    assert (get_retriever(reg, data, weighted).search("bail", 30)
+            == build_retriever(weighted, sample).search("bail", 30))
 
 
 # --------------------------------------------------------------------------- scoring
@@ -371,8 +377,8 @@ def test_score_files_matches_evaluate_and_the_cli_table(sample):
     table = metrics_frame(board)
     assert not board.published and list(table["source"]) == ["this run", "this run"]
     shown = display_metrics(table)
-    assert list(shown.columns) == ["R@100", "R@200", "R@500", "MAP@100", "MRR@100", "nDCG@10", "manquantes", "inconnues",
-                                   "source"]
+    assert list(shown.columns) == ["R@100", "R@200", "R@500", "MAP@100", "MRR@100", "nDCG@10", "manquantes",
+                                   "inconnues", "source"]
     # the displayed numbers are the CLI table's numbers
     cli_rows = [line.split() for line in render_table(table, "table").splitlines()[2:]]
     for row, (_, values) in zip(cli_rows, shown.iterrows()):
@@ -411,7 +417,8 @@ def test_per_question_curve_comparison_and_drill_down(sample):
     last = curve[(curve["run"] == "s0.trec") & (curve["k"] == 100)]["recall"].iloc[0]
     assert last == pytest.approx(board.evaluations["s0.trec"].means["recall@100"])
     cmp = comparison(board, "recall@100").pairs
-    assert list(zip(cmp["run_a"], cmp["run_b"])) == [("s0.trec", "s1.trec"), ("s0.trec", "s2.trec"), ("s1.trec", "s2.trec")]
+    assert list(zip(cmp["run_a"], cmp["run_b"])) == \
+        [("s0.trec", "s1.trec"), ("s0.trec", "s2.trec"), ("s1.trec", "s2.trec")]
     assert all(cmp["wins"] + cmp["ties"] + cmp["losses"] == n)
 
     run = board.runs[2].file.run  # s2 leaves out the first two questions
