@@ -15,7 +15,8 @@ from ..sources import default_spec
 
 #: What a user may do instead of a dataset that cannot be used, by the error's ``advice`` code
 #: (:class:`bsard_demo.dataset.DataError`), as the CLI words it after the message.
-ALTERNATIVES = "use --data sample (the bundled fictional demo) or --data PATH (a folder with articles.csv and questions_<split>.csv)"
+ALTERNATIVES = ("use --data sample (the bundled fictional demo) or --data PATH (a folder with articles.csv and "
+                "questions_<split>.csv)")
 DATA_ADVICE = {
     "other_source": f"; {ALTERNATIVES}",
     "other_source_or": f" ({ALTERNATIVES.replace('use ', 'or ')})",
@@ -54,7 +55,8 @@ def add_index_argument(p: argparse.ArgumentParser) -> None:
     (see :func:`activate_index`)."""
     p.add_argument("--index", default=None, metavar="DIR|hf://OWNER/NAME[@REV]",
                    help="prebuilt index bundle (made by 'index --export'), used instead of building when it matches "
-                        "the data and settings; default $BSARD_INDEX; '' for none. A hub bundle is fetched with HF_TOKEN")
+                        "the data and settings; default $BSARD_INDEX; '' for none. A hub bundle is fetched with "
+                        "HF_TOKEN")
 
 
 def activate_index(args: argparse.Namespace, command: str, dataset) -> object | None:
@@ -101,7 +103,9 @@ def error_text(error: BaseException | str) -> str:
     """The CLI's words for an error: its message, then (a :class:`DataError`) its advice."""
     if isinstance(error, str):
         return error
-    return f"{error}{DATA_ADVICE.get(getattr(error, 'advice', None) or '', '')}" if isinstance(error, DataError) else str(error)
+    if not isinstance(error, DataError):
+        return str(error)
+    return f"{error}{DATA_ADVICE.get(getattr(error, 'advice', None) or '', '')}"
 
 
 def fail(command: str, message: BaseException | str) -> int:

@@ -14,8 +14,8 @@ from typing import Sequence
 
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
-from ..evaluation.report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
 from ..evaluation.checks import problem_code, problem_record
+from ..evaluation.report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..runs import sandbox
 from ..sources import load_dataset
@@ -39,7 +39,9 @@ conventions:
 
 def add_data_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``data``: summarise a dataset."""
-    p = subparsers.add_parser("data", help="summarise a dataset", description="Summarise a dataset: counts, relevant articles per question, questions per category.")
+    p = subparsers.add_parser("data", help="summarise a dataset",
+                              description="Summarise a dataset: counts, relevant articles per question, questions per "
+                                          "category.")
     add_data_argument(p)
     p.set_defaults(func=cmd_data)
     return p
@@ -49,11 +51,13 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``evaluate``: score run files."""
     p = subparsers.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines, parquet; optionally gzipped) "
-                                   "against a split: recall@k, map@k, mrr@k and ndcg@10, macro-averaged over all questions.")
+                       description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines, parquet; optionally "
+                                   "gzipped) against a split: recall@k, map@k, mrr@k and ndcg@10, macro-averaged over "
+                                   "all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
     add_run_arguments(p)
-    p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K", help="cutoffs (default: 100 200 500)")
+    p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K",
+                   help="cutoffs (default: 100 200 500)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
     p.set_defaults(func=cmd_evaluate)
@@ -79,7 +83,8 @@ def cmd_data(args: argparse.Namespace) -> int:
             known = ds.article_ids
             unknown = {a for ids in q["article_ids"] for a in ids if a not in known}
             if unknown:
-                out.append(f"  warning: {len(unknown)} gold article id(s) not in the corpus, e.g. {', '.join(sorted(unknown)[:5])}")
+                out.append(f"  warning: {len(unknown)} gold article id(s) not in the corpus, e.g. "
+                           f"{', '.join(sorted(unknown)[:5])}")
         cats = q["category"].replace("", "(none)").value_counts()
         out.append("  per category: " + ", ".join(f"{c} {n}" for c, n in cats.items()))
     print("\n".join(out))
@@ -176,6 +181,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.format == "table" and "ndcg@10" in table.columns:
             print(NDCG_NOTE)
     if args.per_query and evaluations:
-        per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False, float_format="%.6f")
+        per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False,
+                                                                         float_format="%.6f")
     report_unusable("evaluate", scored)
     return scored.exit_code

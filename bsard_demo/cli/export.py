@@ -61,8 +61,8 @@ def _torch_only_models(args: argparse.Namespace) -> str | None:
     """Why the bundle could not carry a model folder of ``--encoder`` (before any build), or ``None``."""
     if getattr(args, "retriever", "bm25") == "bm25" or not getattr(args, "encoder", None):
         return None
-    from ..retrievers.encoders import ENCODER_CHOICES
     from ..retrievers.adapter import is_adapter_folder
+    from ..retrievers.encoders import ENCODER_CHOICES
     from ..retrievers.onnx_encoder import find_export
 
     for name in (n.strip() for n in str(args.encoder).split(",")):
@@ -70,8 +70,8 @@ def _torch_only_models(args: argparse.Namespace) -> str | None:
         if name.lower() in ENCODER_CHOICES or not folder.is_dir() or is_adapter_folder(folder):
             continue  # a query adapter goes in as its two files (numpy on a built-in encoder)
         if getattr(args, "backend", "auto") == "torch":
-            return (f"--export carries model folders as ONNX exports: {name} cannot go in a bundle with --backend torch "
-                    "(use --backend auto)")
+            return (f"--export carries model folders as ONNX exports: {name} cannot go in a bundle with --backend "
+                    "torch (use --backend auto)")
         if find_export(folder) is None:
             return (f"--export carries model folders as ONNX exports, and {name} has none: run python -m bsard_demo "
                     f"export-onnx {name} first")

@@ -20,7 +20,8 @@ def add_export_onnx_parser(subparsers) -> argparse.ArgumentParser:
         "export-onnx", help="add an ONNX export to a model folder (torch-free serving)",
         description="Export a sentence-transformers model folder (e.g. one written by train) or minilm to ONNX: "
                     "the graph, tokenizer.json and a record of pooling, window, prefixes and checksums, so that "
-                    "onnxruntime + tokenizers reproduce its embeddings without torch. Needs torch (and onnx for --int8).")
+                    "onnxruntime + tokenizers reproduce its embeddings without torch. Needs torch (and onnx for "
+                    "--int8).")
     p.add_argument("model", metavar="MODEL_DIR|minilm", help="a sentence-transformers model folder, or minilm")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write the export into DIR (a new or empty folder) instead of MODEL_DIR/onnx; "

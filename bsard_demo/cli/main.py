@@ -1,4 +1,5 @@
-"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index,tune,train,export-onnx} ...``: the parser and :func:`main`.
+"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index,tune,train,export-onnx} ...``: the parser
+and :func:`main`.
 
 Each command lives in its own module, which adds its subparser and handler: ``data`` and
 ``evaluate`` in :mod:`.evaluate`, ``compare`` in :mod:`.compare`, ``run`` and ``index`` in
@@ -17,8 +18,8 @@ import argparse
 import sys
 from typing import Sequence
 
-from ..dataset import DataError
 from .. import settings
+from ..dataset import DataError
 from .common import OneLineParser, error_text, one_line
 from .compare import add_compare_parser
 from .evaluate import add_data_parser, add_evaluate_parser
