@@ -49,7 +49,8 @@ def test_evaluate_json_on_real_labels_equals_trec_eval(tmp_path, real_bsard_dir,
     assert out["questions"] == 222 and out["split"] == "test"
     res = out["runs"]["bm25.trec"]
     assert res["missing_questions"] == 222 - len(scores) and res["unknown_questions"] == 0
-    assert set(res) >= {"recall@100", "recall@200", "recall@500", "map@100", "map@200", "map@500", "mrr@100", "mrr@200", "mrr@500"}
+    assert set(res) >= {"recall@100", "recall@200", "recall@500", "map@100", "map@200", "map@500", "mrr@100", "mrr@200",
+                        "mrr@500"}
     run = Run.from_scores(scores)
     tq = {q: {d: 1 for d in rel} for q, rel in qrels.items()}
     for k in (100, 200, 500):
@@ -75,7 +76,8 @@ def test_evaluate_table_formats_and_published_rows(tmp_path, real_bsard_dir, rea
     header = table.splitlines()[1].split()
     assert header == ["run", "R@100", "R@200", "R@500", "MAP@100", "MRR@100", "nDCG@10", "missing", "unknown"]
     assert "the figure MTEB reports" in table
-    for fmt, marker in (("markdown", "| run | R@100 | R@200 | R@500 | MAP@100 | MRR@100 | nDCG@10 | missing | unknown |"),
+    for fmt, marker in (("markdown",
+                         "| run | R@100 | R@200 | R@500 | MAP@100 | MRR@100 | nDCG@10 | missing | unknown |"),
                         ("latex", r"\begin{tabular}"), ("latex", "MRR@100 & nDCG@10 & missing"),
                         ("csv", "run,recall@100,recall@200,recall@500,map@100,mrr@100,ndcg@10,missing_questions,")):
         assert main(["evaluate", str(run_path), "--data", str(real_bsard_dir), "--format", fmt]) == 0

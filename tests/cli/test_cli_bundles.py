@@ -13,8 +13,7 @@ import pytest
 
 from _tiny_corpus import ARTICLES, data_dir, make_data, no_bundle, run_cli  # noqa: F401 (fixtures; no_bundle is autouse)
 from bsard_demo import bundles, cache
-from bsard_demo.retrievers import bm25 as bm25_module
-from bsard_demo.retrievers import encoders
+from bsard_demo.retrievers import bm25 as bm25_module, encoders
 
 
 def stderr_lines(capsys) -> list[str]:
@@ -41,8 +40,8 @@ def no_build(monkeypatch):
 
 def export(tmp_path, data_dir, retriever="bm25", *extra) -> Path:
     dest = tmp_path / f"bundle-{retriever}"
-    assert run_cli("index", "--retriever", retriever, "--data", str(data_dir), "--cache-dir", str(tmp_path / "build-cache"),
-                   "--export", str(dest), "--no-progress", *extra) == 0
+    assert run_cli("index", "--retriever", retriever, "--data", str(data_dir), "--cache-dir",
+                   str(tmp_path / "build-cache"), "--export", str(dest), "--no-progress", *extra) == 0
     return dest
 
 
@@ -86,7 +85,8 @@ def test_bsard_index_is_the_default_and_an_empty_option_turns_it_off(tmp_path, d
     assert cache.used_entries()[-1].source == "bundle"
     assert run_file(tmp_path, data_dir, "off", "--cache-dir", str(tmp_path / "e2"), "--index", "") == warm
     assert "index bundle" not in capsys.readouterr().err
-    assert {u.source for u in cache.used_entries() if u.path and Path(u.path).is_relative_to(tmp_path / "e2")} == {"built"}
+    assert {u.source for u in cache.used_entries() if u.path and Path(u.path).is_relative_to(tmp_path / "e2")} == \
+        {"built"}
 
 
 def test_hybrid_bundle_serves_bm25_and_embeddings_without_encoding_articles(tmp_path, data_dir, capsys, monkeypatch):
@@ -150,14 +150,16 @@ def test_damaged_or_missing_bundle_is_one_note_and_the_usual_build(tmp_path, dat
     victim = next(p for p in dest.glob("bm25s/*/*") if p.name != cache.MANIFEST and p.is_file())
     victim.write_bytes(victim.read_bytes()[:-1] + b"?")
     capsys.readouterr()
-    assert run_file(tmp_path, data_dir, "damaged", "--cache-dir", str(tmp_path / "c1"), "--index", str(dest)) == reference
+    assert run_file(tmp_path, data_dir, "damaged", "--cache-dir", str(tmp_path / "c1"), "--index", str(dest)) == \
+        reference
     notes = [line for line in stderr_lines(capsys) if "note:" in line]
     assert len(notes) == 1 and "is damaged (" in notes[0] and "building it instead" in notes[0]
     assert run_file(tmp_path, data_dir, "missing", "--cache-dir", str(tmp_path / "c2"), "--index",
                     str(tmp_path / "nowhere")) == reference
     notes = [line for line in stderr_lines(capsys) if "note:" in line]
     assert len(notes) == 1 and "no such folder" in notes[0]
-    assert run_file(tmp_path, data_dir, "bad", "--cache-dir", str(tmp_path / "c3"), "--index", "hf://not a repo") == reference
+    assert run_file(tmp_path, data_dir, "bad", "--cache-dir", str(tmp_path / "c3"), "--index", "hf://not a repo") == \
+        reference
     notes = [line for line in stderr_lines(capsys) if "note:" in line]
     assert len(notes) == 1 and "hf://OWNER/NAME" in notes[0]
 

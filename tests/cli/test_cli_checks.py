@@ -123,14 +123,16 @@ def test_a_distance_run_with_lower_is_better_scores_like_its_similarities(tmp_pa
     assert main(["compare", str(tmp_path / "dist.trec"), str(copy), "--data", "sample", "--lower-is-better",
                  "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["runs"]["dist.trec"] == pytest.approx(plain["runs"]["sim.trec"]["recall@100"], abs=1e-12)  # JSON: 12 digits
+    assert out["runs"]["dist.trec"] == \
+        pytest.approx(plain["runs"]["sim.trec"]["recall@100"], abs=1e-12)  # JSON: 12 digits
     assert out["pairs"][0]["ties"] == out["questions"]
     # a distance run beside a similarity run: --distances reads that one file as distances
     assert main(["compare", str(tmp_path / "sim.trec"), str(tmp_path / "dist.trec"), "--data", "sample",
                  "--distances", "dist.trec", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["runs"]["dist.trec"] == out["runs"]["sim.trec"] and out["pairs"][0]["ties"] == out["questions"]
-    rc, mixed = evaluate_json(capsys, tmp_path / "sim.trec", tmp_path / "dist.trec", extra=("--distances", str(tmp_path / "dist.trec")))
+    rc, mixed = evaluate_json(capsys, tmp_path / "sim.trec", tmp_path / "dist.trec",
+                              extra=("--distances", str(tmp_path / "dist.trec")))
     assert rc == 0 and mixed["runs"]["dist.trec"] == mixed["runs"]["sim.trec"] == plain["runs"]["sim.trec"]
     assert not [p for p in mixed["problems"]["sim.trec"] + mixed["problems"]["dist.trec"]
                 if p["code"] in ("scores_ascending", "scores_descending")]

@@ -205,7 +205,8 @@ def test_an_unusable_file_among_usable_ones_exits_2_after_comparing_the_others(f
     assert rc == 2
     out = json.loads(captured.out)
     assert list(out["runs"]) == ["a.trec", "c.trec"] and len(out["pairs"]) == 1
-    assert captured.err.splitlines()[-1] == "bsard_demo compare: unusable run file(s), not scored: bad.trec (2 error(s))"
+    assert captured.err.splitlines()[-1] == \
+        "bsard_demo compare: unusable run file(s), not scored: bad.trec (2 error(s))"
 
 
 def test_the_same_file_twice_is_two_runs(files, capsys):

@@ -11,11 +11,11 @@ import pytest
 
 from _onnx_model import exported_model
 from bsard_demo import training
-from bsard_demo.training import finetune
 from bsard_demo.cli.main import main
 from bsard_demo.retrievers import encoders as E
 from bsard_demo.retrievers.onnx_encoder import MODEL_FILE, RECORD_FILE, OnnxEncoder, read_record
 from bsard_demo.sources import load_dataset
+from bsard_demo.training import finetune
 
 #: One xdist worker runs the three ONNX files, so the session's export (and the torch/ONNX vectors)
 #: is made once (tests/conftest.py groups them too).
@@ -126,8 +126,8 @@ def test_train_writes_the_export_and_records_it(tmp_path, capsys, monkeypatch):
         return [], 0
     monkeypatch.setattr(finetune, "_fit", fit)
     out = tmp_path / "trained"
-    assert main(["train", "--finetune", "--data", str(_data(tmp_path)), "--out", str(out), "--max-seq", "64", "--no-evaluate",
-                 "--no-progress"]) == 0
+    assert main(["train", "--finetune", "--data", str(_data(tmp_path)), "--out", str(out), "--max-seq", "64",
+                 "--no-evaluate", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     record = json.loads((out / training.METADATA_FILE).read_text())
     export = read_record(out / "onnx")
@@ -137,6 +137,6 @@ def test_train_writes_the_export_and_records_it(tmp_path, capsys, monkeypatch):
     assert isinstance(enc, OnnxEncoder) and enc.max_tokens == 64
     assert not (out / "onnx" / RECORD_FILE).read_text().count(str(tmp_path / ".trained"))  # no temporary path kept
     no_onnx = tmp_path / "no-onnx"
-    assert main(["train", "--finetune", "--data", str(_data(tmp_path / "x")), "--out", str(no_onnx), "--no-onnx", "--no-evaluate",
-                 "--no-progress"]) == 0
+    assert main(["train", "--finetune", "--data", str(_data(tmp_path / "x")), "--out", str(no_onnx), "--no-onnx",
+                 "--no-evaluate", "--no-progress"]) == 0
     assert not (no_onnx / "onnx").exists() and "onnx" not in json.loads((no_onnx / training.METADATA_FILE).read_text())

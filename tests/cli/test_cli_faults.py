@@ -20,8 +20,8 @@ import pytest
 
 from bsard_demo import sources
 from bsard_demo.cli.common import one_line
-from bsard_demo.runs import read as run_read
 from bsard_demo.cli.main import main
+from bsard_demo.runs import read as run_read
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = ("data", "evaluate", "compare", "run", "index")
@@ -110,7 +110,8 @@ DATA_FAULTS = {
                                  "articles.csv: is a folder, not a CSV file"),
     "articles.csv is a FIFO": (lambda d: ((d / "articles.csv").unlink(), _fifo(d / "articles.csv")),
                                "articles.csv: is a special file"),
-    "questions_test.csv is a folder": (lambda d: ((d / "questions_test.csv").unlink(), (d / "questions_test.csv").mkdir()),
+    "questions_test.csv is a folder": (lambda d: ((d / "questions_test.csv").unlink(),
+                                                  (d / "questions_test.csv").mkdir()),
                                        "questions_test.csv: is a folder"),
     "questions_test.csv is a FIFO": (lambda d: ((d / "questions_test.csv").unlink(), _fifo(d / "questions_test.csv")),
                                      "questions_test.csv: is a special file"),
@@ -121,7 +122,8 @@ DATA_FAULTS = {
         'id,question,article_ids\n10,"Combien ?,2\n11,x,3\n'), "not a readable CSV"),
     "questions: binary garbage": (lambda d: (d / "questions_test.csv").write_bytes(BINARY), "not UTF-8 text"),
     "questions: Latin-1": (lambda d: (d / "questions_test.csv").write_bytes(
-        "id,question,article_ids\n10,Où est la caution ?,2\n".encode("latin-1")), "not UTF-8 text (bad byte on line 2)"),
+        "id,question,article_ids\n10,Où est la caution ?,2\n".encode("latin-1")),
+                           "not UTF-8 text (bad byte on line 2)"),
     "questions: wrong columns": (lambda d: (d / "questions_test.csv").write_text("a,b,c\n1,2,3\n"),
                                  "missing column(s) id, question, article_ids"),
     "questions: empty file": (lambda d: (d / "questions_test.csv").write_bytes(b""), "the file is empty"),
@@ -132,7 +134,8 @@ DATA_FAULTS = {
     "articles: bad quoting": (lambda d: (d / "articles.csv").write_text('id,article\n1,"open\n2,b\n'),
                               "not a readable CSV"),
     "articles: binary garbage": (lambda d: (d / "articles.csv").write_bytes(BINARY), "not UTF-8 text"),
-    "articles: wrong columns": (lambda d: (d / "articles.csv").write_text("x,y\n1,2\n"), "missing column(s) id, article"),
+    "articles: wrong columns": (lambda d: (d / "articles.csv").write_text("x,y\n1,2\n"),
+                                "missing column(s) id, article"),
     "articles: repeated ids": (lambda d: (d / "articles.csv").write_text("id,article\n1,a\n1,b\n"),
                                "repeated article id(s) 1"),
     "articles: header only": (lambda d: (d / "articles.csv").write_text("id,article\n"), None),
@@ -149,7 +152,8 @@ def test_broken_dataset_folder(tmp_path, capsys, command, fault):
     breaker(folder)
     if phrase is None:  # a corpus without articles: only searching needs one
         if command in ("run", "index"):
-            one_line_failure(capsys, argv(command, str(folder), tmp_path), f"bsard_demo {command}: ", "the article corpus is empty")
+            one_line_failure(capsys, argv(command, str(folder), tmp_path), f"bsard_demo {command}: ",
+                             "the article corpus is empty")
         else:
             assert main(argv(command, str(folder), tmp_path)) == 0
         return
@@ -169,7 +173,8 @@ def test_unreadable_dataset_file_simulated(tmp_path, capsys, monkeypatch, comman
         return real(self)
 
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
-    one_line_failure(capsys, argv(command, str(folder), tmp_path), "questions_test.csv: cannot read (Permission denied)")
+    one_line_failure(capsys, argv(command, str(folder), tmp_path),
+                     "questions_test.csv: cannot read (Permission denied)")
 
 
 # -- broken run files (evaluate) --------------------------------------------------------------
@@ -206,7 +211,8 @@ def test_broken_run_file(tmp_path, capsys, fault, command):
         run.write_bytes(gzip.compress(GOOD_RUN.encode() * 50)[:-20])
     elif content is not None:
         run.write_bytes(content)
-    line = one_line_failure(capsys, argv(command, data, tmp_path, run=str(run)), f"bsard_demo {command}: r.trec", phrase)
+    line = one_line_failure(capsys, argv(command, data, tmp_path, run=str(run)), f"bsard_demo {command}: r.trec",
+                            phrase)
     assert line.endswith("; not scored")
 
 
@@ -409,7 +415,8 @@ def test_subprocess_subset(tmp_path):
     cases = {
         "data, offline hub": (["data"], "--data sample"),
         "evaluate, garbage run": (["evaluate", str(tmp_path / "garbage.trec"), "--data", str(folder)], "PNG image"),
-        "run, bad quoting": (["run", "--data", str(bad_quotes), "--out", str(tmp_path / "o.trec")], "not a readable CSV"),
+        "run, bad quoting": (["run", "--data", str(bad_quotes), "--out", str(tmp_path / "o.trec")],
+                             "not a readable CSV"),
         "index, articles.csv a folder": (["index", "--data", str(as_dir)], "is a folder, not a CSV file"),
     }
     _check_all({name: (_spawn(args, env), phrase) for name, (args, phrase) in cases.items()})

@@ -68,9 +68,10 @@ def use_lines(text: str) -> list[str]:
     return [line.split("use it: ", 1)[1] for line in text.splitlines() if line.startswith("use it: ")]
 
 
-@pytest.mark.parametrize("retriever", [["--retriever", "bm25", "--k1-values", "0.5", "1.2", "--b-values", "0.3", "0.75"],
-                                       ["--retriever", "hybrid", "--encoder", "neighbours", "--rrf-k-values", "10", "60",
-                                        "--weight-values", "0.5", "1", "--alpha-values", "0.5"]],
+@pytest.mark.parametrize("retriever",
+                         [["--retriever", "bm25", "--k1-values", "0.5", "1.2", "--b-values", "0.3", "0.75"],
+                                       ["--retriever", "hybrid", "--encoder", "neighbours", "--rrf-k-values", "10",
+                                        "60", "--weight-values", "0.5", "1", "--alpha-values", "0.5"]],
                          ids=["bm25", "bm25+neighbours"])
 def test_tune_prints_the_figure_its_run_line_gives(real_slice, retriever, tmp_path, capsys):
     text = printed(capsys, ["tune", *retriever, "--data", str(real_slice), "--split", "train", "--measure", "map@100"])
@@ -87,9 +88,10 @@ def test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines(real
     ds = load_dataset(str(real_slice))
     pairs = sum(len(set(ids) & ds.article_ids) for ids in ds.questions("train")["article_ids"])
     model = tmp_path / "model"
-    text = printed(capsys, ["train", "--finetune", "--data", str(real_slice), "--out", str(model), "--epochs", "1", "--batch", "8",
-                            "--max-seq", "32", "--threads", "1", "--hard-negatives", "1", "--no-onnx"])
-    summary = re.search(rf"split train: (\d+) pairs and (\d+) BM25 hard negatives from (\d+) questions, .* in (\d+) s", text)
+    text = printed(capsys, ["train", "--finetune", "--data", str(real_slice), "--out", str(model), "--epochs", "1",
+                            "--batch", "8", "--max-seq", "32", "--threads", "1", "--hard-negatives", "1", "--no-onnx"])
+    summary = re.search(r"split train: (\d+) pairs and (\d+) BM25 hard negatives from (\d+) questions, .* in (\d+) s",
+                        text)
     assert summary, text
     assert (int(summary[1]), int(summary[2]), int(summary[3])) == (pairs, pairs, TRAIN_QUESTIONS)
     dev = re.search(r"scored on test \((\d+) questions\): dense R@100 ([0-9.]+) MAP@100 ([0-9.]+); "

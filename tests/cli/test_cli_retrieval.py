@@ -11,9 +11,9 @@ import pytest
 
 from _tiny_corpus import articles, make_data, run_cli
 from bsard_demo.cli.retrieval import add_run_parser, spec_from_args
-from bsard_demo.retrievers.batch import question_texts, run_tag
 from bsard_demo.evaluation import evaluate
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
+from bsard_demo.retrievers.batch import question_texts, run_tag
 from bsard_demo.retrievers.bm25 import BM25Retriever
 from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.runs import read_run_path
@@ -48,8 +48,8 @@ def read_back(path: Path, dataset, k: int):
 def test_run_writes_a_valid_run_for_every_question(tmp_path, data_dir, fmt, suffix, capsys):
     out = tmp_path / f"run{suffix}"
     extra = ["--format", fmt] if fmt else []
-    rc = run_cli("run", "--data", str(data_dir), "--out", str(out), "--depth", "5", "--cache-dir", str(tmp_path / "cache"),
-                 "--no-progress", *extra)
+    rc = run_cli("run", "--data", str(data_dir), "--out", str(out), "--depth", "5", "--cache-dir",
+                 str(tmp_path / "cache"), "--no-progress", *extra)
     assert rc == 0
     dataset = load_dataset(data_dir)
     rf = read_back(out, dataset, k=5)
@@ -72,7 +72,8 @@ def test_run_writes_a_valid_run_for_every_question(tmp_path, data_dir, fmt, suff
 def test_run_options_change_the_tag_and_the_ranking(tmp_path, data_dir):
     out = tmp_path / "run.trec"
     rc = run_cli("run", "--data", str(data_dir), "--out", str(out), "--depth", "8", "--no-progress", "--cache-dir",
-                 str(tmp_path / "c"), "--k1", "1.2", "--b", "0.75", "--bm25-method", "robertson", "--no-stem", "--no-headers")
+                 str(tmp_path / "c"), "--k1", "1.2", "--b", "0.75", "--bm25-method", "robertson", "--no-stem",
+                 "--no-headers")
     assert rc == 0
     rf = read_back(out, load_dataset(data_dir), k=8)
     assert rf.tags == ("bm25_k1=1.2_b=0.75_robertson_fields=article_nostem",)
@@ -81,7 +82,8 @@ def test_run_options_change_the_tag_and_the_ranking(tmp_path, data_dir):
 
 def test_with_description_appends_extra_description():
     texts = question_texts(QUESTIONS, with_description=True)
-    assert texts[0] == "Quel est le montant maximal de la garantie locative ?\nMon propriétaire demande trois mois de loyer."
+    assert texts[0] == \
+        "Quel est le montant maximal de la garantie locative ?\nMon propriétaire demande trois mois de loyer."
     assert texts[1] == "Comment résilier mon bail ?"
     assert question_texts(QUESTIONS, with_description=False) == list(QUESTIONS["question"])
 
@@ -111,7 +113,8 @@ def test_query_text_choice_and_its_alias(tmp_path, data_dir):
     assert written["alias"] == written["question+description"] != written["question"]
     # the tag tells the protocols apart
     tags = {name: text.split(maxsplit=6)[5] for name, text in written.items()}
-    assert tags["question"] == "bm25_k1=1_b=0.6_lucene" and tags["alias"] == "bm25_k1=1_b=0.6_lucene_question+description"
+    assert tags["question"] == "bm25_k1=1_b=0.6_lucene" and \
+        tags["alias"] == "bm25_k1=1_b=0.6_lucene_question+description"
 
 
 def test_bad_query_text_is_one_line_exit_2(tmp_path, data_dir, capsys):
@@ -124,7 +127,8 @@ def test_bad_query_text_is_one_line_exit_2(tmp_path, data_dir, capsys):
 
 
 def test_run_tag_has_no_spaces():
-    assert run_tag("hybrid rrf k=60 (bm25 k1=1 b=0.6 lucene + dense use)") == "hybrid_rrf_k=60_bm25_k1=1_b=0.6_lucene_+_dense_use"
+    assert run_tag("hybrid rrf k=60 (bm25 k1=1 b=0.6 lucene + dense use)") == \
+        "hybrid_rrf_k=60_bm25_k1=1_b=0.6_lucene_+_dense_use"
     assert run_tag("  ") == "run"
 
 
@@ -210,8 +214,10 @@ def test_hybrid_options_make_the_same_spec_as_the_library():
     assert _spec("--retriever", "hybrid", "--encoder", "use,e5") == hybrid_spec("use,e5")
     assert _spec("--retriever", "hybrid", "--encoder", "USE, e5", "--weights", "1,0.25,2", "--rrf-k", "30") == \
         hybrid_spec(["use", "e5"], weights=[1, 0.25, 2], rrf_k=30)
-    assert _spec("--retriever", "hybrid", "--fusion", "weighted", "--alpha", "0.7") == hybrid_spec(method="weighted", alpha=0.7)
-    assert _spec("--retriever", "hybrid", "--k1", "1.5", "--no-stem") == hybrid_spec(bm25_options={"k1": 1.5, "stem": False})
+    assert _spec("--retriever", "hybrid", "--fusion", "weighted", "--alpha", "0.7") == \
+        hybrid_spec(method="weighted", alpha=0.7)
+    assert _spec("--retriever", "hybrid", "--k1", "1.5", "--no-stem") == \
+        hybrid_spec(bm25_options={"k1": 1.5, "stem": False})
     assert _spec("--retriever", "dense", "--encoder", "E5") == RetrieverSpec("dense", {"encoder": "e5"})
     assert _spec("--retriever", "dense") == RetrieverSpec("dense")
 
@@ -220,13 +226,16 @@ def test_hybrid_options_make_the_same_spec_as_the_library():
     (["--retriever", "dense", "--encoder", "use,e5"], "--retriever dense takes one encoder, not 2 (use, e5); "
                                                       "to fuse several, use --retriever hybrid --encoder use,e5"),
     (["--retriever", "dense", "--weights", "1,1"], "--weights applies to --retriever hybrid, not dense"),
-    (["--retriever", "bm25", "--encoder", "e5", "--rrf-k", "10"], "--encoder and --rrf-k apply to --retriever dense or hybrid"),
-    (["--retriever", "hybrid", "--encoder", "use,e5", "--weights", "1,0.5"], "2 weight(s) for 3 systems (bm25, use, e5)"),
+    (["--retriever", "bm25", "--encoder", "e5", "--rrf-k", "10"],
+     "--encoder and --rrf-k apply to --retriever dense or hybrid"),
+    (["--retriever", "hybrid", "--encoder", "use,e5", "--weights", "1,0.5"],
+     "2 weight(s) for 3 systems (bm25, use, e5)"),
     (["--retriever", "hybrid", "--weights", "1,x"], "weights must be finite numbers >= 0"),
     (["--retriever", "hybrid", "--encoder", "use,,e5"], "empty encoder name"),
     (["--retriever", "hybrid", "--encoder", "use,use"], "encoder listed more than once: use"),
     (["--retriever", "hybrid", "--alpha", "0.3"], "alpha applies to the weighted fusion only"),
-    (["--retriever", "hybrid", "--fusion", "weighted", "--encoder", "use,e5", "--alpha", "0.3"], "alpha weighs exactly two systems"),
+    (["--retriever", "hybrid", "--fusion", "weighted", "--encoder", "use,e5", "--alpha", "0.3"],
+     "alpha weighs exactly two systems"),
 ])
 def test_fusion_option_errors_are_one_line_before_any_build(tmp_path, data_dir, capsys, options, needle):
     cache = tmp_path / "c"
@@ -255,6 +264,7 @@ def test_hybrid_of_bm25_use_and_e5_end_to_end(tmp_path, data_dir):
         rf = read_back(out, dataset, k=8)
         library = build_retriever(spec, dataset, cache_root=cache)
         assert rf.tags == (run_tag(library.name),)
-        expected = {q: tuple(h.article_id for h in hits) for q, hits in zip(dataset.questions("test")["id"], library.search_many(texts, 8))}
+        expected = {q: tuple(h.article_id for h in hits)
+                    for q, hits in zip(dataset.questions("test")["id"], library.search_many(texts, 8))}
         assert dict(rf.run) == expected
     assert "w=1,0.5,0.25" in rf.tags[0] and "dense_e5" in rf.tags[0]

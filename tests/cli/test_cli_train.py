@@ -12,10 +12,10 @@ from _training_fixture import HARD_NEGATIVES, SEED, TINY, skip_without_training
 
 skip_without_training()
 
-from bsard_demo.sources import load_dataset  # noqa: E402
-from bsard_demo.training import METADATA_FILE  # noqa: E402
 from _small_sample import one_torch_thread  # noqa: E402
 from _tiny_corpus import run_cli  # noqa: E402
+from bsard_demo.sources import load_dataset  # noqa: E402
+from bsard_demo.training import METADATA_FILE  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +34,8 @@ def test_train_then_run_with_the_printed_command(tiny_model, tmp_path, capsys, m
     assert record["settings"] | flags == record["settings"]
     assert record["dataset"]["split"] == "train" and record["dataset"]["spec"] == str(data)
     assert f"model folder: {out}" in tiny_model.cli_stdout
-    dense = next(l.split("use it: ", 1)[1] for l in tiny_model.cli_stdout.splitlines() if "--retriever dense" in l)
+    dense = next(line.split("use it: ", 1)[1] for line in tiny_model.cli_stdout.splitlines()
+                 if "--retriever dense" in line)
     argv = shlex.split(dense)[3:]
     run_file = tmp_path / "dense.trec"
     argv[argv.index("--out") + 1] = str(run_file)

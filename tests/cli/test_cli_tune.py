@@ -45,7 +45,8 @@ def test_tune_hybrid_of_bm25_and_use_on_a_small_grid(capsys):
                    "--weight-values", "0.5", "1", "--alpha-values", "0.5", "--no-progress")
     assert code == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
-    assert "tuned hybrid" in printed and "5 settings" in printed and "use it: python -m bsard_demo run --retriever hybrid" in printed
+    assert "tuned hybrid" in printed and "5 settings" in printed and \
+        "use it: python -m bsard_demo run --retriever hybrid" in printed
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -81,11 +82,15 @@ def _behaviour(spec):
 
 
 @pytest.mark.parametrize("spec", [
-    RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense")], "method": "rrf", "rrf_k": 60.0}),
-    RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense")], "method": "rrf", "rrf_k": 10.0,
+    RetrieverSpec("hybrid",
+                  {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense")], "method": "rrf", "rrf_k": 60.0}),
+    RetrieverSpec("hybrid",
+                  {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense")], "method": "rrf", "rrf_k": 10.0,
                              "weights": [1.0, 2.0]}),
-    RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25", {"k1": 1.5}), RetrieverSpec("dense", {"encoder": "e5"}),
-                                            RetrieverSpec("dense", {"encoder": "use"})], "method": "rrf", "rrf_k": 60.0}),
+    RetrieverSpec("hybrid",
+                  {"retrievers": [RetrieverSpec("bm25", {"k1": 1.5}), RetrieverSpec("dense", {"encoder": "e5"}),
+                                            RetrieverSpec("dense", {"encoder": "use"})], "method": "rrf",
+                   "rrf_k": 60.0}),
     hybrid_spec(), hybrid_spec("use,e5"), hybrid_spec("e5,use", weights="1,0.5,1", rrf_k=0),
     hybrid_spec(method="weighted", alpha=0.8), hybrid_spec(method="weighted"),
     hybrid_spec("use,e5", method="weighted", weights="2,1,0"),

@@ -44,8 +44,10 @@ def test_progress_steps_read_as_the_old_english_messages():
            Step("embedding_questions", encoder="e5"): "embedding questions (e5)",
            Step("searching_questions"): "searching questions",
            Step("saving", entry="bm25s", subject="", what="BM25 index"): "saving BM25 index",
-           Step("loaded_cached", entry="dense", subject="use", what="embeddings (use)"): "loaded cached embeddings (use)",
-           Step("loaded_bundle", entry="bm25s", subject="", what="BM25 index"): "loaded BM25 index from the index bundle"}
+           Step("loaded_cached", entry="dense", subject="use",
+                what="embeddings (use)"): "loaded cached embeddings (use)",
+           Step("loaded_bundle", entry="bm25s", subject="",
+                what="BM25 index"): "loaded BM25 index from the index bundle"}
     newer = {Step("fitting_adapter", encoder="use"): "fitting the query adapter (use)"}  # no older message
     assert {s.kind for s in old} | {s.kind for s in newer} == set(STEP_WORDS)
     assert all(str(step) == text for step, text in newer.items())
