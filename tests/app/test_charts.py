@@ -15,7 +15,8 @@ from bsard_demo.evaluation.stats import metric_table_with_ci
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
-CATEGORY_SIZES = {"Famille": 67, "Logement": 66, "Argent": 36, "Justice": 30, "Etrangers": 13, "Travail": 6, "Protection sociale": 4}
+CATEGORY_SIZES = {"Famille": 67, "Logement": 66, "Argent": 36, "Justice": 30, "Etrangers": 13, "Travail": 6,
+                  "Protection sociale": 4}
 RUNS = ["bm25", "dense", "hybride"]
 
 
@@ -62,7 +63,8 @@ def per_question() -> pd.DataFrame:
 
 
 def test_metric_label():
-    assert [charts.metric_label_fr(m) for m in ("recall@100", "map@200", "mrr@500", "n_relevant")] == ["Rappel@100", "MAP@200", "MRR@500", "n_relevant"]
+    assert [charts.metric_label_fr(m) for m in ("recall@100", "map@200", "mrr@500", "n_relevant")] == \
+        ["Rappel@100", "MAP@200", "MRR@500", "n_relevant"]
 
 
 # --- metric_bars ------------------------------------------------------------------------------
@@ -74,7 +76,7 @@ def test_metric_bars(per_question):
     bars, rules = spec["layer"]
     assert (mark(bars), mark(rules)) == ("bar", "rule")
     enc = bars["encoding"]
-    assert (enc["x"]["field"], enc["xOffset"]["field"], enc["y"]["field"], enc["color"]["field"]) == ("label", "run", "value", "run")
+    assert tuple(enc[c]["field"] for c in ("x", "xOffset", "y", "color")) == ("label", "run", "value", "run")
     assert enc["x"]["title"] == "Mesure" and enc["y"]["title"] == "Valeur"
     assert enc["x"]["sort"] == ["Rappel@100", "MAP@100"] and enc["color"]["sort"] == RUNS
     assert (rules["encoding"]["y"]["field"], rules["encoding"]["y2"]["field"]) == ("ci_low", "ci_high")
@@ -128,7 +130,7 @@ def test_category_breakdown_means_and_counts(per_question):
     spec = check_common(charts.category_breakdown(per_question, "recall@100"))
     assert mark(spec) == "bar"
     enc = spec["encoding"]
-    assert (enc["y"]["field"], enc["yOffset"]["field"], enc["x"]["field"], enc["color"]["field"]) == ("category", "run", "value", "run")
+    assert tuple(enc[c]["field"] for c in ("y", "yOffset", "x", "color")) == ("category", "run", "value", "run")
     assert enc["y"]["title"] == "Catégorie" and "Rappel@100" in enc["x"]["title"]
     assert enc["y"]["sort"] == list(CATEGORY_SIZES)  # by decreasing number of questions
     assert {"field": "questions", "type": "quantitative", "title": "Questions"} in enc["tooltip"]
@@ -168,7 +170,7 @@ def test_per_question_distribution_counts(per_question):
     spec = check_common(charts.per_question_distribution(per_question, "recall@100"))
     assert mark(spec) == "bar"
     enc = spec["encoding"]
-    assert (enc["x"]["field"], enc["xOffset"]["field"], enc["y"]["field"], enc["color"]["field"]) == ("bin", "run", "questions", "run")
+    assert tuple(enc[c]["field"] for c in ("x", "xOffset", "y", "color")) == ("bin", "run", "questions", "run")
     assert enc["y"]["title"] == "Nombre de questions" and enc["x"]["sort"] == list(charts.BIN_LABELS)
     drawn = values(spec)
     assert len(drawn) == len(RUNS) * 7

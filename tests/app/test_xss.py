@@ -17,7 +17,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import gzip
-import html
 import json
 import os
 import pickle
@@ -29,14 +28,26 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, sample_run_trec, set_app_env, start
-from _hostile_data import (A_JS, BOLD_MD, CATEGORY, EVIL_ARTICLE, EVIL_QID, IMG, LONG, MARKUP, QUESTION, RUN_IMG, RUN_MD,
-                           SCRIPT, SVG, articles, questions, run_json, run_trec, write_dataset)
+
+# Wrapped by hand (isort skips it): one name a line would repeat test_browser_hostile.py's imports line for line.
+from _hostile_data import (A_JS, BOLD_MD, CATEGORY, EVIL_ARTICLE, EVIL_QID, IMG, LONG, MARKUP, QUESTION, RUN_IMG,  # isort: skip
+                           RUN_MD, SCRIPT, SVG, articles, questions, run_json, run_trec, write_dataset)
 from _html_fragments import parse
-from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.answers import CitedArticle, SimilarQuestion
+from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.passages import ContextArticle, Entry
-from bsard_demo.app.render import (COPY_SCRIPT, breadcrumb, hit_card, missed_list, passage_card, question_box,
-                                   reminder_card, section_view, similar_panel, upload_refused_notice)
+from bsard_demo.app.render import (
+    COPY_SCRIPT,
+    breadcrumb,
+    hit_card,
+    missed_list,
+    passage_card,
+    question_box,
+    reminder_card,
+    section_view,
+    similar_panel,
+    upload_refused_notice,
+)
 from bsard_demo.app.search_page import MissedGold, RankMarker, ShownHit
 
 FOLDER = f"données {IMG} {BOLD_MD}"
@@ -184,7 +195,8 @@ def test_search_page_shows_every_hostile_field_as_text(hostile_dir):
     assert LONG in shown["11"] and LONG in shown["12"]
     captions = " ".join(unmd(c.value) for c in at.caption)
     assert f"catégorie {CATEGORY}" in captions
-    assert any(o.startswith(f"n° {EVIL_QID} · Famille {IMG} · {SCRIPT}") for o in at.selectbox(key="example_qid").options)
+    assert any(o.startswith(f"n° {EVIL_QID} · Famille {IMG} · {SCRIPT}")
+               for o in at.selectbox(key="example_qid").options)
 
     # a short top k lists the missed gold articles (reference and id, both hostile)
     at.slider(key="top_k").set_value(1).run()
@@ -208,7 +220,8 @@ def test_search_page_shows_every_hostile_field_as_text(hostile_dir):
     missed = [html_text(f) for f in html_bodies(at) if f.startswith('<div class="bsard-missed"')]
     assert len(missed) == 1 and f"Articles pertinents hors du code filtré « {code} »" in missed[0]
     for a in outside:
-        assert f"{reference[a] or 'Article ' + a} (id {a}, {'hors du code filtré' if a in codes else 'absent du corpus'})" in missed[0]
+        where = 'hors du code filtré' if a in codes else 'absent du corpus'
+        assert f"{reference[a] or 'Article ' + a} (id {a}, {where})" in missed[0]
 
 
 def test_typed_long_hostile_question(hostile_dir):
@@ -242,7 +255,7 @@ def test_panel_passages_and_why_lines_show_hostile_data_as_text(tmp_path, monkey
     at.run()
     assert_no_live_markup(at)
     (panel,) = [html_text(f) for f in html_bodies(at) if f.startswith('<div class="bsard-similar"')]
-    assert panel.count(CATEGORY) == 5 and panel.count(f"n° t") == 5
+    assert panel.count(CATEGORY) == 5 and panel.count("n° t") == 5
     shown_questions = [q for q in train if f"n° {q['id']} ·" in panel]
     assert len(shown_questions) == 5 and all(q["question"] in panel for q in shown_questions)
     reference = {a["id"]: a["reference"] for a in rows}
@@ -263,7 +276,8 @@ def test_a_hostile_link_is_shown_as_text(hostile_dir, tmp_path, monkeypatch):
     models = tmp_path / "models"
     good = models / f"m {IMG}"
     good.mkdir(parents=True)
-    (good / "bsard_training.json").write_text(json.dumps({"dataset": {"name": SCRIPT, "split": BOLD_MD}, "base": {"name": IMG}}))
+    (good / "bsard_training.json").write_text(json.dumps({"dataset": {"name": SCRIPT, "split": BOLD_MD},
+                                                          "base": {"name": IMG}}))
     (good / "modules.json").write_text("[]")
     broken = models / f"{BOLD_MD} {IMG}"
     broken.mkdir()
@@ -386,8 +400,8 @@ def test_unloadable_hostile_folder_is_named_as_text(monkeypatch, tmp_path):
 def test_each_renderer_keeps_a_payload_as_text(payload):
     hit = ShownHit(rank=1, article_id=payload, score=1.0, reference=payload, breadcrumb=(payload, payload),
                    text=f"garantie {payload} " * 30, gold=True, marker=RankMarker("up", 2), why=f"{payload} n° 3")
-    other = ShownHit(rank=4, article_id=payload + "2", score=0.5, reference=payload, breadcrumb=(payload,), text=payload,
-                     why=payload)
+    other = ShownHit(rank=4, article_id=payload + "2", score=0.5, reference=payload, breadcrumb=(payload,),
+                     text=payload, why=payload)
     context = [ContextArticle(payload, payload, payload, True, 1), ContextArticle(payload, "", payload, False)]
     similar = [SimilarQuestion(payload, payload, payload, 1.5, (CitedArticle(payload, payload, (payload,), True,
                                                                              ((payload, 2),)),
@@ -471,7 +485,8 @@ def audit(events: list):
         elif event in ("os.rename", "os.replace", "shutil.copyfile", "shutil.move"):
             events.append(("write", os.fsdecode(args[1])))
         elif event in ("os.mkdir", "os.symlink", "os.link", "os.truncate"):
-            events.append(("write", os.fsdecode(args[0]) if isinstance(args[0], (str, bytes, os.PathLike)) else str(args[0])))
+            events.append(("write",
+                           os.fsdecode(args[0]) if isinstance(args[0], (str, bytes, os.PathLike)) else str(args[0])))
         elif event == "pickle.find_class":
             events.append(("unpickle", f"{args[0]}.{args[1]}"))
         elif event in ("exec", "compile"):
