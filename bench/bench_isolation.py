@@ -98,8 +98,8 @@ def main(argv=None) -> int:
             for _ in range(args.repeat):
                 for tree, sink in ((base, before), (REPO, now)):
                     t0 = time.perf_counter()
-                    proc = subprocess.run([sys.executable, "-m", "bsard_demo", "evaluate", str(run), "--data", "sample"],
-                                          cwd=tree, capture_output=True, text=True)
+                    proc = subprocess.run([sys.executable, "-m", "bsard_demo", "evaluate", str(run), "--data",
+                                           "sample"], cwd=tree, capture_output=True, text=True)
                     sink.append(time.perf_counter() - t0)
                     assert proc.returncode == 0, proc.stderr
             extra = statistics.median(now) - statistics.median(before)

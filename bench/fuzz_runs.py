@@ -316,8 +316,9 @@ def _mutations(bases: list[tuple[str, bytes]], n: int, rng: random.Random) -> It
 
 
 # -- running cases in a child ---------------------------------------------------------------------
-#: The child (run in the repository, which ``-c`` puts first on its path): reads cases (a JSON line ``{"name", "size", "isolate"}`` then the bytes) and answers
-#: each with a JSON line; a case that kills or hangs it is reported by the parent.
+#: The child (run in the repository, which ``-c`` puts first on its path): reads cases (a JSON line
+#: ``{"name", "size", "isolate", "kind"}`` then the bytes) and answers each with a JSON line; a case
+#: that kills or hangs it is reported by the parent.
 _CHILD = r"""
 import json, sys
 from bsard_demo.runs import FORMATS, UNKNOWN, read_run_bytes
@@ -416,8 +417,8 @@ def run_cases(cases: Iterable[tuple[str, bytes]], *, isolate: bool = True, timeo
             child = child or _Child()
             out = Outcome(name, data)
             try:
-                child.proc.stdin.write(json.dumps({"name": name, "size": len(data), "isolate": isolate, "kind": kind}).encode()
-                                       + b"\n" + data)
+                job = {"name": name, "size": len(data), "isolate": isolate, "kind": kind}
+                child.proc.stdin.write(json.dumps(job).encode() + b"\n" + data)
                 child.proc.stdin.flush()
                 line = child.line(timeout)
             except OSError:  # it died before taking the whole case

@@ -16,14 +16,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench.fuzz_runs import _bases
-from bsard_demo.runs import read_run_bytes, read_run_path
-from bsard_demo.runs import sandbox
+from bsard_demo.runs import read_run_bytes, read_run_path, sandbox
 from bsard_demo.runs.decode import Source, open_content
 from bsard_demo.runs.problems import ProblemList
 from bsard_demo.runs.read import RunFile
 from bsard_demo.runs.sandbox import ForkServer, Isolation, parse_parquet_isolated
 
 HOSTILE = Path(__file__).parent / "hostile"
+PROBE_LIMITS = Isolation(seconds=20)
 ABORTING = sorted(HOSTILE.glob("abort-*.parquet"))
 REPO = Path(__file__).resolve().parents[2]
 
@@ -139,7 +139,7 @@ def probe(tmp_path_factory):
     (folder / "sandbox_probes.py").write_text(PROBES)
     server = ForkServer("sandbox_probes:dispatch", str(folder))
 
-    def read(name: str, isolation: Isolation = Isolation(seconds=20)) -> RunFile:
+    def read(name: str, isolation: Isolation = PROBE_LIMITS) -> RunFile:
         (folder / name).write_bytes(b"PAR1")
         result = RunFile(name="probe.parquet", format="unknown", run=None, problems=ProblemList())
         content, _ = open_content(Source(data=_bases()[0]), ProblemList())
