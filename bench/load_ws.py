@@ -184,6 +184,12 @@ def prepare(args, fleet: Fleet, workdir: Path) -> dict:
             page = await v.open("search", {"q": "bonjour"})
             return page.query_string or "", [c.label for c in page.columns()]
     link, labels = asyncio.run(first_link())
+
+    async def warm(url: str) -> None:  # every process loads its indexes before anything is measured
+        async with Visitor(url, timeout=600) as v:
+            await v.open("search", {"q": "bonjour", **parse_qs(link)})
+    for server in fleet.servers:
+        asyncio.run(warm(server.url))
     drawn = next((drawn_weights(label) for label in labels if label.startswith("Hybride")), None)
     written = parse_qs(link).get("w")
     if drawn and written and [float(x) for x in drawn] != [float(x) for x in written]:
