@@ -39,7 +39,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .base import Hit, id_ranks, rank_all
+from .base import Hit, clip_k, id_ranks, rank_all
 
 #: The header columns of the schema, from the widest to the narrowest.
 HEADER_COLUMNS = ("code", "book", "part", "act", "chapter", "section", "subsection")
@@ -275,9 +275,7 @@ class StructureRetriever:
         return self.search_many([question], k)[0]
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
-        k = min(int(k), len(self.graph)) if int(k) >= 1 else int(k)
-        if k < 1:
-            raise ValueError(f"k must be at least 1, not {k}")
+        k = clip_k(k, len(self.graph))
         runs = self.inner.search_many(list(questions), max(k, min(self.settings.depth, len(self.graph))))
         return [rescore(self.graph, hits, self.settings, k) for hits in runs]
 
