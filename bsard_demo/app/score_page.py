@@ -421,8 +421,10 @@ def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None
     e.g. ``{"bundle:NAME": "NAME"}``: the index bundle's models), the specs of
     :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page serves the
     other); for each of them that is one of ``adapters`` (a query adapter), with ``neighbours``, also
-    the hybrid BM25 + adapter + neighbours, the system the Search page shows a first visitor."""
+    the hybrid BM25 + adapter + neighbours, the system the Search page shows a first visitor, and
+    that hybrid re-scored along the code's structure (``run --structure``: :data:`STRUCTURE_LABEL`)."""
     from ..retrievers.neighbours import NEIGHBOURS
+    from ..retrievers.structure import StructureSettings
     from .search_page import column_specs
 
     specs = column_specs(BASELINE_KINDS, encoder=encoder)
@@ -431,9 +433,17 @@ def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None
     for key, target in (models or {}).items():
         specs.update(column_specs(("dense", "hybrid"), encoder=key, targets={key: target}))
         if neighbours and key in adapters:
-            specs.update(column_specs(("hybrid",), encoder=key, hybrid_encoders=[key, NEIGHBOURS],
-                                      targets={key: target}))
+            three = column_specs(("hybrid",), encoder=key, hybrid_encoders=[key, NEIGHBOURS], targets={key: target})
+            specs.update(three)
+            structure = StructureSettings().as_dict()
+            specs.update({f"{label} {STRUCTURE_LABEL}":
+                          RetrieverSpec("hybrid", {**spec.options, "structure": structure})
+                          for label, spec in three.items()})
     return specs
+
+
+#: How a built-in hybrid re-scored along the code's structure is named (after its hybrid's label).
+STRUCTURE_LABEL = "+ structure du code"
 
 
 def builtin_name(label: str, query_text: str = DEFAULT_QUERY_TEXT) -> str:

@@ -18,7 +18,7 @@ from bsard_demo.app.builds import (
     recorded_figure,
     unavailable_note,
 )
-from bsard_demo.app.score_page import baseline_specs
+from bsard_demo.app.score_page import STRUCTURE_LABEL, baseline_specs
 from bsard_demo.app.search_links import (
     DEFAULT_SYSTEMS,
     STORED_HYBRID_SYSTEMS,
@@ -34,6 +34,7 @@ from bsard_demo.app.search_links import (
 )
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.bundles import BundleModel
+from bsard_demo.retrievers.structure import StructureSettings
 from bsard_demo.training import METADATA_FILE, list_trained_models
 
 SHA = "ab" * 32
@@ -216,10 +217,14 @@ def test_the_score_page_offers_bm25_adapter_and_neighbours_as_a_builtin():
     builtins = baseline_specs(models={key: "use-adapter"}, neighbours=True, adapters=[key])
     three = [label for label, spec in builtins.items()
              if [p.options.get("encoder") for p in spec.options.get("retrievers", [])] == [None, "use-adapter", None]]
-    assert len(three) == 1 and "neighbours" in three[0] and key in three[0]
-    assert [p.kind for p in builtins[three[0]].options["retrievers"]] == ["bm25", "dense", "neighbours"]
+    assert len(three) == 2 and all("neighbours" in label and key in label for label in three)
+    plain, structured = sorted(three, key=len)
+    assert [p.kind for p in builtins[plain].options["retrievers"]] == ["bm25", "dense", "neighbours"]
+    # and the same hybrid re-scored along the code's structure (run --structure)
+    assert structured == f"{plain} {STRUCTURE_LABEL}" and "structure" not in builtins[plain].options
+    assert builtins[structured].options == {**builtins[plain].options, "structure": StructureSettings().as_dict()}
     # not for a fine-tuned model, nor without labelled train questions
-    assert len(baseline_specs(models={key: "use-adapter"}, neighbours=True)) == len(builtins) - 1
+    assert len(baseline_specs(models={key: "use-adapter"}, neighbours=True)) == len(builtins) - 2
     assert len(baseline_specs(models={key: "use-adapter"}, adapters=[key])) == 5
 
 
