@@ -42,6 +42,7 @@ if __package__ in (None, ""):  # python bench/faults.py (bench/_path.py)
 
 from bench.browser import AppServer, app_env  # noqa: E402
 from bench.common import REPO, cpu_seconds, load_average, machine_facts, mb, process_tree  # noqa: E402
+from bench.load_ws import read_top  # noqa: E402
 from bench.ws_client import SCORE_BUTTON, Visitor, check_columns, score_visit, search_visit  # noqa: E402
 
 SCENARIOS = ("kill-build", "kill-download", "full-disk", "closed-tab")
@@ -57,12 +58,7 @@ def cli(python: str, args: list[str], cache: Path, timeout: float = 1800, **env)
 
 
 def top10(run: Path) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for line in run.read_text().splitlines():
-        qid, _q0, doc, rank, _s, _t = line.split()
-        if int(rank) <= 10:
-            out.setdefault(qid, []).append(doc)
-    return out
+    return read_top(run, 10)
 
 
 def first_question(data: str) -> tuple[str, str]:
