@@ -1,16 +1,8 @@
-"""The Search page's answers for a citizen: the already answered training questions that the
-neighbours part drew on (« Questions proches déjà traitées »), why each hybrid hit is there, and
-the results to take away (CSV, Markdown).
+"""The Search page's answers for a citizen (``pages/search.py``): the already answered training questions
+the neighbours part drew on (« Questions proches déjà traitées », the ``PANEL_TOP`` closest), why each hybrid
+hit is there (a why-line), and the results to take away (CSV, Markdown).
 
-- The panel lists the ``PANEL_TOP`` most similar training questions of the neighbours part
-  (:meth:`~bsard_demo.retrievers.neighbours.NeighboursRetriever.neighbours`), each with its
-  category, similarity (the BM25 score of its text for the question) and the articles it cites
-  (all of them, as labelled, those outside the corpus flagged), each marked with its rank in
-  every column that shows it.
-- A why-line names, for a hit of a hybrid, each part's rank of it (:func:`~bsard_demo.retrievers.hybrid.first_ranks`
-  of :meth:`~bsard_demo.retrievers.hybrid.HybridRetriever.search_parts`) and, for the neighbours
-  part, how many of its training questions cite it: « BM25 n° 3 · adaptateur n° 12 · 2 questions proches ».
-- The downloads hold every displayed hit, column after column, in rank order.
+Conventions: docs/design.md, 'bsard_demo/app/answers.py'.
 """
 from __future__ import annotations
 

@@ -1,27 +1,8 @@
-"""Dense encoders and index builds as the app presents them: the encoders offered here, whether
-a slow encoder's index is already stored (so its first build is announced *before* it starts),
-and the time left in a build.
+"""Dense encoders and index builds as the app presents them (both pages): the encoders offered on this
+server (built-in, trained in ``$BSARD_MODELS``, carried by the active bundle), whether a slow encoder's index
+is already stored (so its first build is announced *before* it starts), and the time left in a build.
 
-Conventions:
-- the encoders offered are the built-in ones whose packages are installed on this server
-  (:data:`REQUIRES`: ``minilm`` needs torch and sentence-transformers, absent from the torch-free
-  hosted install) then the models trained by ``python -m bsard_demo train`` found in
-  :func:`bsard_demo.training.models_folder` (``$BSARD_MODELS``), keyed ``trained:<folder name>``
-  and labelled with what they were trained on; then the models carried by the active index
-  bundle when it serves the active corpus (:meth:`~bsard_demo.bundles.Bundle.model_list`), keyed
-  ``bundle:<name>`` (their target is that name, which ``resolve_encoder`` finds in the bundle, as
-  ``--encoder NAME`` does) and labelled with what they were trained on and their recorded test
-  figure. A bundled model is an ONNX export: it needs onnxruntime and tokenizers
-  (:data:`ONNX_REQUIRES`), never torch; a trained folder is offered with torch and
-  sentence-transformers, or without them when it has an ONNX export (``onnx/``). What cannot be
-  offered is said once, in French (:func:`unavailable_note`), never silently dropped;
-- a *slow* encoder (:data:`SLOW_ENCODERS`: e5) is built only once the visitor has read
-  :func:`first_build_note` and asked for it, unless its embeddings are already stored in an
-  index bundle or the cache (:func:`dense_index_stored`: the retriever's own
-  :meth:`~bsard_demo.retrievers.dense.DenseRetriever.is_stored`, default settings);
-- :class:`BuildEta` turns progress reports into the time left: the rate counts only what was
-  done since the first report of the current step, so a resumed build (whose first report
-  already holds its checkpointed articles) does not look faster than it is.
+Conventions: docs/design.md, 'bsard_demo/app/builds.py'.
 """
 from __future__ import annotations
 

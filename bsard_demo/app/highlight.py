@@ -1,15 +1,7 @@
-"""Safe rendering of user and dataset text in the app: HTML escaping, term highlighting, Markdown.
+"""Safe rendering of user and dataset text in the app: HTML escaping, term highlighting (with the shared
+:class:`~bsard_demo.analyzer.Analyzer`), Markdown escaping; used by both pages and :mod:`bsard_demo.app.render`.
 
-Conventions:
-- every function returns text that is safe to hand to ``unsafe_allow_html=True`` (HTML) or to
-  Markdown: all input text is escaped (:func:`html.escape`, quotes included) and the only tags
-  produced are ``<mark>`` (highlights) and ``<br>`` where stated;
-- a word is highlighted when its analyzed term (the shared :class:`~bsard_demo.analyzer.Analyzer`,
-  so stemming and accent folding) is one of the question's terms: "locatives" in an article
-  matches "locatif" in the question; stop words never match;
-- shortened text (:func:`highlight_html` with ``max_chars``) is cut at a word boundary and ends
-  with "…"; it never cuts inside an HTML entity or a ``<mark>``. A word running more than
-  :data:`WORD_OVERRUN` characters past ``max_chars`` (junk, a 5,000-letter token) is cut inside.
+Conventions: docs/design.md, 'bsard_demo/app/highlight.py'.
 """
 from __future__ import annotations
 

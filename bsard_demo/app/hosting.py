@@ -1,20 +1,8 @@
 """What a hosted demo needs beyond the pages, without Streamlit: the index bundle of the server
-(``BSARD_INDEX``) and what to tell visitors about it, and one slot for scoring large uploads.
+(``BSARD_INDEX``) and what to tell visitors about it, and one slot for scoring large uploads
+(:class:`UploadSlot`). Its Streamlit side is :mod:`bsard_demo.app.hosting_ui`.
 
-Conventions:
-- settings are read by a ``lookup(name)`` function (the app passes one reading ``st.secrets``,
-  then the environment); a missing value and an empty one both mean "not set";
-- the bundle is opened once per process (:func:`setup_bundle`, memoised by the app) and checked in
-  full (sizes and sha256 of every file), so a damaged bundle is said on the first page, not halfway
-  through a search; it stays active for its sound entries. It serves every dataset whose corpus it
-  was built for (:func:`bundle_notices` says when the active dataset is another one: its indexes
-  are then read from the cache or built, as without a bundle, and the bundle is never written);
-- notices are ``(level, French text)`` pairs, ``level`` ``"info"`` or ``"warning"``; texts quote
-  library messages verbatim: render them escaped;
-- :class:`UploadSlot`: at most ``slots`` large scorings at a time in this process (uploads whose
-  total size is at least :data:`LARGE_UPLOAD_BYTES`), so that concurrent large uploads do not
-  stack their memory peaks; the others wait, polling, and are told so (:data:`WAIT_NOTICE`);
-  after each, the freed memory is handed back to the system (:func:`give_back_memory`).
+Conventions: docs/design.md, 'bsard_demo/app/hosting.py'.
 """
 from __future__ import annotations
 

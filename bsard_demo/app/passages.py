@@ -1,15 +1,8 @@
-"""Passages on the Search page: runs of hits that are consecutive articles of one section, and
-any hit's section read around it (« Voir la section »).
+"""Passages on the Search page (``pages/search.py``): runs of hits that are consecutive articles of one
+section (:func:`group_passages`), and any hit's section read around it (« Voir la section »,
+:func:`section_context`).
 
-- Two hits of a column belong to one passage when they are next to each other in corpus order
-  (``articles.csv``'s row order) and have the same non-empty breadcrumb (code › … › section);
-  a passage is the longest such run among the displayed hits, whatever their ranks.
-- A column is shown in rank order (:func:`group_passages`): a passage appears once, at the rank
-  of its best-ranked article, with every article's rank; its other articles keep their own rank
-  as a short reminder pointing to it.
-- The section around a hit or passage (:func:`section_context`) is at most ``around`` articles
-  before and after it in corpus order, within the same breadcrumb, each cut to ``chars``
-  characters; the hits among them are marked with their rank.
+Conventions: docs/design.md, 'bsard_demo/app/passages.py'.
 """
 from __future__ import annotations
 

@@ -1,23 +1,8 @@
-"""The Score page's logic: read uploaded runs, score them, and shape every table the page shows.
+"""The Score page's logic (``pages/score.py``): read uploaded runs, score them through
+:func:`bsard_demo.evaluation.scoring.score_runs` (the service ``evaluate`` calls, so every figure equals the
+CLI's), make the built-in runs, and shape every table the page shows.
 
-Conventions:
-- runs are read, checked and scored by :func:`bsard_demo.evaluation.scoring.score_runs`, the service
-  ``python -m bsard_demo evaluate`` calls, so every figure equals the CLI's; this module
-  only shapes its :class:`~bsard_demo.evaluation.scoring.Scoreboard` into the page's tables;
-- displayed metric values are percentages rounded to two decimals (``round(100 * v, 2)``), the
-  numbers the CLI's ``table`` format prints;
-- a run name is the uploaded file's name; a repeated name gets `` (2)``, `` (3)`` …
-  (:func:`bsard_demo.evaluation.scoring.unique_names`, the CLI's rule too);
-- uploads are bytes in memory, never written to disk; the upload limit is the reader's size
-  limit: a larger upload is not read (:func:`upload_too_large` words the error) and a
-  compressed upload may not inflate past that same limit either (a valid run costs about 20
-  times its text in memory, so the limit bounds memory whatever the compression);
-- a built-in run (:func:`builtin_run`) is the :class:`~bsard_demo.runs.Run` of ``python -m
-  bsard_demo run`` made in-process, scored through the same checks as an upload (a Run source
-  of :func:`~bsard_demo.evaluation.scoring.score_runs`) and offered for download as the TREC text that
-  command writes; it is kept in the session (:class:`BuiltinRun`) for one dataset and split;
-- the per-question table is computed once per page run (:func:`score_tables`) and shared by the
-  downloads, the charts and the drill-down.
+Conventions: docs/design.md, 'bsard_demo/app/score_page.py'.
 """
 from __future__ import annotations
 

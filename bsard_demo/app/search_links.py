@@ -1,22 +1,8 @@
-"""Shareable links of the Search page: a search as URL parameters, and back.
+"""Shareable links of the Search page (``pages/search.py``): a search as URL parameters
+(:data:`LINK_PARAMS`), and back (:func:`parse_link`, which never raises); and what a first visitor sees
+(:func:`default_systems`, :func:`default_hybrid_encoders`).
 
-Conventions:
-- :data:`LINK_PARAMS` names the parameters; lists (``systems``, ``henc``, ``w``) are read
-  repeated (``systems=bm25&systems=dense``) or comma-separated (``systems=bm25,dense``) and
-  written repeated;
-- only the settings the chosen systems use are written (a BM25-only link holds no encoder), so
-  a link keeps its results when a default changes: ``parse_link(link_params(s), choices) ==
-  s.canonical()`` for every valid ``s``;
-- a value that is not valid here (unknown system, encoder not installed on this server, code
-  absent from this corpus, k out of range, …) is replaced by its default with a French note:
-  :func:`parse_link` never raises. Notes are plain text; the page escapes them;
-- what a first visitor sees is decided in one place: :func:`default_systems` (BM25, plus the
-  hybrid when its dense embeddings are already stored) and :func:`default_hybrid_encoders` (the
-  query adapter fitted on this corpus, with the neighbours, when :data:`PREFER_BUNDLED_ADAPTER`;
-  the bundle's fine-tuned model only when :data:`PREFER_BUNDLED_MODEL`, off; else ``use``), held
-  by :class:`LinkChoices` and used both by
-  the page's state and by a link without ``systems`` / ``henc``. Links always write ``systems``
-  (and ``henc`` with the hybrid), so a shared link keeps its meaning when these defaults change.
+Conventions: docs/design.md, 'bsard_demo/app/search_links.py'.
 """
 from __future__ import annotations
 

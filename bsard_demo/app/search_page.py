@@ -1,27 +1,8 @@
-"""The Search page's logic: run one question through several retrievers and describe the hits.
+"""The Search page's logic (``pages/search.py``): run one question through several retrievers
+(:func:`build_columns`), optionally filtered by code, and describe the hits: ranks, rank markers against a
+reference column, gold articles and their scores when the question comes from a labelled split.
 
-Conventions:
-- every retriever is searched to ``depth`` = ``max(k, DEFAULT_DEPTH)`` articles (capped at the
-  corpus size), or the whole corpus when a code filter is set; the filter keeps the articles
-  of that code in their order, and the top ``k`` of what remains is shown, ranked 1 … k;
-- rank markers compare a hit's rank in one column with its rank in the *reference* column's
-  shown top k: ``▲n`` (n places higher here), ``▼n`` (lower), ``=`` (same), ``nouveau`` (not in
-  the reference's top k); the reference column itself gets no marker;
-- when the question comes from a labelled split, each hit says whether it is gold, the gold
-  articles not in the top k are listed with their rank within ``depth`` (``None`` beyond), and
-  R@k, AP@k and RR@k are :func:`bsard_demo.evaluation.metrics.compute_metrics` on the shown ranking;
-- with a code filter, only the gold articles *of that code* can be ranked: the scores are
-  computed on them alone (``QuestionScores.n_relevant``, ``code``; no scores when the code holds
-  none), and the gold articles of other codes (or absent from the corpus) are listed apart
-  (``ColumnResult.outside``), never as missed within the ranking;
-- ``seconds`` is the wall time of the retriever's search call alone (server side);
-- a hybrid column keeps each part's own ranking (``ColumnResult.parts``, filtered by the code
-  like the column), from which :mod:`bsard_demo.app.answers` says why each hit is there;
-- example questions come from the ``test`` split (else the first split, :func:`examples_of`); a
-  question is scored against its gold articles only while its text is the chosen example's
-  (:meth:`Examples.gold_for`: once edited, it is a free question);
-- a retriever that cannot be built (an encoder unavailable here, a full disk) does not stop the
-  others: :func:`build_columns` returns it apart with its message.
+Conventions: docs/design.md, 'bsard_demo/app/search_page.py'.
 """
 from __future__ import annotations
 

@@ -1,26 +1,8 @@
-"""Process-wide state of the Streamlit app: which dataset is active, loaded datasets and built
-indexes, shared by every rerun and every browser session (``st.cache_resource``).
+"""Process-wide state of the Streamlit app (``st.cache_resource``): which dataset is active
+(:func:`open_data`, which never fails), loaded datasets and built indexes (:class:`BuildOnce`), shared by every
+rerun and every browser session, and which folders a visitor may load (:func:`folder_access`).
 
-Conventions:
-- a dataset is named by a *spec*, the CLI's ``--data`` word: ``"hub"``, ``"sample"`` or a folder
-  path; the default is ``$BSARD_DATA``, else ``"hub"`` (:func:`bsard_demo.sources.default_spec`);
-- :func:`open_data` never fails: when the requested dataset cannot be loaded it keeps the
-  dataset the session already had (``fallback``), else falls back to the bundled sample, and says
-  why (``fallback_reason``: a French sentence naming the cause — hub unreachable, no answer in
-  time, damaged or partial files — and ``detail``: the loader's message, which carries no front
-  end's advice: the error's ``advice`` code is the CLI's to word); a failure is remembered for
-  :data:`FAILURE_TTL_S` seconds so reruns do not probe the hub again;
-- indexes are built once per process in a :class:`BuildOnce` registry (one lock per key: two
-  sessions asking for the same index wait for one build). Building happens *outside* any
-  ``st.cache_*`` function so that a progress bar can be drawn (Streamlit replays elements drawn
-  inside cached functions);
-- a visitor may load a local folder only when the server allows it (:func:`folder_access`):
-  ``BSARD_ALLOW_FOLDERS=1`` allows any folder the server can read; otherwise only the folder
-  ``BSARD_DATA`` names (if any) is offered, so a hosted demo does not read arbitrary paths;
-- the key of a local folder includes the size and modification time of its CSV files, so an
-  edited folder is reloaded;
-- each registry build logs ``building <kind> index over <spec>`` then ``built … in <s> s`` on the
-  ``bsard_demo.app.state`` logger (INFO; the app prints it on the server console).
+Conventions: docs/design.md, 'bsard_demo/app/state.py'.
 """
 from __future__ import annotations
 
