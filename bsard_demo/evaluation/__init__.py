@@ -1,16 +1,8 @@
-"""Scoring a run, in one home: what a measure is, how one question and a split are scored, what is
-wrong with a run, the service both front ends call, significance, and the tables.
-
-======================= ==================================================================
-``measures``            what a measure is (:class:`Measure`: family, cut-off, labels, parser)
-``metrics``             the measures of one question (recall@k, AP@k, RR@k, nDCG@k)
-``aggregate``           a run against a split: per-question values, macro averages (:func:`evaluate`)
-``checks``              BSARD-aware checks of a run (shifted ids, near random, wrong split), wired to a read file
-``scoring``             the one scoring service of the CLI and the Score page (:func:`score_runs`)
-``stats``               intervals and paired tests (:func:`compare_measure`, :data:`STATS`)
-``report``              tables, labels and output formats (:func:`metrics_table`, :func:`render_table`)
-======================= ==================================================================
-
+"""Scoring a run, in one home; the public API is re-exported here and from :mod:`bsard_demo`.
+:mod:`.measures`: what a measure is (:class:`Measure`); :mod:`.metrics`: the measures of one question;
+:mod:`.aggregate`: a run against a split (:func:`evaluate`); :mod:`.checks`: BSARD-aware checks of a run;
+:mod:`.scoring`: the one scoring service of the CLI and the Score page (:func:`score_runs`); :mod:`.stats`:
+intervals and paired tests (:func:`compare_measure`); :mod:`.report`: tables, labels and output formats.
 The reader's own problems with a file (format, ranks, scores) are in :mod:`bsard_demo.runs`.
 """
 from .aggregate import DEFAULT_KS, Evaluation, evaluate, gold_ranks, recall_curve

@@ -1,18 +1,8 @@
-"""Score a run against a split's labels: per-question values and macro averages.
+"""Score a run against a split's labels (:func:`evaluate`): per-question values and macro averages, equal to
+``trec_eval -c -M k`` on the run cut to its top k (the tests check it with pytrec_eval); used by
+:mod:`bsard_demo.evaluation.scoring`, tuning and the Search page's scores.
 
-Conventions:
-- every question of the split counts; a question absent from the run scores 0 (``missing``);
-- questions of the run that are not in the split are ignored and counted (``unknown``);
-- a question with no relevant article cannot be scored and is left out of every average (as
-  trec_eval does); :attr:`Evaluation.unlabelled_questions` counts them (BSARD has none);
-- the run's order is taken as given (see :mod:`bsard_demo.runs.run` for how files are ordered);
-- values equal ``trec_eval -c -M k`` (``recall_k``, ``map_cut_k``, ``recip_rank``) on the run
-  cut to its top k, which the tests check with pytrec_eval;
-- ``ndcg@10`` (binary gains, :func:`bsard_demo.evaluation.metrics.ndcg_from_positions`) equals trec_eval's
-  ``ndcg_cut_10``; it does not depend on ``ks``. It is an *extra* column, added when asked for
-  (``evaluate(..., extra=("ndcg@10",))``) and by default (``extra=None``: all of
-  :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS`);
-  ``extra=()`` leaves it out.
+Conventions: docs/design.md, 'bsard_demo/evaluation/aggregate.py'.
 """
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""BSARD-aware checks of a run: wrong runs that would otherwise score quietly (pure functions),
-and :func:`check_run_file`, which wires them to a read run file (see the end of this module).
-
-Each check returns a :class:`Finding` (a warning with a one-line hint and the figure that shows
-it) or ``None``. They take plain data, not files: rankings ``{qid: [article id, ...]}`` in the
-order the run is scored in, the gold of the split ``{qid: {article id, ...}}``, the corpus ids
-or size when known, and the question ids of the dataset's other splits. :func:`check_run` runs
-them all; whether the scores run the wrong way (``scores_ascending``) is the reader's own
-warning (:mod:`bsard_demo.runs.validate`), which sees the file's order. What each check decides
-and why (depth, thresholds, score orientation): docs/run-formats.md, "BSARD-aware checks".
+"""BSARD-aware checks of a run: wrong runs that would otherwise score quietly (shifted ids, near random,
+wrong split), as pure functions returning a :class:`Finding` or ``None`` (:func:`check_run` runs them all), and
+:func:`check_run_file`, which wires them to a read run file for :mod:`bsard_demo.evaluation.scoring`.
+What each check decides and why (depth, thresholds, score orientation): docs/run-formats.md, "BSARD-aware checks".
+Inputs: docs/design.md, 'bsard_demo/evaluation/checks.py'.
 """
 from __future__ import annotations
 

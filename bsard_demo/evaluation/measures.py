@@ -2,23 +2,9 @@
 ``RR@k``, ``nDCG@k``): :class:`Measure` is a family and a cut-off, with its column name, its
 labels and one parser. :mod:`bsard_demo.evaluation.metrics` and :mod:`bsard_demo.evaluation` compute the
 values; the report, the charts, tuning and the CLI name and label them through this module.
+A new family is one row of :data:`FAMILIES` and one function of :data:`bsard_demo.evaluation.metrics.VALUES`.
 
-The families (:data:`FAMILIES`), in column order:
-
-======== ============ ================ ========== ================================
-family   column       English label    short      French label (the Score page)
-======== ============ ================ ========== ================================
-recall   recall@100   R@100            R@100      Rappel@100
-map      map@100      MAP@100          AP@100     MAP@100
-mrr      mrr@100      MRR@100          RR@100     MRR@100
-ndcg     ndcg@10      nDCG@10          nDCG@10    nDCG@10
-======== ============ ================ ========== ================================
-
-``recall``, ``map`` and ``mrr`` are computed at every cut-off asked for (:func:`cutoff_families`);
-``ndcg`` is an *extra* measure, computed at its own cut-off beside them (:data:`EXTRA`: nDCG@10,
-the figure MTEB reports). A new family is one row of :data:`FAMILIES` here and one function of
-:data:`bsard_demo.evaluation.metrics.VALUES` (what computes it); the parser, the columns, the
-labels and :func:`~bsard_demo.evaluation.evaluate` follow.
+The families, their columns and labels: docs/design.md, 'bsard_demo/evaluation/measures.py'.
 """
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""The BSARD metrics of one question (Louis & Spanakis, ACL 2022), exactly as defined there.
+"""The BSARD metrics of one question (Louis & Spanakis, ACL 2022), exactly as defined there: recall@k,
+AP@k, RR@k, and beside them nDCG@k with binary gains as MTEB quotes it (``trec_eval -m ndcg_cut.k``);
+:data:`VALUES` maps each family to what computes it, for :mod:`bsard_demo.evaluation.aggregate`.
 
-``rel = set(relevant); top = ranked[:k]``
-- recall@k = |rel ∩ top| / |rel|
-- AP@k = sum over ranks i <= k holding a relevant doc of (hits so far / i), divided by |rel|
-- RR@k = 1 / rank of the first relevant doc in top k, else 0
-
-Beside them, nDCG@k as MTEB and most papers quote it (``trec_eval -m ndcg_cut.k``), binary gains:
-- DCG@k = sum over ranks i <= k holding a relevant doc of 1 / log2(i + 1)
-- nDCG@k = DCG@k / IDCG@k, IDCG@k = sum over i = 1 … min(|rel|, k) of 1 / log2(i + 1)
-
-A relevant doc repeated in ``ranked`` counts at its first rank only (runs read by
-:mod:`bsard_demo.runs` never repeat a doc). A question with no relevant doc scores 0 everywhere.
+Definitions: docs/design.md, 'bsard_demo/evaluation/metrics.py'.
 """
 from __future__ import annotations
 

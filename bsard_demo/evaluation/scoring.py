@@ -1,25 +1,9 @@
 """The one scoring service: run sources in, a :class:`Scoreboard` out, for the CLI (``evaluate``,
-``compare``) and the Score page alike; each front end only renders the Scoreboard.
+``compare``) and the Score page alike; each front end only renders the Scoreboard. :func:`score_runs` reads
+each source (a path, bytes or an in-process :class:`~bsard_demo.runs.Run`), adds the BSARD-aware checks'
+warnings (:func:`bsard_demo.evaluation.checks.check_run_file`, called from here only) and evaluates it.
 
-:func:`score_runs` takes each source in turn (a file path, bytes, or a :class:`~bsard_demo.runs.Run`
-built in-process such as the Score page's built-in runs), reads it with the run reader
-(:func:`bsard_demo.runs.read_run_path` / :func:`~bsard_demo.runs.read_run_bytes`, with the split's
-question ids, the corpus ids when the corpus is loaded and ``k = max(ks)``), adds the BSARD-aware
-checks' warnings (:func:`bsard_demo.evaluation.checks.check_run_file`, called from here only) and
-evaluates every usable run at ``ks`` (:func:`bsard_demo.evaluation.evaluate`).
-
-Conventions:
-- a run is named after its source (a file's base name, an upload's name, a built-in run's name);
-  a repeated name gets `` (2)``, `` (3)`` … in source order, the first one unchanged
-  (:func:`unique_names`), in the CLI as on the page;
-- a :class:`~bsard_demo.runs.Run` source is not re-read: it gets the reader's warnings that need
-  the split (unknown questions and articles, short rankings), then the same checks, so it is
-  scored and warned exactly as its TREC text read back would be (it is shown as format ``trec``,
-  the layout it is written and downloaded in);
-- ``limits`` bound what is read: the reader's size limit (raw or inflated) and the wording of
-  the error of a file above it;
-- with ``keep_runs=False`` (the CLI) each run is dropped once evaluated, so a batch of large
-  files costs the memory of one; the Score page keeps them (curves, drill-down).
+Conventions: docs/design.md, 'bsard_demo/evaluation/scoring.py'.
 """
 from __future__ import annotations
 

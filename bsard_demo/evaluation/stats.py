@@ -1,24 +1,8 @@
-"""Uncertainty and significance for per-question scores (pure functions, no UI).
+"""Uncertainty and significance for per-question scores (pure functions, no UI): bootstrap intervals,
+the paired permutation test, Holm–Bonferroni over all pairs (:func:`compare_runs`), and :func:`compare_measure`,
+the one entry point of the CLI ``compare`` command and the Score page, with the settings :data:`STATS`.
 
-Conventions:
-- inputs are per-question values of one metric (e.g. ``recall@100``), one value per question;
-  paired functions take two arrays over the *same* questions in the same order;
-- every random procedure takes a ``seed`` and draws from ``numpy.random.default_rng(seed)``:
-  the same inputs and seed give the same result;
-- confidence intervals are percentile bootstrap intervals of the mean over questions
-  (:func:`scipy.stats.bootstrap`); p-values are two-sided and always lie in [0, 1], never NaN;
-- :func:`compare_runs` corrects for multiple comparisons with Holm–Bonferroni, per test, over
-  all pairs of runs, and calls a difference significant when the Holm-adjusted *permutation*
-  p-value is below ``alpha``;
-- :func:`compare_measure` is the one entry point of the CLI ``compare`` command and the Score
-  page: the same table as :func:`compare_runs` plus the per-run means, as a :class:`Comparison`.
-
-The permutation test (:func:`paired_permutation_test`) in one sentence, as the CLI and page state
-it: two-sided paired sign-flip randomization test of the sum of the per-question differences,
-zero differences dropped; exact (all ``2**m`` sign vectors) when ``2**m <= n_resamples``, otherwise
-``n_resamples`` (default 10,000) random sign vectors from ``numpy.random.default_rng(seed)``
-(default seed 0, the same for every pair) with ``p = (1 + #{|T*| >= |T|}) / (1 + n_resamples)``.
-Wins, ties and losses use an absolute tolerance of 1e-12 (:func:`win_tie_loss`).
+Conventions: docs/design.md, 'bsard_demo/evaluation/stats.py'.
 """
 from __future__ import annotations
 
