@@ -1,11 +1,11 @@
-"""Runs: the :class:`Run` type, reading run files of any common layout with every problem
+"""Runs: the :class:`Run` type (:mod:`.run`), reading run files of any common layout with every problem
 reported at once, and writing them.
 
 Data flow of :func:`read_run_bytes` / :func:`read_run_path` (:mod:`.read`): bytes -> text
 (:mod:`.decode`: gzip, byte-order marks, binary sniffing, the size limit) -> columns
-(:mod:`.text_formats`: TREC, 3-column, CSV; :mod:`.json_formats`: JSON, JSON Lines) ->
-:class:`Run` and warnings (:mod:`.validate`). Problems are :class:`ProblemList` items
-(:mod:`.problems`). :func:`format_run` (:mod:`.write`) is the one TREC/JSON writer.
+(:mod:`.text_formats` with :mod:`.fields`: TREC, 3-column, CSV; :mod:`.json_formats`: JSON, JSON Lines;
+:mod:`.parquet_format`, in a child process by :mod:`.sandbox`) -> :class:`Run` and warnings (:mod:`.validate`).
+Problems are :class:`ProblemList` items (:mod:`.problems`). :func:`format_run` (:mod:`.write`) is the one writer.
 """
 from .problems import Problem, ProblemList
 from .read import DEFAULT_MAX_BYTES, FORMATS, UNKNOWN, RunFile, read_run_bytes, read_run_path

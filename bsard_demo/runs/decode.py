@@ -1,14 +1,9 @@
-"""Bytes -> text, streamed: sources, gzip (bounded), byte-order marks, binary sniffing, the size limit.
+"""Bytes -> text, streamed, for the run reader (:mod:`bsard_demo.runs.read`): sources, gzip (bounded),
+byte-order marks, binary sniffing, and the size limit, checked here and only here (:func:`size_problem`).
+:func:`open_content` checks the bytes as a whole and returns a :class:`Content` whose :meth:`Content.chunks`
+yields the text as :class:`Chunk` s of whole lines.
 
-A run file is read as a :class:`Source` (bytes in memory or a file on disk) that can be read
-again from the start, in blocks: nothing here holds the whole file unless it must (UTF-16/32
-text, JSON). :func:`open_content` checks the bytes as a whole (empty, above the size limit,
-gzip that is a bomb, truncated or corrupt, known binary formats) and returns a
-:class:`Content` whose :meth:`Content.chunks` yields the text as :class:`Chunk` s of whole
-lines; every problem goes to a :class:`~bsard_demo.runs.problems.ProblemList`. The size limit is
-checked here, and only here (:func:`size_problem`): on the raw bytes (or a file's size on disk)
-and, for gzip, on the inflated content, which a first pass only counts (a bomb is refused
-without ever holding its content) before a second pass streams it to the parser.
+How: docs/design.md, 'bsard_demo/runs/decode.py'.
 """
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""Fields of a chunk of table lines -> arrays: ids, ranks, scores, tags.
+"""Fields of a chunk of table lines -> arrays (ids, ranks, scores, tags), for
+:mod:`bsard_demo.runs.text_formats`: :class:`TokenFields` parses Python tokens, :class:`ArrayFields` reads
+pure-ASCII chunks with numpy, without a Python object per field; both give the same values and problems.
 
-:class:`TokenFields` holds Python tokens (``bytes.split`` / ``str.split``) and parses them with
-``float`` / ``int``; :class:`ArrayFields` reads pure-ASCII chunks without a Python object per
-field: token positions come from numpy, ids of up to 7 bytes become packed integers (one
-``np.unique`` + ``searchsorted`` against the ids seen so far instead of a dict lookup per
-field), digit-only ranks are computed from their digits and scores go through numpy's
-bytes-to-float cast, which is Python's ``float`` (tested on random tokens). Whenever a column
-does not fit (a long id, a rank with a sign, a bad score), that column falls back to tokens, so
-both classes give the same values and the same problems.
+How: docs/design.md, 'bsard_demo/runs/fields.py'.
 """
 from __future__ import annotations
 

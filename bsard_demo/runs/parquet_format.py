@@ -1,19 +1,7 @@
-"""Parquet runs (as ranx, pandas or polars write a run table) -> columns, read with pyarrow.
+"""Parquet runs (as ranx, pandas or polars write a run table) -> columns, read with pyarrow, in batches
+of 64k rows; called in a child process by :mod:`bsard_demo.runs.sandbox`.
 
-A parquet run has one row per (question, article): a question id column (``qid``,
-``query_id``, ``question_id`` or ranx's ``q_id``), an article id column (``docid``, ``doc_id``,
-``article_id``), ``score`` and/or ``rank`` (score wins when both are present; ranks are then
-only checked, as for CSV), optional ``tag``; names are case-insensitive, other columns are
-ignored. Ids may be strings (plain or dictionary-encoded, e.g. a pandas categorical) or
-integers; scores any numeric type; ranks integers (or whole floats). Problems of a row carry
-its 1-based **row number** as their ``line`` (row 1 is the first row of the table; parquet
-has no header line).
-
-Memory stays bounded: only the needed columns are read, in batches of 64k rows, each turned
-at once into the compact arrays of :class:`~bsard_demo.runs.validate.Columns` (string ids are
-dictionary-encoded by pyarrow, so each distinct id is interned once per batch, not once per
-row). Before anything is read, the footer's sizes are checked: a file whose needed columns
-inflate beyond the size limit, or one row group beyond a quarter of it, is refused.
+The columns read, row numbers, and the memory bounds: docs/design.md, 'bsard_demo/runs/parquet_format.py'.
 """
 from __future__ import annotations
 

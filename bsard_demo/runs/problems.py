@@ -1,13 +1,9 @@
-"""Problems found in user input (run files, dataset folders).
+"""Problems found in user input (run files, dataset folders): every reader gathers *all* problems of a
+file into one :class:`ProblemList`; each has a stable ``code`` declared in :data:`CODES` (:data:`CHECK_CODES` for
+the BSARD-aware checks of :mod:`bsard_demo.evaluation.checks`), which :func:`codes_markdown` renders as the
+README's table (a test compares them).
 
-Every reader gathers *all* problems of a file into one :class:`ProblemList` instead of stopping
-at the first: a user fixes a file once, not once per line. Severity ``error`` means the line or
-the file cannot be used; ``warning`` means it was used anyway.
-
-Every problem has a stable ``code`` (snake_case, one per kind of problem, never renamed once
-released), declared with its severity and a one-line meaning in :data:`CODES`; the codes of the
-BSARD-aware checks of :mod:`bsard_demo.evaluation.checks` that the reader does not emit itself are in
-:data:`CHECK_CODES`. :func:`codes_markdown` renders both as the README's table.
+Conventions: docs/design.md, 'bsard_demo/runs/problems.py'.
 """
 from __future__ import annotations
 

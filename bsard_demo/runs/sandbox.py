@@ -1,15 +1,8 @@
-"""Native decoders read untrusted bytes in a child process, never in the caller's.
-
-pyarrow's parquet reader can abort the whole process on a damaged footer (a C++ exception no
-Python handler catches: apache/arrow#45283); in the app that would end every visitor's session.
-:func:`parse_parquet_isolated` runs :func:`~bsard_demo.runs.parquet_format.parse_parquet` in a
-fresh child, forked for that one file by a small fork server of ours (:func:`zygote`, which
-loaded pyarrow once and never reads a file itself), capped by :class:`Isolation` (address space,
-wall time, CPU time), and gets the columns back as JSON plus raw arrays (no pickle: a subverted
-child cannot make the parent run code). A child that dies, overruns or answers nonsense is one
-error problem (``reader_crashed``, ``reader_timeout``, ``reader_out_of_memory``); the caller carries
-on. Cost and fuzzing: docs/benchmarks.md, "Isolated parquet reads"; docs/reliability.md, "Hostile
-files in a child".
+"""Native decoders read untrusted bytes in a child process, never in the caller's:
+:func:`parse_parquet_isolated` runs :func:`~bsard_demo.runs.parquet_format.parse_parquet` in a child forked by a
+small fork server (:func:`zygote`), capped by :class:`Isolation`, because pyarrow can abort the whole process on a
+damaged footer (apache/arrow#45283). Cost and fuzzing: docs/benchmarks.md, "Isolated parquet reads";
+docs/reliability.md, "Hostile files in a child". How: docs/design.md, 'bsard_demo/runs/sandbox.py'.
 """
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
-"""Text -> columns for the whitespace tables (TREC, 3-column) and CSV with a header line, streamed.
-
+"""Text -> columns for the whitespace tables (TREC, 3-column) and CSV with a header line, streamed:
 :func:`parse_table` reads :class:`~bsard_demo.runs.decode.Chunk` s of whole lines into
-:class:`~bsard_demo.runs.validate.Columns` and reports every bad line; the formats and the
-3-column rank/score rule are described in :mod:`bsard_demo.runs.read`. ``result`` is the
-:class:`~bsard_demo.runs.read.RunFile` being read (its ``format`` is set here); problems go to
-the ``problems`` list given (the reader merges it after the decoding problems).
+:class:`~bsard_demo.runs.validate.Columns` for :mod:`bsard_demo.runs.read` and reports every bad line.
+The formats and the 3-column rank/score rule: docs/run-formats.md.
 
-A table's layout (6 or 3 fields) and a 3-column file's reading (ranks or scores) depend on the
-whole file. The first chunk gives a guess that fixes how the lines are parsed while the counts
-that decide are gathered; when they decide otherwise, the file is read a second time (from
-``restart()``). Per chunk, fields are split once (``bytes.split`` for ASCII text) and turned
-into arrays at once; only the chunks with a bad line go through a per-field loop.
+How: docs/design.md, 'bsard_demo/runs/text_formats.py'.
 """
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""Columns -> :class:`~bsard_demo.runs.run.Run`, and the warnings of a usable run.
+"""Columns -> :class:`~bsard_demo.runs.run.Run`, and the warnings of a usable run: the parsers hand over
+:class:`Columns` (compact parallel arrays, filled chunk by chunk), :func:`build_run` orders them exactly as
+:func:`bsard_demo.runs.run.order_entries` does and warns; :func:`add_warnings` adds the warnings that need the
+dataset and the run tags.
 
-The parsers (:mod:`.text_formats`, :mod:`.json_formats`, :mod:`.parquet_format`) hand over the
-usable lines as :class:`Columns`: compact parallel arrays (question and article ids interned as
-int32 codes, float64 scores, int64 ranks, line numbers), filled chunk by chunk, so that a run of
-a million lines costs tens of megabytes, not a million Python objects per field.
-:func:`build_run` orders them exactly as :func:`bsard_demo.runs.run.order_entries` does (with
-numpy: by question, then score or rank, ties by article id descending as strings, then file
-order) and warns about repeated articles, rank orders that contradict the scores and scores
-whose direction contradicts the orientation; :func:`add_warnings` adds the warnings that need
-the dataset (unknown questions and articles, short rankings) and the run tags.
+How: docs/design.md, 'bsard_demo/runs/validate.py'.
 """
 from __future__ import annotations
 
