@@ -1,40 +1,10 @@
-"""Index bundles: read-only folders of prebuilt indexes, so a cold server never builds them.
+"""Index bundles: read-only folders of prebuilt indexes (cache entries laid out as :mod:`bsard_demo.cache`
+does, plus ``bundle.json``), so a cold server never builds them. :func:`resolve_bundle` takes a folder or
+``hf://OWNER/NAME[@REVISION]`` (:mod:`.hub`), :func:`activate` makes it the process's bundle, which
+:func:`bsard_demo.cache.load_or_build` consults before the cache (the app: ``BSARD_INDEX``); :func:`export_bundle`
+(:mod:`.export`, the CLI's ``index --export``) makes one, :func:`push_bundle` publishes it; :mod:`.model` reads it.
 
-A bundle is a folder holding cache entries exactly as :mod:`bsard_demo.cache` lays them out
-(``<kind>/<key>/`` with their ``manifest.json``) plus ``bundle.json``, which describes it:
-
-- ``format`` / ``format_version``, ``created`` (UTC), ``created_with`` (package versions);
-- ``corpus``: fingerprint (:func:`corpus_id`: every article column, in row order), article
-  count and dataset name;
-- ``retrievers``: every retriever spec it serves, with its settings; ``encoders``: name,
-  version and dimension of each dense encoder;
-- ``entries``: one per cache entry (kind, key, what it is, its settings when known, size);
-- ``models``: one per model folder the dense retrievers encode with, carried as its ONNX export
-  under ``models/<name>/`` (``name``: the folder's base name; ``version``, ``dim``,
-  ``base_model``, ``int8``, ``training``: what it was trained on, ``test``: a recorded figure).
-  Where the bundle is active, ``--encoder NAME`` selects it (:meth:`Bundle.model_folder`,
-  :meth:`Bundle.encoder`; :meth:`Bundle.model_list` lists them) and questions are encoded with
-  onnxruntime, no torch and no download; a model whose files do not match the record is refused
-  in one line, the rest of the bundle keeps serving;
-- ``files``: size and sha256 of every file; ``total_size``.
-
-Using a bundle: :func:`resolve_bundle` takes a folder or ``hf://OWNER/NAME[@REVISION]``
-(fetched with :func:`huggingface_hub.snapshot_download`); :func:`activate` makes it (or the one
-named by ``BSARD_INDEX``) the process's bundle, which :func:`bsard_demo.cache.load_or_build`
-then consults before the cache. An entry is used only when listed in ``bundle.json`` and all its
-files match their sizes and checksums; anything else (a key the bundle lacks, a bundle for
-another corpus, a missing or damaged file) gives a one-line notice and the usual cache/build path.
-Nothing ever writes into a bundle.
-
-Making one: build the retrievers (the cache records the entries they used,
-:func:`bsard_demo.cache.used_entries`), then :func:`export_bundle` copies those entries into a
-new folder atomically; :func:`push_bundle` publishes it with ``HfApi.upload_folder``.
-
-Hub addresses follow huggingface_hub's own ``hf://`` convention (``HfFileSystem``):
-``hf://OWNER/NAME`` is a model repository, ``hf://datasets/OWNER/NAME`` a dataset repository.
-Model is the default because a bundle is a derived artefact (an index, embeddings), not a data
-set people browse, and the hub's dataset viewer has nothing to show in ``.npy``/``.json`` index
-files; the corpus itself stays in its own dataset repository under its own licence.
+``bundle.json``, the checks, why ``hf://`` is a model repository: docs/design.md, 'bsard_demo/bundles/__init__.py'.
 """
 from __future__ import annotations
 

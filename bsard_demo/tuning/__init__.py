@@ -1,37 +1,10 @@
-"""Tuning on a train split: BM25's k1 × b grid (the BSARD paper's protocol) and a hybrid's fusion.
+"""Tuning on a train split, for the CLI's ``tune`` (:mod:`bsard_demo.cli.tune`): BM25's k1 × b grid
+(:func:`tune_bm25`, the BSARD paper's protocol: by default k1 ∈ [0, 8] step 0.5 × b ∈ [0, 1] step 0.1, 187
+points, by ``recall@100``) in :mod:`.bm25`, and a hybrid's fusion (:func:`tune_hybrid`: RRF k, weights, α) in
+:mod:`.fusion`; what a tuning found in :mod:`.result`. Every figure equals what ``run`` + ``evaluate`` give
+for the same settings on the same split.
 
-:func:`tune_bm25` scores every ``(k1, b)`` of a grid — by default the paper's k1 ∈ [0, 8] step
-0.5 × b ∈ [0, 1] step 0.1, 187 points — on the questions of a split, by one measure (default
-``recall@100``; any of ``recall@k``, ``map@k``, ``mrr@k``, ``ndcg@10``), and returns the best
-settings with the command line that uses them. :func:`tune_hybrid` does the same for a hybrid's
-fusion: the RRF constant k and per-system weights, and the weighted fusion's α (two systems) or
-weights (more).
-
-Conventions:
-- a number here equals what ``python -m bsard_demo run`` + ``evaluate`` give for the same
-  settings on the same split: every point is scored by :func:`bsard_demo.evaluation.evaluate` on
-  the top-k rankings (k = the measure's cutoff), and those rankings are exactly the product's —
-  the same articles in the same order, ties by article id descending as strings, the same
-  scores (the tests compare them with :class:`~bsard_demo.retrievers.bm25.BM25Retriever` and
-  :class:`~bsard_demo.retrievers.hybrid.HybridRetriever` on several grid points).
-- BM25 is computed on ONE tokenised corpus (:class:`TermMatrix`: a terms × articles matrix of
-  term frequencies, document lengths and document frequencies, built once): per ``(k1, b)``
-  the BM25 weights of every (term, article) pair are one vectorised numpy pass over that
-  matrix's data, with the arithmetic of bm25s (the engine of the product's BM25, float64,
-  same operation order), and all questions are scored by one sparse product per batch, summed
-  in the retriever's term order, so the scores are bit for bit the retriever's.
-- a hybrid's parts are searched once, to the hybrid's depth; every fusion setting reuses those
-  rankings. Fused scores are computed vectorised; where a sum of more than two terms could
-  differ from the product's :func:`math.fsum` in its last bit, the candidates near the cut are
-  re-summed with :func:`math.fsum`, so the top k are exact.
-- questions without any relevant article cannot be scored and are left out (as in
-  ``evaluate``); the figure is the macro average over the others.
-- when several settings reach the best figure, the one closest to the starting settings wins
-  (BM25: k1 = 1.0, b = 0.6 unless others were given; hybrid: RRF k = 60, equal weights, α = 0.5):
-  a tie is no evidence to move away from them.
-
-Speed (BSARD-scale synthetic corpus, 22,633 articles, 886 train questions, 2 shared cores):
-see docs/benchmarks.md, "Tuning" (``bench/bench_tune.py``).
+Conventions: docs/design.md, 'bsard_demo/tuning/__init__.py'. Speed: docs/benchmarks.md, "Tuning".
 """
 from __future__ import annotations
 
