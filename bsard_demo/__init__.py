@@ -1,13 +1,11 @@
 """bsard-demo: search and score BSARD, the Belgian Statutory Article Retrieval Dataset.
 
-The public verbs: :func:`load_dataset` (hub, sample or folder), :func:`read_run_path` /
-:func:`read_run_bytes` (run files with validation), :func:`evaluate` (per-question and
-macro-averaged recall@k, map@k, mrr@k, nDCG@10), :func:`score_runs` (read, check and score run
-files, as the CLI and the Score page do) and :func:`build_retriever` (BM25, dense, hybrid).
-Scoring lives in :mod:`bsard_demo.evaluation`, reading runs in :mod:`bsard_demo.runs`.
-Importing the package changes nothing in the environment: :func:`prepare_runtime` (called by the
-CLI, the app and the retrievers before they load faiss or torch) sets the threading defaults of
-:mod:`bsard_demo.settings`.
+The public verbs (imported on first use): :func:`load_dataset` (hub, sample or folder), :func:`read_run_path` /
+:func:`read_run_bytes` (run files with validation), :func:`evaluate` and :class:`Measure` (recall@k, map@k, mrr@k,
+nDCG@10), :func:`score_runs` (read, check and score run files, as the CLI and the Score page do) and
+:func:`build_retriever` (any kind of :mod:`bsard_demo.retrievers.registry`: BM25, dense, neighbours, hybrid).
+Importing the package changes nothing in the environment: :func:`prepare_runtime` (:mod:`bsard_demo.settings`)
+does, called by the CLI, the app and the retrievers before they load faiss or torch.
 """
 from importlib import import_module
 

@@ -1,19 +1,9 @@
-"""The French text analyzer shared by BM25 and the app's highlighting.
+"""The French text analyzer shared by BM25 (:mod:`bsard_demo.retrievers.bm25`, the tuning grid) and the
+app's highlighting (:mod:`bsard_demo.app.highlight`): words, elisions cut, lowercase, stop words
+(:data:`FRENCH_STOPWORDS`) dropped, Snowball French stemming on the accented word, then accent folding, so
+"Locatives", "locative" and "locatif" all give the term ``locat``. Results are cached per surface form.
 
-Pipeline, per word of the original text:
-
-1. words are maximal runs of letters/digits (combining accents included); a leading elided
-   article or pronoun (``l'``, ``d'``, ``qu'``, ``jusqu'``, ``lorsqu'`` …, with ``'`` or ``’``)
-   is cut off and never becomes a term;
-2. lowercase (Unicode NFC);
-3. stop words (:data:`FRENCH_STOPWORDS`, compared accent-folded) are dropped;
-4. numbers (words starting with a digit: ``1382``, ``1er``) are kept as they are or dropped;
-5. Snowball French stemming (PyStemmer) on the *accented* word — Snowball's rules use the
-   accents (``nationalité`` → ``national``; unaccented ``nationalite`` → ``nationalit``) — then
-6. accent folding (NFKD, combining marks removed; ``œ`` → ``oe``) of the stem.
-
-So "Locatives", "locative" and "locatif" all give the term ``locat``. Results are cached per
-surface form, which makes :meth:`Analyzer.tokens` cost a regex scan plus a dict lookup per word.
+The pipeline, step by step: docs/design.md, 'bsard_demo/analyzer.py'.
 """
 from __future__ import annotations
 

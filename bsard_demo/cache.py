@@ -1,20 +1,9 @@
-"""An on-disk cache of built indexes, safe against stale, corrupt and concurrent writes.
+"""An on-disk cache of built indexes (``$BSARD_CACHE`` or ``~/.cache/bsard_demo``), safe against stale,
+corrupt and concurrent writes: :func:`load_or_build` for every retriever's index, consulting the read-only
+index bundles (:mod:`bsard_demo.bundles`, :func:`set_bundles`) first, and recording the entries it hands out
+(:func:`used_entries`) for :func:`bsard_demo.bundles.export_bundle`.
 
-Layout: ``<root>/<kind>/<key>/`` holding the entry's files and ``manifest.json`` (sha256 and
-size of every file). ``key`` is a fingerprint of everything that shapes the entry (corpus
-content and settings), so a changed corpus or setting never reuses a stale entry.
-
-- The root is ``$BSARD_CACHE`` or ``~/.cache/bsard_demo`` (:attr:`bsard_demo.settings.Settings.cache`).
-- Writers build in a temporary folder beside the target and rename it into place, so readers
-  never see half an entry and two concurrent builders cannot interleave files.
-- :func:`load` checks every file against the manifest; a missing, truncated or corrupt entry is
-  removed and reported as absent (``None``), so the caller rebuilds.
-- Read-only index bundles (:mod:`bsard_demo.bundles`) made active with :func:`set_bundles` are
-  consulted first by :func:`load_or_build`; this module never writes into them. Their entries
-  have the same ``<kind>/<key>/`` layout.
-- Every entry :func:`load_or_build` hands out is recorded (per process, thread-safe) so that
-  :func:`bsard_demo.bundles.export_bundle` can copy the entries a build used
-  (:func:`used_entries`).
+Layout and rules: docs/design.md, 'bsard_demo/cache.py'.
 """
 from __future__ import annotations
 

