@@ -170,10 +170,12 @@ class AdaptedEncoder:
             if hasattr(base, attr):
                 setattr(self, attr, getattr(base, attr))
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64,
+                       progress: Progress | None = None) -> np.ndarray:
         return adapt(self.base.encode_queries(texts, batch_size=batch_size, progress=progress), self.matrix)
 
-    def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
+                         progress: Progress | None = None) -> np.ndarray:
         return self.base.encode_documents(texts, batch_size=batch_size, progress=progress)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

@@ -4,8 +4,9 @@ Defaults: ``k1=1.0, b=0.6`` (the values the BSARD paper tuned on its train quest
 indexed (:data:`~bsard_demo.analyzer.DEFAULT_FIELDS`) and Snowball stemming on. Headers +
 stemming raising BM25 recall@100 from ~0.36 to ~0.51 is reported in the project brief from
 measurements on another French statutory corpus; it is not reproducible here (BSARD's corpus is
-not reachable): docs/effectiveness.md gives what we measured. ``method="lucene"`` (idf ``log(1 + (N - df + .5) / (df + .5))``, never negative) is the
-default; ``"robertson"`` uses ``log((N - df + .5) / (df + .5))`` floored at 0.
+not reachable): docs/effectiveness.md gives what we measured. ``method="lucene"`` (idf
+``log(1 + (N - df + .5) / (df + .5))``, never negative) is the default; ``"robertson"`` uses
+``log((N - df + .5) / (df + .5))`` floored at 0.
 
 Conventions:
 - a search returns exactly ``min(k, corpus size)`` hits (``k >= 1``), by score descending, ties
@@ -147,7 +148,8 @@ class BM25Retriever:
         key = cache_key(ids, texts, settings)
         return cache.load_or_build(
             CACHE_KIND, key, read=lambda folder: cls._read(folder, ids, settings),
-            build=lambda: cls(ids, settings, bm25s_index=_bm25s_index(cls._tokenize(texts, settings, progress), settings, progress)),
+            build=lambda: cls(ids, settings,
+                              bm25s_index=_bm25s_index(cls._tokenize(texts, settings, progress), settings, progress)),
             write=lambda retriever, folder: retriever._write(folder), what="BM25 index",
             use_cache=use_cache, root=cache_root, notice=notice, progress=progress)
 
@@ -214,7 +216,8 @@ class BM25Retriever:
         A term repeated in a query counts each time, as in bm25s and rank_bm25."""
         if self._okapi is not None:
             scale = 1.0 / (self.settings.k1 + 1.0)
-            return np.array([self._okapi.get_scores(list(q)) * scale for q in query_tokens]).reshape(len(query_tokens), self.size)
+            rows = [self._okapi.get_scores(list(q)) * scale for q in query_tokens]
+            return np.array(rows).reshape(len(query_tokens), self.size)
         # bm25s's extra empty term "" is numbered n_terms: it has no column
         counts = query_counts(query_tokens, self._bm25s.vocab_dict, self._matrix_t.shape[0], self._matrix_t.dtype)
         return (counts @ self._matrix_t).toarray()

