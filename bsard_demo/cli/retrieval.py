@@ -66,7 +66,8 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     hybrid.add_argument("--weights", default=None, metavar="W,W,...",
                         help="one weight per fused system, BM25 first, then the encoders in --encoder order "
                              "(e.g. 1,0.5,0.5); default for rrf: 1 for BM25 and for a model folder or hub id, "
-                             "0.5 for a built-in zero-shot encoder (use, e5, minilm) and for neighbours; for weighted: all 1")
+                             "0.5 for a built-in zero-shot encoder (use, e5, minilm) and for neighbours; for weighted: "
+                             "all 1")
     hybrid.add_argument("--alpha", type=float, default=None,
                         help="weighted fusion of two systems: weight of BM25, 1 - alpha that of the dense "
                              f"retriever (default {DEFAULT_ALPHA:g}); with more systems give --weights")

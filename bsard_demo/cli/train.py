@@ -40,7 +40,8 @@ DEFAULT_METHOD = "adapter"
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``train``."""
     p = subparsers.add_parser(
-        "train", help="fit a query adapter (default) or fine-tune a bi-encoder on a train split (usable as --encoder DIR)",
+        "train",
+        help="fit a query adapter (default) or fine-tune a bi-encoder on a train split (usable as --encoder DIR)",
         description="Learn from a split's labelled questions a model folder usable as --encoder DIR. By default (or "
                     "--adapter) fit a query-side adapter on a frozen built-in encoder; with --finetune, fine-tune a "
                     "sentence-transformers model on (question, gold article with its headers) pairs with in-batch "
@@ -54,14 +55,14 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
                         "sentence-transformers id in the local Hugging Face cache, or a model folder")
     method = p.add_mutually_exclusive_group()
     method.add_argument("--adapter", dest="method", action="store_const", const="adapter",
-                   help=f"{'(the default) ' if DEFAULT_METHOD == 'adapter' else ''}fit a query-side adapter on the frozen "
-                        "built-in encoder --base: a linear map of its question vectors, the articles keep its embeddings "
-                        "(no corpus re-encoding, numpy at query time, no torch to fit or serve: the hosted demo serves "
-                        "it); minutes, not an hour")
+                   help=f"{'(the default) ' if DEFAULT_METHOD == 'adapter' else ''}fit a query-side adapter on the "
+                        "frozen built-in encoder --base: a linear map of its question vectors, the articles keep its "
+                        "embeddings (no corpus re-encoding, numpy at query time, no torch to fit or serve: the hosted "
+                        "demo serves it); minutes, not an hour")
     method.add_argument("--finetune", dest="method", action="store_const", const="finetune",
                    help=f"{'(the default) ' if DEFAULT_METHOD == 'finetune' else ''}fine-tune the bi-encoder --base "
-                        "(needs torch and sentence-transformers); --epochs, --batch, --max-seq, --hard-negatives, --lr, "
-                        "--warmup, --seed, --threads and --with-description apply to it")
+                        "(needs torch and sentence-transformers); --epochs, --batch, --max-seq, --hard-negatives, "
+                        "--lr, --warmup, --seed, --threads and --with-description apply to it")
     defaults = AdapterSettings()
     p.add_argument("--adapter-steps", type=int, default=None,
                    help=f"--adapter: full-batch Adam steps (default {defaults.steps})")
@@ -72,7 +73,8 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
                    help=f"--adapter: weight of the pull towards the identity (default {defaults.lam:g})")
     p.add_argument("--epochs", type=int, default=None, help=f"passes over the pairs (default {DEFAULT_EPOCHS})")
     p.add_argument("--batch", type=int, default=None,
-                   help=f"pairs per batch; each question's negatives are the batch's other articles (default {DEFAULT_BATCH})")
+                   help="pairs per batch; each question's negatives are the batch's other articles (default "
+                        f"{DEFAULT_BATCH})")
     p.add_argument("--max-seq", type=int, default=None,
                    help=f"tokens per text in training, and the saved model's window (default {DEFAULT_MAX_SEQ})")
     p.add_argument("--hard-negatives", type=int, default=None, metavar="K",
@@ -91,8 +93,9 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
                    help="also write the ONNX export (DIR/onnx) that torch-free installs serve (default: on; "
                         "--no-onnx skips it, export-onnx DIR adds it later)")
     p.add_argument("--evaluate", action=argparse.BooleanOptionalAction, default=None,
-                   help=f"score the model on the {DEV_SPLIT} split (dense, and hybrid with BM25) and record it; default: "
-                        f"when the dataset has that split and at most {DEV_MAX_ARTICLES:,} articles (it encodes the corpus)")
+                   help=f"score the model on the {DEV_SPLIT} split (dense, and hybrid with BM25) and record it; "
+                        f"default: when the dataset has that split and at most {DEV_MAX_ARTICLES:,} articles (it "
+                        "encodes the corpus)")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="index cache for the hard negatives' BM25 (default $BSARD_CACHE or ~/.cache/bsard_demo)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
@@ -109,7 +112,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         return fail("train", f"{', '.join(given)} do(es) not apply to --finetune (they set the query adapter)")
     options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base or DEFAULT_BASE,
                            **_resolved(args, _FINE_TUNING_ONLY), overwrite=args.overwrite, onnx=args.onnx,
-                           evaluate=args.evaluate, cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
+                           evaluate=args.evaluate,
+                           cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
     try:
         options.check()
         dataset = load_dataset(data_spec(args))
