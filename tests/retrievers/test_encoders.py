@@ -10,7 +10,12 @@ import pytest
 from _fake_encoders import bag_of_words
 from bsard_demo.retrievers import encoders as E
 from bsard_demo.retrievers.encoders import (
-    EncoderUnavailable, embed_documents, known_prefixes, pool_chunks, resolve_encoder, token_windows,
+    EncoderUnavailable,
+    embed_documents,
+    known_prefixes,
+    pool_chunks,
+    resolve_encoder,
+    token_windows,
 )
 
 
@@ -67,7 +72,7 @@ def test_token_windows_cover_fit_and_overlap(seed):
     budget = int(rng.integers(3, 40))
     spans = token_windows(sizes, budget)
     assert spans[0][0] == 0 and spans[-1][1] == len(sizes)
-    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+    for (s1, e1), (s2, _e2) in zip(spans, spans[1:]):
         assert s1 < s2 <= e1  # moves forward, no gap
     for s, e in spans:
         assert e > s

@@ -7,15 +7,22 @@ from fractions import Fraction
 
 import pandas as pd
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bsard_demo.dataset import Dataset
 from bsard_demo.retrievers.base import Hit
-from bsard_demo.retrievers.hybrid import HybridRetriever, reciprocal_rank_fusion, weighted_fusion
+from bsard_demo.retrievers.hybrid import reciprocal_rank_fusion, weighted_fusion
 from bsard_demo.retrievers.registry import (
-    ZERO_SHOT_DENSE_WEIGHT, RetrieverSpec, build_retriever, default_weights, hybrid_parts, hybrid_spec, make_hybrid,
-    parse_encoders, parse_weights, system_labels,
+    ZERO_SHOT_DENSE_WEIGHT,
+    RetrieverSpec,
+    build_retriever,
+    default_weights,
+    hybrid_parts,
+    hybrid_spec,
+    make_hybrid,
+    parse_encoders,
+    parse_weights,
+    system_labels,
 )
 
 IDS = [str(i) for i in (1, 2, 9, 10, 11, 19, 100, 101)] + ["a", "b"]
@@ -67,7 +74,8 @@ rankings_st = st.lists(
 
 @given(rankings_st, st.data())
 def test_weighted_rrf_matches_the_exact_reference(rankings, data):
-    weights = data.draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.0, 2.0]), min_size=len(rankings), max_size=len(rankings)))
+    weights = data.draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.0, 2.0]), min_size=len(rankings),
+                                 max_size=len(rankings)))
     if not any(weights):
         weights[0] = 1.0
     k = data.draw(st.sampled_from([0, 1, 10, 60, 61.5]))
@@ -77,7 +85,8 @@ def test_weighted_rrf_matches_the_exact_reference(rankings, data):
 
 @given(rankings_st, st.data())
 def test_weighted_minmax_matches_the_exact_reference(rankings, data):
-    weights = data.draw(st.lists(st.sampled_from([0.0, 0.3, 0.5, 1.0, 2.0]), min_size=len(rankings), max_size=len(rankings)))
+    weights = data.draw(st.lists(st.sampled_from([0.0, 0.3, 0.5, 1.0, 2.0]), min_size=len(rankings),
+                                 max_size=len(rankings)))
     if not any(weights):
         weights[-1] = 0.5
     got = [(h.article_id, h.score) for h in weighted_fusion(rankings, weights)]
@@ -126,26 +135,32 @@ def test_bad_weights_are_refused_clearly(weights, message):
 # -- hybrid_spec -------------------------------------------------------------------------------
 
 def test_hybrid_spec_lists_bm25_then_every_encoder():
-    spec = hybrid_spec(["use", "e5"], weights=[1, 0.5, 0.5], bm25_options={"k1": 1.2}, dense_options={"fields": ("article",)})
+    spec = hybrid_spec(["use", "e5"], weights=[1, 0.5, 0.5], bm25_options={"k1": 1.2},
+                       dense_options={"fields": ("article",)})
     parts = hybrid_parts(spec)
     assert [p.kind for p in parts] == ["bm25", "dense", "dense"]
     assert parts[0].options == {"k1": 1.2}
-    assert [p.options for p in parts[1:]] == [{"fields": ("article",), "encoder": "use"}, {"fields": ("article",), "encoder": "e5"}]
-    assert spec.options["weights"] == [1.0, 0.5, 0.5] and spec.options["method"] == "rrf" and spec.options["rrf_k"] == 60
+    assert [p.options for p in parts[1:]] == \
+        [{"fields": ("article",), "encoder": "use"}, {"fields": ("article",), "encoder": "e5"}]
+    assert spec.options["weights"] == [1.0, 0.5, 0.5] and spec.options["method"] == "rrf" and \
+        spec.options["rrf_k"] == 60
     assert system_labels(spec) == ["bm25", "use", "e5"] and system_labels(RetrieverSpec("hybrid")) == ["bm25", "use"]
     assert hybrid_spec("use, E5 ", weights="1, 0.5,0.5") == hybrid_spec(["use", "e5"], weights=[1, 0.5, 0.5])
-    assert hybrid_spec("use, E5 ", weights="1, 0.5,0.5").key() == hybrid_spec(["use", "e5"], weights=[1, 0.5, 0.5]).key()
+    assert hybrid_spec("use, E5 ", weights="1, 0.5,0.5").key() == \
+        hybrid_spec(["use", "e5"], weights=[1, 0.5, 0.5]).key()
 
 
 def test_hybrid_spec_weighted_fusions():
     two = hybrid_spec("use", method="weighted", alpha=0.7)
-    assert two.options == {"retrievers": hybrid_parts(two), "method": "weighted", "normalisation": "minmax", "alpha": 0.7}
+    assert two.options == \
+        {"retrievers": hybrid_parts(two), "method": "weighted", "normalisation": "minmax", "alpha": 0.7}
     assert hybrid_spec("use", method="weighted").options["alpha"] == 0.5
     three = hybrid_spec("use,e5", method="weighted", weights="2,1,1", normalisation="none")
     assert three.options["weights"] == [2.0, 1.0, 1.0] and "alpha" not in three.options and "rrf_k" not in three.options
     h = make_hybrid(three, [_Named("bm25"), _Named("dense use"), _Named("dense e5")])
     assert h.name == "hybrid weighted none w=2,1,1 (bm25 + dense use + dense e5)"
-    h = make_hybrid(hybrid_spec("use,e5", weights="1,0.5,0.5", rrf_k=30), [_Named("bm25"), _Named("dense use"), _Named("dense e5")])
+    h = make_hybrid(hybrid_spec("use,e5", weights="1,0.5,0.5", rrf_k=30),
+                    [_Named("bm25"), _Named("dense use"), _Named("dense e5")])
     assert h.name == "hybrid rrf k=30 w=1,0.5,0.5 (bm25 + dense use + dense e5)"
 
 

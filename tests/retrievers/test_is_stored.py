@@ -18,7 +18,8 @@ class TinyEncoder:
     name, dim, normalized, version, max_tokens = "tiny", 4, True, "tiny-1", None
 
     def _vec(self, text: str) -> np.ndarray:
-        return np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")).standard_normal(4)
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        return np.random.default_rng(seed).standard_normal(4)
 
     def encode_documents(self, texts, batch_size=64, progress=None):
         return normalize_rows(np.array([self._vec(t) for t in texts], dtype=np.float32).reshape(len(texts), 4))

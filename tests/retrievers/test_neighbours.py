@@ -42,7 +42,8 @@ def test_transfer_scores_is_the_docstring_formula_on_random_data():
     for _ in range(200):
         n_train, n_articles, n = rng.integers(1, 30), rng.integers(1, 40), int(rng.integers(0, 12))
         sims = rng.choice([0.0, 0.5, 1.0, 2.0, -1.0, rng.random() * 3], size=n_train)  # ties, zeros, negatives
-        labels = [rng.choice(n_articles, size=rng.integers(1, min(5, n_articles) + 1), replace=False) for _ in range(n_train)]
+        labels = [rng.choice(n_articles, size=rng.integers(1, min(5, n_articles) + 1), replace=False)
+                  for _ in range(n_train)]
         excluded = rng.random(n_train) < 0.2
         got = transfer_scores(sims, labels, n_articles, n, excluded=excluded)
         # brute force: the n most similar (stable by position) among the not excluded, positive only
@@ -131,4 +132,5 @@ def test_neighbours_are_the_questions_its_scores_come_from():
         assert hit.score == pytest.approx(sum(n.similarity for n in named if hit.article_id in n.article_ids))
     assert "t3" not in {n.question_id for n in r.neighbours(" comment DIVORCER ?")}  # asked verbatim: left out
     assert r.neighbours("xyzzy") == []
-    assert [n.question_id for n in NeighboursRetriever.build(dataset(), n=1).neighbours(question)] == [named[0].question_id]
+    assert [n.question_id for n in NeighboursRetriever.build(dataset(), n=1).neighbours(question)] == \
+        [named[0].question_id]

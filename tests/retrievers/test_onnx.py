@@ -10,8 +10,7 @@ import pytest
 
 from _onnx_model import exported_model
 from bsard_demo.analyzer import DEFAULT_FIELDS, article_texts
-from bsard_demo.retrievers import dense as D
-from bsard_demo.retrievers import encoders as E
+from bsard_demo.retrievers import dense as D, encoders as E
 from bsard_demo.retrievers.encoders import EncoderUnavailable, embed_documents, normalize_rows, resolve_encoder
 from bsard_demo.retrievers.onnx_encoder import MODEL_FILE, RECORD_FILE, TOKENIZER_FILE, OnnxEncoder, read_record
 from bsard_demo.sources import load_dataset
@@ -131,7 +130,8 @@ def test_builtin_cache_keys_are_unchanged(sample):
 def test_a_copied_model_folder_reuses_the_cache_entry(model_dir, sample, tmp_path, monkeypatch):
     articles = sample.articles.head(12)
     root = tmp_path / "cache"
-    first = {b: D.DenseRetriever.build(articles, encoder=str(model_dir), backend=b, cache_root=root) for b in ("auto", "torch")}
+    first = {b: D.DenseRetriever.build(articles, encoder=str(model_dir), backend=b, cache_root=root)
+             for b in ("auto", "torch")}
     copy = tmp_path / "elsewhere" / "renamed-model"
     shutil.copytree(model_dir, copy)
 

@@ -44,7 +44,8 @@ for label, spec, data in runs:
     for q, hits in zip(questions, retriever.search_many(questions, 20)):
         out.write(" ".join(f"{h.article_id}:{h.score!r}" for h in hits) + "\n")
 for kind in sorted(p.name for p in cache.iterdir()):
-    out.write(f"## cache {kind}: " + " ".join(sorted(p.name for p in (cache / kind).iterdir() if not p.name.startswith("."))) + "\n")
+    names = sorted(p.name for p in (cache / kind).iterdir() if not p.name.startswith("."))
+    out.write(f"## cache {kind}: " + " ".join(names) + "\n")
 '''
 
 
@@ -92,7 +93,8 @@ def test_bm25s_own_numbering_follows_the_hash_seed():
     outs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
-        done = subprocess.run([sys.executable, "-c", BM25S_CHILD], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, "-c", BM25S_CHILD], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         outs.append(json.loads(done.stdout))
     assert outs[0][0] != outs[1][0]  # bm25s's own order differs

@@ -124,7 +124,8 @@ def test_shard_boundaries_matter_so_every_build_uses_them(tmp_path):
     assert not np.array_equal(build(None, FakeEncoder(), use_cache=False, shard_docs=5).embeddings,
                               build(None, FakeEncoder(), use_cache=False, shard_docs=4).embeddings)
     enc = FakeEncoder()
-    assert D.cache_key(["1"], ["a"], enc, ("article",), "whole", None, 4) != D.cache_key(["1"], ["a"], enc, ("article",), "whole", None, 5)
+    assert D.cache_key(["1"], ["a"], enc, ("article",), "whole", None, 4) != \
+        D.cache_key(["1"], ["a"], enc, ("article",), "whole", None, 5)
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "rename", "empty"])
@@ -200,4 +201,5 @@ def test_use_encoder_resumes_bit_identical(tmp_path):
     with pytest.raises(Interrupted):
         D.DenseRetriever.build(articles, cache_root=tmp_path / "c", progress=progress, **kw)
     assert D.DenseRetriever.build(articles, cache_root=tmp_path / "c", **kw).embeddings.tobytes() == reference.tobytes()
-    assert partial_dir(tmp_path / "c") is None and any(cache.entry_path(D.CACHE_KIND, "x", tmp_path / "c").parent.iterdir())
+    assert partial_dir(tmp_path / "c") is None and \
+        any(cache.entry_path(D.CACHE_KIND, "x", tmp_path / "c").parent.iterdir())
