@@ -41,7 +41,8 @@ def _home_cache() -> Path:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting, read once (see the module's table). Strings are stripped; ``""`` is unset."""
+    """Every setting, read once (the table: docs/design.md, 'bsard_demo/settings.py'). Strings are stripped;
+    ``""`` is unset."""
 
     data: str = ""
     allow_folders: bool = False

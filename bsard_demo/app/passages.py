@@ -72,7 +72,7 @@ def _runs(hits: Sequence[ShownHit], dataset: Dataset) -> list[tuple[ShownHit, ..
 
 
 def group_passages(hits: Sequence[ShownHit], dataset: Dataset) -> list[Entry]:
-    """The column's hits as the page shows them (see the module docstring), in rank order."""
+    """The column's hits as the page shows them (docs/design.md, 'bsard_demo/app/passages.py'), in rank order."""
     run_of: dict[str, tuple[ShownHit, ...]] = {}
     for run in _runs(hits, dataset):
         for hit in run:

@@ -114,7 +114,7 @@ def _recall(gold: frozenset, top: Sequence[str]) -> float:
 def check_ids_shifted(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Iterable[str]], *,
                       corpus_size: int | None = None, corpus_ids: Collection[str] | None = None) -> Finding | None:
     """``ids_shifted``: the run matches the gold far better with every article id shifted by +1 or
-    -1 (see the module docstring for the rule). ``values["shift"]`` is what to add to the run's
+    -1 (the rule: docs/run-formats.md, "BSARD-aware checks"). ``values["shift"]`` is what to add to the run's
     ids; ``values["recall@100_shifted"]`` the R@100 the run would have (all questions counted);
     ``depth_recall*`` are the recalls at the checked depth over the questions the run answers."""
     gold_sets = {q: frozenset(g) for q, g in qrels.items() if g}
@@ -181,7 +181,7 @@ def random_hit_probability(n_docs: int, n_gold: int, depth: int) -> float:
 def check_near_random(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Iterable[str]], *,
                       corpus_size: int | None = None, corpus_ids: Collection[str] | None = None) -> Finding | None:
     """``near_random``: the run's hit rate in its top d is not significantly above a random
-    ranking's (see the module docstring). Skipped when the corpus size cannot be known."""
+    ranking's (docs/run-formats.md, "BSARD-aware checks"). Skipped when the corpus size cannot be known."""
     pairs = _scored(qrels, rankings)
     n_docs = corpus_size_from(corpus_size, corpus_ids, qrels, rankings)
     if not pairs or not n_docs:

@@ -1,6 +1,6 @@
 """Text -> columns for JSON runs (``{qid: {docid: score}}``, ``{qid: [docid, ...]}``) and JSON Lines.
 
-:func:`parse_json` reads either (see :mod:`bsard_demo.runs.read` for the layouts and rules);
+:func:`parse_json` reads either (the layouts and rules: docs/run-formats.md);
 ``result`` is the :class:`~bsard_demo.runs.read.RunFile` being read: its ``format`` is set and
 its ``problems`` filled. JSON objects keep repeated keys (:class:`_Obj`), so a question or
 article given twice is reported, not silently overwritten.

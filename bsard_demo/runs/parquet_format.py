@@ -68,7 +68,8 @@ def _kind(t) -> str | None:
 
 
 def parse_parquet(content: Content, result):
-    """Columns of a parquet run (see the module docstring); problems go to ``result.problems``."""
+    """Columns of a parquet run (docs/design.md, 'bsard_demo/runs/parquet_format.py'); problems go to
+    ``result.problems``."""
     problems = result.problems
     result.format = "parquet"
     pf = _open(content, problems)

@@ -123,7 +123,7 @@ def tune_bm25(dataset: Dataset, split: str = "train", *, measure: str | TuneTarg
               b_grid: Sequence[float] = B_GRID, with_description: bool = DEFAULT_WITH_DESCRIPTION,
               data: str | None = None, progress: Progress | None = None,
               matrix: TermMatrix | None = None) -> TuneResult:
-    """Grid search of BM25's ``k1`` × ``b`` on ``split`` (see the module docstring).
+    """Grid search of BM25's ``k1`` × ``b`` on ``split`` (conventions: docs/design.md, 'bsard_demo/tuning/__init__.py').
 
     ``settings``: the starting BM25 (analysis, fields, method; its k1 and b are the "start"
     point, scored too when off the grid). ``data``: the dataset spec written into the command

@@ -168,7 +168,7 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
                 with_description: bool = DEFAULT_WITH_DESCRIPTION, data: str | None = None,
                 cache_root: Path | None = None, progress: Progress | None = None,
                 notice: Callable[[str], None] | None = None, parts: Sequence | None = None) -> TuneResult:
-    """Search a hybrid's fusion settings on ``split`` (see the module docstring).
+    """Search a hybrid's fusion settings on ``split`` (conventions: docs/design.md, 'bsard_demo/tuning/__init__.py').
 
     ``spec``: the hybrid (its parts and depth; default :func:`hybrid_spec`, BM25 + the default
     dense encoder with the default weights); its
