@@ -100,7 +100,8 @@ def kill_build(args, work: Path) -> dict:
     done = cli(args.python, ["index", "--retriever", "bm25", "--data", args.data, "--index", ""], ref_cache)
     build_s = time.perf_counter() - started
     assert done.returncode == 0, done.stderr
-    done = cli(args.python, ["run", "--data", args.data, "--index", "", "--no-progress", "--out", str(ref_run)], ref_cache)
+    done = cli(args.python, ["run", "--data", args.data, "--index", "", "--no-progress", "--out", str(ref_run)],
+               ref_cache)
     assert done.returncode == 0, done.stderr
     cache, rows, ok = work / "killed-cache", [], True
     shutil.rmtree(cache, ignore_errors=True)
@@ -108,7 +109,8 @@ def kill_build(args, work: Path) -> dict:
     for how, at in moments:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "BSARD_CACHE": str(cache)}
         proc = subprocess.Popen([args.python, "-m", "bsard_demo", "index", "--retriever", "bm25", "--data", args.data,
-                                 "--index", ""], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 "--index", ""], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
         t0, seen, before = time.perf_counter(), False, temporary_entries(cache)
         if how == "timed":
             time.sleep(at)
@@ -158,7 +160,8 @@ print('copied', flush=True)
 def kill_download(args, work: Path) -> dict:
     bundle = work / "sample-bundle"
     shutil.rmtree(bundle, ignore_errors=True)
-    done = cli(args.python, ["index", "--retriever", "bm25", "--data", "sample", "--index", "", "--export", str(bundle)],
+    done = cli(args.python,
+               ["index", "--retriever", "bm25", "--data", "sample", "--index", "", "--export", str(bundle)],
                work / "export-cache")
     assert done.returncode == 0, done.stderr
     copy = work / "downloaded"
@@ -193,11 +196,13 @@ def kill_download(args, work: Path) -> dict:
         return {"answers == uninterrupted": not wrong and not p.errors(), "built": built,
                 "bundle notes": [n[:220] for n in notes if "ndex" in n and not n.startswith("Poids")][:3]}
     out["after the kill"] = serve("partial")
-    finish = subprocess.run([args.python, "-c", SLOW_COPY, str(bundle), str(copy), "0"], capture_output=True, timeout=300)
+    finish = subprocess.run([args.python, "-c", SLOW_COPY, str(bundle), str(copy), "0"], capture_output=True,
+                            timeout=300)
     assert finish.returncode == 0
     out["after the copy was finished"] = serve("whole")
-    out["ok"] = bool(partial) and out["after the kill"]["answers == uninterrupted"] and out["after the kill"]["built"] \
-        and out["after the copy was finished"]["answers == uninterrupted"] and not out["after the copy was finished"]["built"]
+    killed, finished = out["after the kill"], out["after the copy was finished"]
+    out["ok"] = bool(partial) and killed["answers == uninterrupted"] and killed["built"] \
+        and finished["answers == uninterrupted"] and not finished["built"]
     return out
 
 
@@ -207,7 +212,8 @@ def tiny_cache(work: Path) -> tuple[Path, str, object]:
     subprocess.run(["umount", str(folder)], capture_output=True)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TINY_KB}k", "tmpfs", str(folder)], capture_output=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TINY_KB}k", "tmpfs", str(folder)],
+                             capture_output=True)
     if mounted.returncode == 0:
         return folder, f"tmpfs of {TINY_KB} KB", None
 

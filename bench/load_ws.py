@@ -47,8 +47,10 @@ if __package__ in (None, ""):  # python bench/load_ws.py (bench/_path.py)
     import _path  # noqa: F401
 
 from bench.browser import AppServer, app_env, free_port  # noqa: E402
-from bench.common import (REPO, cpu_seconds, json_option, load_average, machine_facts, mb, percentile,  # noqa: E402
-                          process_tree, table, tree_memory_kb, write_json)
+
+# Wrapped by hand (isort skips it): one name a line would repeat other benches' import blocks.
+from bench.common import (REPO, cpu_seconds, json_option, load_average, machine_facts, mb,  # noqa: E402  # isort: skip
+                          percentile, process_tree, table, tree_memory_kb, write_json)
 from bench.ws_client import Visit, Visitor, score_visit, search_visit  # noqa: E402
 
 SCORE_EVERY = 10
@@ -318,7 +320,8 @@ def ramp(args, fleet: Fleet, plan: dict) -> tuple[list[dict], bool]:
         s = summary(visits)
         s.update(step=step, wall=wall, cpu_per_visit=(cpu_seconds(fleet.pids()) - before_cpu) / max(1, len(visits)),
                  client_cpu=time.process_time() - client_cpu,
-                 peak_rss=sampler.peak, rss_after=sum(fleet.rss_mb()), load_before=load_before, load_after=load_average())
+                 peak_rss=sampler.peak, rss_after=sum(fleet.rss_mb()), load_before=load_before,
+                 load_after=load_average())
         rows.append(s)
         print(f"  step {step}: {s['visits']} visits in {wall:.1f} s, page p95 {s['page p95']:.2f} s, "
               f"errors {s['errors']}, wrong {s['wrong']}, load average {s['load_after']}", flush=True)
@@ -333,8 +336,8 @@ def ramp_table(rows: list[dict]) -> str:
              f"{r['wall']:.0f}",
              r["load_before"].split(",")[0] + " → " + r["load_after"].split(",")[0]] for r in rows]
     return table(body, ["visitors", "visits", "page p50 s", "page p95 s", "score p50 s",
-                        "search p50/p95/p99 ms, by column", "errors", "wrong", "CPU s/visit", "client CPU s", "peak RSS MB", "wall s",
-                        "load 1-min"])
+                        "search p50/p95/p99 ms, by column", "errors", "wrong", "CPU s/visit", "client CPU s",
+                        "peak RSS MB", "wall s", "load 1-min"])
 
 
 def soak(args, fleet: Fleet, plan: dict, workdir: Path) -> tuple[dict, bool]:
@@ -374,8 +377,8 @@ def soak(args, fleet: Fleet, plan: dict, workdir: Path) -> tuple[dict, bool]:
         near = min(rows, key=lambda r: abs(r[0] - seconds))
         return sum(near[1:1 + len(fleet.servers)])
     s.update(visitors=args.visitors, minutes=args.minutes, cpu_per_visit=cpu / max(1, len(visits)),
-             peak_rss=sampler.peak, rss_min5=total_at(300), rss_end_load=total_at(left), rss_settled=total_at(rows[-1][0]),
-             left_at_s=left, restart=restart, load_end=load_average(),
+             peak_rss=sampler.peak, rss_min5=total_at(300), rss_end_load=total_at(left),
+             rss_settled=total_at(rows[-1][0]), left_at_s=left, restart=restart, load_end=load_average(),
              failed_near_restart=sum(1 for v in visits if not v.ok and restart
                                      and abs(v.started - sampler.t0 - restart["at"]) < restart["down_s"] + 30))
     s["growth_5_to_end"] = (s["rss_end_load"] - s["rss_min5"]) / s["rss_min5"] if s["rss_min5"] else float("nan")
@@ -412,10 +415,12 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     print(machine_facts("streamlit", "websockets"))
-    print(f"{args.mode} on {args.data} (bundle {args.bundle}), {args.servers} server(s){' behind nginx' if args.nginx else ''}, "
-          f"interpreter {args.python}; started {time.strftime('%Y-%m-%d %H:%M:%S')}", flush=True)
+    print(f"{args.mode} on {args.data} (bundle {args.bundle}), {args.servers} "
+          f"server(s){' behind nginx' if args.nginx else ''}, interpreter {args.python}; started "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S')}", flush=True)
     with Fleet(args, workdir) as fleet:
-        print(f"servers healthy, RSS {[round(r) for r in fleet.rss_mb()]} MB, load average {load_average()}", flush=True)
+        print(f"servers healthy, RSS {[round(r) for r in fleet.rss_mb()]} MB, load average {load_average()}",
+              flush=True)
         plan = prepare(args, fleet, workdir)
         if args.mode == "ramp":
             rows, ok = ramp(args, fleet, plan)

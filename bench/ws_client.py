@@ -108,7 +108,8 @@ class Page:
 class Visitor:
     """One browser tab's worth of session: ``async with Visitor(url) as v: page = await v.open(...)``."""
 
-    def __init__(self, base_url: str, *, timeout: float = RUN_TIMEOUT_S, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(self, base_url: str, *, timeout: float = RUN_TIMEOUT_S,
+                 headers: Mapping[str, str] | None = None) -> None:
         self.ws_url = base_url.replace("http://", "ws://", 1).rstrip("/") + STREAM
         self.timeout = timeout
         self.headers = dict(headers or {})  # e.g. a browser's cookie (a sticky proxy's route)
