@@ -1,22 +1,10 @@
-"""A query-side adapter: a linear map, learned on labelled questions, applied to a frozen encoder's
-question vectors. The articles keep the base encoder's embeddings (the same cache entry, the same
-bundle files): nothing is re-encoded, and at query time it is one numpy product, so it serves a
-torch-free install too.
+"""A query-side adapter: a linear map ``W``, learned on labelled questions, applied to a frozen encoder's question
+vectors. The articles keep the base encoder's embeddings (the same cache entry, the same bundle files): nothing is
+re-encoded, and at query time it is one numpy product, so it serves a torch-free install too. Fitted by
+``python -m bsard_demo train`` (:mod:`bsard_demo.training.adapter`); defaults chosen on frlaw-dev's train split by
+5-fold cross-validation (docs/effectiveness.md, "Query-side adapter").
 
-The model (``x``: the base encoder's unit question vector, ``e_j``: the unit article embeddings,
-``d`` the dimension, ``W`` a ``d x d`` matrix)::
-
-    u(x)  = x W / |x W|                       the adapted question vector (unit length)
-    s_j   = u(x) . e_j / tau                  scores over the whole corpus
-    t_j   = 1 / |rel|  for the question's relevant articles, else 0
-    loss  = mean over questions of  - sum_j t_j log softmax(s)_j   +   lam |W - I|_F^2 / d
-
-``W`` starts at the identity (the base encoder unchanged) and is fitted by full-batch Adam
-(``steps`` steps, learning rate ``lr``): every article of the corpus is a negative for every
-question, and ``lam`` keeps ``W`` near the identity. The gradient is exact (:func:`loss_and_grad`;
-the tests check it against torch's autograd); the corpus is scored in blocks of
-:data:`BLOCK_ARTICLES`, so memory is bounded for any corpus size. The defaults were chosen on
-frlaw-dev's train split by 5-fold cross-validation (docs/effectiveness.md, "Query-side adapter").
+The model, its loss and its fit: docs/design.md, 'bsard_demo/retrievers/adapter.py'.
 """
 from __future__ import annotations
 
@@ -58,7 +46,8 @@ class AdapterSettings:
 
 
 def adapt(vectors: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """``u(x)`` of the module docstring for each row of ``vectors`` (float32, unit rows)."""
+    """``u(x)`` (docs/design.md, 'bsard_demo/retrievers/adapter.py') for each row of ``vectors`` (float32,
+    unit rows)."""
     x = normalize_rows(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))
     return normalize_rows((x @ np.asarray(matrix, dtype=np.float32)).astype(np.float32))
 
@@ -76,7 +65,8 @@ def targets(gold: Sequence[np.ndarray]) -> list[tuple[np.ndarray, float]]:
 
 def loss_and_grad(matrix: np.ndarray, queries: np.ndarray, articles: np.ndarray,
                   gold: Sequence[tuple[np.ndarray, float]], tau: float, lam: float) -> tuple[float, np.ndarray]:
-    """The loss of the module docstring and its gradient with respect to ``matrix`` (float64).
+    """The loss (docs/design.md, 'bsard_demo/retrievers/adapter.py') and its gradient with respect to
+    ``matrix`` (float64).
 
     With ``y = x W``, ``u = y / |y|``, ``p = softmax(s)``: ``dL/ds = (p - t) / n``,
     ``dL/du = (dL/ds) E / tau``, ``dL/dy = (dL/du - (dL/du . u) u) / |y|``, ``dL/dW = x^T dL/dy``,
@@ -123,8 +113,8 @@ def loss_and_grad(matrix: np.ndarray, queries: np.ndarray, articles: np.ndarray,
 def fit_adapter(queries: np.ndarray, gold: Sequence[np.ndarray], articles: np.ndarray,
                 settings: AdapterSettings = AdapterSettings(), progress: Progress | None = None,
                 name: str = "") -> tuple[np.ndarray, list[float]]:
-    """Fit ``W`` (module docstring) on ``queries`` (the base encoder's question vectors) whose
-    relevant articles are the rows ``gold[i]`` of ``articles`` (unit embeddings, corpus order).
+    """Fit ``W`` (docs/design.md, 'bsard_demo/retrievers/adapter.py') on ``queries`` (the base encoder's
+    question vectors) whose relevant articles are the rows ``gold[i]`` of ``articles`` (unit embeddings, corpus order).
     Returns ``W`` (float32) and the loss at each step. Deterministic: no randomness at all."""
     settings.check()
     x = normalize_rows(np.asarray(queries, dtype=np.float32)).astype(np.float64)

@@ -1,38 +1,11 @@
 """BM25 over the French analyzer, on ``bm25s`` (default) or ``rank_bm25`` (reference engine).
 
-Defaults: ``k1=1.0, b=0.6`` (the values the BSARD paper tuned on its train questions), headers
-indexed (:data:`~bsard_demo.analyzer.DEFAULT_FIELDS`) and Snowball stemming on. Headers +
-stemming raising BM25 recall@100 from ~0.36 to ~0.51 is reported in the project brief from
-measurements on another French statutory corpus; it is not reproducible here (BSARD's corpus is
-not reachable): docs/effectiveness.md gives what we measured. ``method="lucene"`` (idf
-``log(1 + (N - df + .5) / (df + .5))``, never negative) is the default; ``"robertson"`` uses
-``log((N - df + .5) / (df + .5))`` floored at 0.
+Defaults (:class:`BM25Settings`): ``k1=1.0, b=0.6`` (the values the BSARD paper tuned on its train questions), headers
+indexed (:data:`~bsard_demo.analyzer.DEFAULT_FIELDS`), Snowball stemming on, ``method`` ``"lucene"`` on bm25s
+(``rank_bm25`` supports ``"robertson"`` only). Weights: :mod:`bsard_demo.retrievers.bm25_weights`; figures:
+docs/effectiveness.md; speed: docs/benchmarks.md, "Retrieval".
 
-Conventions:
-- a search returns exactly ``min(k, corpus size)`` hits (``k >= 1``), by score descending, ties
-  by article id descending as strings; articles sharing no term with the question score 0 and
-  come last, so every question gets a full ranking.
-- scores are bm25s's: the Robertson formula without its constant ``(k1 + 1)`` factor, computed in
-  float64 (float32 rounding reordered near-ties at deep ranks). The ``rank_bm25`` engine
-  (``BM25Okapi`` with ``epsilon=0``, i.e. negative idf floored at 0 as bm25s does) divides its
-  scores by ``(k1 + 1)`` to report on the same scale, so both engines give the same rankings;
-  it supports ``method="robertson"`` only, is ~55-60x slower to search and is not cached.
-- tokens come from :class:`~bsard_demo.analyzer.Analyzer` through
-  :func:`~bsard_demo.retrievers.bm25_weights.analyse`, the tuning matrix's path too (bm25s never
-  re-tokenises); the weights are :mod:`bsard_demo.retrievers.bm25_weights`'s pure functions (bm25s's
-  formulas and float64 arithmetic, bit for bit), which bm25s stores, saves and loads. Searching
-  scores every article with one sparse product per batch of questions over bm25s's precomputed
-  score matrix, then orders exactly (``bm25s.retrieve`` would cut ties at ``k`` arbitrarily).
-- runs are bit-reproducible across processes and hash seeds: terms are numbered in sorted order
-  (:func:`sorted_vocabulary`), so a query's term scores are always summed in the same order
-  (rank_bm25 sums in query order over insertion-ordered dicts, already seed-free);
-- the bm25s engine is cached (``bm25s`` save/load inside a :mod:`bsard_demo.cache` entry keyed
-  by the article ids, the indexed texts, every setting and the analyzer/bm25s versions).
-
-Speed (BSARD-scale synthetic corpus, 22,633 articles, 2 shared cores; ``bench/bench_retrieval.py``,
-docs/benchmarks.md "Retrieval"): build ~5-8 s (the analyzer ~2.3 s of it), load from the cache
-~0.35 s, one question ~1-2 ms, 222 questions at depth 500 ~0.6 s (rank_bm25: build ~3-4 s,
-search ~33 s, ~55-60x slower).
+Conventions (hits, scores, tokens, reproducibility, cache) and speed: docs/design.md, 'bsard_demo/retrievers/bm25.py'.
 """
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
-"""BM25's weights as pure functions, and the term counts of a tokenised corpus they apply to.
+"""BM25's weights as pure functions (idf :data:`IDF`, :func:`length_norm`, :func:`tf_saturation`,
+:func:`term_weights`), bit-identical to what bm25s 0.3 computes itself, and the term counts of a tokenised corpus they
+apply to (:class:`TermCounts`, whose :meth:`~TermCounts.weights` is the score matrix of the BM25 retriever,
+:mod:`bsard_demo.retrievers.bm25`, and of the tuning grid, :class:`bsard_demo.tuning.TermMatrix`, for any
+``(k1, b)``). :func:`analyse` is the one tokenising path of both, and :func:`query_counts` the one query side.
 
-One set of formulas, in the style of bm25s's scoring variants (``bm25s.scoring``) and with its
-float64 arithmetic in its operation order, so that the weights are bit-identical to what bm25s
-0.3 computes itself:
-
-- idf (:data:`IDF`): ``lucene`` ``log(1 + (N - df + .5) / (df + .5))`` (never negative);
-  ``robertson`` ``log((N - df + .5) / (df + .5))`` floored at 0; :func:`math.log`, per term;
-- tf saturation with ``k1`` and ``b``: :func:`length_norm` ``k1 * ((1 - b) + b * len / avg_len)``
-  per article, then :func:`tf_saturation` ``tf / (norm + tf)`` (Robertson's, without the
-  constant ``k1 + 1`` factor, as bm25s);
-- a (term, article) weight is ``idf * tf_saturation`` (:func:`term_weights`).
-
-:class:`TermCounts` holds what they need (term frequencies of every (term, article) pair as a
-terms × articles CSR structure, document frequencies, article lengths); its :meth:`~TermCounts.weights`
-is the score matrix of the BM25 retriever (:mod:`bsard_demo.retrievers.bm25`, which stores it in
-a bm25s index) and of the tuning grid (:class:`bsard_demo.tuning.TermMatrix`), for any ``(k1, b)``.
-:func:`analyse` is the one tokenising path of both, and :func:`query_counts` the one query side.
+The formulas: docs/design.md, 'bsard_demo/retrievers/bm25_weights.py'.
 """
 from __future__ import annotations
 

@@ -1,33 +1,9 @@
-"""Dense retrieval: articles and questions embedded by an :mod:`~.encoders` encoder, ranked by
-cosine similarity with a FAISS flat inner-product index over unit vectors.
+"""Dense retrieval: articles and questions embedded by an :mod:`~.encoders` encoder, ranked by cosine similarity with
+a FAISS flat inner-product index over unit vectors (:class:`DenseRetriever`). Embeddings are computed once and kept in
+a :mod:`bsard_demo.cache` entry; a build is resumable (:func:`embed_resumable`, shards of :data:`SHARD_DOCS`
+checkpointed as they are done, in several processes: :mod:`.parallel`).
 
-Conventions:
-- the embedded text of an article is :func:`~bsard_demo.analyzer.article_text` of ``fields``
-  (default :data:`~bsard_demo.analyzer.DEFAULT_FIELDS`: headers, then the article itself), the
-  same text BM25 indexes; texts longer than the encoder's window follow ``pooling``
-  (:func:`~.encoders.embed_documents`);
-- a search returns exactly ``min(k, corpus size)`` hits (``k >= 1``), cosine descending, ties
-  by article id descending as strings (exact even when ties straddle the cut: the ranking then
-  falls back to scoring every article);
-- scores do not depend on batching: a question's hits are the same, scores bit for bit, from
-  :meth:`~DenseRetriever.search` and from :meth:`~DenseRetriever.search_many` over any list.
-  Each distinct question is embedded on its own (batched encoders pad to the longest text of a
-  batch, which moves the last bits), and each query vector is scored on its own against the
-  FAISS index (FAISS switches to a batched BLAS product from 20 queries on, whose float32 sums
-  differ in the last bits from its one-query kernel); near-ties thus never flip between the
-  Search page and a run file. This costs speed (no batched encoding or BLAS product), not
-  results;
-- embeddings are computed once and kept in a :mod:`bsard_demo.cache` entry (``dense/<key>``:
-  ``embeddings.npy`` saved without pickle, ``ids.json``) keyed by the article ids, the embedded
-  texts and every setting (encoder name and version, passage prefix, fields, pooling, window,
-  chunk overlap, chunking version, shard size); a reload never re-encodes the articles, and the
-  flat index is rebuilt from the array (a memory copy);
-- a build is resumable (:func:`embed_resumable`): articles are embedded in shards of
-  :data:`SHARD_DOCS`, each checkpointed under ``dense-partial/<key>/`` in the cache as it is
-  done, so an interrupted build (Ctrl-C, a crash, a closed browser tab) restarts from the first
-  missing shard. Every build goes shard by shard, cache or not, resumed or not, so its
-  embeddings are the same bit for bit whatever the interruptions. Progress reports articles
-  done out of the corpus (a resumed build starts at what its shards hold), so a bar's ETA holds.
+Conventions (texts, hits, batching, cache, resumable builds): docs/design.md, 'bsard_demo/retrievers/dense.py'.
 """
 from __future__ import annotations
 
@@ -119,8 +95,9 @@ class DenseRetriever:
         auto, torch or onnx, for model folders) or an :class:`Encoder`.
         ``window`` (tokens) overrides the encoder's own (e.g. to chunk for USE, which has none);
         it may not exceed an encoder's ``native_window`` (e5: 512) when it has one. A build
-        checkpoints every ``shard_docs`` articles in the cache and resumes from there (module
-        docstring), in ``workers`` processes (:func:`embed_resumable`; default every usable core).
+        checkpoints every ``shard_docs`` articles in the cache and resumes from there
+        (docs/design.md, 'bsard_demo/retrievers/dense.py'), in ``workers`` processes (:func:`embed_resumable`;
+        default every usable core).
         Raises :class:`~.encoders.EncoderUnavailable` (a ``ValueError``) when the
         encoder cannot be loaded, :class:`ValueError` on bad settings or an empty corpus."""
         if pooling not in POOLINGS:

@@ -1,13 +1,9 @@
 """What every encoder shares, below :mod:`.encoders` and :mod:`.onnx_encoder`: the
 :class:`Encoder` protocol, :class:`EncoderUnavailable`, row normalisation and batching, and the
-content identity of a local model folder (:func:`model_version`, part of the dense cache keys).
+content identity of a local model folder (:func:`model_version`, part of the dense cache keys: a copy elsewhere gets
+the same one, so its embeddings are found in the cache instead of being computed again).
 
-A model folder's identity is its content, never its path: a copy elsewhere gets the same
-:func:`model_version`, so its embeddings are found in the cache instead of being computed again.
-Only the files that shape the vectors count (configs, tokenizer, weights): hidden entries, the
-ONNX export folder (:data:`EXPORT_DIRNAME`, identified on its own), the training record and the
-README are left out, and every counted file is hashed whole (sha256, memoised per process on
-its size and modification time).
+Which files count, and how: docs/design.md, 'bsard_demo/retrievers/encoder_base.py'.
 """
 from __future__ import annotations
 
@@ -121,7 +117,8 @@ def file_sha256(path: Path) -> str:
 
 
 def shaping_files(folder: Path) -> list[Path]:
-    """The files of a model folder that shape its vectors, sorted (see the module docstring)."""
+    """The files of a model folder that shape its vectors, sorted (docs/design.md,
+    'bsard_demo/retrievers/encoder_base.py')."""
     out = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)

