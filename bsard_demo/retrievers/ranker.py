@@ -1,27 +1,11 @@
-"""The learned ranker's features: every system's view of a question's candidates, in one matrix.
+"""The learned ranker's features: every system's view of a question's candidates, in one matrix (columns
+:data:`FEATURES`). A question's candidates are the union of the top :data:`CANDIDATES` articles of each input system
+(:data:`SYSTEMS`: whichever are given) and of the structure-rescored fusion (:mod:`.structure`). Everything here is
+numpy; :mod:`lightgbm` is only needed to fit and to predict. Today only ``bench/ranker_cv.py`` (the decision on
+train, docs/effectiveness.md, "Learned ranker") calls it: the serving retriever, ``train --ranker`` and its folder
+are to come.
 
-A question's **candidates** are the union of the top :data:`CANDIDATES` articles of each input
-system (``bm25``, ``use``, ``adapter``, ``neighbours``: whichever are given) and of the
-structure-rescored fusion (:mod:`.structure`, which brings in siblings no system ranked). For
-each candidate (one row), the columns of :data:`FEATURES`:
-
-- per system ``s``: ``s_score`` (its score; missing: NaN), ``s_rank`` (1-based; missing: depth + 1),
-  ``s_norm`` (score / the system's best score for the question) and ``s_gap`` (best score −
-  score);
-- ``votes``: how many of the neighbours' training questions cite the article, ``votes_sim``:
-  the best similarity among them (0 without neighbours);
-- ``prior``: ``log(1 + c)``, ``c`` the number of training questions citing the article (leave-one-
-  out on the training split: the question's own labels are not counted);
-- ``fused_score`` / ``fused_rank``: the product's RRF of the systems (k = 60, its default weights);
-- structure under that fusion (:class:`.structure.ArticleGraph`): best sibling score
-  (window 1), best other score of the section, best citing score, position in section, section
-  size, relative position;
-- ``length``: the article's length in words (headers and text).
-
-LightGBM and NaN: a missing value is its own branch, so "not retrieved by ``use``" is learnt as
-such. Everything here is numpy; the model itself (:mod:`lightgbm`) is only needed to fit and to
-predict. Today only ``bench/ranker_cv.py`` (the decision on train, docs/effectiveness.md,
-"Learned ranker") calls it: the serving retriever, ``train --ranker`` and its folder are to come.
+The candidates and every feature: docs/design.md, 'bsard_demo/retrievers/ranker.py'.
 """
 from __future__ import annotations
 

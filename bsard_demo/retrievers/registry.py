@@ -1,32 +1,10 @@
-"""Build any retriever from a small declarative spec (used by the CLI and the app), and the one
-list of the kinds of retriever (:func:`register`, :func:`retriever_kinds`): the CLI's
-``--retriever`` choices and help, the Search page's systems menu and the README's list read it.
-A new retriever is its module plus one :func:`register` call at the end of this one.
+"""Build any retriever from a small declarative spec (:class:`RetrieverSpec`, used by the CLI and the app), and the
+one list of the kinds of retriever (:func:`register`, :func:`retriever_kinds`): the CLI's ``--retriever`` choices and
+help, the Search page's systems menu and the README's list read it. A new retriever is its module plus one
+:func:`register` call at the end of this one. :func:`hybrid_spec` builds a hybrid spec from simple arguments, with
+the product's default fusion (RRF k = 60, zero-shot dense parts weighted 0.5: :func:`default_weights`).
 
-``RetrieverSpec(kind, options)``:
-
-- ``"bm25"``: options are :class:`~bsard_demo.retrievers.bm25.BM25Settings` fields (``k1``, ``b``,
-  ``method``, ``engine``, ``fields``, ``stem``, ``stopwords``, ``keep_numbers``).
-- ``"dense"``: ``encoder`` (a name of :data:`~bsard_demo.retrievers.encoders.ENCODER_CHOICES`, a
-  sentence-transformers id or a folder; default: the dense module's default encoder), and
-  ``fields``, ``pooling``, ``window``, ``batch_size`` passed to
-  :meth:`~bsard_demo.retrievers.dense.DenseRetriever.build`, and ``backend`` (``auto`` by default:
-  a model folder's ONNX export when it has one, else torch; ``torch``; ``onnx``).
-- ``"neighbours"``: ``split`` (the labelled training split, default ``"train"``) and ``n`` (20):
-  label transfer from the most similar training questions
-  (:class:`~bsard_demo.retrievers.neighbours.NeighboursRetriever`).
-- ``"hybrid"``: ``retrievers`` (specs of the parts, any number >= 2; default BM25 + the default
-  dense encoder), ``method`` (``"rrf"`` | ``"weighted"``, default ``"rrf"``), ``rrf_k`` (60),
-  ``alpha`` (0.5, the weight of the first of two parts), ``weights`` (one per part, in order;
-  absent: all 1), ``normalisation``, ``depth`` (1000), ``structure`` (absent or ``None``: none; a
-  mapping of :class:`~bsard_demo.retrievers.structure.StructureSettings` fields: the fused ranking
-  re-scored along the corpus' article graph, :class:`~bsard_demo.retrievers.structure.StructureRetriever`).
-
-:func:`hybrid_spec` builds a hybrid spec from simple arguments (BM25 + one dense part per
-listed encoder, the name :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS` standing for the
-neighbours part), as ``--retriever hybrid --encoder use,e5 --weights 1,0.5,0.5`` needs, with the
-product's default fusion (RRF k = 60, zero-shot dense parts weighted 0.5: :func:`default_weights`);
-:func:`parse_encoders` / :func:`parse_weights` read those comma-separated lists.
+Every kind's options and defaults: docs/design.md, 'bsard_demo/retrievers/registry.py'.
 """
 from __future__ import annotations
 
@@ -97,7 +75,7 @@ def kinds_markdown() -> str:
 
 @dataclass(frozen=True)
 class RetrieverSpec:
-    """What to build: ``kind`` and its ``options`` (see the module docstring)."""
+    """What to build: ``kind`` and its ``options`` (docs/design.md, 'bsard_demo/retrievers/registry.py')."""
 
     kind: str
     options: Mapping[str, Any] = field(default_factory=dict)

@@ -1,35 +1,11 @@
-"""The structure of a code, derived from the corpus itself, and a re-scoring that follows it.
+"""The structure of a code, derived from the corpus itself (:class:`ArticleGraph`: each article's section, position,
+siblings and cross-references), and a re-scoring that follows it (:func:`rescore`, :class:`StructureRetriever`): an
+answer is usually a run of neighbouring articles of one section (frlaw-dev: 67 % of the gold articles of
+multi-article answers have another gold article right next to them in corpus order, 75 % share their section with
+another). :class:`StructureSettings` holds the weights, decided on frlaw-dev's train split (docs/effectiveness.md,
+"Structure re-scoring"). Pure numpy: no model, no torch.
 
-An answer is usually a run of neighbouring articles of one section (frlaw-dev: 67 % of the gold
-articles of multi-article answers have another gold article right next to them in corpus order,
-75 % share their section with another). :class:`ArticleGraph` reads, for any corpus in the
-schema (no other input):
-
-- each article's **section**: its header path (``code`` > ``book`` > ``part`` > ``act`` >
-  ``chapter`` > ``section`` > ``subsection``, the columns present; an article without headers is
-  its own section);
-- its **position** in that section, in corpus order (0-based), and the section's size;
-- its **siblings**: the articles at distance 1 … :data:`MAX_WINDOW` before and after it within
-  its section, in corpus order;
-- optionally its **cross-references**: the articles of the same code its text cites as
-  ``article L. 2242-1`` / ``articles R. 7343-10`` (number normalised: dots and spaces dropped),
-  where the cited number is the number of an article of the corpus' ``reference`` column
-  (``Art. L2242-1, Code du travail``); unparsed mentions are ignored.
-
-:func:`rescore` propagates a ranking's scores along that graph (the scores first divided by the
-question's best score, so the settings do not depend on the fusion's scale)::
-
-    n(a)      = score(a) / max score                     for the ranked candidates, else 0
-    sib(b)    = max over ranked a at distance d <= window in b's section of n(a) * decay^(d-1)
-    sec(b)    = max over ranked a != b of b's section of n(a)       (b ranked itself)
-    ref(b)    = max over ranked a whose text cites b of n(a)
-    new(b)    = n(b) + sibling * sib(b) + section * sec(b) + refs * ref(b)
-
-so an article no system ranked can enter the ranking next to a well ranked sibling (or when a
-well ranked article cites it), and a ranked article of a section holding other good hits goes
-up. Ties keep the run convention (score descending, id descending). :class:`StructureSettings`
-holds the weights; their defaults were decided on frlaw-dev's train split
-(docs/effectiveness.md, "Structure re-scoring"). It is pure numpy: no model, no torch.
+The graph and the re-scoring formula: docs/design.md, 'bsard_demo/retrievers/structure.py'.
 """
 from __future__ import annotations
 
@@ -65,8 +41,8 @@ def section_keys(articles) -> list[tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class StructureSettings:
-    """The weights of :func:`rescore` (module docstring); all 0 leaves a ranking unchanged. The
-    defaults are the best of 312 grid points on frlaw-dev train by R@100 + MAP@100 over BM25 +
+    """The weights of :func:`rescore` (docs/design.md, 'bsard_demo/retrievers/structure.py'); all 0 leaves a
+    ranking unchanged. The defaults are the best of 312 grid points on frlaw-dev train by R@100 + MAP@100 over BM25 +
     adapter + neighbours (bench/structure_cv.py; 5-fold cross-validation of that choice: held-out
     R@100 67.70, MAP@100 23.74 against 62.19 / 22.04 without it; docs/effectiveness.md,
     "Structure re-scoring")."""
@@ -116,8 +92,9 @@ class StructureSettings:
 
 
 class ArticleGraph:
-    """Sections, positions, siblings and cross-references of a corpus (module docstring), over
-    the corpus positions ``0 … n-1`` of ``articles`` (a DataFrame in the dataset schema)."""
+    """Sections, positions, siblings and cross-references of a corpus (docs/design.md,
+    'bsard_demo/retrievers/structure.py'), over the corpus positions ``0 … n-1`` of ``articles`` (a DataFrame
+    in the dataset schema)."""
 
     def __init__(self, articles, *, cross_references: bool = True):
         self.article_ids = [str(a) for a in articles["id"]]
@@ -240,8 +217,8 @@ def rescore_rows(graph: ArticleGraph, rows: np.ndarray, scores: np.ndarray, sett
 
 def rescore(graph: ArticleGraph, hits: Sequence[Hit], settings: StructureSettings, k: int) -> list[Hit]:
     """``hits`` (one question's ranking, best first) re-scored along ``graph`` by ``settings``
-    (module docstring), cut to ``k``. Hits of articles outside the graph are dropped; an empty
-    or all-zero ranking is returned as it is (cut to ``k``)."""
+    (docs/design.md, 'bsard_demo/retrievers/structure.py'), cut to ``k``. Hits of articles outside the graph
+    are dropped; an empty or all-zero ranking is returned as it is (cut to ``k``)."""
     if not (settings.sibling or settings.section or settings.refs):
         return list(hits[:k])
     rows, scores, seen = [], [], set()

@@ -1,6 +1,7 @@
 """The article graph derived from a corpus (sections, positions, siblings, cross-references) and the
 structure re-scoring, on a tiny hand-made corpus whose answers are read off by hand, plus the
-re-scoring against a brute-force reading of its docstring on random rankings."""
+re-scoring against a brute-force reading of its formula (docs/design.md,
+'bsard_demo/retrievers/structure.py') on random rankings."""
 from __future__ import annotations
 
 import numpy as np
