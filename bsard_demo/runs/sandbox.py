@@ -69,7 +69,8 @@ class ForkServer:
     def _ensure(self) -> socket.socket:
         if self.proc is None or self.proc.poll() is not None:
             self.stop()
-            ours, theirs = socket.socketpair()
+            # one message a job, never merged with the next (each carries the fd of its job's socket)
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 roots = os.pathsep.join(p for p in (self.path, _PACKAGE_ROOT) if p)
                 self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE, str(theirs.fileno()), self.child],
