@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..settings import child_environment
+from .decode import GZIP_MAGIC, PARQUET_MAGIC
 from .problems import ProblemList
 from .validate import Columns
 
@@ -130,7 +131,7 @@ def warm_for(paths) -> None:
                 head = f.read(4)
         except OSError:
             continue
-        if head.startswith((b"PAR1", b"\x1f\x8b")):
+        if head.startswith((PARQUET_MAGIC, GZIP_MAGIC)):
             keep_warm()
             return
 
