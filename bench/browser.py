@@ -134,9 +134,16 @@ class AppServer:
 
 # --------------------------------------------------------------------------- page helpers (sync API)
 
+#: Streamlit's app root once a script run has ended (the attribute its own e2e tests read; it is
+#: ``initial`` before the session's first run and ``running`` during one).
+IDLE_APP = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
 def wait_idle(page, timeout_ms: int = STEP_MS) -> None:
-    """Wait until Streamlit's script is not running (its status widget gone)."""
+    """Wait until Streamlit's script is not running: its app root says so and its status widget is
+    gone (the widget alone can be still absent when a run has only just started)."""
     page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE_APP, state="attached", timeout=timeout_ms)
     page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout_ms)
 
 

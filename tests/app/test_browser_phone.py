@@ -86,6 +86,9 @@ def test_a_phone_gets_the_question_box_and_readable_answers(server, phone):
         # an unknown path: the French note on the Search page, not the English modal
         page.goto(f"{server}/nulle-part", wait_until="domcontentloaded", timeout=STEP_MS)
         page.get_by_text("ne correspond à aucune page").first.wait_for(timeout=STEP_MS)
+        # the note is written before the page runs: wait for the page's box itself (on CI's loaded
+        # cores the status widget was not yet up when the note came, so waiting for it to go proved nothing)
+        page.get_by_label("Votre question").wait_for(timeout=STEP_MS)
         wait_idle(page)
         assert page.get_by_text("Page not found").count() == 0 and page.get_by_label("Votre question").count() == 1
 
