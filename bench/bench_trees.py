@@ -14,26 +14,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
 import numpy as np
 
 if __package__ in (None, ""):  # python bench/bench_trees.py
     import _path  # noqa: F401
 
-from bench.common import json_option, machine_facts, table, write_json  # noqa: E402
+from bench.common import json_option, machine_facts, median_time, table, write_json  # noqa: E402
 from bsard_demo.retrievers import trees  # noqa: E402
 
 
 def _median_ms(fn, repeat: int) -> float:
     fn()  # warm
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return median_time(fn, repeat)[0] * 1e3
 
 
 def _rows(rng, n: int, features: int) -> np.ndarray:

@@ -3,8 +3,8 @@
 :class:`TreeEnsemble` reads a booster's ``dump_model()`` once, stores it as a plain JSON-able dict (the ranker
 folder's model file, checked in full when read back) and predicts by LightGBM's rule for numerical splits: bit for
 bit ``booster.predict(X, raw_score=True)`` in tests/retrievers/test_trees.py. Trees of at most 9 leaves are read
-through a table of leaf values indexed by all their splits' answers, 3x faster than walking them level by level
-(600 rows x 300 trees of 7 leaves: 7.5 vs 22.6 ms, docs/benchmarks.md); larger trees are walked.
+through a table of leaf values indexed by all their splits' answers, 2.5-4x faster than walking them level by level
+(600 rows x 300 trees of 7 leaves: 4.0-7.5 vs 16-23 ms, docs/benchmarks.md); larger trees are walked.
 """
 from __future__ import annotations
 
