@@ -48,7 +48,7 @@ if __package__ in (None, ""):  # python bench/neighbours_similarity.py
 
 from bench.common import OUT, load_average  # noqa: E402
 from bench.ranking_inputs import ADAPTER_SETTINGS, load  # noqa: E402
-from bench.structure_cv import fused  # noqa: E402
+from bench.structure_cv import fused, per_question as structure_per_question  # noqa: E402
 from bsard_demo.retrievers.neighbours import DEFAULT_NEIGHBOURS  # noqa: E402
 
 FRLAW_SIMILARITIES = ("bm25", "use", "adapter", "adapter-plain", "mix-use", "mix-adapter", "use@0.05", "use@0.1",
@@ -160,11 +160,9 @@ def per_question(rows, gold, ids, k=100):
 
 
 def fused_per_question(inputs, neighbours, ids):
+    """R@100 and AP@100 per question of the RRF (1, 0.5, 0.5) of BM25, the adapter and ``neighbours``."""
     runs = fused({**inputs, "neighbours": neighbours}, ("bm25", "adapter", "neighbours"), ids)
-    from bsard_demo.evaluation import compute_metrics
-
-    return np.array([compute_metrics({ids[g] for g in gs}, [h.article_id for h in r[:100]], 100)[:2]
-                     for r, gs in zip(runs, inputs["gold"])])
+    return structure_per_question(runs, [{ids[g] for g in gs} for gs in inputs["gold"]])
 
 
 def excluded_mask(nb, texts) -> np.ndarray:
