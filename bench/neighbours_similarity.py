@@ -5,7 +5,8 @@ question files (docs/effectiveness.md, "Question similarity of the neighbours").
 
     python bench/neighbours_similarity.py --data ../shared/data/frlaw-dev \
         --inputs /work/artifacts/ranking/frlaw-dev-train.npz --test-inputs /work/artifacts/ranking/frlaw-dev-test.npz \
-        --adapter /work/artifacts/models/frlaw-use-adapter --bsard ../shared/data/bsard [--n 20] [--chosen bm25]
+        --adapter /work/artifacts/models/frlaw-use-adapter --bsard ../shared/data/bsard [--n 10,20,40] [--test-n 20] \
+        [--similarities bm25,use,adapter,adapter@0.05,...]
 
 Each similarity scores a question against every training question; the product's
 :func:`~bsard_demo.retrievers.neighbours.transfer_scores` (its 20 most similar with a positive
@@ -19,7 +20,8 @@ is replaced). Similarities:
   question near its gold articles, so two questions are close when they point at the same
   articles); ``adapter-plain``: adapted query against plain training questions, ``u(q) . t``;
 - ``mix-use``, ``mix-adapter``: the mean of BM25 divided by its best over the questions that may
-  be drawn on (the own question left out) and that cosine.
+  be drawn on (the own question left out) and that cosine;
+- ``NAME@TAU`` (e.g. ``adapter@0.05``): ``exp(cosine / TAU)``, weights sharper than the cosines' narrow range.
 
 On train the adapter is **out-of-fold**: the 5 seeded folds of ``--inputs`` (bench/ranking_inputs.py),
 each fold's questions adapted, with every training question they are compared with, by an adapter
