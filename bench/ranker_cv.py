@@ -38,63 +38,26 @@ if __package__ in (None, ""):  # python bench/ranker_cv.py
 
 from bench.common import load_average  # noqa: E402
 from bench.ranking_inputs import SYSTEMS, default_path, load  # noqa: E402
+from bsard_demo.training.ranker import CONFIGS, fit_lambdarank  # noqa: E402 - the product's settings and fit
 
-BASE = {"num_threads": 1, "deterministic": True, "force_col_wise": True, "seed": 0, "verbose": -1,
-        "objective": "lambdarank", "lambdarank_truncation_level": 200, "eval_at": [100]}
-CONFIGS = {
-    "l15-200": {"num_leaves": 15, "learning_rate": 0.05, "n_estimators": 200, "min_child_samples": 50},
-    "l31-200": {"num_leaves": 31, "learning_rate": 0.05, "n_estimators": 200, "min_child_samples": 50},
-    "l7-300": {"num_leaves": 7, "learning_rate": 0.05, "n_estimators": 300, "min_child_samples": 100},
-    "l15-500-slow": {"num_leaves": 15, "learning_rate": 0.02, "n_estimators": 500, "min_child_samples": 100},
-    "l15-200-bag": {"num_leaves": 15, "learning_rate": 0.05, "n_estimators": 200, "min_child_samples": 50,
-                    "colsample_bytree": 0.7, "subsample": 0.8, "subsample_freq": 1},
-    "l15-200-xendcg": {"num_leaves": 15, "learning_rate": 0.05, "n_estimators": 200, "min_child_samples": 50,
-                       "objective": "rank_xendcg"},
-    "l7-300-bag": {"num_leaves": 7, "learning_rate": 0.05, "n_estimators": 300, "min_child_samples": 100,
-                   "colsample_bytree": 0.7, "subsample": 0.8, "subsample_freq": 1},
-    "l7-600-slow": {"num_leaves": 7, "learning_rate": 0.025, "n_estimators": 600, "min_child_samples": 100},
-    "l3-500": {"num_leaves": 3, "learning_rate": 0.05, "n_estimators": 500, "min_child_samples": 100},
-}
 GROUPS = {"bm25": ("bm25_",), "use": ("use_",), "adapter": ("adapter_",), "neighbours": ("neighbours_",),
           "votes": ("votes",), "prior": ("prior",), "fused": ("fused_",),
           "structure": ("sibling", "section_best", "cited_by", "position", "section_size", "relative_position"),
           "length": ("length",)}
 
 
-def neighbour_votes(ds, texts, n=20):
-    """Per question: (votes, best similarity) over the corpus, from the product's neighbours
-    retriever's own similarity and selection (its n most similar training questions with a
-    positive similarity, a question never its own neighbour)."""
-    from bsard_demo.retrievers.neighbours import NeighboursRetriever, fold
-
-    nb = NeighboursRetriever.build(ds)
-    sims = nb._questions.score_matrix([nb._questions.analyzer.tokens(q) for q in texts])
-    out = []
-    for text, s in zip(texts, sims):
-        s = np.asarray(s, dtype=np.float64).copy()
-        s[nb._folded == fold(text)] = 0.0
-        order = np.argsort(-s, kind="stable")[:n]
-        votes = np.zeros(nb.size)
-        best = np.zeros(nb.size)
-        for j in order:
-            if s[j] <= 0:
-                break
-            votes[nb.labels[j]] += 1
-            best[nb.labels[j]] = np.maximum(best[nb.labels[j]], s[j])
-        out.append((votes, best))
-    return out
-
-
 def build_matrix(ds, inputs, *, train_labels, loo: bool, structure, timings=None):
     """Every question's candidates and features: a list of (rows, X, y)."""
-    from bsard_demo.retrievers.ranker import citation_counts, question_features
+    from bsard_demo.retrievers.neighbours import NeighboursRetriever
+    from bsard_demo.retrievers.ranker import article_lengths, citation_counts, question_features
     from bsard_demo.retrievers.structure import ArticleGraph
 
     graph = ArticleGraph(ds.articles)
     n = len(graph)
-    lengths = ds.articles["article"].fillna("").astype(str).str.split().str.len().to_numpy(dtype=np.float64)
+    lengths = article_lengths(ds.articles)
     prior_all = citation_counts(train_labels, n)
-    votes = neighbour_votes(ds, inputs["texts"])
+    nb = NeighboursRetriever.build(ds)  # its n most similar training questions, never the question itself
+    votes = [nb.votes(text) for text in inputs["texts"]]
     out = []
     for i in range(len(inputs["qids"])):
         runs = {name: (inputs[name][0][i], inputs[name][1][i]) for name in SYSTEMS}
@@ -121,23 +84,17 @@ def columns_kept(drop):
 
 
 def fit(matrix, idx, config, keep):
-    import lightgbm as lgb
-
-    X = np.vstack([matrix[i][1][:, keep] for i in idx])
-    y = np.concatenate([matrix[i][2] for i in idx])
-    group = [len(matrix[i][2]) for i in idx]
-    params = {**BASE, **config}
-    eval_at = params.pop("eval_at")
-    model = lgb.LGBMRanker(**params)
-    model.fit(X, y, group=group, eval_at=eval_at)
-    return model
+    return fit_lambdarank([matrix[i][1][:, keep] for i in idx], [matrix[i][2] for i in idx], config)
 
 
-def ranked(matrix_i, model, keep, fused_rank_col, k=500):
+def ranked(matrix_i, model, keep, k=500):
+    from bsard_demo.retrievers.ranker import ranked_rows
+
     rows, X, _ = matrix_i
-    score = model.predict(X[:, keep]) if len(rows) else np.zeros(0)
-    order = np.lexsort((X[:, fused_rank_col], -score))  # ties: the fusion's order
-    return rows[order][:k], score[order][:k]
+    if not len(rows):
+        return rows, np.zeros(0)
+    rows, score = ranked_rows(rows, X, model.predict(X[:, keep]))  # ties: the fusion's order
+    return rows[:k], score[:k]
 
 
 def metrics(rows_list, gold, ids):
@@ -173,7 +130,6 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     graph, matrix = build_matrix(ds, train, train_labels=train["gold"], loo=True, structure=structure)
     keep = columns_kept(args.drop)
-    fused_col = FEATURES.index("fused_rank")
     sizes = [len(m[2]) for m in matrix]
     cover = np.mean([m[2].sum() / len(g) for m, g in zip(matrix, train["gold"])])
     print(f"{args.data}, train: {len(matrix)} questions, {sum(sizes)} candidates (median {int(np.median(sizes))} a "
@@ -204,7 +160,7 @@ def main(argv=None) -> int:
                 test_idx = np.flatnonzero(folds == f)
                 model = fit(matrix, np.flatnonzero(folds != f), CONFIGS[name], keep)
                 for i in test_idx:
-                    held[i] = ranked(matrix[i], model, keep, fused_col)[0]
+                    held[i] = ranked(matrix[i], model, keep)[0]
             m = metrics(held, train["gold"], ids)
             results[name] = m.tolist()
             print(f"| LambdaRank {name} {json.dumps(CONFIGS[name])} | {100 * m[:, 0].mean():.2f} | "
@@ -225,7 +181,7 @@ def main(argv=None) -> int:
     timings = []
     for qid, m in zip(test["qids"], test_matrix):
         t2 = time.perf_counter()
-        rows, scores = ranked(m, model, keep, fused_col)
+        rows, scores = ranked(m, model, keep)
         timings.append(time.perf_counter() - t2)
         runs.append(rows)
         lines += [f"{qid} Q0 {ids[r]} {rank} {len(rows) + 1 - rank} ranker-{args.config}" for rank, (r, s) in

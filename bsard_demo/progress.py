@@ -17,6 +17,7 @@ STEP_WORDS = {
     "embedding_questions": "embedding questions ({encoder})",
     "searching_questions": "searching questions",
     "fitting_adapter": "fitting the query adapter ({encoder})",
+    "fitting_ranker": "fitting the learned ranker",
     "saving": "saving {what}",                           # a cache entry: entry (its kind), subject,
     "loaded_cached": "loaded cached {what}",             # and ``what``, the cache's English name
     "loaded_bundle": "loaded {what} from the index bundle",

@@ -50,6 +50,7 @@ TRAINING = (
     "tests/cli/test_cli_real_slice.py::test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines",
 )
 SLOW = (
+    "tests/training/test_ranker_training.py",  # trains an adapter and a ranker on the sample (~9 s)
     # real models, ONNX exports, subprocesses of their own
     "tests/retrievers/test_onnx.py",
     "tests/cli/test_cli_export_onnx.py",

@@ -257,6 +257,15 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
         return registry.get((data.key, spec.key()),
                             _logged(f"hybrid index over {data.spec}", lambda: make_hybrid(
                                 spec, built, corpus_size=size, articles=data.dataset.articles)))
+    if spec.kind == "ranker":  # its input systems shared with the other columns, as a hybrid's parts
+        from ..retrievers.ranker import build_ranker, part_specs
+        from ..retrievers.registry import ranker_folder
+
+        folder = ranker_folder(spec.options.get("model", ""))
+        parts = [RetrieverSpec(*part) for part in part_specs(folder).values()]
+        built = {p.key(): get_retriever(registry, data, p, progress=progress, notice=notice) for p in parts}
+        return registry.get((data.key, spec.key()), _logged(f"ranker over {data.spec}", lambda: build_ranker(
+            data.dataset, folder, build=lambda part: built[RetrieverSpec(*part).key()])))
     return registry.get((data.key, spec.key()),
                         _logged(f"{spec.kind} index over {data.spec}",
                                 lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice)))
@@ -275,6 +284,7 @@ STEP_FR = {
     "embedding_questions": "encodage des questions",
     "searching_questions": "recherche des questions",
     "fitting_adapter": "ajustement de l'adaptateur des questions",
+    "fitting_ranker": "ajustement du classement appris",
 }
 ENTRY_STEP_FR = {
     ("saving", "bm25s"): "enregistrement de l'index BM25",

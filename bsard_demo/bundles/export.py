@@ -72,9 +72,9 @@ _BUILTIN_NAMES = {"use", "e5", "minilm"}
 def _walk_encoders(retrievers: Iterable[Any]) -> list[Any]:
     out: list[Any] = []
     for r in retrievers:
-        enc = getattr(r, "encoder", None)
-        if enc is not None and all(e is not enc for e in out):
-            out.append(enc)
+        for enc in (getattr(r, "encoder", None), getattr(r, "bundle_model", None)):  # a ranker's folder: a model
+            if enc is not None and all(e is not enc for e in out):
+                out.append(enc)
         out.extend(e for e in _walk_encoders(getattr(r, "retrievers", None) or []) if all(e is not o for o in out))
     return out
 
@@ -110,6 +110,7 @@ def _copy_models(tmp: Path, models: Sequence[tuple[str, Any]]) -> list[dict]:
         folder = tmp / "models" / name
         folder.mkdir(parents=True)
         for rel, src in enc.bundle_files().items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)  # a ranker's adapter sub-folder
             shutil.copyfile(src, folder / rel)
         record = getattr(enc, "record", {}) or {}
         training = None

@@ -28,7 +28,7 @@ from .export import add_export_arguments, check_export_arguments, export_and_pus
 
 #: The kinds whose options ``run`` and ``index`` map from their own flags (any other registered
 #: kind is built with its defaults and refuses those flags).
-_MAPPED = ("bm25", "dense", "hybrid")
+_MAPPED = ("bm25", "dense", "hybrid", "ranker")
 
 
 def _either(names) -> str:
@@ -38,8 +38,10 @@ def _either(names) -> str:
 
 def _common_arguments(p: argparse.ArgumentParser) -> None:
     kinds = retriever_kinds()
-    p.add_argument("--retriever", choices=tuple(kinds), default="bm25",
-                   help="; ".join(f"{k.name}: {k.summary.replace('`', '')}" for k in kinds.values()))
+    p.add_argument("--retriever", choices=(DEFAULT, *kinds), default="bm25",
+                   help="; ".join([f"{DEFAULT}: what the Search page shows a first visitor here (the index "
+                                   "bundle of --index, the models of $BSARD_MODELS, the stored embeddings), its best "
+                                   "column"] + [f"{k.name}: {k.summary.replace('`', '')}" for k in kinds.values()]))
     builtin = ", ".join(f"{name} (default)" if name == DEFAULT_ENCODER else name for name in ENCODER_CHOICES)
     p.add_argument("--encoder", default=None, metavar="NAME[,NAME...]",
                    help=f"dense encoder: {builtin}, a sentence-transformers model id or folder "
@@ -148,6 +150,23 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
         if given:
             raise ValueError(_not_for(given, f"--retriever {_either(_MAPPED)}", args.retriever))
         return RetrieverSpec(args.retriever)
+    if args.retriever == DEFAULT:
+        given = (["--encoder"] * bool(args.encoder) + ["--backend"] * bool(dense) + fusion_given
+                 + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
+                 + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
+        if given:
+            raise ValueError(f"{' and '.join(given)}: --retriever default takes no settings (it is the page's "
+                             "first system); give --retriever bm25, dense, hybrid or ranker to set them")
+        return RetrieverSpec("bm25")  # a stand-in until the data and the bundle are known: default_spec
+    if args.retriever == "ranker":
+        given = (["--backend"] * bool(dense) + fusion_given
+                 + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
+                 + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
+        if given:
+            raise ValueError(_not_for(given, f"--retriever {_either(_MAPPED[:3])}", "ranker"))
+        if not args.encoder:
+            raise ValueError("--retriever ranker needs its folder: --encoder DIR (written by train --ranker)")
+        return RetrieverSpec("ranker", {"model": str(args.encoder).strip()})
     if args.retriever == "dense":
         encoders = parse_encoders(args.encoder)
         if len(encoders) > 1:
@@ -170,11 +189,14 @@ def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
         return fail(command, exc)
     activate_index(args, command, dataset)
     spec = spec_from_args(args)  # again, once the bundle is active: a bundled adapter's default weight reads it
+    cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else None
+    if args.retriever == DEFAULT:
+        spec = default_spec(dataset, cache_root)
+        say(command, f"--retriever default: {spec.key()}")
 
     def notice(message: str) -> None:
         say(command, f"note: {message}")
 
-    cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else None
     try:
         retriever = build_retriever(spec, dataset, cache_root=cache_root, progress=progress, notice=notice)
     except (DataError, ValueError) as exc:  # includes EncoderUnavailable
@@ -182,6 +204,28 @@ def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
     finally:
         progress.close()
     return dataset, retriever
+
+
+DEFAULT = "default"
+
+
+def default_spec(dataset, cache_root: Path | None = None) -> RetrieverSpec:
+    """The spec of the best column a first visitor of the Search page sees over ``dataset`` here:
+    :func:`~bsard_demo.retrievers.defaults.first_visitor` of the active index bundle's models and
+    ``$BSARD_MODELS``' folders fitted on this corpus (adapters, rankers), the stored ``use``
+    embeddings and the labelled training questions, as the page reads them."""
+    from ..retrievers.defaults import first_visitor
+    from ..retrievers.dense import DenseRetriever
+    from ..retrievers.neighbours import labelled_questions
+    from ..training import articles_fingerprint, trained_for_corpus
+
+    if dataset.articles is None or not len(dataset.articles):
+        return RetrieverSpec("bm25")  # building it says what is missing
+    found = trained_for_corpus(articles_fingerprint(dataset.articles))
+    visitor = first_visitor(rankers=found["ranker"], adapters=found["adapter"],
+                            use_stored=DenseRetriever.is_stored(dataset.articles, "use", cache_root=cache_root),
+                            neighbours=bool(labelled_questions(dataset, "train")[0]))
+    return visitor.spec()
 
 
 def _write(out: str, text: str) -> None:
@@ -239,4 +283,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     dataset, retriever = built
     print(f"bsard_demo index: {retriever.name} ready over {len(dataset.articles)} articles of {dataset.name}",
           file=sys.stderr)
-    return export_and_push(args, dataset, spec_from_args(args), retriever) if wants_export(args) else 0
+    if not wants_export(args):
+        return 0
+    cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else None
+    spec = default_spec(dataset, cache_root) if args.retriever == DEFAULT else spec_from_args(args)
+    return export_and_push(args, dataset, spec, retriever)

@@ -27,6 +27,7 @@ from ..training.finetune import (
     DEFAULT_SEED,
     DEFAULT_WARMUP,
 )
+from ..training.ranker import CHOSEN as RANKER_CHOSEN, CONFIGS as RANKER_CONFIGS, RankerOptions, train_ranker
 from .common import TqdmProgress, add_data_argument, data_spec, fail, say
 
 #: What ``train`` fits when neither ``--adapter`` nor ``--finetune`` is given: the query adapter.
@@ -63,6 +64,18 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
                    help=f"{'(the default) ' if DEFAULT_METHOD == 'finetune' else ''}fine-tune the bi-encoder --base "
                         "(needs torch and sentence-transformers); --epochs, --batch, --max-seq, --hard-negatives, "
                         "--lr, --warmup, --seed, --threads and --with-description apply to it")
+    method.add_argument("--ranker", dest="method", action="store_const", const="ranker",
+                        help="fit the learned ranker (LightGBM LambdaRank, needs lightgbm to fit, numpy to serve) over "
+                             "BM25, use, the query adapter --ranker-adapter, the neighbours and the code's structure; "
+                             "its folder is --retriever ranker's --encoder DIR")
+    p.add_argument("--ranker-adapter", default=None, metavar="DIR",
+                   help="--ranker: the query adapter folder (train's default) whose runs it reads; each training "
+                        "question's adapter run comes from an adapter refitted on the other folds with its settings")
+    p.add_argument("--ranker-config", default=None, choices=tuple(RANKER_CONFIGS),
+                   help=f"--ranker: LightGBM settings (default {RANKER_CHOSEN}, chosen by 5-fold CV on frlaw-dev "
+                        "train)")
+    p.add_argument("--folds", type=int, default=None,
+                   help="--ranker: folds of the adapter's out-of-fold runs (default 5)")
     defaults = AdapterSettings()
     p.add_argument("--adapter-steps", type=int, default=None,
                    help=f"--adapter: full-batch Adam steps (default {defaults.steps})")
@@ -107,6 +120,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Handler of ``train``; returns the exit code."""
     if (args.method or DEFAULT_METHOD) == "adapter":
         return _cmd_adapter(args)
+    if args.method == "ranker":
+        return _cmd_ranker(args)
+    ranker_given = _given(args, _RANKER_ONLY)
+    if ranker_given:
+        return fail("train", f"{', '.join(ranker_given)} do(es) not apply to --finetune (they set the ranker)")
     given = _given(args, _ADAPTER_ONLY)
     if given:
         return fail("train", f"{', '.join(given)} do(es) not apply to --finetune (they set the query adapter)")
@@ -138,6 +156,35 @@ _FINE_TUNING_ONLY = {"epochs": DEFAULT_EPOCHS, "batch": DEFAULT_BATCH, "max_seq"
                      "seed": DEFAULT_SEED, "lr": DEFAULT_LR, "warmup": DEFAULT_WARMUP, "threads": None,
                      "with_description": DEFAULT_WITH_DESCRIPTION}
 _ADAPTER_ONLY = {f"adapter_{name}": getattr(AdapterSettings(), name) for name in ("steps", "lr", "tau", "lam")}
+_RANKER_ONLY = {"ranker_adapter": None, "ranker_config": RANKER_CHOSEN, "folds": 5}
+
+
+def _cmd_ranker(args: argparse.Namespace) -> int:
+    """``train --ranker``: fit the learned ranker (bsard_demo.training.ranker)."""
+    given = _given(args, {**_ADAPTER_ONLY, **{k: v for k, v in _FINE_TUNING_ONLY.items() if k != "seed"}})
+    given += ["--base"] * (args.base is not None) + ["--no-onnx"] * (not args.onnx)
+    if given:
+        return fail("train", f"{', '.join(given)} do(es) not apply to --ranker (its options: --ranker-adapter, "
+                             "--ranker-config, --folds, --seed)")
+    options = RankerOptions(out=args.out, adapter=args.ranker_adapter, split=args.split, data=args.data,
+                            folds=args.folds if args.folds is not None else 5,
+                            seed=args.seed if args.seed is not None else 0,
+                            config=args.ranker_config or RANKER_CHOSEN, evaluate=args.evaluate,
+                            overwrite=args.overwrite,
+                            cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
+    try:
+        dataset = load_dataset(data_spec(args))
+    except (DataError, ValueError) as exc:
+        return fail("train", exc)
+    progress = TqdmProgress(enabled=not args.no_progress)
+    try:
+        result = train_ranker(options, dataset, progress=progress)
+    except (DataError, ValueError) as exc:  # includes EncoderUnavailable
+        return fail("train", exc)
+    finally:
+        progress.close()
+    print(result.summary())
+    return 0
 
 
 def _given(args: argparse.Namespace, defaults: dict) -> list[str]:
@@ -153,6 +200,10 @@ def _resolved(args: argparse.Namespace, defaults: dict) -> dict:
 def _cmd_adapter(args: argparse.Namespace) -> int:
     """``train`` / ``train --adapter``: fit a query adapter (bsard_demo.training.adapter)."""
     given = _given(args, _FINE_TUNING_ONLY)
+    ranker_given = _given(args, _RANKER_ONLY)
+    if ranker_given:
+        return fail("train", f"{', '.join(ranker_given)} do(es) not apply to the query adapter (add --ranker to fit "
+                             "the learned ranker)")
     if given:
         who = "--adapter" if args.method else "train fits a query adapter by default: it"
         return fail("train", f"{who} fits a linear map, not a fine-tuning: {', '.join(given)} do(es) not apply "

@@ -145,6 +145,17 @@ class NeighboursRetriever:
                        if len(rows) else [])
         return out
 
+    def votes(self, question: str) -> tuple[np.ndarray, np.ndarray]:
+        """Over the corpus (corpus order): how many of the training questions :meth:`search` draws on
+        for ``question`` cite each article, and the best similarity among them (0 when none) —
+        the learned ranker's neighbour features (:mod:`.ranker`)."""
+        sims = self._similarities([question])[0]
+        count, best = np.zeros(self.size), np.zeros(self.size)
+        for j in chosen(sims, self.n, excluded=self._folded == fold(question)):
+            count[self.labels[j]] += 1.0
+            best[self.labels[j]] = np.maximum(best[self.labels[j]], float(sims[j]))
+        return count, best
+
     def neighbours(self, question: str) -> list[Neighbour]:
         """The training questions :meth:`search` draws on for ``question`` (the ``n`` most similar
         with a positive similarity, leave-one-out), most similar first."""

@@ -1,17 +1,21 @@
-"""The learned ranker's features: every system's view of a question's candidates, in one matrix (columns
-:data:`FEATURES`). A question's candidates are the union of the top :data:`CANDIDATES` articles of each input system
-(:data:`SYSTEMS`: whichever are given) and of the structure-rescored fusion (:mod:`.structure`). Everything here is
-numpy; :mod:`lightgbm` is only needed to fit and to predict. Today only ``bench/ranker_cv.py`` (the decision on
-train, docs/effectiveness.md, "Learned ranker") calls it: the serving retriever, ``train --ranker`` and its folder
-are to come.
+"""The learned ranker: its features (:func:`question_features`, columns :func:`feature_names`), its folder
+(:data:`RECORD_FILE` + :data:`TREES_FILE` + the query adapter it was fitted with) and the retriever that serves it
+(:class:`RankerRetriever`, kind ``ranker``). A question's candidates are the union of the top :data:`CANDIDATES` of
+each input system (:data:`SYSTEMS`) and of the structure-rescored fusion (:mod:`.structure`). Serving is numpy
+(:mod:`.trees`); LightGBM only fits (:mod:`bsard_demo.training.ranker`). Chosen on frlaw-dev train by 5-fold CV:
+70.75 R@100 against 67.96 for the structure-rescored RRF (docs/effectiveness.md, "Learned ranker").
 
 The candidates and every feature: docs/design.md, 'bsard_demo/retrievers/ranker.py'.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
+
+from ..dataset import DataError
+from .base import Hit, clip_k
 
 SYSTEMS = ("bm25", "use", "adapter", "neighbours")
 #: RRF weights of the fused score (the product's defaults: BM25 1, a zero-shot encoder or an
@@ -125,3 +129,187 @@ def citation_counts(labels: Sequence[np.ndarray], n_articles: int) -> np.ndarray
     for rows in labels:
         np.add.at(counts, np.unique(np.asarray(rows, dtype=np.int64)), 1.0)
     return counts
+
+
+def article_lengths(articles) -> np.ndarray:
+    """Each article's length in words (white-space separated) of its text, corpus order."""
+    return articles["article"].fillna("").astype(str).str.split().str.len().to_numpy(dtype=np.float64)
+
+
+def ranked_rows(rows: np.ndarray, X: np.ndarray, score: np.ndarray, systems: Sequence[str] = SYSTEMS):
+    """``rows`` and ``score`` best first: by the model's score, ties by the fusion's rank."""
+    order = np.lexsort((X[:, feature_names(systems).index("fused_rank")], -np.asarray(score)))
+    return rows[order], np.asarray(score)[order]
+
+
+# -- the ranker's folder -------------------------------------------------------------------------
+#: A ranker folder: its record (the name of every trained model's, with ``"kind": "ranker"``), the
+#: trees (:meth:`.trees.TreeEnsemble.as_dict`) and, in a sub-folder the record names, the query
+#: adapter its ``adapter`` features came from.
+RECORD_FILE = "bsard_training.json"
+TREES_FILE = "trees.json"
+KIND = "ranker"
+_MAX_RECORD_BYTES = 1 << 20
+_MAX_TREES_BYTES = 64 << 20
+
+
+def is_ranker_folder(folder) -> bool:
+    """Whether ``folder`` holds a learned ranker (its trees and a record of kind ``ranker``)."""
+    from .encoder_base import read_json_record
+
+    folder = Path(folder)
+    if not (folder / TREES_FILE).is_file() or not (folder / RECORD_FILE).is_file():
+        return False
+    try:
+        return read_json_record(folder / RECORD_FILE, _MAX_RECORD_BYTES).get("kind") == KIND
+    except ValueError:
+        return False
+
+
+def read_ranker(folder):
+    """``(record, ensemble, adapter folder or None)`` of a ranker folder, every part checked:
+    :class:`ValueError` with one line saying what is wrong."""
+    import json
+
+    from .encoder_base import file_sha256, read_json_record
+    from .trees import TreeEnsemble
+
+    folder = Path(folder)
+    try:
+        record = read_json_record(folder / RECORD_FILE, _MAX_RECORD_BYTES)
+    except ValueError as exc:
+        raise ValueError(f"{folder}: {exc}") from None
+    if record.get("kind") != KIND:
+        raise ValueError(f"{folder}: {RECORD_FILE} is not a learned ranker's record")
+    systems = record.get("systems")
+    if not isinstance(systems, list) or not systems or any(s not in SYSTEMS for s in systems) \
+            or "bm25" not in systems or len(set(systems)) != len(systems):
+        raise ValueError(f"{folder}: the record's systems {systems!r} are not a list of {', '.join(SYSTEMS)} "
+                         "with bm25")
+    if record.get("features") != feature_names(systems):
+        raise ValueError(f"{folder}: the record's features are not this version's for {', '.join(systems)}; "
+                         "train the ranker again")
+    path = folder / TREES_FILE
+    if path.stat().st_size > _MAX_TREES_BYTES:
+        raise ValueError(f"{folder}: {TREES_FILE} is over {_MAX_TREES_BYTES >> 20} MB")
+    if (record.get("weights_sha256") or {}).get(TREES_FILE) != file_sha256(path):
+        raise ValueError(f"{folder}: {TREES_FILE} does not match its record's sha256 (altered or truncated); "
+                         "train the ranker again")
+    try:
+        ensemble = TreeEnsemble.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{folder}: {TREES_FILE}: {exc}") from None
+    if ensemble.num_features != len(record["features"]):
+        raise ValueError(f"{folder}: the trees read {ensemble.num_features} features, the record names "
+                         f"{len(record['features'])}")
+    adapter = None
+    if "adapter" in systems:
+        name = (record.get("adapter") or {}).get("folder")
+        if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+            raise ValueError(f"{folder}: the record names no adapter sub-folder")
+        adapter = folder / name
+    return record, ensemble, adapter
+
+
+class RankerRetriever:
+    """The learned ranker over its input systems (``parts``: system -> retriever, the keys of
+    :data:`SYSTEMS` the folder was fitted with), the corpus' graph, the train split's citation
+    prior and the articles' lengths; see :mod:`.ranker`."""
+
+    def __init__(self, parts: Mapping[str, object], ensemble, *, article_ids: Sequence[str], graph, structure,
+                 prior: np.ndarray, lengths: np.ndarray, name: str, systems: Sequence[str] = SYSTEMS,
+                 candidates: int = CANDIDATES, depth: int = DEPTH):
+        self.systems = tuple(s for s in systems)
+        missing = [s for s in self.systems if s not in parts]
+        if missing:
+            raise ValueError(f"the learned ranker needs the {', '.join(missing)} system(s)")
+        self.parts = {s: parts[s] for s in self.systems}
+        self.retrievers = list(self.parts.values())  # what bundles walk for the indexes and models
+        self.ensemble, self.graph, self.structure = ensemble, graph, structure
+        self.article_ids = [str(a) for a in article_ids]
+        self._row = {a: i for i, a in enumerate(self.article_ids)}
+        self.prior, self.lengths = np.asarray(prior, dtype=np.float64), np.asarray(lengths, dtype=np.float64)
+        self.candidates, self.depth, self.name = int(candidates), int(depth), name
+
+    @property
+    def size(self) -> int:
+        return len(self.article_ids)
+
+    def _arrays(self, hits: Sequence[Hit]) -> tuple[np.ndarray, np.ndarray]:
+        return (np.array([self._row[h.article_id] for h in hits], dtype=np.int64),
+                np.array([h.score for h in hits], dtype=np.float64))
+
+    def features(self, question: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, X)`` of :func:`question_features` for ``question``: every system searched to
+        the depth, the neighbours' votes."""
+        runs = {s: self._arrays(r.search(question, min(self.depth, self.size))) for s, r in self.parts.items()}
+        votes = self.parts["neighbours"].votes(question) if "neighbours" in self.parts else (None, None)
+        return question_features(runs, graph=self.graph, structure=self.structure, prior=self.prior,
+                                 lengths=self.lengths, votes=votes[0], votes_sim=votes[1], systems=self.systems,
+                                 candidates=self.candidates, depth=self.depth)
+
+    def search(self, question: str, k: int = 100) -> list[Hit]:
+        k = clip_k(k, self.size)
+        rows, X = self.features(question)
+        if not len(rows):
+            return []
+        rows, score = ranked_rows(rows, X, self.ensemble.predict(X), self.systems)
+        return [Hit(self.article_ids[r], float(v)) for r, v in zip(rows[:k], score[:k])]
+
+    def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
+        return [self.search(q, k) for q in questions]
+
+
+def part_specs(model) -> dict[str, tuple[str, dict]]:
+    """The input systems of the ranker folder ``model``: system -> ``(kind, options)`` of the
+    :class:`~.registry.RetrieverSpec` it was fitted on (BM25 and ``use`` with their defaults, the
+    folder's adapter, the neighbours of its split). Raises :class:`ValueError` (the folder)."""
+    record, _, adapter = read_ranker(model)
+    split = str(record.get("split") or "train")
+    specs = {"bm25": ("bm25", {}), "use": ("dense", {"encoder": "use"}),
+             "adapter": ("dense", {"encoder": str(adapter)}),
+             "neighbours": ("neighbours", {"split": split})}
+    return {s: specs[s] for s in record["systems"]}
+
+
+class RankerFolder:
+    """A ranker folder as an index bundle carries it (``models/<name>/``: every file of the folder,
+    its adapter's too), found by :mod:`bsard_demo.bundles` through :attr:`RankerRetriever.bundle_model`."""
+
+    dim, max_tokens = 0, None
+
+    def __init__(self, folder, record: dict):
+        self.folder = Path(folder)
+        self.model_name = self.name = self.folder.name
+        self.version = str((record.get("weights_sha256") or {}).get(TREES_FILE, ""))
+        self.record = {"base_model": "LightGBM LambdaRank"}
+
+    def bundle_files(self) -> dict:
+        return {p.relative_to(self.folder).as_posix(): p for p in sorted(self.folder.rglob("*")) if p.is_file()}
+
+
+def build_ranker(dataset, model, *, build: Callable[[object], object]):
+    """The :class:`RankerRetriever` of the ranker folder ``model`` over ``dataset``; ``build(spec)``
+    builds each input system of :func:`part_specs` from its ``(kind, options)`` (the registry's
+    :func:`~.registry.build_retriever`, or the app's shared builds). Raises :class:`ValueError` (the folder) and
+    :class:`~bsard_demo.dataset.DataError` (the data: the ranker needs the labelled questions of
+    the split it was fitted on)."""
+    from .neighbours import labelled_questions
+    from .structure import StructureSettings, graph_of
+
+    folder = Path(model)
+    record, ensemble, _ = read_ranker(folder)
+    split = str(record.get("split") or "train")
+    _, labels = labelled_questions(dataset, split)
+    if not labels:
+        raise DataError(f"the learned ranker {folder.name} needs the labelled questions of split '{split}' of "
+                        f"{dataset.name} (its neighbours and citation prior): none cites an article of the corpus")
+    parts = {s: build(spec) for s, spec in part_specs(folder).items()}
+    ranker = RankerRetriever(parts, ensemble, article_ids=dataset.articles["id"], graph=graph_of(dataset.articles),
+                           structure=StructureSettings.from_options(record.get("structure") or {}),
+                           prior=citation_counts(labels, len(dataset.articles)),
+                           lengths=article_lengths(dataset.articles), name=f"ranker {folder.name}",
+                           systems=record["systems"], candidates=int(record.get("candidates", CANDIDATES)),
+                           depth=int(record.get("depth", DEPTH)))
+    ranker.bundle_model = RankerFolder(folder, record)
+    return ranker

@@ -22,6 +22,7 @@ from .neighbours import NEIGHBOURS, NeighboursRetriever, options_of
 _BM25_OPTIONS = frozenset(BM25Settings.__dataclass_fields__)
 _DENSE_OPTIONS = frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"})
 _NEIGHBOURS_OPTIONS = frozenset({"split", "n"})
+_RANKER_OPTIONS = frozenset({"model"})
 _HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth",
                              "structure"})
 
@@ -332,6 +333,30 @@ def _build_hybrid(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever
     return make_hybrid(spec, built, corpus_size=len(dataset.articles), articles=dataset.articles)
 
 
+def ranker_folder(model: str) -> Path:
+    """The folder of a learned ranker given as ``--encoder``: a path, or the name of a model of
+    the active index bundle. :class:`ValueError` when it is neither."""
+    from .encoder_base import _bundled_model
+    from .ranker import is_ranker_folder
+
+    key = str(model or "").strip()
+    if not key:
+        raise ValueError("--retriever ranker needs its folder: --encoder DIR (written by train --ranker)")
+    path = Path(key).expanduser()
+    folder = path if path.exists() else _bundled_model(key)
+    if folder is None or not is_ranker_folder(folder):
+        raise ValueError(f"{key}: not a learned ranker's folder (train --ranker writes one) nor a ranker of the "
+                         "active index bundle")
+    return Path(folder)
+
+
+def _build_ranker(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
+    from .ranker import build_ranker
+
+    return build_ranker(dataset, ranker_folder(spec.options.get("model", "")),
+                        build=lambda part: build_retriever(RetrieverSpec(*part), dataset, **context))
+
+
 register(RetrieverKind("bm25", "BM25 over each article's text with its reference and headers (the default)",
                        _BM25_OPTIONS, _build_bm25))
 register(RetrieverKind("dense", "a dense encoder: `use`, `e5`, `minilm`, a sentence-transformers model or folder, "
@@ -340,3 +365,6 @@ register(RetrieverKind("neighbours", "the articles cited by the most similar que
                        _NEIGHBOURS_OPTIONS, _build_neighbours, column=False))
 register(RetrieverKind("hybrid", "BM25 fused with dense and/or neighbours parts (reciprocal rank fusion, or a "
                                  "weighted sum)", _HYBRID_OPTIONS, _build_hybrid))
+register(RetrieverKind("ranker", "a learned ranker (LambdaRank trees, `train --ranker`) over BM25, `use`, the adapter, "
+                                 "the neighbours and the code's structure: `--encoder DIR`", _RANKER_OPTIONS,
+                       _build_ranker, column=False))  # the Search page offers it when it has a ranker folder

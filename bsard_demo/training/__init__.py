@@ -21,11 +21,12 @@ from .folders import (
     prepare_out,
     questions_fingerprint,
     read_metadata,
+    trained_for_corpus,
 )
 
 __all__ = [
     "AdapterOptions", "train_adapter", "dev_evaluation", "TrainingPairs", "TrainOptions", "load_base", "train",
     "training_pairs", "ENCODER_KINDS", "METADATA_FILE", "MODELS_ENV", "TrainedModel", "TrainResult",
     "articles_fingerprint", "list_trained_models", "models_folder", "prepare_out", "questions_fingerprint",
-    "read_metadata",
+    "read_metadata", "trained_for_corpus",
 ]

@@ -94,12 +94,29 @@ class TrainResult:
     data: str | None = None
     notes: list[str] = field(default_factory=list)
 
+    def _ranker_summary(self) -> str:
+        m, d = self.metadata, self.metadata["dataset"]
+        lines = [f"fitted a learned ranker ({m['settings']['config']}: {m['trees']} trees) on {d['name']}, split "
+                 f"{d['split']}: {d['questions_used']} questions, {m['pairs']} candidates "
+                 f"({100 * m['gold_in_candidates']:.1f} % of their gold among them), over "
+                 f"{', '.join(m['systems'])} in {self.seconds:.0f} s",
+                 f"model folder: {self.out}"]
+        dev = m.get("evaluation")
+        if dev:
+            lines.append(f"scored on {dev['split']} ({dev['questions']} questions): R@100 "
+                         f"{dev['ranker']['recall@100']:.4f} MAP@100 {dev['ranker']['map@100']:.4f}")
+        lines += [f"use it: {c}" for c in self.commands()] + [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
     def commands(self) -> list[str]:
         """``run`` lines that use the model: dense alone, and fused with BM25."""
         import shlex
 
         data = ["--data", str(self.data)] if self.data is not None else []
         enc = ["--encoder", str(self.out)]
+        if self.metadata.get("kind") == "ranker":
+            return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "ranker", *enc, *data,
+                                "--out", "ranker.trec"])]
         return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", kind, *enc, *data,
                             "--out", f"{kind}.trec"]) for kind in ("dense", "hybrid")]
 
@@ -107,6 +124,8 @@ class TrainResult:
         """What was trained, where it is, and the ``run`` lines that use it."""
         m, s, d = self.metadata, self.metadata["settings"], self.metadata["dataset"]
         loss = m["loss"]["last"]
+        if m.get("kind") == "ranker":
+            return self._ranker_summary()
         negatives = f" and {m['negatives']} BM25 hard negatives" if m.get("negatives") else ""
         if m.get("kind") == "adapter":
             head = (f"fitted a query adapter on {m['base']['name']} over {d['name']}, split {d['split']}: {m['pairs']} "
@@ -204,3 +223,30 @@ def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
             continue
         out.append(TrainedModel(sub, meta))
     return out
+
+
+def trained_for_corpus(corpus_sha256: str, folder: str | Path | None = None) -> dict[str, list[str]]:
+    """The query adapters and learned rankers fitted on the corpus of fingerprint ``corpus_sha256``
+    (:func:`articles_fingerprint`), as ``--encoder`` takes them, by kind (``"adapter"``,
+    ``"ranker"``): the active index bundle's models first (by name), then the folders of
+    ``folder`` (default :func:`models_folder`) by path, each in name order."""
+    from .. import cache
+
+    found: dict[str, list[str]] = {"adapter": [], "ranker": []}
+    for bundle in cache.active_bundles():
+        for model in getattr(bundle, "model_list", lambda: [])():
+            t = model.training if isinstance(model.training, dict) else {}
+            if t.get("kind") in found and t.get("articles_sha256") == corpus_sha256:
+                found[t["kind"]].append(model.name)
+    root = Path(folder).expanduser() if folder is not None else models_folder()
+    for sub in sorted(root.iterdir(), key=lambda p: p.name) if root.is_dir() else []:
+        if sub.name.startswith(".") or not (sub / METADATA_FILE).is_file():
+            continue
+        try:
+            meta = read_metadata(sub)
+        except (OSError, ValueError):
+            continue
+        if meta.get("kind") in found and (meta.get("dataset") or {}).get("articles_sha256") == corpus_sha256:
+            found[meta["kind"]].append(str(sub))
+    return found
+

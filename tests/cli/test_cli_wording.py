@@ -48,7 +48,8 @@ def test_progress_steps_read_as_the_old_english_messages():
                 what="embeddings (use)"): "loaded cached embeddings (use)",
            Step("loaded_bundle", entry="bm25s", subject="",
                 what="BM25 index"): "loaded BM25 index from the index bundle"}
-    newer = {Step("fitting_adapter", encoder="use"): "fitting the query adapter (use)"}  # no older message
+    newer = {Step("fitting_adapter", encoder="use"): "fitting the query adapter (use)",  # no older message
+             Step("fitting_ranker"): "fitting the learned ranker"}
     assert {s.kind for s in old} | {s.kind for s in newer} == set(STEP_WORDS)
     assert all(str(step) == text for step, text in newer.items())
     for step, text in old.items():

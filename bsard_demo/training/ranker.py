@@ -1,0 +1,265 @@
+"""``train --ranker``: fit the learned ranker (:mod:`bsard_demo.retrievers.ranker`) on a split's labelled questions
+and write its folder (record, trees, the query adapter it reads), usable as ``run --retriever ranker --encoder DIR``.
+
+Every feature made from the split's labels is out-of-fold or leave-one-out: the adapter's runs come from adapters
+fitted on the other folds, the neighbours never draw on the question itself, the citation prior leaves it out.
+LightGBM (``lightgbm``, a training dependency only) fits; the folder is served by numpy (:mod:`..retrievers.trees`).
+Settings: :data:`CHOSEN` of :data:`CONFIGS`, by 5-fold CV on frlaw-dev train (docs/effectiveness.md, "Learned ranker").
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .. import cache, settings
+from ..dataset import DataError, Dataset
+from ..retrievers.base import DEFAULT_DEPTH, Progress, Step, report_progress
+from ..retrievers.ranker import (
+    CANDIDATES,
+    KIND,
+    RECORD_FILE,
+    TREES_FILE,
+    article_lengths,
+    citation_counts,
+    feature_names,
+    question_features,
+)
+from . import folders
+from .dev import DEV_SPLIT
+from .folders import TrainResult, prepare_out
+
+#: LightGBM's settings for every configuration: LambdaRank, seeded, one thread, deterministic.
+BASE = {"num_threads": 1, "deterministic": True, "force_col_wise": True, "seed": 0, "verbose": -1,
+        "objective": "lambdarank", "lambdarank_truncation_level": 200}
+CONFIGS = {
+    "l15-200": {"num_leaves": 15, "learning_rate": 0.05, "n_estimators": 200, "min_child_samples": 50},
+    "l31-200": {"num_leaves": 31, "learning_rate": 0.05, "n_estimators": 200, "min_child_samples": 50},
+    "l7-300": {"num_leaves": 7, "learning_rate": 0.05, "n_estimators": 300, "min_child_samples": 100},
+    "l15-500-slow": {"num_leaves": 15, "learning_rate": 0.02, "n_estimators": 500, "min_child_samples": 100},
+    "l15-200-bag": {"num_leaves": 15, "learning_rate": 0.05, "n_estimators": 200, "min_child_samples": 50,
+                    "colsample_bytree": 0.7, "subsample": 0.8, "subsample_freq": 1},
+    "l15-200-xendcg": {"num_leaves": 15, "learning_rate": 0.05, "n_estimators": 200, "min_child_samples": 50,
+                       "objective": "rank_xendcg"},
+    "l7-300-bag": {"num_leaves": 7, "learning_rate": 0.05, "n_estimators": 300, "min_child_samples": 100,
+                   "colsample_bytree": 0.7, "subsample": 0.8, "subsample_freq": 1},
+    "l7-600-slow": {"num_leaves": 7, "learning_rate": 0.025, "n_estimators": 600, "min_child_samples": 100},
+    "l3-500": {"num_leaves": 3, "learning_rate": 0.05, "n_estimators": 500, "min_child_samples": 100},
+}
+#: The configuration ``train --ranker`` fits: the best held-out R@100 + MAP@100 of the CV (70.75 / 29.78).
+CHOSEN = "l7-300"
+
+
+def fit_lambdarank(matrices: Sequence[np.ndarray], labels: Sequence[np.ndarray], config: dict):
+    """A fitted ``lightgbm.LGBMRanker`` over questions' feature matrices and 0/1 labels (one group
+    each). :class:`DataError` when lightgbm is not installed."""
+    try:
+        import lightgbm as lgb
+    except ImportError:
+        raise DataError("train --ranker needs LightGBM (pip install lightgbm); serving the folder does not") from None
+    model = lgb.LGBMRanker(**{**BASE, **config})
+    model.fit(np.vstack(matrices), np.concatenate(labels), group=[len(y) for y in labels])
+    return model
+
+
+@dataclass
+class RankerOptions:
+    out: str | Path
+    adapter: str | Path | None = None
+    split: str = "train"
+    folds: int = 5
+    seed: int = 0
+    config: str = CHOSEN
+    evaluate: bool | None = None
+    overwrite: bool = False
+    data: str | None = None
+    cache_root: Path | None = None
+
+
+def fold_of(n: int, folds: int, seed: int) -> np.ndarray:
+    """Each of ``n`` questions' fold (0 … ``folds`` - 1), a seeded permutation cut in equal parts."""
+    out = np.empty(n, dtype=np.int64)
+    out[np.random.default_rng(seed).permutation(n)] = np.arange(n) % folds
+    return out
+
+
+def _arrays(hits, row: dict) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([row[h.article_id] for h in hits], dtype=np.int64),
+            np.array([h.score for h in hits], dtype=np.float64))
+
+
+def _adapter_runs(options: RankerOptions, dataset: Dataset, texts, gold, folds_of, dense, encoder, row, progress):
+    """Each question's adapter run from an adapter fitted on the other folds, with the settings of
+    ``options.adapter``'s record."""
+    from ..retrievers.adapter import AdapterSettings, adapt, fit_adapter, read_adapter
+    from ..retrievers.encoder_base import normalize_rows
+
+    _, record = read_adapter(options.adapter)
+    if record["base"]["name"] != "use":
+        raise ValueError(f"{options.adapter}: the learned ranker reads an adapter on use, not on "
+                         f"{record['base']['name']}")
+    known = {k: v for k, v in (record.get("settings") or {}).items() if k in AdapterSettings.__dataclass_fields__}
+    fit_settings = AdapterSettings(**known).check()
+    queries = np.vstack([normalize_rows(encoder.encode_queries([t], batch_size=1)) for t in texts])
+    runs: list = [None] * len(texts)
+    for f in range(options.folds):
+        report_progress(progress, f, options.folds, Step("fitting_adapter", encoder="use"))
+        held = np.flatnonzero(folds_of == f)
+        rest = np.flatnonzero(folds_of != f)
+        matrix, _ = fit_adapter(queries[rest], [gold[i] for i in rest], dense.embeddings, fit_settings, None,
+                                name="use")
+        for i, hits in zip(held, dense.search_vectors(adapt(queries[held], matrix), DEFAULT_DEPTH)):
+            runs[i] = _arrays(hits, row)
+    return runs
+
+
+def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | None = None):
+    """``(systems, texts, gold, runs, votes)``: the split's labelled questions, each system's run of
+    each (system -> list of (rows, scores)), out-of-fold or leave-one-out, and the neighbours' votes."""
+    from ..retrievers import RetrieverSpec, build_retriever
+    from ..retrievers.neighbours import labelled_questions
+
+    texts, gold = labelled_questions(dataset, options.split)
+    systems = ["bm25", "use"] + (["adapter"] if options.adapter else []) + ["neighbours"]
+    row = {str(a): i for i, a in enumerate(dataset.articles["id"])}
+    depth = min(DEFAULT_DEPTH, len(dataset.articles))
+    built = {name: build_retriever(spec, dataset, cache_root=options.cache_root, progress=progress)
+             for name, spec in (("bm25", RetrieverSpec("bm25")), ("use", RetrieverSpec("dense", {"encoder": "use"})),
+                                ("neighbours", RetrieverSpec("neighbours", {"split": options.split})))}
+    runs = {name: [_arrays(h, row) for h in built[name].search_many(texts, depth)]
+            for name in ("bm25", "use", "neighbours")}
+    if options.adapter:
+        runs["adapter"] = _adapter_runs(options, dataset, texts, gold, fold_of(len(texts), options.folds,
+                                        options.seed), built["use"], built["use"].encoder, row, progress)
+    votes = [built["neighbours"].votes(t) for t in texts]
+    return systems, texts, gold, runs, votes
+
+
+def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | None = None) -> TrainResult:
+    """Fit and write the ranker folder ``options.out``. Raises :class:`ValueError` (settings, the
+    adapter folder) and :class:`~bsard_demo.dataset.DataError` (data, output folder, no lightgbm)."""
+    from ..retrievers.structure import StructureSettings, graph_of
+
+    t0 = time.perf_counter()
+    settings.prepare_runtime()
+    if options.config not in CONFIGS:
+        raise ValueError(f"--ranker-config {options.config!r}: choose {', '.join(CONFIGS)}")
+    if int(options.folds) < 2:
+        raise ValueError(f"--folds must be at least 2, not {options.folds}")
+    if dataset.articles is None or not len(dataset.articles):
+        raise DataError(f"{dataset.name} has no articles: the ranker ranks the corpus' articles")
+    if options.split not in dataset.splits:
+        raise DataError(f"no split '{options.split}' in {dataset.name} "
+                        f"(available: {', '.join(dataset.split_names) or 'none'})")
+    if options.adapter is not None:
+        options.adapter = Path(options.adapter).expanduser().resolve()
+    out = Path(options.out).expanduser().resolve()
+    prepare_out(out, options.overwrite)
+    systems, texts, gold, runs, votes = train_inputs(options, dataset, progress)
+    if len(texts) < 2 * options.folds:
+        raise DataError(f"split '{options.split}' of {dataset.name} has {len(texts)} labelled question(s): too few "
+                        f"to fit a ranker ({2 * options.folds} at least with {options.folds} folds)")
+    graph, structure = graph_of(dataset.articles), StructureSettings()
+    lengths, prior_all = article_lengths(dataset.articles), citation_counts(gold, len(dataset.articles))
+    matrices, labels = [], []
+    for i in range(len(texts)):
+        prior = prior_all.copy()
+        prior[np.unique(gold[i])] -= 1  # leave-one-out: a question's own labels are not in its prior
+        rows, X = question_features({s: runs[s][i] for s in systems}, graph=graph, structure=structure,
+                                    prior=prior, lengths=lengths, votes=votes[i][0], votes_sim=votes[i][1],
+                                    systems=systems)
+        matrices.append(X)
+        labels.append(np.isin(rows, gold[i]).astype(np.int32))
+    t_fit = time.perf_counter()
+    report_progress(progress, 0, 1, Step("fitting_ranker"))
+    model = fit_lambdarank(matrices, labels, CONFIGS[options.config])
+    fit_seconds = time.perf_counter() - t_fit
+    from ..retrievers.trees import TreeEnsemble
+
+    ensemble = TreeEnsemble.from_lightgbm(model.booster_)
+    sample = np.vstack(matrices[: min(20, len(matrices))])
+    gap = float(np.max(np.abs(ensemble.predict(sample) - model.booster_.predict(sample, raw_score=True))))
+    if not gap <= 1e-9:
+        raise RuntimeError(f"the numpy trees differ from LightGBM's prediction by {gap:g}")
+    notes = []
+    if options.split == DEV_SPLIT:
+        notes.append("fitted on the test split: its scores on that split are no longer held out")
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    try:
+        (tmp / TREES_FILE).write_text(json.dumps(ensemble.as_dict(), separators=(",", ":")), encoding="utf-8")
+        adapter_record = None
+        if options.adapter:
+            shutil.copytree(options.adapter, tmp / options.adapter.name)
+            adapter_record = {"folder": options.adapter.name, "base": "use", "folds": int(options.folds),
+                              "seed": int(options.seed)}
+        questions = dataset.questions(options.split)
+        metadata = {
+            "format": folders.METADATA_FORMAT, "kind": KIND,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "dataset": {"name": dataset.name, "spec": options.data, "kind": dataset.kind, "split": options.split,
+                        "questions": len(questions), "questions_used": len(texts),
+                        "questions_sha256": folders.questions_fingerprint(questions),
+                        "articles": len(dataset.articles),
+                        "articles_sha256": folders.articles_fingerprint(dataset.articles)},
+            "base": {"name": "lightgbm lambdarank"}, "split": options.split,
+            "systems": systems, "features": feature_names(systems), "structure": structure.as_dict(),
+            "candidates": CANDIDATES, "depth": DEFAULT_DEPTH, "adapter": adapter_record,
+            "settings": {"config": options.config, **BASE, **CONFIGS[options.config]},
+            "pairs": int(sum(len(y) for y in labels)), "positives": int(sum(int(y.sum()) for y in labels)),
+            "gold_in_candidates": round(float(np.mean([y.sum() / len(g) for y, g in zip(labels, gold)])), 4),
+            "trees": int(model.booster_.num_trees()), "loss": {"last": None},
+            "seconds": {"training": round(fit_seconds, 2), "total": None},
+            "versions": {**folders.library_versions(), "lightgbm": _version("lightgbm")},
+        }
+        from ..retrievers.encoder_base import file_sha256
+
+        metadata["weights_sha256"] = {TREES_FILE: file_sha256(tmp / TREES_FILE)}
+        _write(tmp, metadata)
+        if options.evaluate is not False and options.split != DEV_SPLIT and DEV_SPLIT in dataset.splits:
+            metadata["evaluation"] = ranker_dev(tmp, dataset, cache_root=options.cache_root, progress=progress)
+        metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
+        _write(tmp, metadata)
+        cache.replace_folder(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return TrainResult(out, metadata, time.perf_counter() - t0, data=options.data, notes=notes)
+
+
+def ranker_dev(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *, cache_root: Path | None = None,
+               progress: Progress | None = None) -> dict:
+    """R@100 and MAP@100 on ``split`` of the ranker ``folder``, exactly as ``run`` + ``evaluate``."""
+    from ..evaluation import evaluate
+    from ..retrievers import RetrieverSpec, build_retriever
+    from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+
+    ranker = build_retriever(RetrieverSpec("ranker", {"model": str(folder)}), dataset, cache_root=cache_root,
+                             progress=progress)
+    questions = dataset.questions(split)
+    hits = search_all(ranker, question_texts(questions, DEFAULT_WITH_DESCRIPTION), min(100, len(dataset.articles)))
+    means = evaluate(dataset.qrels(split), {str(q): [h.article_id for h in hs] for q, hs in zip(questions["id"], hits)},
+                     ks=(100,)).means
+    return {"split": split, "questions": len(questions), "measure": "recall@100",
+            "ranker": {"recall@100": means["recall@100"], "map@100": means["map@100"]},
+            "value": means["recall@100"]}
+
+
+def _version(name: str) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def _write(folder: Path, metadata: dict) -> None:
+    (folder / RECORD_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

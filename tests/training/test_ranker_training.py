@@ -1,0 +1,137 @@
+"""``train --ranker`` on the sample (bsard_demo/training/ranker.py) and its folder served by ``run --retriever
+ranker`` (bsard_demo/retrievers/ranker.py): the folder carries its trees, record and adapter; the CLI run equals the
+library's ranking (one engine); the fit is deterministic; the training questions' inputs are leave-one-out; a
+damaged folder, a missing adapter or a dataset without the training split gives one line and exit 2."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from bsard_demo.cli.main import main
+
+pytest.importorskip("lightgbm")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ranker")
+    cache_dir = root / "cache"
+    adapter = root / "sample-use-adapter"
+    assert main(["train", "--data", "sample", "--out", str(adapter), "--adapter-steps", "3", "--adapter-lr", "0.01",
+                 "--cache-dir", str(cache_dir), "--no-progress", "--no-evaluate"]) == 0
+    out = root / "sample-ranker"
+    assert main(["train", "--ranker", "--ranker-adapter", str(adapter), "--folds", "2", "--data", "sample",
+                 "--out", str(out), "--cache-dir", str(cache_dir), "--no-progress"]) == 0
+    return root, out, cache_dir
+
+
+def test_the_folder_holds_checked_trees_a_record_and_its_adapter(trained, capsys):
+    from bsard_demo.retrievers.adapter import read_adapter
+    from bsard_demo.retrievers.ranker import feature_names, read_ranker
+
+    _, out, _ = trained
+    record, ensemble, adapter = read_ranker(out)
+    assert record["kind"] == "ranker" and record["systems"] == ["bm25", "use", "adapter", "neighbours"]
+    assert record["features"] == feature_names(record["systems"]) and ensemble.num_features == len(record["features"])
+    assert adapter == out / "sample-use-adapter" and read_adapter(adapter)[1]["kind"] == "adapter"
+    assert record["settings"]["config"] == "l7-300" and record["trees"] > 0
+    dev = record["evaluation"]
+    assert dev["split"] == "test" and 0 <= dev["ranker"]["recall@100"] <= 1
+
+
+def test_run_equals_the_library_and_evaluate_gives_the_dev_figure(trained, tmp_path, capsys):
+    from bsard_demo.evaluation import evaluate
+    from bsard_demo.retrievers import RetrieverSpec, build_retriever
+    from bsard_demo.retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
+    from bsard_demo.sources import load_dataset
+
+    _, out, cache_dir = trained
+    trec = tmp_path / "ranker.trec"
+    assert main(["run", "--retriever", "ranker", "--encoder", str(out), "--data", "sample", "--split", "test",
+                 "--cache-dir", str(cache_dir), "--out", str(trec), "--no-progress"]) == 0
+    lines = [line.split() for line in trec.read_text().splitlines()]
+    ds = load_dataset("sample")
+    ranker = build_retriever(RetrieverSpec("ranker", {"model": str(out)}), ds, cache_root=cache_dir)
+    questions = ds.questions("test")
+    texts = question_texts(questions, DEFAULT_WITH_DESCRIPTION)
+    first = str(questions["id"].iloc[0])
+    expected = [h.article_id for h in ranker.search(texts[0], 100)]
+    assert [parts[2] for parts in lines if parts[0] == first][:len(expected)] == expected
+    ranked = {str(q): [h.article_id for h in ranker.search(t, 100)] for q, t in zip(questions["id"], texts)}
+    dev = json.loads((out / "bsard_training.json").read_text())["evaluation"]["ranker"]
+    assert evaluate(ds.qrels("test"), ranked, ks=(100,)).means["recall@100"] == pytest.approx(dev["recall@100"])
+
+
+def test_the_fit_is_seeded_and_the_numpy_trees_predict_as_lightgbm():
+    from bsard_demo.retrievers.trees import TreeEnsemble
+    from bsard_demo.training.ranker import CHOSEN, CONFIGS, fit_lambdarank
+
+    rng = np.random.default_rng(3)
+    matrices = [np.where(rng.random((60, 8)) < 0.1, np.nan, rng.normal(size=(60, 8))) for _ in range(6)]
+    labels = [(rng.random(60) < 0.1).astype(np.int32) for _ in range(6)]
+    config = {**CONFIGS[CHOSEN], "n_estimators": 20, "min_child_samples": 5}
+    first, second = (fit_lambdarank(matrices, labels, config) for _ in range(2))
+    a, b = (TreeEnsemble.from_lightgbm(m.booster_) for m in (first, second))
+    assert a.as_dict() == b.as_dict()
+    X = np.vstack(matrices)
+    assert np.abs(a.predict(X) - first.booster_.predict(X, raw_score=True)).max() <= 1e-9
+
+
+def test_training_inputs_are_leave_one_out():
+    """No training question draws on itself: its neighbours' votes and run come from the others."""
+    from bsard_demo.retrievers.neighbours import NeighboursRetriever, fold
+    from bsard_demo.sources import load_dataset
+
+    ds = load_dataset("sample")
+    nb = NeighboursRetriever.build(ds)
+    for j, text in enumerate(nb.texts[:5]):
+        votes, best = nb.votes(text)
+        used = [i for i, t in enumerate(nb.texts) if fold(t) != fold(text)]
+        assert all(i != j for i in used)
+        sims = nb._similarities([text])[0]
+        assert best.max() <= max(sims[i] for i in used) + 1e-12
+        assert np.array_equal(np.flatnonzero(votes), np.flatnonzero(best))
+
+
+def test_a_damaged_folder_or_missing_parts_give_one_line(trained, tmp_path, capsys):
+    _, out, cache_dir = trained
+    broken = tmp_path / "broken"
+    shutil.copytree(out, broken)
+    trees = broken / "trees.json"
+    trees.write_text(trees.read_text().replace("1", "2", 1))
+    run = ["run", "--retriever", "ranker", "--data", "sample", "--cache-dir", str(cache_dir), "--out",
+           str(tmp_path / "r.trec"), "--no-progress", "--encoder"]
+    capsys.readouterr()
+    assert main(run + [str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert "trees.json does not match its record's sha256" in err and "Traceback" not in err
+    no_adapter = tmp_path / "no-adapter"
+    shutil.copytree(out, no_adapter)
+    shutil.rmtree(no_adapter / "sample-use-adapter")
+    assert main(run + [str(no_adapter)]) == 2
+    err = capsys.readouterr().err
+    assert "sample-use-adapter" in err and "Traceback" not in err
+    assert main(run + [str(tmp_path / "nowhere")]) == 2
+    assert "not a learned ranker's folder" in capsys.readouterr().err
+    assert main(run[:-1]) == 2
+    assert "--retriever ranker needs its folder" in capsys.readouterr().err
+
+
+def test_a_dataset_without_the_training_split_gives_one_line(trained, tmp_path, capsys):
+    from importlib import resources
+
+    from bsard_demo.sources import SAMPLE_PACKAGE
+
+    _, out, cache_dir = trained
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name in ("articles.csv", "questions_test.csv"):  # the sample without its train split
+        (folder / name).write_bytes(resources.files(SAMPLE_PACKAGE).joinpath(name).read_bytes())
+    capsys.readouterr()
+    assert main(["run", "--retriever", "ranker", "--encoder", str(out), "--data", str(folder), "--cache-dir",
+                 str(cache_dir), "--out", str(tmp_path / "r.trec"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "train" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
