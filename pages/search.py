@@ -42,7 +42,8 @@ from bsard_demo.app.search_links import (
     WIDGET_KEYS,
     LinkChoices,
     default_hybrid_encoders,
-    default_systems,
+    default_structure,
+    first_visitor_here,
     hybrid_systems,
     link_params,
     parse_link,
@@ -55,12 +56,12 @@ from bsard_demo.app.search_links import (
     weight_key,
 )
 from bsard_demo.app.search_page import (
-    KIND_LABELS,
     Examples,
     article_codes,
     build_columns,
     column_specs,
     examples_of,
+    kind_label,
     run_search,
 )
 from bsard_demo.app.state import is_built
@@ -128,13 +129,18 @@ def _menus(data) -> Menus:
     menu = offered(options)
     keys = [o.key for o in menu]
     targets = {o.key: o.target for o in menu}
-    # what a first visitor (or a link without systems) sees: one rule, search_links.default_systems
+    # what a first visitor (or a link without systems) sees: one rule (retrievers/defaults.py), as
+    # run --retriever default
     here = [o for o in builtin_models(menu) if o.this_corpus]
-    hybrid_parts = default_hybrid_encoders(keys, [o.key for o in here if not o.adapter],
-                                           [o.key for o in here if o.adapter])
-    first_systems = default_systems(ui.dense_stored(data, targets.get(hybrid_parts[0], hybrid_parts[0])))
+    adapters = [o.key for o in here if o.adapter]
+    hybrid_parts = default_hybrid_encoders(keys, [o.key for o in here if not o.adapter], adapters)
+    rankers = ui.rankers_here(data)
+    first = hybrid_parts[0]
+    visitor = first_visitor_here(keys, dense=[first] if ui.dense_stored(data, targets.get(first, first)) else [],
+                                 rankers=rankers, use_stored=ui.dense_stored(data, "use"))
     choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=examples.texts,
-                          systems=first_systems, hybrid_encoders=hybrid_parts)
+                          systems=visitor.systems, hybrid_encoders=visitor.hybrid_encoders or hybrid_parts,
+                          structure=default_structure(), ranker=rankers[0] if rankers else None)
     return Menus(examples, options, keys, {o.key: o.label for o in menu}, targets, {o.key for o in menu if o.adapter},
                  choices)
 
@@ -154,7 +160,7 @@ def _question_inputs(m: Menus):
 def _system_inputs(m: Menus) -> None:
     """The right half: systems, top-k, code filter, and the dense and hybrid settings."""
     keys, labels = m.keys, m.labels
-    st.multiselect("Systèmes (côte à côte)", list(KIND_LABELS), format_func=KIND_LABELS.get, key=WIDGET_KEYS["systems"],
+    st.multiselect("Systèmes (côte à côte)", list(m.choices.kinds), format_func=kind_label, key=WIDGET_KEYS["systems"],
                    persist_state="session", placeholder="Choisir un ou plusieurs systèmes")
     st.slider("Nombre de résultats (top-k)", 1, MAX_K, key=WIDGET_KEYS["k"], persist_state="session")
     st.selectbox("Filtrer par code", sorted(m.choices.codes), key=WIDGET_KEYS["code"], persist_state="session",
@@ -168,6 +174,8 @@ def _system_inputs(m: Menus) -> None:
                           persist_state="session", format_func=FUSION_LABELS.get)
         st.number_input("Constante k de RRF", 1, MAX_RRF_K, key=WIDGET_KEYS["rrf_k"], persist_state="session",
                         disabled=fusion != "rrf")
+        st.checkbox("Structure du code : remonter les articles voisins, la section et les renvois des meilleurs "
+                    "résultats de l'hybride", key=WIDGET_KEYS["structure"], persist_state="session")
         settings = settings_from_state(st.session_state, m.choices)
         if settings.uses_alpha:
             st.slider("α : poids de BM25 (fusion pondérée)", 0.0, 1.0, step=0.05, key=WIDGET_KEYS["alpha"],
@@ -291,6 +299,15 @@ def _downloads(question: str, results: list, link: str) -> None:
                           mime="text/markdown", icon=":material/download:", on_click="ignore", key="download_md")
 
 
+def _why_labels(retriever, hybrid_labels: list[str]) -> list[str]:
+    """The why-line names of a column's parts: the learned ranker's input systems, else the hybrid's."""
+    from bsard_demo.retrievers.ranker import RankerRetriever
+
+    if isinstance(retriever, RankerRetriever):
+        return [part_label(s, ("adapter",)) for s in retriever.systems]
+    return hybrid_labels
+
+
 def _results(data, settings, m: Menus, link: str) -> None:
     """Search the question with every chosen system and show the columns side by side."""
     ds, question = data.dataset, settings.question.strip()
@@ -298,7 +315,8 @@ def _results(data, settings, m: Menus, link: str) -> None:
     gold = example.article_ids if example is not None else None
     specs = column_specs(settings.systems, encoder=settings.encoder, fusion=settings.fusion,
                          rrf_k=float(settings.rrf_k), alpha=settings.alpha, hybrid_encoders=settings.hybrid_encoders,
-                         weights=settings.weights, targets=m.targets)
+                         weights=settings.weights, targets=m.targets, structure=settings.structure,
+                         ranker=m.choices.ranker)
     specs = _ready_specs(data, specs)
     if not specs:
         return
@@ -319,7 +337,7 @@ def _results(data, settings, m: Menus, link: str) -> None:
     results = run_search(retrievers, ds, question, settings.k, gold=gold, code=settings.code, reference=reference)
     counts = _similar(ds, question, retrievers, results)
     parts = [part_label(p, m.adapters) for p in ["bm25", *dict.fromkeys(settings.hybrid_encoders)]]
-    results = [with_why_lines(r, parts, counts) for r in results]
+    results = [with_why_lines(r, _why_labels(retrievers[r.name], parts), counts) for r in results]
     shown_k = min(settings.k, len(ds.articles))
     for column, result in zip(st.columns(len(results), gap="medium"), results):
         with column:

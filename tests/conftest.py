@@ -36,6 +36,7 @@ if os.environ.get("CI"):
 
 # -- markers, in one place ---------------------------------------------------------------------
 # The shared tiny fine-tuning (tests/_training_fixture.py): a session fixture, made once per process.
+from _ranker_fixture import sample_ranker  # noqa: E402,F401 - the sample's learned ranker (one per process)
 from _training_fixture import tiny_data, tiny_model  # noqa: E402,F401
 
 #: Whole files, or single tests (``path::name`` covers every parametrisation of ``name``), by marker.
@@ -51,6 +52,7 @@ TRAINING = (
 )
 SLOW = (
     "tests/training/test_ranker_training.py",  # trains an adapter and a ranker on the sample (~9 s)
+    "tests/app/test_search_ranker.py",  # the same ranker (tests/_ranker_fixture.py)
     # real models, ONNX exports, subprocesses of their own
     "tests/retrievers/test_onnx.py",
     "tests/cli/test_cli_export_onnx.py",
@@ -145,6 +147,7 @@ TIMEOUTS = {"browser": 300, "training": 480}
 #: xdist groups other than "one per file": files whose tests share a per-process fixture.
 GROUPS = {
     "browser": BROWSER,  # one Chromium at a time: their waits are real-time
+    "ranker": ("tests/training/test_ranker_training.py", "tests/app/test_search_ranker.py"),  # one sample_ranker
     "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py",
              "tests/bundles/test_bundle_models.py", "tests/app/test_search_bundle_model.py"),
 }

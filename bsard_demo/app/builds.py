@@ -172,6 +172,8 @@ def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str |
     for model in bundle.model_list():
         key = BUNDLE_PREFIX + model.name
         t = model.training if isinstance(model.training, Mapping) else {}
+        if t.get("kind") == "ranker":  # a learned ranker, not an encoder: the systems menu offers it
+            continue
         missing = _missing(adapter_requires(t.get("base")), present) if t.get("kind") == "adapter" else onnx_missing
         this = (t.get("articles_sha256") == corpus_sha256) if corpus_sha256 and t.get("articles_sha256") else None
         label = bundle_label(model, corpus_sha256)

@@ -1,6 +1,6 @@
 """Shareable links of the Search page (``pages/search.py``): a search as URL parameters
 (:data:`LINK_PARAMS`), and back (:func:`parse_link`, which never raises); and what a first visitor sees
-(:func:`default_systems`, :func:`default_hybrid_encoders`).
+(:func:`first_visitor_here`, :func:`default_hybrid_encoders`: the rule of :mod:`bsard_demo.retrievers.defaults`).
 
 Conventions: docs/design.md, 'bsard_demo/app/search_links.py'.
 """
@@ -17,8 +17,6 @@ from ..retrievers.registry import default_weights
 from .search_page import KIND_LABELS
 
 DEFAULT_SYSTEMS = ("bm25",)
-#: BM25 and its hybrid: what a first visitor sees when the hybrid's embeddings are stored.
-STORED_HYBRID_SYSTEMS = ("bm25", "hybrid")
 #: Whether the default hybrid fuses BM25 with the index bundle's fine-tuned model trained on this
 #: corpus (when the bundle carries one) rather than with ``use``. Off: with the fine-tuning recipe
 #: of the time, BM25 + the trained MiniLM gave 70.83 R@100 against 72.20 for BM25 + use on
@@ -32,7 +30,8 @@ PREFER_BUNDLED_MODEL = False
 #: cross-validation), BM25 + the use adapter gave 59.27 R@100 and 22.29 MAP@100 against 55.01 and
 #: 18.81 for BM25 + use (docs/effectiveness.md, "Query-side adapter").
 PREFER_BUNDLED_ADAPTER = True
-#: Whether a first visitor sees the hybrid when its embeddings are stored (:func:`default_systems`).
+#: Whether a first visitor sees more than BM25: the system of the one rule (:func:`first_visitor_here`), which
+#: never needs a build. Off, BM25 alone (the app tests that share one cache turn it off).
 SHOW_STORED_HYBRID = True
 DEFAULT_K, MAX_K = 10, 100
 MAX_QUESTION_CHARS = 2000
@@ -45,11 +44,12 @@ MAX_WEIGHT = 100.0
 #: URL parameter -> what it holds. Lists (``systems``, ``henc``, ``w``) are read repeated
 #: (``systems=bm25&systems=dense``) or comma-separated (``systems=bm25,dense``) and written repeated.
 LINK_PARAMS = {
-    "q": "la question", "systems": "les systèmes (bm25, dense, hybrid)", "k": f"top-k (1 à {MAX_K})",
+    "q": "la question", "systems": "les systèmes (bm25, dense, hybrid, ranker)", "k": f"top-k (1 à {MAX_K})",
     "code": "le filtre par code", "enc": "l'encodeur du système dense", "henc": "les encodeurs de l'hybride",
     "fusion": "la fusion hybride (rrf, weighted)", "rrfk": f"la constante k de RRF (1 à {MAX_RRF_K})",
     "alpha": "α, poids de BM25 (fusion pondérée de deux systèmes)",
     "w": f"un poids par système de l'hybride (0 à {MAX_WEIGHT:g})", "ex": "l'exemple de question (son identifiant)",
+    "struct": "la structure du code dans l'hybride (1 : oui, 0 : non)",
 }
 _LIST_PARAMS = frozenset({"systems", "henc", "w"})
 #: Streamlit's own parameters: never ours to complain about.
@@ -80,6 +80,7 @@ class SearchSettings:
     alpha: float = DEFAULT_ALPHA
     weights: tuple[float, ...] | None = None
     example: str | None = None
+    structure: bool = False
 
     @property
     def uses_alpha(self) -> bool:
@@ -102,7 +103,7 @@ class SearchSettings:
             s = replace(s, encoder=default_encoder)
         if not hybrid:
             return replace(s, hybrid_encoders=tuple(default_hybrid or (default_encoder,)), fusion=DEFAULT_FUSION,
-                           rrf_k=DEFAULT_RRF_K, alpha=DEFAULT_ALPHA, weights=None)
+                           rrf_k=DEFAULT_RRF_K, alpha=DEFAULT_ALPHA, weights=None, structure=False)
         if s.fusion != "rrf":
             s = replace(s, rrf_k=DEFAULT_RRF_K)
         # the weights are spelled out, so a link keeps its results if the default weights change
@@ -121,6 +122,15 @@ class LinkChoices:
     examples: Mapping[str, str] = field(default_factory=dict)
     systems: tuple[str, ...] = DEFAULT_SYSTEMS
     hybrid_encoders: tuple[str, ...] = ()
+    #: The hybrid's structure re-scoring by default; the learned ranker offered here (its
+    #: ``--encoder``: a bundled name or a folder), ``None`` when there is none.
+    structure: bool = False
+    ranker: str | None = None
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The systems a link may hold here: the menu's kinds, and ``ranker`` when one is offered."""
+        return (*KIND_LABELS, *(("ranker",) if self.ranker else ()))
 
     @property
     def default_encoder(self) -> str:
@@ -154,25 +164,38 @@ def default_hybrid_encoder(encoders: Sequence[str], bundled: Sequence[str] = (),
 
 def default_hybrid_encoders(encoders: Sequence[str], bundled: Sequence[str] = (),
                             adapters: Sequence[str] = ()) -> tuple[str, ...]:
-    """A first visitor's hybrid parts after BM25: :func:`default_hybrid_encoder`, and the neighbours
-    part with it when that encoder is a query adapter and the neighbours are offered (the
-    best system decided on frlaw-dev train: BM25 + adapter + neighbours, w=1,0.5,0.5, 62.19 R@100 in
-    cross-validation against 59.27 without the neighbours; docs/effectiveness.md, "Query-side
-    adapter"). With ``use`` (or any other encoder) the hybrid stays two-way: BM25 + use +
-    neighbours was not significantly better on test ("Label transfer from training questions")."""
+    """The hybrid's parts after BM25 when a visitor picks it: :func:`default_hybrid_encoder`, and
+    the neighbours part with it when offered (decided on frlaw-dev train, leave-one-out: BM25 +
+    adapter + neighbours 62.19 R@100 against 59.27 without, BM25 + use + neighbours 60.06 against
+    55.01; docs/effectiveness.md, "Query-side adapter", "Label transfer from training questions")."""
     from ..retrievers.neighbours import NEIGHBOURS
 
     first = default_hybrid_encoder(encoders, bundled, adapters)
-    if first in adapters and NEIGHBOURS in encoders:
-        return first, NEIGHBOURS
-    return (first,)
+    return (first, NEIGHBOURS) if NEIGHBOURS in encoders else (first,)
 
 
-def default_systems(hybrid_stored: bool) -> tuple[str, ...]:
-    """The systems a first visitor sees (and a link without ``systems``): BM25 and the default
-    hybrid when ``hybrid_stored`` (the dense embeddings of that hybrid are in the index bundle or
-    the cache: it answers at once), else BM25 alone, so that no first visitor waits for a build."""
-    return STORED_HYBRID_SYSTEMS if SHOW_STORED_HYBRID and hybrid_stored else DEFAULT_SYSTEMS
+def default_structure() -> bool:
+    """Whether the hybrid re-scores with the code's structure by default: yes (decided on frlaw-dev
+    train for every base: +4.2 to +5.8 R@100; docs/effectiveness.md, "Structure-aware re-scoring"),
+    unless :data:`SHOW_STORED_HYBRID` is off (the first visitor's defaults of the app tests)."""
+    return SHOW_STORED_HYBRID
+
+
+def first_visitor_here(encoders: Sequence[str], *, dense: Sequence[str] = (), rankers: Sequence[str] = (),
+                       use_stored: bool = False):
+    """What a first visitor sees (and a link without ``systems``):
+    :func:`bsard_demo.retrievers.defaults.first_visitor` of the page's menu (``encoders``: its
+    keys; ``dense``: the hybrid's preferred encoder, :func:`default_hybrid_encoder`, when its
+    embeddings are stored; ``rankers``: the rankers fitted on this corpus; ``use_stored``:
+    ``use``'s embeddings are stored), so ``run --retriever default`` ranks as its best column;
+    BM25 alone when :data:`SHOW_STORED_HYBRID` is off."""
+    from ..retrievers.defaults import FirstVisitor, first_visitor
+    from ..retrievers.neighbours import NEIGHBOURS
+
+    if not SHOW_STORED_HYBRID:
+        return FirstVisitor(DEFAULT_SYSTEMS)
+    return first_visitor(rankers=rankers, dense=[e for e in dense if e in encoders and e != NEIGHBOURS],
+                         use_stored=use_stored and "use" in encoders, neighbours=NEIGHBOURS in encoders)
 
 
 def default_hybrid_weights(fusion: str, hybrid_encoders: Sequence[str]) -> tuple[float, ...]:
@@ -218,6 +241,7 @@ def link_params(settings: SearchSettings, default_encoder: str = "use") -> dict[
         out["enc"] = s.encoder
     if "hybrid" in s.systems:
         out["henc"] = list(s.hybrid_encoders)
+        out["struct"] = "1" if s.structure else "0"
         out["fusion"] = s.fusion
         if s.fusion == "rrf":
             out["rrfk"] = str(s.rrf_k)
@@ -327,6 +351,15 @@ class _LinkReader:
             return None
         return code
 
+    def flag(self, name: str, default: bool) -> bool:
+        text = (self.single(name) or "").strip()
+        if not text:
+            return default
+        if text not in ("0", "1"):
+            self.notes.append(f"{name}=« {_shown(text)} » n'est ni 1 ni 0 : {int(default)} est pris.")
+            return default
+        return text == "1"
+
     def fusion(self) -> str:
         fusion = self.single("fusion")
         if fusion is None or not fusion.strip():
@@ -366,7 +399,7 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
     read = _LinkReader(params)
     read.unknown_names()
     question, example = read.question_and_example(choices.examples)
-    systems = read.pick("systems", list(KIND_LABELS), tuple(choices.systems), "Système(s)")
+    systems = read.pick("systems", list(choices.kinds), tuple(choices.systems), "Système(s)")
     k = read.number("k", 1, MAX_K, DEFAULT_K, True)
     code = read.code(choices.codes)
     encoder = read.pick("enc", list(choices.encoders), (choices.default_encoder,), "Encodeur(s)")
@@ -377,9 +410,10 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
     rrf_k = read.number("rrfk", 1, MAX_RRF_K, DEFAULT_RRF_K, True)
     alpha = read.number("alpha", 0, 1, DEFAULT_ALPHA, False)
     weights = read.weights(fusion, hybrid_encoders)
+    structure = read.flag("struct", choices.structure)
     settings = SearchSettings(question=question, systems=systems, k=k, code=code, encoder=encoder[0],
                               hybrid_encoders=hybrid_encoders, fusion=fusion, rrf_k=rrf_k, alpha=float(alpha),
-                              weights=weights, example=example)
+                              weights=weights, example=example, structure=structure)
     return settings, read.notes
 
 
@@ -400,7 +434,7 @@ def same_params(a: Mapping[str, str | Sequence[str]], b: Mapping[str, str | Sequ
 #: Session-state keys of the Search page's widgets, by setting.
 WIDGET_KEYS = {"question": "question", "systems": "kinds", "k": "top_k", "code": "code", "encoder": "encoder",
                "hybrid_encoders": "hybrid_encoders", "fusion": "fusion", "rrf_k": "rrf_k", "alpha": "alpha",
-               "example": "example_qid"}
+               "example": "example_qid", "structure": "hybrid_structure"}
 
 
 def weight_key(system: str) -> str:
@@ -423,7 +457,7 @@ def state_from_settings(settings: SearchSettings, encoders: Sequence[str] = ()) 
                                 WIDGET_KEYS["hybrid_encoders"]: list(s.hybrid_encoders),
                                 WIDGET_KEYS["fusion"]: s.fusion,
                                 WIDGET_KEYS["rrf_k"]: s.rrf_k, WIDGET_KEYS["alpha"]: s.alpha,
-                                WIDGET_KEYS["example"]: s.example}
+                                WIDGET_KEYS["example"]: s.example, WIDGET_KEYS["structure"]: s.structure}
     for system in dict.fromkeys(["bm25", *encoders, *s.hybrid_encoders]):
         state[weight_key(system)] = 1.0 if system == "bm25" else default_hybrid_weights(s.fusion, [system])[1]
     if s.weights is not None:
@@ -442,7 +476,7 @@ def settings_from_state(state: Mapping[str, object], choices: LinkChoices) -> Se
 
     offered = list(choices.encoders)
     default = choices.default_encoder
-    systems = tuple(k for k in dict.fromkeys(get("systems", list(choices.systems))) if k in KIND_LABELS)
+    systems = tuple(k for k in dict.fromkeys(get("systems", list(choices.systems))) if k in choices.kinds)
     code = get("code", None)
     encoder = get("encoder", default)
     hybrid = (tuple(e for e in dict.fromkeys(get("hybrid_encoders", list(choices.default_hybrid))) if e in offered)
@@ -454,7 +488,7 @@ def settings_from_state(state: Mapping[str, object], choices: LinkChoices) -> Se
         hybrid_encoders=hybrid,
         fusion=get("fusion", DEFAULT_FUSION) if get("fusion", DEFAULT_FUSION) in FUSIONS else DEFAULT_FUSION,
         rrf_k=int(get("rrf_k", DEFAULT_RRF_K)), alpha=float(get("alpha", DEFAULT_ALPHA)),
-        example=example if example in choices.examples else None)
+        example=example if example in choices.examples else None, structure=bool(get("structure", choices.structure)))
     if s.uses_alpha:
         return s
     defaults = default_hybrid_weights(s.fusion, s.hybrid_encoders)

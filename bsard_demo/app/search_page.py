@@ -255,13 +255,21 @@ class _KindLabels(Mapping[str, str]):
 KIND_LABELS: Mapping[str, str] = _KindLabels()
 #: The column of the neighbours retriever, chosen as the dense column's "encoder".
 NEIGHBOURS_COLUMN = "Questions voisines (train)"
+#: The learned ranker's system (offered when a ranker folder fitted on the corpus is at hand).
+RANKER_LABEL = "Classement appris"
+STRUCTURE_WORDS = " + structure du code"
+
+
+def kind_label(kind: str) -> str:
+    """The systems menu's word for ``kind`` (:data:`KIND_LABELS`, and the ranker's)."""
+    return RANKER_LABEL if kind == "ranker" else KIND_LABELS.get(kind, kind)
 #: The page's words for a fusion (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label`).
 FUSION_WORDS = {"rrf": "RRF", "weighted": "pondéré", "alpha": "α"}
 
 
 def hybrid_column(encoders: Sequence[str], *, fusion: str = DEFAULT_FUSION, rrf_k: float = DEFAULT_RRF_K,
                   alpha: float = DEFAULT_ALPHA, weights: Sequence[float] | None = None,
-                  targets: Mapping[str, str] | None = None) -> tuple[str, RetrieverSpec]:
+                  targets: Mapping[str, str] | None = None, structure: bool = False) -> tuple[str, RetrieverSpec]:
     """``(label, spec)`` of a hybrid column fusing BM25 with a dense part per encoder (keys,
     mapped to what the dense retriever takes by ``targets``; default: the key itself). The spec
     is :func:`~bsard_demo.retrievers.registry.hybrid_spec`'s, so a column with the default
@@ -273,7 +281,8 @@ def hybrid_column(encoders: Sequence[str], *, fusion: str = DEFAULT_FUSION, rrf_
     when there are two systems and no ``weights``, else ``weights`` (default all 1). The label
     (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label` in :data:`FUSION_WORDS`) shows the
     weights unless all are 1. Raises :class:`ValueError` on an unknown fusion, no encoder, or a
-    wrong number of weights (checked by :meth:`~bsard_demo.retrievers.hybrid.FusionConfig.validate`)."""
+    wrong number of weights (checked by :meth:`~bsard_demo.retrievers.hybrid.FusionConfig.validate`).
+    ``structure``: with the code's structure re-scoring (:mod:`bsard_demo.retrievers.structure`)."""
     encoders = list(dict.fromkeys(encoders))
     if not encoders:
         raise ValueError("a hybrid needs at least one dense encoder")
@@ -284,25 +293,26 @@ def hybrid_column(encoders: Sequence[str], *, fusion: str = DEFAULT_FUSION, rrf_
         spec = hybrid_spec([targets.get(e, e) for e in encoders], method=fusion,
                            rrf_k=float(rrf_k) if fusion == "rrf" else None,
                            weights=None if weights is None else [float(w) for w in weights],
-                           alpha=float(alpha) if by_alpha else None)
+                           alpha=float(alpha) if by_alpha else None, structure=True if structure else None)
     except FusionError as exc:
         if exc.code == "weight_count":  # the systems by the page's keys, not the models' folders
             raise ValueError(f"{exc.params['given']} weights for {n} systems (BM25, {', '.join(encoders)})") from None
         raise
     label = FusionConfig.from_options(spec.options, n).label(n, FUSION_WORDS)
-    return f"Hybride {label} ({' + '.join(encoders)})", spec
+    return f"Hybride {label} ({' + '.join(encoders)}){STRUCTURE_WORDS if structure else ''}", spec
 
 
 def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DEFAULT_FUSION,
                  rrf_k: float = DEFAULT_RRF_K, alpha: float = DEFAULT_ALPHA,
                  hybrid_encoders: Sequence[str] | None = None,
-                 weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None
-                 ) -> dict[str, RetrieverSpec]:
+                 weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None,
+                 structure: bool = False, ranker: str | None = None) -> dict[str, RetrieverSpec]:
     """One :class:`RetrieverSpec` per chosen kind, keyed by its French column label.
 
     The dense column uses ``encoder``; the hybrid fuses BM25 with ``hybrid_encoders`` (default:
     ``[encoder]``), see :func:`hybrid_column`. ``targets`` maps an encoder key to what the dense
-    retriever takes (a trained model's folder)."""
+    retriever takes (a trained model's folder); ``structure``: the hybrid's structure re-scoring;
+    ``ranker``: the learned ranker's ``--encoder`` (its column needs it)."""
     targets = targets or {}
     out: dict[str, RetrieverSpec] = {}
     for kind in dict.fromkeys(kinds):
@@ -314,8 +324,12 @@ def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DE
             out[f"Dense ({encoder})"] = RetrieverSpec("dense", {"encoder": targets.get(encoder, encoder)})
         elif kind == "hybrid":
             label, spec = hybrid_column(hybrid_encoders or [encoder], fusion=fusion, rrf_k=rrf_k, alpha=alpha,
-                                        weights=weights, targets=targets)
+                                        weights=weights, targets=targets, structure=structure)
             out[label] = spec
+        elif kind == "ranker":
+            if not ranker:
+                raise ValueError("no learned ranker is offered here (train --ranker writes one)")
+            out[f"{RANKER_LABEL} ({_model_name(ranker)})"] = RetrieverSpec("ranker", {"model": ranker})
         elif kind in KIND_LABELS:  # a kind registered with its defaults only
             out[KIND_LABELS[kind]] = RetrieverSpec(kind)
         else:
@@ -372,3 +386,8 @@ def build_columns(specs: Mapping[str, RetrieverSpec], build: Callable[[str, Retr
         except (ValueError, OSError) as exc:  # an encoder that cannot be loaded here, a full disk…
             failures[label] = str(exc)
     return retrievers, failures
+
+
+def _model_name(model: str) -> str:
+    return str(model).rstrip("/").rsplit("/", 1)[-1]
+

@@ -274,6 +274,18 @@ def _corpus_sha256(key: tuple, _articles) -> str:  # noqa: ARG001 - key is the c
     return articles_fingerprint(_articles)
 
 
+def rankers_here(data: ActiveData) -> list[str]:
+    """The learned rankers fitted on the active corpus, as ``--encoder`` takes them: the index
+    bundle's first (by name), then ``$BSARD_MODELS``' folders (:func:`bsard_demo.training.trained_for_corpus`)."""
+    from .. import cache
+    from ..training import models_folder, trained_for_corpus
+
+    ds = data.dataset
+    if ds.articles is None or not (cache.active_bundles() or models_folder().is_dir()):
+        return []
+    return trained_for_corpus(_corpus_sha256(data.key, ds.articles))["ranker"]
+
+
 def encoder_menu(data: ActiveData) -> list:
     """Every dense encoder the app knows for the active dataset, offered or not
     (:func:`bsard_demo.app.builds.encoder_options`): the built-in ones, the models of the index

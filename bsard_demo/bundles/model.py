@@ -119,9 +119,11 @@ class BundleModel:
 
     def describe(self) -> str:
         """One line: name, base, what it was trained on, size."""
-        adapter = isinstance(self.training, Mapping) and self.training.get("kind") == "adapter"
-        trained = f", {'fitted' if adapter else 'fine-tuned'} on {self.trained_on}" if self.trained_on else ""
-        served = "numpy, no torch" if adapter else f"ONNX{' int8' if self.int8 else ''}"
+        kind = self.training.get("kind") if isinstance(self.training, Mapping) else None
+        trained = f", {'fitted' if kind in ('adapter', 'ranker') else 'fine-tuned'} on {self.trained_on}" \
+            if self.trained_on else ""
+        served = {"adapter": "numpy, no torch", "ranker": "numpy trees, no torch"}.get(
+            kind, f"ONNX{' int8' if self.int8 else ''}")
         return f"{self.name} ({self.base_model or 'model'}{trained}; {served}, {self.size / 1e6:.1f} MB)"
 
 

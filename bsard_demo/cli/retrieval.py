@@ -143,7 +143,7 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
         if given:
             raise ValueError(_not_for(given, "--retriever dense or hybrid", "bm25"))
         return RetrieverSpec("bm25", bm25)
-    if args.retriever not in _MAPPED:  # neighbours, or any kind registered since: its defaults
+    if args.retriever not in (*_MAPPED, DEFAULT):  # neighbours, or any kind registered since: its defaults
         given = (["--encoder"] * bool(args.encoder) + ["--backend"] * bool(dense) + fusion_given
                  + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
                  + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
@@ -222,8 +222,12 @@ def default_spec(dataset, cache_root: Path | None = None) -> RetrieverSpec:
     if dataset.articles is None or not len(dataset.articles):
         return RetrieverSpec("bm25")  # building it says what is missing
     found = trained_for_corpus(articles_fingerprint(dataset.articles))
-    visitor = first_visitor(rankers=found["ranker"], adapters=found["adapter"],
-                            use_stored=DenseRetriever.is_stored(dataset.articles, "use", cache_root=cache_root),
+
+    def stored(encoder: str) -> bool:
+        return DenseRetriever.is_stored(dataset.articles, encoder, cache_root=cache_root)
+
+    visitor = first_visitor(rankers=found["ranker"], dense=[e for e in [*found["adapter"], "use"] if stored(e)],
+                            use_stored=stored("use"),
                             neighbours=bool(labelled_questions(dataset, "train")[0]))
     return visitor.spec()
 

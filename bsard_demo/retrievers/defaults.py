@@ -38,17 +38,17 @@ class FirstVisitor:
         return RetrieverSpec("bm25")
 
 
-def first_visitor(*, rankers: Sequence[str] = (), adapters: Sequence[str] = (), use_stored: bool = False,
-                  neighbours: bool = False, use: str = "use") -> FirstVisitor:
-    """The rule. ``rankers``/``adapters``: the keys of the learned rankers / query adapters fitted
-    on this corpus and offered here, preferred first (the index bundle's first); ``use_stored``:
-    ``use``'s embeddings of the corpus are stored (a ranker or an adapter reads them, so without
-    them neither is chosen: a first visitor never waits for a build); ``neighbours``: the dataset
-    has labelled training questions."""
+def first_visitor(*, rankers: Sequence[str] = (), dense: Sequence[str] = (), use_stored: bool = False,
+                  neighbours: bool = False) -> FirstVisitor:
+    """The rule. ``rankers``: the keys of the learned rankers fitted on this corpus and offered
+    here, preferred first (the index bundle's first); ``dense``: the dense encoders whose
+    embeddings of the corpus are stored, preferred first (a query adapter fitted on it, then
+    ``use``); ``use_stored``: ``use``'s are (a ranker reads them: without them no ranker is chosen,
+    so a first visitor never waits for a build); ``neighbours``: the dataset has labelled training
+    questions."""
     if rankers and use_stored:
         return FirstVisitor(("bm25", "ranker"), ranker=rankers[0])
-    dense = (adapters[0] if adapters else use) if use_stored else None
-    parts = tuple(p for p in (dense, NEIGHBOURS if neighbours else None) if p)
+    parts = tuple(p for p in (dense[0] if dense else None, NEIGHBOURS if neighbours else None) if p)
     if not parts:
         return FirstVisitor(("bm25",))
     return FirstVisitor(("bm25", "hybrid"), parts, structure=True)

@@ -251,6 +251,14 @@ class StructureRetriever:
     def search(self, question: str, k: int = 100) -> list[Hit]:
         return self.search_many([question], k)[0]
 
+    def search_parts(self, question: str, k: int = 100):
+        """:meth:`search` with the inner hybrid's parts' rankings (``None`` for another inner)."""
+        k = clip_k(k, len(self.graph))
+        if not hasattr(self.inner, "search_parts"):
+            return self.search(question, k), None
+        hits, parts = self.inner.search_parts(question, max(k, min(self.settings.depth, len(self.graph))))
+        return rescore(self.graph, hits, self.settings, k), parts
+
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
         k = clip_k(k, len(self.graph))
         runs = self.inner.search_many(list(questions), max(k, min(self.settings.depth, len(self.graph))))

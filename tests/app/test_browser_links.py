@@ -55,11 +55,12 @@ def browser(server, tmp_path_factory):
 
 
 def library_top(cache, question: str, k: int) -> list[str]:
-    """BM25 then the default hybrid (BM25 + USE, RRF k=60, weights 1 and 0.5: ``hybrid_spec()``,
-    the CLI's ``run --retriever hybrid``): the library's top k, column after column."""
+    """BM25 then the link's hybrid (BM25 + USE + neighbours, RRF k=60, weights 1, 0.5, 0.5, with the
+    structure re-scoring the page adds by default: the CLI's ``run --retriever hybrid --encoder
+    use,neighbours --structure``): the library's top k, column after column."""
     ds = load_sample()
     bm25 = RetrieverSpec("bm25")
-    hybrid = hybrid_spec()
+    hybrid = hybrid_spec("use,neighbours", structure=True)
     return [h.article_id for spec in (bm25, hybrid)
             for h in build_retriever(spec, ds, cache_root=cache).search(question, k)]
 
@@ -75,7 +76,8 @@ def wait_results(page, question: str, columns: int, hits: int) -> list[str]:
 
 
 def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache):
-    link = f"{server}/?" + urllib.parse.urlencode({"q": FIRST, "systems": "bm25,hybrid", "k": 6})
+    link = f"{server}/?" + urllib.parse.urlencode({"q": FIRST, "systems": "bm25,hybrid", "henc": "use,neighbours",
+                                                   "k": 6})
     page = browser.new_page()
     try:
         page.goto(link, wait_until="domcontentloaded", timeout=STEP_MS)
@@ -85,8 +87,9 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
         assert page.locator("[data-testid='stException']").count() == 0
         # the address bar holds the search in its written form (systems repeated, hybrid settings)
         page.wait_for_function("() => location.search.includes('henc=')", timeout=STEP_MS)
-        assert query(page.url) == {"q": [FIRST], "systems": ["bm25", "hybrid"], "k": ["6"], "henc": ["use"],
-                                   "fusion": ["rrf"], "rrfk": ["60"], "w": ["1", "0.5"]}
+        assert query(page.url) == {"q": [FIRST], "systems": ["bm25", "hybrid"], "k": ["6"],
+                                   "henc": ["use", "neighbours"], "struct": ["1"], "fusion": ["rrf"], "rrfk": ["60"],
+                                   "w": ["1", "0.5", "0.5"]}
 
         # a new search typed on the page: the address bar and the copyable link follow
         ask(page, SECOND)

@@ -21,11 +21,10 @@ from bsard_demo.app.builds import (
 from bsard_demo.app.score_page import STRUCTURE_LABEL, baseline_specs
 from bsard_demo.app.search_links import (
     DEFAULT_SYSTEMS,
-    STORED_HYBRID_SYSTEMS,
     LinkChoices,
     SearchSettings,
     default_hybrid_encoder,
-    default_systems,
+    first_visitor_here,
     link_params,
     parse_link,
     settings_from_state,
@@ -135,10 +134,23 @@ def test_the_default_hybrid_is_the_bundled_model_trained_on_this_corpus(monkeypa
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"]) == "use"
 
 
-def test_a_first_visitor_sees_the_hybrid_only_when_its_embeddings_are_stored():
-    assert default_systems(True) == STORED_HYBRID_SYSTEMS == ("bm25", "hybrid")
-    assert default_systems(False) == DEFAULT_SYSTEMS == ("bm25",)
-    choices = LinkChoices(encoders=("use", "bundle:m"), systems=default_systems(True), hybrid_encoders=("bundle:m",))
+def test_a_first_visitor_sees_the_best_system_decided_on_train_that_needs_no_build(monkeypatch):
+    from bsard_demo.app import search_links
+
+    keys = ("use", "bundle:a", "neighbours")
+    first = first_visitor_here  # the one rule (retrievers/defaults.py) on the page's menu
+    assert first(keys, rankers=["r"], dense=["bundle:a"], use_stored=True).systems == ("bm25", "ranker")
+    assert first(keys, rankers=["r"], use_stored=False).systems == ("bm25", "hybrid")  # no build
+    got = first(keys, dense=["bundle:a"], use_stored=True)
+    assert (got.systems, got.hybrid_encoders, got.structure) == (("bm25", "hybrid"), ("bundle:a", "neighbours"), True)
+    assert first(keys, dense=["use"], use_stored=True).hybrid_encoders == ("use", "neighbours")
+    assert first(keys, use_stored=False).hybrid_encoders == ("neighbours",)  # neighbours need no encoding
+    assert first(keys[:2], use_stored=False).systems == DEFAULT_SYSTEMS == ("bm25",)  # nothing but BM25 at once
+    assert first(keys[:2], dense=["use"], use_stored=True).hybrid_encoders == ("use",)  # no labelled questions
+    assert first(keys, dense=["bundle:not-offered"], use_stored=True).hybrid_encoders == ("neighbours",)
+    monkeypatch.setattr(search_links, "SHOW_STORED_HYBRID", False)
+    assert first(keys, rankers=["r"], use_stored=True).systems == ("bm25",)
+    choices = LinkChoices(encoders=("use", "bundle:m"), systems=("bm25", "hybrid"), hybrid_encoders=("bundle:m",))
     first = settings_from_state({}, choices)  # the page's state initialisation
     assert first.systems == ("bm25", "hybrid") and first.hybrid_encoders == ("bundle:m",) and first.encoder == "use"
     # a link without systems (hand-made: links always write them) gets the same defaults
@@ -203,13 +215,13 @@ def test_the_default_hybrid_is_the_bundled_adapter_fitted_on_this_corpus(monkeyp
     assert default_hybrid_encoder(keys, [], ["bundle:use-adapter"]) == "use"
 
 
-def test_with_a_bundled_adapter_the_default_hybrid_adds_the_neighbours():
+def test_the_default_hybrid_adds_the_neighbours_when_offered():
     from bsard_demo.app.search_links import default_hybrid_encoders
 
     keys = ["use", "bundle:use-adapter", "neighbours"]
     assert default_hybrid_encoders(keys, [], ["bundle:use-adapter"]) == ("bundle:use-adapter", "neighbours")
     assert default_hybrid_encoders(keys[:2], [], ["bundle:use-adapter"]) == ("bundle:use-adapter",)  # no train labels
-    assert default_hybrid_encoders(keys, [], []) == ("use",)  # use's hybrid stays two-way
+    assert default_hybrid_encoders(keys, [], []) == ("use", "neighbours")  # 60.06 against 55.01 R@100 on train
 
 
 def test_the_score_page_offers_bm25_adapter_and_neighbours_as_a_builtin():

@@ -23,6 +23,7 @@ from bsard_demo.training import METADATA_FILE, articles_fingerprint
 NAME = "statute-minilm"
 KEY = "bundle:" + NAME
 HYBRID = f"Hybride RRF k=60 ({KEY})"
+SEARCH_HYBRID = f"{HYBRID} + structure du code"  # the Search page's hybrid re-scores with the structure by default
 ARTICLES = articles(codes=["Code civil"] * 8)
 QUESTIONS = pd.DataFrame({
     "id": ["10", "11"], "category": ["Logement", "Famille"], "subcategory": [""] * 2,
@@ -92,7 +93,7 @@ def test_a_first_visitor_gets_bm25_and_the_bundled_models_hybrid_built_from_noth
                      " · Rappel@100 0,748 (split test) · ONNX"]
     at.text_area(key="question").input(QUESTION).run()
     assert_clean(at)
-    assert columns(at) == ["BM25", HYBRID]
+    assert columns(at) == ["BM25", SEARCH_HYBRID]
     assert len([h for h in at.html if h.value.startswith('<div class="bsard-hit')]) == 2 * len(ARTICLES)
     # nothing was built: BM25 and the embeddings come from the bundle, the model encodes the question
     assert {u.source for u in cache.used_entries()} == {"bundle"}
@@ -109,7 +110,7 @@ def test_a_link_names_the_bundled_model_and_one_this_server_lacks_falls_back(ser
     assert columns(at) == [f"Dense ({KEY})"]
     # a model this server does not carry: the default hybrid's encoder (the bundled model) instead
     at = app(served, {"q": QUESTION, "systems": "bm25,hybrid", "henc": "bundle:absent"})
-    assert columns(at) == ["BM25", HYBRID]
+    assert columns(at) == ["BM25", SEARCH_HYBRID]
     notes = " ".join(w.value.replace("\\", "") for w in at.warning)
     assert "Lien corrigé" in notes and "« bundle:absent »" in notes and f"{KEY} est pris" in notes
 

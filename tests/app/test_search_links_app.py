@@ -73,16 +73,22 @@ def test_a_hybrid_link_with_its_fusion_settings():
     assert hit_ids(at) == top(spec, QUESTION, 5)
     assert at.number_input(key="rrf_k").value == 20
     assert [at.number_input(key=f"weight:{s}").value for s in ("bm25", "use")] == [2.0, 0.5]
-    # no weights in the link: the CLI's default hybrid, whose weights the address bar then spells out
+    # no weights in the link: the CLI's default hybrid (with the neighbours, the sample having
+    # labelled training questions), whose weights the address bar then spells out
     at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5"})
-    assert [s.value for s in at.main.subheader] == ["Hybride RRF k\\=60 w\\=1,0\\.5 \\(use\\)"]
-    assert hit_ids(at) == top(hybrid_spec(), QUESTION, 5)
-    assert [at.number_input(key=f"weight:{s}").value for s in ("bm25", "use")] == [1.0, 0.5]
+    assert [s.value for s in at.main.subheader] == ["Hybride RRF k\\=60 w\\=1,0\\.5,0\\.5 \\(use \\+ neighbours\\)"]
+    assert hit_ids(at) == top(hybrid_spec("use,neighbours"), QUESTION, 5)
+    assert [at.number_input(key=f"weight:{s}").value for s in ("bm25", "use", "neighbours")] == [1.0, 0.5, 0.5]
     assert same_params(at.query_params,
-                       {"q": QUESTION, "systems": ["hybrid"], "k": "5", "henc": ["use"], "fusion": "rrf",
-                                         "rrfk": "60", "w": ["1", "0.5"]})
+                       {"q": QUESTION, "systems": ["hybrid"], "k": "5", "henc": ["use", "neighbours"], "struct": "0",
+                        "fusion": "rrf", "rrfk": "60", "w": ["1", "0.5", "0.5"]})
+    # with the code's structure (the link says struct=1)
+    at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5", "henc": "use", "struct": "1"})
+    assert [s.value for s in at.main.subheader] == ["Hybride RRF k\\=60 w\\=1,0\\.5 \\(use\\) \\+ structure du code"]
+    assert hit_ids(at) == top(hybrid_spec("use", structure=True), QUESTION, 5)
+    assert at.checkbox(key="hybrid_structure").value
     # the weighted fusion of two systems is set by alpha
-    at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5", "fusion": "weighted", "alpha": "0.3"})
+    at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5", "henc": "use", "fusion": "weighted", "alpha": "0.3"})
     assert [s.value for s in at.main.subheader] == ["Hybride pondéré α\\=0\\.3 \\(use\\)"]
     spec = RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense", {"encoder": "use"})],
                                     "method": "weighted", "alpha": 0.3})
@@ -100,7 +106,8 @@ def test_every_new_search_rewrites_the_url_and_the_url_gives_it_back():
     assert_clean(at)
     url = dict(at.query_params)
     assert same_params(url, {"q": "divorce pension alimentaire", "systems": ["bm25", "hybrid"], "k": "12", "code": code,
-                             "henc": "use", "fusion": "rrf", "rrfk": "60", "w": ["1", "0.5"]})
+                             "henc": ["use", "neighbours"], "struct": "0", "fusion": "rrf", "rrfk": "60",
+                             "w": ["1", "0.5", "0.5"]})
     shown = hit_ids(at)
     assert len(shown) == 24 and all(ds.article(a)["code"] == code for a in shown)
     # the copyable link is that URL (relative here: AppTest has no browser address)

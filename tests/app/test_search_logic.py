@@ -321,11 +321,12 @@ def test_progress_helpers():
     for kind in ("saving", "loaded_cached", "loaded_bundle"):
         steps += [Step(kind, entry="bm25s", subject="", what="BM25 index"),
                   Step(kind, entry="dense", subject="use", what="embeddings (use)")]
-    newer = [Step("fitting_adapter", encoder="use")]  # steps added since: no older wording to match
+    newer = [Step("fitting_adapter", encoder="use"), Step("fitting_ranker")]  # added since: no older wording
     assert {s.kind for s in steps + newer} == set(STEP_WORDS)
     for step in steps:  # the French comes from the kind and parameters; it is what it always was
         assert progress_text(step) == _old_progress_text(str(step)) != str(step), step
     assert progress_text(newer[0]) == "ajustement de l'adaptateur des questions (use)"
+    assert progress_text(newer[1]) == "ajustement du classement appris"
     assert progress_text(Step("embedding_articles", encoder="use")) == "encodage des articles (use)"
     assert progress_text(Step("loaded_bundle", entry="dense", subject="use", what="embeddings (use)")) == \
         "plongements chargés (use) depuis les index préconstruits"

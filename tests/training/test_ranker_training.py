@@ -15,17 +15,9 @@ from bsard_demo.cli.main import main
 pytest.importorskip("lightgbm")
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ranker")
-    cache_dir = root / "cache"
-    adapter = root / "sample-use-adapter"
-    assert main(["train", "--data", "sample", "--out", str(adapter), "--adapter-steps", "3", "--adapter-lr", "0.01",
-                 "--cache-dir", str(cache_dir), "--no-progress", "--no-evaluate"]) == 0
-    out = root / "sample-ranker"
-    assert main(["train", "--ranker", "--ranker-adapter", str(adapter), "--folds", "2", "--data", "sample",
-                 "--out", str(out), "--cache-dir", str(cache_dir), "--no-progress"]) == 0
-    return root, out, cache_dir
+@pytest.fixture
+def trained(sample_ranker):
+    return sample_ranker
 
 
 def test_the_folder_holds_checked_trees_a_record_and_its_adapter(trained, capsys):
