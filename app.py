@@ -12,6 +12,8 @@ settings.prepare_runtime()  # before any page loads faiss, torch or tokenizers (
 
 from bsard_demo.app import hosting_ui, ui  # noqa: E402
 
+hosting_ui.keep_memory_low()  # once per process: glibc's arenas capped, memory handed back when idle
+
 # "auto": the sidebar is open on a wide screen and closed on a phone, where it would cover the question box
 st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",
                    initial_sidebar_state="auto")
@@ -41,4 +43,5 @@ with ui.guard("chargement des données"):
 st.session_state["active_data"] = data
 
 if data is not None:
-    pages.run()
+    with hosting_ui.page_running():  # no memory is handed back while a page runs
+        pages.run()

@@ -3,7 +3,7 @@ concurrent visitors, then a bounded soak with the server's RSS sampled every 10 
 (docs/reliability.md, "9. Capacity and soak"; docs/benchmarks.md, "Capacity").
 
     python bench/load_ws.py ramp --data DIR [--bundle DIR] [--python PY] [--steps 10,25,50,100]
-        [--visits 3] [--servers 1] [--workdir bench/out/load-ws]
+        [--visits 3] [--servers 1] [--settle S] [--workdir bench/out/load-ws]
     python bench/load_ws.py soak --data DIR [--bundle DIR] [--python PY] --visitors N [--minutes 30]
         [--think 1] [--servers 1|2 --nginx] [--restart-at MIN] [--settle 150]
 
@@ -73,6 +73,7 @@ class Fleet:
             extra["BSARD_INDEX"] = str(Path(args.bundle).resolve())
         if args.malloc_arena_max:  # glibc: at most N malloc arenas (default 8 per core), fewer pages kept
             extra["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
+        extra.update(e.split("=", 1) for e in args.server_env)
         self.env = app_env(str(Path(args.data).resolve()), self.cache, **extra)
         self.ports = [args.first_port + i for i in range(args.servers)] if args.nginx else [free_port()]
         self.servers = [AppServer(self.env, workdir / f"server-{i}.log", port=p, python=args.python)
@@ -329,6 +330,21 @@ def ramp(args, fleet: Fleet, plan: dict) -> tuple[list[dict], bool]:
     return rows, ok
 
 
+def settle(fleet: Fleet, seconds: float, peak: float) -> dict:
+    """RSS every 10 s for ``seconds`` once every visitor has left (Streamlit keeps a disconnected
+    session 120 s): the process's memory after a crowd, against ``peak``."""
+    cpu = cpu_seconds(fleet.pids())
+    with Sampler(fleet, 10.0) as sampler:
+        time.sleep(seconds)
+    rows = sampler.rows
+    left = sum(rows[0][1:1 + len(fleet.servers)])
+    end = sum(fleet.rss_mb())
+    return {"settle_s": seconds, "peak_rss": peak, "rss_left": left, "rss_settled": end,
+            "cpu_s": cpu_seconds(fleet.pids()) - cpu,
+            "rss_min_settle": min(sum(r[1:1 + len(fleet.servers)]) for r in rows + [[0, end]]),
+            "load": load_average(), "samples": rows}
+
+
 def ramp_table(rows: list[dict]) -> str:
     body = [[r["step"], r["visits"], f"{r['page p50']:.2f}", f"{r['page p95']:.2f}", f"{r['score p50']:.2f}",
              " / ".join("/".join(f"{1000 * x:.0f}" for x in c) for c in r["server by column p50/p95/p99"]),
@@ -396,13 +412,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--visitors", type=int, default=50, help="soak: visitors at once")
     ap.add_argument("--minutes", type=float, default=30, help="soak: minutes of load (at most 30)")
     ap.add_argument("--think", type=float, default=1.0, help="soak: seconds between a visitor's visits")
-    ap.add_argument("--settle", type=float, default=150, help="soak: seconds sampled after the visitors left")
+    ap.add_argument("--settle", type=float, help="seconds of RSS sampled after the visitors left (soak: 150 "
+                    "unless given; ramp: none unless given)")
     ap.add_argument("--restart-at", type=float, help="soak: minute at which the last server is restarted")
     ap.add_argument("--servers", type=int, default=1)
     ap.add_argument("--nginx", action="store_true", help="put nginx (deploy/run.sh) in front of the servers")
     ap.add_argument("--nginx-port", type=int, default=8580)
     ap.add_argument("--first-port", type=int, default=8581)
     ap.add_argument("--malloc-arena-max", type=int, help="MALLOC_ARENA_MAX of the servers (glibc)")
+    ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a variable added to the servers' environment (repeatable)")
     ap.add_argument("--run-timeout", type=float, default=120)
     ap.add_argument("--step-timeout", type=float, default=900, help="ramp: wall-clock bound of a step")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "load-ws")
@@ -410,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.minutes > 30:
         ap.error("--minutes is bounded at 30")
+    if args.settle is None:
+        args.settle = 150.0 if args.mode == "soak" else 0.0
     if args.servers > 1 and not args.nginx:
         ap.error("--servers 2 needs --nginx (one address for the visitors)")
     workdir = args.workdir.resolve()
@@ -422,10 +443,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"servers healthy, RSS {[round(r) for r in fleet.rss_mb()]} MB, load average {load_average()}",
               flush=True)
         plan = prepare(args, fleet, workdir)
+        warm_rss = sum(fleet.rss_mb())
+        print(f"RSS once warm (indexes loaded, before any crowd): {warm_rss:.0f} MB", flush=True)
         if args.mode == "ramp":
             rows, ok = ramp(args, fleet, plan)
             print("\n" + ramp_table(rows))
-            result = {"mode": "ramp", "rows": rows}
+            result = {"mode": "ramp", "rows": rows, "warm_rss": warm_rss}
+            if args.settle:
+                after = settle(fleet, args.settle, max(r["peak_rss"] for r in rows))
+                print(f"after the visitors left: peak RSS {after['peak_rss']:.0f} MB, {after['rss_left']:.0f} MB as "
+                      f"the last left, {after['rss_settled']:.0f} MB {args.settle:.0f} s later (lowest "
+                      f"{after['rss_min_settle']:.0f}); server CPU meanwhile {after['cpu_s']:.2f} s; load average "
+                      f"{after['load']}", flush=True)
+                result["settle"] = after
         else:
             s, ok = soak(args, fleet, plan, workdir)
             print(json.dumps({k: v for k, v in s.items() if k != "failures"}, indent=1, default=str))

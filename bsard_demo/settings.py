@@ -103,6 +103,13 @@ def prepare_runtime() -> None:
         os.environ.setdefault(name, value)
 
 
+def malloc_arenas_configured(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the deployer set glibc's malloc arena limit (``MALLOC_ARENA_MAX`` or
+    ``GLIBC_TUNABLES=glibc.malloc.arena_max=…``): the app's own cap then leaves it alone."""
+    env = os.environ if environ is None else environ
+    return bool(env.get("MALLOC_ARENA_MAX", "").strip()) or "glibc.malloc.arena_max" in env.get("GLIBC_TUNABLES", "")
+
+
 def child_environment(package_root: str) -> dict[str, str]:
     """The environment of a helper process of ours (:mod:`bsard_demo.runs.sandbox`): this one's,
     with ``package_root`` first on ``PYTHONPATH`` (so it imports this very ``bsard_demo``) and

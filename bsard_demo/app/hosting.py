@@ -1,6 +1,7 @@
 """What a hosted demo needs beyond the pages, without Streamlit: the index bundle of the server
-(``BSARD_INDEX``) and what to tell visitors about it, and one slot for scoring large uploads
-(:class:`UploadSlot`). Its Streamlit side is :mod:`bsard_demo.app.hosting_ui`.
+(``BSARD_INDEX``) and what to tell visitors about it, one slot for scoring large uploads
+(:class:`UploadSlot`), and memory handed back after a crowd (:class:`IdleGiveBack`). Its Streamlit
+side is :mod:`bsard_demo.app.hosting_ui`.
 
 Conventions: docs/design.md, 'bsard_demo/app/hosting.py'.
 """
@@ -187,20 +188,120 @@ class UploadSlot:
             self._sem.release()
 
 
-def give_back_memory() -> bool:
-    """Collect garbage and hand the freed heap back to the system (glibc's ``malloc_trim``; a no-op
-    elsewhere). After a large scoring, the memory it freed otherwise stays in the process's
-    resident set (fragmented between Streamlit's threads). Returns whether the heap was trimmed."""
+# --------------------------------------------------------------------------- memory after a crowd
+
+def _glibc():
+    """The C library when it is glibc (``ctypes.CDLL``), else ``None`` (musl, macOS, Windows)."""
     import ctypes
     import ctypes.util
-    import gc
 
-    gc.collect()
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.malloc_trim(0))
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim
-        return False
+    except OSError:
+        return None
+    return libc if hasattr(libc, "gnu_get_libc_version") else None
+
+
+def give_back_memory() -> bool:
+    """Collect garbage and hand the freed heap back to the system (glibc's ``malloc_trim``; a no-op
+    elsewhere), and pyarrow's pool its unused pages when pyarrow is loaded (Streamlit's tables go
+    through it). After a large scoring, the memory it freed otherwise stays in the process's
+    resident set (fragmented between Streamlit's threads). Returns whether the heap was trimmed."""
+    import gc
+    import sys
+
+    gc.collect()
+    arrow = sys.modules.get("pyarrow")
+    try:
+        if arrow is not None:
+            arrow.default_memory_pool().release_unused()
+    except Exception:  # noqa: BLE001 - an older pyarrow without it: nothing to release
+        pass
+    libc = _glibc()
+    return bool(libc.malloc_trim(0)) if libc is not None else False
+
+
+#: glibc's malloc arenas for a process whose pages run in many threads (glibc's default: up to 8 per
+#: core, each keeping the pages its threads freed). With 2, the peak of 50 pages at once was 980 MB
+#: instead of 1,202 (docs/reliability.md, section 10).
+ARENA_MAX = 2
+_M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
+_capped: list[int] = []
+_cap_lock = threading.Lock()
+
+
+def cap_malloc_arenas(limit: int = ARENA_MAX, *, libc=None) -> bool:
+    """``mallopt(M_ARENA_MAX, limit)`` once per process (glibc; elsewhere a no-op): threads that need
+    an arena later share the ones that exist. glibc reads the cap when a thread next needs a new
+    arena (its own limit is fixed only past its 8th), so this works from the first page's run, when
+    Streamlit has started a few threads. Returns whether the cap is set (now or before). ``libc``:
+    the C library to call (default: glibc's, when it is glibc)."""
+    with _cap_lock:
+        if not _capped:
+            libc = _glibc() if libc is None else libc
+            _capped.append(int(libc is not None and libc.mallopt(_M_ARENA_MAX, int(limit)) == 1))
+        return bool(_capped[0])
+
+
+#: Seconds without a running page after which the freed heap is handed back (:func:`give_back_memory`):
+#: soon after a crowd, then once Streamlit has dropped the sessions that disconnected (it keeps one 120 s).
+IDLE_GIVE_BACK_S = (10.0, 150.0)
+
+
+class IdleGiveBack:
+    """Hands memory back when the process is idle: pages run inside :meth:`running`; :meth:`step`
+    calls ``give_back`` when no page has run for ``after[0]`` s, then ``after[1]`` s, … (once each per
+    idle spell, never while a page runs) and says how long to wait before the next step; one daemon
+    thread per process (:meth:`start`) steps it. Nothing is given back before a first page."""
+
+    def __init__(self, after: tuple[float, ...] = IDLE_GIVE_BACK_S, *,
+                 give_back: Callable[[], object] = give_back_memory, poll: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.after, self.give_back, self.poll, self.clock = tuple(sorted(after)), give_back, poll, clock
+        self._lock = threading.Lock()
+        self._running, self._since, self._given = 0, clock(), len(self.after)
+        self._thread: threading.Thread | None = None
+        self.given = 0  # how many times memory was given back (for tests and logs)
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        with self._lock:
+            self._running += 1
+            self._given = 0
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._since = self.clock()
+
+    def step(self) -> float:
+        with self._lock:
+            if self._running or self._given >= len(self.after):
+                return self.poll
+            wait = self.after[self._given] - (self.clock() - self._since)
+            if wait > 0:
+                return min(self.poll, wait)
+            self._given += 1
+        try:
+            self.give_back()  # outside the lock: a page starting now does not wait for it
+        except Exception:  # noqa: BLE001 - housekeeping must never stop its thread
+            pass
+        self.given += 1
+        return self.poll
+
+    def start(self) -> bool:
+        """Start the stepping thread unless it runs; returns whether this call started it."""
+        with self._lock:
+            if self._thread is not None:
+                return False
+            self._thread = threading.Thread(target=self._loop, name="bsard-idle-give-back", daemon=True)
+        self._thread.start()
+        return True
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(self.step())
 
 
 def upload_size(files) -> int:
@@ -208,5 +309,6 @@ def upload_size(files) -> int:
     return sum(len(blob) for _, blob in files)
 
 
-__all__ = ["BundleSetup", "LARGE_UPLOAD_BYTES", "UploadSlot", "WAIT_NOTICE", "bundle_caption",
-           "bundle_notices", "give_back_memory", "keep_build_note", "setup_bundle", "upload_size"]
+__all__ = ["ARENA_MAX", "BundleSetup", "IDLE_GIVE_BACK_S", "IdleGiveBack", "LARGE_UPLOAD_BYTES", "UploadSlot",
+           "WAIT_NOTICE", "bundle_caption", "bundle_notices", "cap_malloc_arenas", "give_back_memory",
+           "keep_build_note", "setup_bundle", "upload_size"]

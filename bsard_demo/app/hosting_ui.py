@@ -1,6 +1,7 @@
 """Streamlit glue of :mod:`bsard_demo.app.hosting`: the app's :class:`~bsard_demo.settings.Settings`
 from ``st.secrets`` (then the environment: :func:`app_settings`), the index bundle activated once per process and its
-notices, the Cloud-safe error setting, and the large-upload slot's waiting notice.
+notices, the Cloud-safe error setting, the large-upload slot's waiting notice, and the process's memory after a
+crowd (:func:`keep_memory_low`, :func:`page_running`).
 
 Conventions: every text drawn is escaped (:func:`~bsard_demo.app.highlight.md_escape`); nothing
 here raises on a missing or malformed ``secrets.toml`` (that file is optional: without it
@@ -17,11 +18,14 @@ import streamlit as st
 from .. import settings
 from .highlight import md_escape
 from .hosting import (
+    ARENA_MAX,
     WAIT_NOTICE,
     BundleSetup,
+    IdleGiveBack,
     UploadSlot,
     bundle_caption,
     bundle_notices,
+    cap_malloc_arenas,
     give_back_memory,
     keep_build_note,
     setup_bundle,
@@ -157,3 +161,51 @@ def large_upload_slot(files, key: Hashable | None = None) -> Iterator[None]:
                 give_back_memory()  # inside the slot: the next large scoring starts from a trimmed heap
     finally:
         clear()
+
+
+def drop_expired_sessions() -> int:
+    """Shut down the disconnected sessions whose keep for a reconnection (Streamlit's 120 s) is over,
+    as Streamlit's own ``close_session`` does. Its storage reaps them only when another session is
+    stored, and then without a shutdown: after a crowd up to 128 stay alive, with their state and
+    their download buttons' files. Returns how many were shut down (0 where Streamlit's private
+    names differ from 1.67's: then a no-op)."""
+    try:
+        from streamlit import runtime
+
+        if not runtime.exists():
+            return 0
+        manager = runtime.get_instance()._session_mgr
+        lock, storage = manager._storage_lock, manager._session_storage._cache
+        with lock:  # the lock Streamlit holds around its storage
+            expired = storage.expire()
+    except Exception:  # noqa: BLE001 - another Streamlit: its sessions are left as they are
+        return 0
+    for _, info in expired:
+        try:
+            info.session.shutdown()
+        except Exception:  # noqa: BLE001 - one session's cleanup must not stop the others'
+            log.warning("could not shut down an expired session", exc_info=True)
+    return len(expired)
+
+
+def _give_back() -> None:
+    drop_expired_sessions()
+    give_back_memory()
+
+
+#: The process's pages, and its memory handed back when none has run for a while (one per process).
+IDLE = IdleGiveBack(give_back=_give_back)
+
+
+def keep_memory_low() -> None:
+    """Once per process (every run calls it; cheap): cap glibc's malloc arenas unless the deployer
+    set ``MALLOC_ARENA_MAX`` (or glibc's tunable) and start the thread that hands memory back when
+    idle. A process otherwise keeps its peak after a crowd (docs/reliability.md, section 10)."""
+    if IDLE.start() and not settings.malloc_arenas_configured():
+        if cap_malloc_arenas():
+            log.info("glibc malloc arenas capped at %d for this process", ARENA_MAX)
+
+
+def page_running():
+    """Context manager around a page's run: no memory is handed back while one runs."""
+    return IDLE.running()
