@@ -64,11 +64,13 @@ def _torch_only_models(args: argparse.Namespace) -> str | None:
     from ..retrievers.adapter import is_adapter_folder
     from ..retrievers.encoders import ENCODER_CHOICES
     from ..retrievers.onnx_encoder import find_export
+    from ..retrievers.ranker import is_ranker_folder
 
     for name in (n.strip() for n in str(args.encoder).split(",")):
         folder = Path(name).expanduser()
-        if name.lower() in ENCODER_CHOICES or not folder.is_dir() or is_adapter_folder(folder):
-            continue  # a query adapter goes in as its two files (numpy on a built-in encoder)
+        if name.lower() in ENCODER_CHOICES or not folder.is_dir() or is_adapter_folder(folder) \
+                or is_ranker_folder(folder):
+            continue  # a query adapter goes in as its two files, a ranker as its folder (numpy both)
         if getattr(args, "backend", "auto") == "torch":
             return (f"--export carries model folders as ONNX exports: {name} cannot go in a bundle with --backend "
                     "torch (use --backend auto)")
