@@ -85,12 +85,13 @@ PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie"
 BUILD_ERRORS = (DataError, ValueError, OSError)
 
 
-def _specs(menu) -> dict:
-    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry)."""
+def _specs(menu, rankers=()) -> dict:
+    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry)
+    and the learned rankers fitted on this corpus."""
     models = builtin_models(menu)
     return baseline_specs(models={o.key: o.target for o in models},
                           neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
-                          adapters=[o.key for o in models if o.adapter])
+                          adapters=[o.key for o in models if o.adapter], rankers=rankers)
 
 
 def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
@@ -117,7 +118,7 @@ def _builtins(data, split: str) -> BuiltinRun:
                 "déposé. Un index déjà construit (ou fourni dans un paquet d'index) rend le calcul immédiat ; sinon "
                 "sa construction s'affiche.")
     menu = ui.encoder_menu(data)  # once per rerun: it lists $BSARD_MODELS and the bundle's models
-    specs = _specs(menu)
+    specs = _specs(menu, ui.rankers_here(data))
     label = st.selectbox("Système intégré", list(specs), key="builtin_system", placeholder="Choisir…")
     for option in builtin_models(menu):
         st.caption(md_escape(option.label))

@@ -397,7 +397,8 @@ QUERY_TEXT_FR = {"question": "question seule (protocole de l'article BSARD)",
 
 
 def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None,
-                   neighbours: bool = False, adapters: Sequence[str] = ()) -> dict[str, RetrieverSpec]:
+                   neighbours: bool = False, adapters: Sequence[str] = (),
+                   rankers: Sequence[str] = ()) -> dict[str, RetrieverSpec]:
     """The built-in systems offered, by their Search page label: BM25, the dense ``encoder`` and
     their RRF hybrid; when ``neighbours`` (the dataset has labelled training questions:
     :func:`bsard_demo.app.builds.neighbours_option`), the neighbours retriever and the three-way
@@ -407,7 +408,8 @@ def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None
     :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page serves the
     other); for each of them that is one of ``adapters`` (a query adapter), with ``neighbours``, also
     the hybrid BM25 + adapter + neighbours, the system the Search page shows a first visitor, and
-    that hybrid re-scored along the code's structure (``run --structure``: :data:`STRUCTURE_LABEL`)."""
+    that hybrid re-scored along the code's structure (``run --structure``: :data:`STRUCTURE_LABEL`);
+    last, the learned ranker of each of ``rankers`` (their ``--encoder``: a bundled name or a folder)."""
     from ..retrievers.neighbours import NEIGHBOURS
     from ..retrievers.structure import StructureSettings
     from .search_page import column_specs
@@ -424,6 +426,8 @@ def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None
             specs.update({f"{label} {STRUCTURE_LABEL}":
                           RetrieverSpec("hybrid", {**spec.options, "structure": structure})
                           for label, spec in three.items()})
+    for ranker in rankers:
+        specs.update(column_specs(("ranker",), ranker=ranker))
     return specs
 
 

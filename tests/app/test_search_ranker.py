@@ -3,7 +3,7 @@ fitted on the corpus in ``$BSARD_MODELS`` and ``use``'s embeddings stored, a fir
 and the ranker, whose hits are the library's; ``run --retriever default`` ranks exactly as that
 column; without the stored embeddings the first visitor gets the hybrid of the neighbours instead
 (nothing to build), and the CLI says the same; a damaged ranker folder is one error on its column;
-the ranker's hits carry why-lines from its input systems' ranks."""
+the ranker's hits carry why-lines from its input systems' ranks; the Score page runs it as a built-in."""
 from __future__ import annotations
 
 import shutil
@@ -112,3 +112,17 @@ def test_a_damaged_ranker_is_one_error_on_its_column(server, tmp_path):
         assert columns(at) == ["BM25"]
     finally:
         trees.write_bytes(saved)
+
+
+def test_the_score_page_runs_the_ranker_as_a_builtin(server):
+    at = visit()
+    at.switch_page("pages/score.py").run()
+    assert_clean(at)
+    label = "Classement appris (sample-ranker)"
+    assert at.selectbox(key="builtin_system").options[-1] == label
+    at.selectbox(key="builtin_system").select(label).run()
+    at.button(key="builtin").click().run()
+    assert_clean(at)
+    names = [str(i) for d in at.dataframe if "R@100" in d.value.columns for i in d.value.index]
+    assert f"{label} intégré" in names
+
