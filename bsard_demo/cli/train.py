@@ -172,13 +172,18 @@ def _cmd_ranker(args: argparse.Namespace) -> int:
                             config=args.ranker_config or RANKER_CHOSEN, evaluate=args.evaluate,
                             overwrite=args.overwrite,
                             cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
+    return _fit_and_say(args, lambda dataset, progress: train_ranker(options, dataset, progress=progress))
+
+
+def _fit_and_say(args: argparse.Namespace, fit) -> int:
+    """Load the data, ``fit(dataset, progress)``, print the result's summary; every problem is one line, exit 2."""
     try:
         dataset = load_dataset(data_spec(args))
     except (DataError, ValueError) as exc:
         return fail("train", exc)
     progress = TqdmProgress(enabled=not args.no_progress)
     try:
-        result = train_ranker(options, dataset, progress=progress)
+        result = fit(dataset, progress)
     except (DataError, ValueError) as exc:  # includes EncoderUnavailable
         return fail("train", exc)
     finally:
@@ -216,15 +221,6 @@ def _cmd_adapter(args: argparse.Namespace) -> int:
                              cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
     try:
         options.settings.check()
-        dataset = load_dataset(data_spec(args))
-    except (DataError, ValueError) as exc:
+    except ValueError as exc:
         return fail("train", exc)
-    progress = TqdmProgress(enabled=not args.no_progress)
-    try:
-        result = train_adapter(options, dataset, progress=progress)
-    except (DataError, ValueError) as exc:  # includes EncoderUnavailable
-        return fail("train", exc)
-    finally:
-        progress.close()
-    print(result.summary())
-    return 0
+    return _fit_and_say(args, lambda dataset, progress: train_adapter(options, dataset, progress=progress))

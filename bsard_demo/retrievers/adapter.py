@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .base import Progress, Step
-from .encoder_base import Encoder, file_sha256, normalize_rows, read_json_record
+from .encoder_base import Encoder, file_sha256, normalize_rows, read_kind_record
 
 #: Articles scored at once while fitting (bounds memory: questions x block floats).
 BLOCK_ARTICLES = 8192
@@ -196,12 +196,7 @@ def read_adapter(folder) -> tuple[np.ndarray, dict]:
     """The matrix and record of an adapter folder, the matrix checked against the record's sha256.
     Raises :class:`ValueError` with one line saying what is wrong."""
     folder = Path(folder)
-    try:
-        record = read_json_record(folder / RECORD_FILE, _MAX_RECORD_BYTES)
-    except ValueError as exc:
-        raise ValueError(f"{folder}: {exc}") from None
-    if record.get("kind") != KIND:
-        raise ValueError(f"{folder}: {RECORD_FILE} is not an adapter's record")
+    record = read_kind_record(folder, RECORD_FILE, KIND, "an adapter's", _MAX_RECORD_BYTES)
     base = record.get("base")
     base = base.get("name") if isinstance(base, dict) else None
     if base not in BASES:

@@ -102,6 +102,19 @@ def read_json_record(path: Path, max_bytes: int = 1 << 20) -> dict:
     return data
 
 
+def read_kind_record(folder: Path, name: str, kind: str, what: str, max_bytes: int = 1 << 20) -> dict:
+    """The record ``name`` of a trained model's ``folder`` (:func:`read_json_record`), whose
+    ``"kind"`` must be ``kind``. Raises :class:`ValueError` naming the folder (``what``: the
+    model's name in the message, e.g. "an adapter's")."""
+    try:
+        record = read_json_record(Path(folder) / name, max_bytes)
+    except ValueError as exc:
+        raise ValueError(f"{folder}: {exc}") from None
+    if record.get("kind") != kind:
+        raise ValueError(f"{folder}: {name} is not {what} record")
+    return record
+
+
 def file_sha256(path: Path) -> str:
     """sha256 of a file, memoised on (path, size, mtime)."""
     st = path.stat()

@@ -180,16 +180,11 @@ def read_ranker(folder):
     :class:`ValueError` with one line saying what is wrong."""
     import json
 
-    from .encoder_base import file_sha256, read_json_record
+    from .encoder_base import file_sha256, read_kind_record
     from .trees import TreeEnsemble
 
     folder = Path(folder)
-    try:
-        record = read_json_record(folder / RECORD_FILE, _MAX_RECORD_BYTES)
-    except ValueError as exc:
-        raise ValueError(f"{folder}: {exc}") from None
-    if record.get("kind") != KIND:
-        raise ValueError(f"{folder}: {RECORD_FILE} is not a learned ranker's record")
+    record = read_kind_record(folder, RECORD_FILE, KIND, "a learned ranker's", _MAX_RECORD_BYTES)
     systems = record.get("systems")
     if not isinstance(systems, list) or not systems or any(s not in SYSTEMS for s in systems) \
             or "bm25" not in systems or len(set(systems)) != len(systems):

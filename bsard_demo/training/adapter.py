@@ -6,25 +6,21 @@ The folder, the questions, determinism and the dev figure: docs/design.md, 'bsar
 """
 from __future__ import annotations
 
-import datetime as _dt
-import json
-import shutil
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .. import cache, settings
+from .. import settings
 from ..analyzer import DEFAULT_FIELDS
 from ..dataset import DataError, Dataset
 from ..retrievers.adapter import BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, fit_adapter
 from ..retrievers.base import Progress
-from ..retrievers.encoder_base import file_sha256, normalize_rows
+from ..retrievers.encoder_base import normalize_rows
 from ..retrievers.neighbours import labelled_questions
 from . import folders
-from .dev import DEV_SPLIT, dev_evaluation
+from .dev import DEV_SPLIT, dev_asked, dev_evaluation
 from .folders import TrainResult, prepare_out
 
 DEFAULT_ADAPTER_BASE = "use"
@@ -55,11 +51,7 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     base = str(options.base).strip().lower()
     if base not in BASES:
         raise ValueError(f"--adapter sits on a built-in encoder ({', '.join(BASES)}), not {options.base!r}")
-    if dataset.articles is None or not len(dataset.articles):
-        raise DataError(f"{dataset.name} has no articles: an adapter is fitted over the corpus' embeddings")
-    if options.split not in dataset.splits:
-        raise DataError(f"no split '{options.split}' in {dataset.name} "
-                        f"(available: {', '.join(dataset.split_names) or 'none'})")
+    folders.check_fit_data(dataset, options.split, "an adapter is fitted over the corpus' embeddings")
     texts, gold = labelled_questions(dataset, options.split)
     questions = dataset.questions(options.split)
     if not texts:
@@ -79,21 +71,13 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     if len(texts) < len(questions):
         notes.append(f"{len(questions) - len(texts)} question(s) of the split cite no article of the corpus "
                      "and were skipped")
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=True)
-    try:
+    with folders.assembling(out) as tmp:
         np.save(tmp / MATRIX_FILE, matrix, allow_pickle=False)
-        metadata = {
-            "format": folders.METADATA_FORMAT, "kind": KIND,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "dataset": {"name": dataset.name, "spec": options.data, "kind": dataset.kind, "split": options.split,
-                        "questions": len(questions), "questions_used": len(texts),
-                        "questions_sha256": folders.questions_fingerprint(questions),
-                        "articles": len(dataset.articles),
-                        "articles_sha256": folders.articles_fingerprint(dataset.articles),
-                        "articles_in_pairs": len({int(r) for rows in gold for r in rows}),
-                        "fields": list(DEFAULT_FIELDS),
-                        "with_description": False},
+        metadata = folders.base_record(KIND, dataset, spec=options.data, split=options.split,
+                                       questions_used=len(texts))
+        metadata["dataset"].update({"articles_in_pairs": len({int(r) for rows in gold for r in rows}),
+                                    "fields": list(DEFAULT_FIELDS), "with_description": False})
+        metadata |= {
             "base": {"name": base, "version": getattr(encoder, "version", "")},
             "settings": {**options.settings.as_dict(), "loss": "softmax over the whole corpus, multi-positive "
                          "(bsard_demo.retrievers.adapter)", "optimizer": "full-batch Adam from the identity"},
@@ -102,18 +86,8 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
             "seconds": {"training": round(fit_seconds, 2), "total": None},
             "versions": folders.library_versions(),
         }
-        metadata["weights_sha256"] = {MATRIX_FILE: file_sha256(tmp / MATRIX_FILE)}
-        _write(tmp, metadata)
-        if options.evaluate is not False and options.split != DEV_SPLIT and DEV_SPLIT in dataset.splits:
-            metadata["evaluation"] = dev_evaluation(tmp, dataset, cache_root=options.cache_root, progress=progress)
-        metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
-        _write(tmp, metadata)
-        cache.replace_folder(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        dev = (lambda: dev_evaluation(tmp, dataset, cache_root=options.cache_root, progress=progress)) \
+            if dev_asked(options, dataset) else None
+        folders.finish_folder(tmp, out, metadata, t0, weights=[MATRIX_FILE], record_file=RECORD_FILE, dev=dev)
     return TrainResult(out, metadata, time.perf_counter() - t0, data=options.data, notes=notes)
 
-
-def _write(folder: Path, metadata: dict) -> None:
-    (folder / RECORD_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -52,3 +52,10 @@ def dev_wanted(options, dataset: Dataset, notes: list[str]) -> bool:
                      f"model (over {DEV_MAX_ARTICLES:,}); --evaluate does it, or the run lines below then evaluate")
         return False
     return True
+
+
+def dev_asked(options, dataset: Dataset) -> bool:
+    """Whether a model fitted with ``options`` (``evaluate``, ``split``) is scored on :data:`DEV_SPLIT`:
+    unless ``--no-evaluate``, when it was not fitted on it and the dataset has it."""
+    return options.evaluate is not False and options.split != DEV_SPLIT and DEV_SPLIT in dataset.splits
+

@@ -8,6 +8,9 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import platform
+import shutil
+import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -71,6 +74,67 @@ def library_versions() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------- the folder
+
+def base_record(kind: str, dataset, *, spec: str | None, split: str, questions_used: int) -> dict:
+    """The first fields of a trained model's record: format, ``kind``, when, and what it was fitted
+    on (``dataset``'s name, ``spec``, the ``split`` with its fingerprint, the corpus' fingerprint)."""
+    import datetime as _dt
+
+    questions = dataset.questions(split)
+    return {"format": METADATA_FORMAT, "kind": kind,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "dataset": {"name": dataset.name, "spec": spec, "kind": dataset.kind, "split": split,
+                        "questions": len(questions), "questions_used": int(questions_used),
+                        "questions_sha256": questions_fingerprint(questions), "articles": len(dataset.articles),
+                        "articles_sha256": articles_fingerprint(dataset.articles)}}
+
+
+def check_fit_data(dataset, split: str, why: str) -> None:
+    """:class:`~bsard_demo.dataset.DataError` unless ``dataset`` has articles (``why``: what needs
+    them) and the ``split`` to fit on."""
+    if dataset.articles is None or not len(dataset.articles):
+        raise DataError(f"{dataset.name} has no articles: {why}")
+    if split not in dataset.splits:
+        raise DataError(f"no split '{split}' in {dataset.name} (available: {', '.join(dataset.split_names) or 'none'})")
+
+
+@contextmanager
+def assembling(out: Path):
+    """A new folder beside ``out`` to assemble a model folder in (:func:`finish_folder` moves it
+    into place); removed when the block fails."""
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def finish_folder(tmp: Path, out: Path, metadata: dict, started: float, *, weights: Sequence[str],
+                  record_file: str = METADATA_FILE, dev=None) -> None:
+    """Write ``metadata`` into the model folder being assembled in ``tmp``, with the sha256 of its
+    ``weights`` files, its dev figure (``dev()``, when given: the folder is readable by then) and
+    its total seconds since ``started`` (``time.perf_counter()``), then move it into place at
+    ``out`` (whole or not at all)."""
+    import json
+    import time
+
+    from .. import cache
+    from ..retrievers.encoder_base import file_sha256
+
+    metadata["weights_sha256"] = {name: file_sha256(tmp / name) for name in weights}
+
+    def write() -> None:
+        (tmp / record_file).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    write()
+    if dev is not None:
+        metadata["evaluation"] = dev()
+    metadata["seconds"]["total"] = round(time.perf_counter() - started, 2)
+    write()
+    cache.replace_folder(tmp, out)
+
 
 def prepare_out(out: Path, overwrite: bool) -> None:
     """Check that ``out`` can receive a model folder (absent, or an empty folder unless

@@ -8,18 +8,16 @@ Settings: :data:`CHOSEN` of :data:`CONFIGS`, by 5-fold CV on frlaw-dev train (do
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import shutil
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .. import cache, settings
+from .. import settings
 from ..dataset import DataError, Dataset
 from ..retrievers.base import DEFAULT_DEPTH, Progress, Step, report_progress
 from ..retrievers.ranker import (
@@ -33,7 +31,7 @@ from ..retrievers.ranker import (
     question_features,
 )
 from . import folders
-from .dev import DEV_SPLIT
+from .dev import DEV_SPLIT, dev_asked
 from .folders import TrainResult, prepare_out
 
 #: LightGBM's settings for every configuration: LambdaRank, seeded, one thread, deterministic.
@@ -153,11 +151,7 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
         raise ValueError(f"--ranker-config {options.config!r}: choose {', '.join(CONFIGS)}")
     if int(options.folds) < 2:
         raise ValueError(f"--folds must be at least 2, not {options.folds}")
-    if dataset.articles is None or not len(dataset.articles):
-        raise DataError(f"{dataset.name} has no articles: the ranker ranks the corpus' articles")
-    if options.split not in dataset.splits:
-        raise DataError(f"no split '{options.split}' in {dataset.name} "
-                        f"(available: {', '.join(dataset.split_names) or 'none'})")
+    folders.check_fit_data(dataset, options.split, "the ranker ranks the corpus' articles")
     if options.adapter is not None:
         options.adapter = Path(options.adapter).expanduser().resolve()
     out = Path(options.out).expanduser().resolve()
@@ -191,24 +185,16 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
     notes = []
     if options.split == DEV_SPLIT:
         notes.append("fitted on the test split: its scores on that split are no longer held out")
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=True)
-    try:
+    with folders.assembling(out) as tmp:
         (tmp / TREES_FILE).write_text(json.dumps(ensemble.as_dict(), separators=(",", ":")), encoding="utf-8")
         adapter_record = None
         if options.adapter:
             shutil.copytree(options.adapter, tmp / options.adapter.name)
             adapter_record = {"folder": options.adapter.name, "base": "use", "folds": int(options.folds),
                               "seed": int(options.seed)}
-        questions = dataset.questions(options.split)
-        metadata = {
-            "format": folders.METADATA_FORMAT, "kind": KIND,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "dataset": {"name": dataset.name, "spec": options.data, "kind": dataset.kind, "split": options.split,
-                        "questions": len(questions), "questions_used": len(texts),
-                        "questions_sha256": folders.questions_fingerprint(questions),
-                        "articles": len(dataset.articles),
-                        "articles_sha256": folders.articles_fingerprint(dataset.articles)},
+        metadata = folders.base_record(KIND, dataset, spec=options.data, split=options.split,
+                                       questions_used=len(texts))
+        metadata |= {
             "base": {"name": "lightgbm lambdarank"}, "split": options.split,
             "systems": systems, "features": feature_names(systems), "structure": structure.as_dict(),
             "candidates": CANDIDATES, "depth": DEFAULT_DEPTH, "adapter": adapter_record,
@@ -219,18 +205,10 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
             "seconds": {"training": round(fit_seconds, 2), "total": None},
             "versions": {**folders.library_versions(), "lightgbm": _version("lightgbm")},
         }
-        from ..retrievers.encoder_base import file_sha256
 
-        metadata["weights_sha256"] = {TREES_FILE: file_sha256(tmp / TREES_FILE)}
-        _write(tmp, metadata)
-        if options.evaluate is not False and options.split != DEV_SPLIT and DEV_SPLIT in dataset.splits:
-            metadata["evaluation"] = ranker_dev(tmp, dataset, cache_root=options.cache_root, progress=progress)
-        metadata["seconds"]["total"] = round(time.perf_counter() - t0, 2)
-        _write(tmp, metadata)
-        cache.replace_folder(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        dev = (lambda: ranker_dev(tmp, dataset, cache_root=options.cache_root, progress=progress)) \
+            if dev_asked(options, dataset) else None
+        folders.finish_folder(tmp, out, metadata, t0, weights=[TREES_FILE], record_file=RECORD_FILE, dev=dev)
     return TrainResult(out, metadata, time.perf_counter() - t0, data=options.data, notes=notes)
 
 
@@ -260,6 +238,3 @@ def _version(name: str) -> str:
     except importlib.metadata.PackageNotFoundError:
         return ""
 
-
-def _write(folder: Path, metadata: dict) -> None:
-    (folder / RECORD_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
