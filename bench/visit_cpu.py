@@ -25,7 +25,7 @@ if __package__ in (None, ""):  # python bench/visit_cpu.py (bench/_path.py)
     import _path  # noqa: F401
 
 from bench.browser import AppServer, app_env  # noqa: E402
-from bench.common import REPO, json_option, load_average, machine_facts, write_json  # noqa: E402
+from bench.common import REPO, cpu_seconds, json_option, load_average, machine_facts, write_json  # noqa: E402
 from bench.ws_client import Visitor  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -42,12 +42,6 @@ def threads_cpu(pid: int) -> dict[int, float]:
         fields = text[text.rindex(")") + 2:].split()
         out[int(task.name)] = (int(fields[11]) + int(fields[12])) / TICK
     return out
-
-
-def process_cpu(pid: int) -> float:
-    text = Path(f"/proc/{pid}/stat").read_text()
-    fields = text[text.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def questions(data: Path, n: int) -> list[str]:
@@ -68,11 +62,11 @@ async def visits(url: str, texts: list[str], pid: int) -> tuple[str, list[dict]]
     await asyncio.sleep(2)
     rows = []
     for text in texts:
-        before_t, before_p = threads_cpu(pid), process_cpu(pid)
+        before_t, before_p = threads_cpu(pid), cpu_seconds([pid])
         async with Visitor(url, timeout=600) as v:
             page = await v.open("search", {"q": text, **link})
         await asyncio.sleep(1.0)  # the script thread ends, idle pools settle: their CPU counts for this visit
-        after_t, after_p = threads_cpu(pid), process_cpu(pid)
+        after_t, after_p = threads_cpu(pid), cpu_seconds([pid])
         kept = {t: after_t[t] - before_t[t] for t in after_t if t in before_t}
         total = after_p - before_p
         rows.append({"page_s": page.seconds, "cpu_s": total, "hits": sum(len(c.ids) for c in page.columns()),

@@ -110,6 +110,13 @@ def malloc_arenas_configured(environ: Mapping[str, str] | None = None) -> bool:
     return bool(env.get("MALLOC_ARENA_MAX", "").strip()) or "glibc.malloc.arena_max" in env.get("GLIBC_TUNABLES", "")
 
 
+def blas_threads_configured(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the deployer set OpenBLAS's thread count (``OPENBLAS_NUM_THREADS``, or the
+    ``GOTO_NUM_THREADS`` / ``OMP_NUM_THREADS`` it falls back to): the app then leaves it alone."""
+    env = os.environ if environ is None else environ
+    return any(env.get(name, "").strip() for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"))
+
+
 def child_environment(package_root: str) -> dict[str, str]:
     """The environment of a helper process of ours (:mod:`bsard_demo.runs.sandbox`): this one's,
     with ``package_root`` first on ``PYTHONPATH`` (so it imports this very ``bsard_demo``) and

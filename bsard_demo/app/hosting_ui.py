@@ -1,7 +1,7 @@
 """Streamlit glue of :mod:`bsard_demo.app.hosting`: the app's :class:`~bsard_demo.settings.Settings`
 from ``st.secrets`` (then the environment: :func:`app_settings`), the index bundle activated once per process and its
 notices, the Cloud-safe error setting, the large-upload slot's waiting notice, and the process's memory after a
-crowd (:func:`keep_memory_low`, :func:`page_running`).
+crowd and its native libraries' threads (:func:`tune_process`, :func:`page_running`).
 
 Conventions: every text drawn is escaped (:func:`~bsard_demo.app.highlight.md_escape`); nothing
 here raises on a missing or malformed ``secrets.toml`` (that file is optional: without it
@@ -28,6 +28,7 @@ from .hosting import (
     cap_malloc_arenas,
     give_back_memory,
     keep_build_note,
+    limit_blas_threads,
     setup_bundle,
     upload_size,
 )
@@ -197,13 +198,20 @@ def _give_back() -> None:
 IDLE = IdleGiveBack(give_back=_give_back)
 
 
-def keep_memory_low() -> None:
-    """Once per process (every run calls it; cheap): cap glibc's malloc arenas unless the deployer
-    set ``MALLOC_ARENA_MAX`` (or glibc's tunable) and start the thread that hands memory back when
-    idle. A process otherwise keeps its peak after a crowd (docs/reliability.md, section 10)."""
-    if IDLE.start() and not settings.malloc_arenas_configured():
-        if cap_malloc_arenas():
-            log.info("glibc malloc arenas capped at %d for this process", ARENA_MAX)
+def tune_process() -> None:
+    """Once per process (every run calls it; cheap): start the thread that hands memory back when
+    idle (a process otherwise keeps its peak after a crowd: docs/reliability.md, section 10), cap
+    glibc's malloc arenas unless the deployer set ``MALLOC_ARENA_MAX`` (or glibc's tunable), and
+    give numpy's OpenBLAS one thread unless ``OPENBLAS_NUM_THREADS`` (or its fallbacks) is set."""
+    if not IDLE.start():
+        return
+    if not settings.malloc_arenas_configured() and cap_malloc_arenas():
+        log.info("glibc malloc arenas capped at %d for this process", ARENA_MAX)
+    if not settings.blas_threads_configured():
+        try:
+            limit_blas_threads(1)
+        except Exception:  # noqa: BLE001 - a tuning, never a reason for a page to fail
+            log.warning("could not set OpenBLAS to one thread", exc_info=True)
 
 
 def page_running():
