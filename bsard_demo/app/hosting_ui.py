@@ -178,7 +178,7 @@ def drop_expired_sessions() -> int:
         manager = runtime.get_instance()._session_mgr
         lock, storage = manager._storage_lock, manager._session_storage._cache
         with lock:  # the lock Streamlit holds around its storage
-            expired = storage.expire()
+            expired = list(storage.expire() or ())
     except Exception:  # noqa: BLE001 - another Streamlit: its sessions are left as they are
         return 0
     for _, info in expired:
