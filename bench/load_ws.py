@@ -14,8 +14,9 @@ servers. With ``--servers 2 --nginx`` the visitors go through nginx (``deploy/ru
 by client address, websocket upgrade) on 127.0.0.1:``--nginx-port``.
 
 The visitors' link is the one the page writes for a first visitor (opened once without
-``systems``: BM25 and the default hybrid, BM25 + the bundle's adapter + neighbours on
-frlaw-dev), with ``q`` set to a question of the dataset's test and train splits, distinct
+``systems``: BM25 and the best system of ``bsard_demo/retrievers/defaults.py``: on frlaw-dev the
+learned ranker with the deploy recipe's bundle, BM25 + the adapter + neighbours + structure with
+a bundle of the adapter alone), with ``q`` set to a question of the dataset's test and train splits, distinct
 within a step. Every search visit opens that deep link on a new connection (a new tab) and
 checks each column's hit ids against a run written by the CLI (``python -m bsard_demo run``
 with the same systems, weights and bundle, same interpreter); every 10th visit is a score
@@ -153,9 +154,10 @@ def drawn_weights(label: str) -> list[str] | None:
     return m.group(1).rstrip(",.").split(",") if m else None
 
 
-def cli_systems(query: str, drawn: list[str] | None = None) -> list[list[str]]:
-    """``run`` options of each column of the link ``query`` (bm25, hybrid with its henc and w;
-    ``drawn``: the weights the page's hybrid column says it uses, which win over the link's)."""
+def cli_systems(query: str, drawn: list[str] | None = None, labels: list[str] = ()) -> list[list[str]]:
+    """``run`` options of each column of the link ``query`` (bm25; hybrid with its henc, w and
+    struct; ranker, its model named by its column's label in ``labels``: « Classement appris
+    (NAME) »; ``drawn``: the weights the page's hybrid column says it uses, which win over the link's)."""
     from urllib.parse import parse_qs
 
     params = parse_qs(query)
@@ -169,9 +171,17 @@ def cli_systems(query: str, drawn: list[str] | None = None) -> list[list[str]]:
             weights = drawn or params.get("w")
             if weights:
                 opts += ["--weights", ",".join(weights)]
+            if params.get("struct", ["0"])[-1] == "1":
+                opts.append("--structure")
             out.append(opts)
+        elif system == "ranker":
+            names = [label.replace("\\", "").split("(", 1)[-1].rstrip(")") for label in labels
+                     if label.replace("\\", "").startswith("Classement appris (")]
+            if not names:
+                raise SystemExit(f"no « Classement appris (NAME) » column among {labels} (link {query})")
+            out.append(["--retriever", "ranker", "--encoder", names[0]])
         else:
-            raise SystemExit(f"the bench checks bm25 and hybrid columns, not {system!r} (link {query})")
+            raise SystemExit(f"the bench checks bm25, hybrid and ranker columns, not {system!r} (link {query})")
     return out
 
 
@@ -216,7 +226,7 @@ def prepare(args, fleet: Fleet, workdir: Path) -> dict:
             (alias / name).symlink_to(Path(args.data).resolve() / target)
         sources.append(("train", alias))
     env = {**fleet.env, "BSARD_CACHE": str(workdir / "cli-cache")}
-    columns = cli_systems(link, drawn)
+    columns = cli_systems(link, drawn, labels)
     items = []
     for split, folder in sources:
         frame = ds.questions(split)
