@@ -135,9 +135,8 @@ def _menus(data) -> Menus:
     adapters = [o.key for o in here if o.adapter]
     hybrid_parts = default_hybrid_encoders(keys, [o.key for o in here if not o.adapter], adapters)
     rankers = ui.rankers_here(data)
-    first = hybrid_parts[0]
-    visitor = first_visitor_here(keys, dense=[first] if ui.dense_stored(data, targets.get(first, first)) else [],
-                                 rankers=rankers, use_stored=ui.dense_stored(data, "use"))
+    stored = [e for e in dict.fromkeys([hybrid_parts[0], "use"]) if e in targets and ui.dense_stored(data, targets[e])]
+    visitor = first_visitor_here(keys, dense=stored, rankers=rankers, use_stored="use" in stored)
     choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=examples.texts,
                           systems=visitor.systems, hybrid_encoders=visitor.hybrid_encoders or hybrid_parts,
                           structure=default_structure(), ranker=rankers[0] if rankers else None)
