@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import pandas as pd
@@ -329,7 +330,7 @@ def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DE
         elif kind == "ranker":
             if not ranker:
                 raise ValueError("no learned ranker is offered here (train --ranker writes one)")
-            out[f"{RANKER_LABEL} ({_model_name(ranker)})"] = RetrieverSpec("ranker", {"model": ranker})
+            out[f"{RANKER_LABEL} ({Path(ranker).name})"] = RetrieverSpec("ranker", {"model": ranker})
         elif kind in KIND_LABELS:  # a kind registered with its defaults only
             out[KIND_LABELS[kind]] = RetrieverSpec(kind)
         else:
@@ -386,8 +387,3 @@ def build_columns(specs: Mapping[str, RetrieverSpec], build: Callable[[str, Retr
         except (ValueError, OSError) as exc:  # an encoder that cannot be loaded here, a full disk…
             failures[label] = str(exc)
     return retrievers, failures
-
-
-def _model_name(model: str) -> str:
-    return str(model).rstrip("/").rsplit("/", 1)[-1]
-

@@ -257,7 +257,7 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
         return registry.get((data.key, spec.key()),
                             _logged(f"hybrid index over {data.spec}", lambda: make_hybrid(
                                 spec, built, corpus_size=size, articles=data.dataset.articles)))
-    if spec.kind == "ranker":  # its input systems shared with the other columns, as a hybrid's parts
+    if spec.kind == "ranker" and not is_built(registry, data, spec):  # its inputs shared with the other columns
         from ..retrievers.ranker import build_ranker, part_specs
         from ..retrievers.registry import ranker_folder
 

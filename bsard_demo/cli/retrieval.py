@@ -121,6 +121,13 @@ def _not_for(options: list[str], where: str, retriever: str) -> str:
     return f"{' and '.join(options)} appl{'y' if len(options) > 1 else 'ies'} to {where}, not {retriever}"
 
 
+def _settings_given(args: argparse.Namespace, dense: dict, fusion_given: list[str]) -> list[str]:
+    """The BM25, dense and fusion flags given (a kind that takes none of them refuses them)."""
+    return (["--backend"] * bool(dense) + fusion_given
+            + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
+            + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
+
+
 def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
     """The retriever asked for on the command line."""
     bm25: dict[str, object] = {}
@@ -144,24 +151,18 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
             raise ValueError(_not_for(given, "--retriever dense or hybrid", "bm25"))
         return RetrieverSpec("bm25", bm25)
     if args.retriever not in (*_MAPPED, DEFAULT):  # neighbours, or any kind registered since: its defaults
-        given = (["--encoder"] * bool(args.encoder) + ["--backend"] * bool(dense) + fusion_given
-                 + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
-                 + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
+        given = ["--encoder"] * bool(args.encoder) + _settings_given(args, dense, fusion_given)
         if given:
             raise ValueError(_not_for(given, f"--retriever {_either(_MAPPED)}", args.retriever))
         return RetrieverSpec(args.retriever)
     if args.retriever == DEFAULT:
-        given = (["--encoder"] * bool(args.encoder) + ["--backend"] * bool(dense) + fusion_given
-                 + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
-                 + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
+        given = ["--encoder"] * bool(args.encoder) + _settings_given(args, dense, fusion_given)
         if given:
             raise ValueError(f"{' and '.join(given)}: --retriever default takes no settings (it is the page's "
                              "first system); give --retriever bm25, dense, hybrid or ranker to set them")
         return RetrieverSpec("bm25")  # a stand-in until the data and the bundle are known: default_spec
     if args.retriever == "ranker":
-        given = (["--backend"] * bool(dense) + fusion_given
-                 + [f"--{n.replace('_', '-')}" for n in ("k1", "b", "bm25_method") if getattr(args, n) is not None]
-                 + ["--no-headers"] * bool(args.no_headers) + ["--no-stem"] * bool(args.no_stem))
+        given = _settings_given(args, dense, fusion_given)
         if given:
             raise ValueError(_not_for(given, f"--retriever {_either(_MAPPED[:3])}", "ranker"))
         if not args.encoder:
@@ -181,7 +182,7 @@ def spec_from_args(args: argparse.Namespace) -> RetrieverSpec:
 
 
 def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
-    """(dataset, retriever) or an exit code."""
+    """(dataset, retriever, its spec) or an exit code."""
     try:
         spec = spec_from_args(args)
         dataset = load_dataset(data_spec(args))
@@ -203,7 +204,7 @@ def _build(args: argparse.Namespace, command: str, progress: TqdmProgress):
         return fail(command, exc)
     finally:
         progress.close()
-    return dataset, retriever
+    return dataset, retriever, spec
 
 
 DEFAULT = "default"
@@ -251,7 +252,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     built = _build(args, "run", progress)
     if isinstance(built, int):
         return built
-    dataset, retriever = built
+    dataset, retriever, _ = built
     try:
         questions = dataset.questions(args.split)
     except DataError as exc:
@@ -284,11 +285,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     built = _build(args, "index", progress)
     if isinstance(built, int):
         return built
-    dataset, retriever = built
+    dataset, retriever, spec = built
     print(f"bsard_demo index: {retriever.name} ready over {len(dataset.articles)} articles of {dataset.name}",
           file=sys.stderr)
-    if not wants_export(args):
-        return 0
-    cache_root = Path(args.cache_dir).expanduser() if args.cache_dir else None
-    spec = default_spec(dataset, cache_root) if args.retriever == DEFAULT else spec_from_args(args)
-    return export_and_push(args, dataset, spec, retriever)
+    return export_and_push(args, dataset, spec, retriever) if wants_export(args) else 0

@@ -175,13 +175,11 @@ def is_ranker_folder(folder) -> bool:
         return False
 
 
-def read_ranker(folder):
-    """``(record, ensemble, adapter folder or None)`` of a ranker folder, every part checked:
+def read_record(folder) -> tuple[dict, Path | None]:
+    """``(record, adapter folder or None)`` of a ranker folder, the record checked (its kind,
+    systems, features and adapter sub-folder; not the trees: :func:`read_ranker`). Raises
     :class:`ValueError` with one line saying what is wrong."""
-    import json
-
-    from .encoder_base import file_sha256, read_kind_record
-    from .trees import TreeEnsemble
+    from .encoder_base import read_kind_record
 
     folder = Path(folder)
     record = read_kind_record(folder, RECORD_FILE, KIND, "a learned ranker's", _MAX_RECORD_BYTES)
@@ -193,6 +191,26 @@ def read_ranker(folder):
     if record.get("features") != feature_names(systems):
         raise ValueError(f"{folder}: the record's features are not this version's for {', '.join(systems)}; "
                          "train the ranker again")
+    adapter = None
+    if "adapter" in systems:
+        name = (record.get("adapter") or {}).get("folder")
+        if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+            raise ValueError(f"{folder}: the record names no adapter sub-folder")
+        adapter = folder / name
+    return record, adapter
+
+
+def read_ranker(folder):
+    """``(record, ensemble, adapter folder or None)`` of a ranker folder, every part checked
+    (:func:`read_record`, then the trees against their sha256): :class:`ValueError` with one line
+    saying what is wrong."""
+    import json
+
+    from .encoder_base import file_sha256
+    from .trees import TreeEnsemble
+
+    folder = Path(folder)
+    record, adapter = read_record(folder)
     path = folder / TREES_FILE
     if path.stat().st_size > _MAX_TREES_BYTES:
         raise ValueError(f"{folder}: {TREES_FILE} is over {_MAX_TREES_BYTES >> 20} MB")
@@ -206,12 +224,6 @@ def read_ranker(folder):
     if ensemble.num_features != len(record["features"]):
         raise ValueError(f"{folder}: the trees read {ensemble.num_features} features, the record names "
                          f"{len(record['features'])}")
-    adapter = None
-    if "adapter" in systems:
-        name = (record.get("adapter") or {}).get("folder")
-        if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-            raise ValueError(f"{folder}: the record names no adapter sub-folder")
-        adapter = folder / name
     return record, ensemble, adapter
 
 
@@ -223,7 +235,7 @@ class RankerRetriever:
     def __init__(self, parts: Mapping[str, object], ensemble, *, article_ids: Sequence[str], graph, structure,
                  prior: np.ndarray, lengths: np.ndarray, name: str, systems: Sequence[str] = SYSTEMS,
                  candidates: int = CANDIDATES, depth: int = DEPTH):
-        self.systems = tuple(s for s in systems)
+        self.systems = tuple(systems)
         missing = [s for s in self.systems if s not in parts]
         if missing:
             raise ValueError(f"the learned ranker needs the {', '.join(missing)} system(s)")
@@ -243,11 +255,9 @@ class RankerRetriever:
         return (np.array([self._row[h.article_id] for h in hits], dtype=np.int64),
                 np.array([h.score for h in hits], dtype=np.float64))
 
-    def features(self, question: str, part_hits: Mapping[str, Sequence[Hit]] | None = None):
-        """``(rows, X)`` of :func:`question_features` for ``question``: every system searched to
-        the depth (``part_hits``: their rankings, when searched already), the neighbours' votes."""
-        if part_hits is None:
-            part_hits = {s: r.search(question, min(self.depth, self.size)) for s, r in self.parts.items()}
+    def _features(self, question: str, part_hits: Mapping[str, Sequence[Hit]]):
+        """``(rows, X)`` of :func:`question_features` for ``question``: ``part_hits``, every system's
+        ranking to the depth, and the neighbours' votes."""
         runs = {s: self._arrays(hits) for s, hits in part_hits.items()}
         votes = self.parts["neighbours"].votes(question) if "neighbours" in self.parts else (None, None)
         return question_features(runs, graph=self.graph, structure=self.structure, prior=self.prior,
@@ -259,7 +269,7 @@ class RankerRetriever:
         front end can say where each put a hit."""
         k = clip_k(k, self.size)
         part_hits = {s: r.search(question, min(self.depth, self.size)) for s, r in self.parts.items()}
-        rows, X = self.features(question, part_hits)
+        rows, X = self._features(question, part_hits)
         if not len(rows):
             return [], list(part_hits.values())
         rows, score = ranked_rows(rows, X, self.ensemble.predict(X), self.systems)
@@ -275,12 +285,14 @@ class RankerRetriever:
 def part_specs(model) -> dict[str, tuple[str, dict]]:
     """The input systems of the ranker folder ``model``: system -> ``(kind, options)`` of the
     :class:`~.registry.RetrieverSpec` it was fitted on (BM25 and ``use`` with their defaults, the
-    folder's adapter, the neighbours of its split). Raises :class:`ValueError` (the folder)."""
-    record, _, adapter = read_ranker(model)
-    split = str(record.get("split") or "train")
+    folder's adapter, the neighbours of its split). Raises :class:`ValueError` (the record)."""
+    return _specs(*read_record(model))
+
+
+def _specs(record: dict, adapter: Path | None) -> dict[str, tuple[str, dict]]:
     specs = {"bm25": ("bm25", {}), "use": ("dense", {"encoder": "use"}),
              "adapter": ("dense", {"encoder": str(adapter)}),
-             "neighbours": ("neighbours", {"split": split})}
+             "neighbours": ("neighbours", {"split": str(record.get("split") or "train")})}
     return {s: specs[s] for s in record["systems"]}
 
 
@@ -310,13 +322,13 @@ def build_ranker(dataset, model, *, build: Callable[[object], object]):
     from .structure import StructureSettings, graph_of
 
     folder = Path(model)
-    record, ensemble, _ = read_ranker(folder)
+    record, ensemble, adapter = read_ranker(folder)
     split = str(record.get("split") or "train")
     _, labels = labelled_questions(dataset, split)
     if not labels:
         raise DataError(f"the learned ranker {folder.name} needs the labelled questions of split '{split}' of "
                         f"{dataset.name} (its neighbours and citation prior): none cites an article of the corpus")
-    parts = {s: build(spec) for s, spec in part_specs(folder).items()}
+    parts = {s: build(spec) for s, spec in _specs(record, adapter).items()}
     ranker = RankerRetriever(parts, ensemble, article_ids=dataset.articles["id"], graph=graph_of(dataset.articles),
                            structure=StructureSettings.from_options(record.get("structure") or {}),
                            prior=citation_counts(labels, len(dataset.articles)),

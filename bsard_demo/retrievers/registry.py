@@ -190,20 +190,23 @@ def default_weights(encoders: Sequence[str], method: str = DEFAULT_FUSION) -> li
     return [1.0] + [weight(e) for e in encoders]
 
 
-def _is_adapter(name: str) -> bool:
-    from pathlib import Path
-
-    from .adapter import is_adapter_folder
+def _model_folder(name: str) -> Path | None:
+    """The folder ``--encoder NAME`` names: a path that exists, else a model of the active index
+    bundle (``None``: neither, or an empty name)."""
     from .encoder_base import _bundled_model
 
-    key = str(name).strip()
+    key = str(name or "").strip()
     if not key:
-        return False
+        return None
     path = Path(key).expanduser()
-    if path.is_dir():
-        return is_adapter_folder(path)
-    bundled = _bundled_model(key) if not path.exists() else None
-    return bundled is not None and is_adapter_folder(bundled)
+    return path if path.exists() else _bundled_model(key)
+
+
+def _is_adapter(name: str) -> bool:
+    from .adapter import is_adapter_folder
+
+    folder = _model_folder(name)
+    return folder is not None and is_adapter_folder(folder)
 
 
 def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DEFAULT_FUSION,
@@ -336,18 +339,16 @@ def _build_hybrid(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever
 def ranker_folder(model: str) -> Path:
     """The folder of a learned ranker given as ``--encoder``: a path, or the name of a model of
     the active index bundle. :class:`ValueError` when it is neither."""
-    from .encoder_base import _bundled_model
     from .ranker import is_ranker_folder
 
     key = str(model or "").strip()
     if not key:
         raise ValueError("--retriever ranker needs its folder: --encoder DIR (written by train --ranker)")
-    path = Path(key).expanduser()
-    folder = path if path.exists() else _bundled_model(key)
+    folder = _model_folder(key)
     if folder is None or not is_ranker_folder(folder):
         raise ValueError(f"{key}: not a learned ranker's folder (train --ranker writes one) nor a ranker of the "
                          "active index bundle")
-    return Path(folder)
+    return folder
 
 
 def _build_ranker(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:

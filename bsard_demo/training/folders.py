@@ -269,24 +269,31 @@ def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
     a record of kind ``adapter``), sorted by name; a record of a kind outside
     :data:`ENCODER_KINDS` is skipped. A missing folder gives an empty list; an unreadable record is
     listed with its ``error``."""
+    out = []
+    for sub, meta, error in _model_records(folder):
+        if error is None and meta.get("kind") not in ENCODER_KINDS:
+            continue  # a trained model, not an encoder
+        if error is None and meta.get("kind") != "adapter" and not (sub / "modules.json").is_file():
+            error = "not a sentence-transformers folder (no modules.json)"
+        out.append(TrainedModel(sub, {}, error) if error else TrainedModel(sub, meta))
+    return out
+
+
+def _model_records(folder: str | Path | None = None):
+    """``(sub-folder, record, error)`` of each sub-folder of ``folder`` (default
+    :func:`models_folder`) holding a :data:`METADATA_FILE`, in name order (``record`` empty and
+    ``error`` the reason when it cannot be read; nothing for a missing folder)."""
     root = Path(folder).expanduser() if folder is not None else models_folder()
     if not root.is_dir():
-        return []
-    out = []
+        return
     for sub in sorted(root.iterdir(), key=lambda p: p.name):
         if sub.name.startswith(".") or not sub.is_dir() or not (sub / METADATA_FILE).exists():
             continue
         try:
-            meta = read_metadata(sub)
-            if meta.get("kind") not in ENCODER_KINDS:
-                continue  # a trained model, not an encoder
-            if meta.get("kind") != "adapter" and not (sub / "modules.json").is_file():
-                raise ValueError("not a sentence-transformers folder (no modules.json)")
+            meta, error = read_metadata(sub), None
         except (OSError, ValueError) as exc:
-            out.append(TrainedModel(sub, {}, str(exc)))
-            continue
-        out.append(TrainedModel(sub, meta))
-    return out
+            meta, error = {}, str(exc)
+        yield sub, meta, error
 
 
 def trained_for_corpus(corpus_sha256: str, folder: str | Path | None = None) -> dict[str, list[str]]:
@@ -302,14 +309,7 @@ def trained_for_corpus(corpus_sha256: str, folder: str | Path | None = None) -> 
             t = model.training if isinstance(model.training, dict) else {}
             if t.get("kind") in found and t.get("articles_sha256") == corpus_sha256:
                 found[t["kind"]].append(model.name)
-    root = Path(folder).expanduser() if folder is not None else models_folder()
-    for sub in sorted(root.iterdir(), key=lambda p: p.name) if root.is_dir() else []:
-        if sub.name.startswith(".") or not (sub / METADATA_FILE).is_file():
-            continue
-        try:
-            meta = read_metadata(sub)
-        except (OSError, ValueError):
-            continue
+    for sub, meta, _ in _model_records(folder):  # an unreadable record has no kind: skipped
         if meta.get("kind") in found and (meta.get("dataset") or {}).get("articles_sha256") == corpus_sha256:
             found[meta["kind"]].append(str(sub))
     return found

@@ -93,9 +93,9 @@ def _arrays(hits, row: dict) -> tuple[np.ndarray, np.ndarray]:
             np.array([h.score for h in hits], dtype=np.float64))
 
 
-def _adapter_runs(options: RankerOptions, dataset: Dataset, texts, gold, folds_of, dense, encoder, row, progress):
-    """Each question's adapter run from an adapter fitted on the other folds, with the settings of
-    ``options.adapter``'s record."""
+def _adapter_runs(options: RankerOptions, texts, gold, dense, row: dict, depth: int, progress):
+    """Each question's adapter run (over ``dense``, the base's retriever) from an adapter fitted on
+    the other folds (:func:`fold_of`), with the settings of ``options.adapter``'s record."""
     from ..retrievers.adapter import AdapterSettings, adapt, fit_adapter, read_adapter
     from ..retrievers.encoder_base import normalize_rows
 
@@ -105,7 +105,8 @@ def _adapter_runs(options: RankerOptions, dataset: Dataset, texts, gold, folds_o
                          f"{record['base']['name']}")
     known = {k: v for k, v in (record.get("settings") or {}).items() if k in AdapterSettings.__dataclass_fields__}
     fit_settings = AdapterSettings(**known).check()
-    queries = np.vstack([normalize_rows(encoder.encode_queries([t], batch_size=1)) for t in texts])
+    queries = np.vstack([normalize_rows(dense.encoder.encode_queries([t], batch_size=1)) for t in texts])
+    folds_of = fold_of(len(texts), options.folds, options.seed)
     runs: list = [None] * len(texts)
     for f in range(options.folds):
         report_progress(progress, f, options.folds, Step("fitting_adapter", encoder="use"))
@@ -113,7 +114,7 @@ def _adapter_runs(options: RankerOptions, dataset: Dataset, texts, gold, folds_o
         rest = np.flatnonzero(folds_of != f)
         matrix, _ = fit_adapter(queries[rest], [gold[i] for i in rest], dense.embeddings, fit_settings, None,
                                 name="use")
-        for i, hits in zip(held, dense.search_vectors(adapt(queries[held], matrix), DEFAULT_DEPTH)):
+        for i, hits in zip(held, dense.search_vectors(adapt(queries[held], matrix), depth)):
             runs[i] = _arrays(hits, row)
     return runs
 
@@ -134,8 +135,7 @@ def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | 
     runs = {name: [_arrays(h, row) for h in built[name].search_many(texts, depth)]
             for name in ("bm25", "use", "neighbours")}
     if options.adapter:
-        runs["adapter"] = _adapter_runs(options, dataset, texts, gold, fold_of(len(texts), options.folds,
-                                        options.seed), built["use"], built["use"].encoder, row, progress)
+        runs["adapter"] = _adapter_runs(options, texts, gold, built["use"], row, depth, progress)
     votes = [built["neighbours"].votes(t) for t in texts]
     return systems, texts, gold, runs, votes
 
