@@ -456,10 +456,11 @@ def bench_import_graph(root: Path = BENCH) -> dict[str, set[str]]:
 
 
 def reaches_into_tests(path: Path, tests_root: Path = REPO / "tests") -> list[str]:
-    """``line: what`` of every way a module reaches into tests/: ``import tests…``/``from tests…``,
-    an import of a module by the bare name of one of tests/ (``_browser``, ``conftest``…), wherever
-    it stands, or a ``sys.path.insert``/``append`` given a path naming ``tests``."""
-    in_tests = {p.stem for p in tests_root.rglob("*.py")} if tests_root.is_dir() else set()
+    """``line: what`` of every way a bench module reaches into tests/ beyond its support modules
+    (``tests/_*.py``, imported by bare name, as the tests import them): ``import tests…``/``from
+    tests…``, an import of a test module or ``conftest`` by its bare name, wherever it stands, or a
+    ``sys.path.insert``/``append`` given a path naming ``tests`` (bench/_path.py's is the one allowed)."""
+    in_tests = {p.stem for p in tests_root.rglob("*.py") if not p.stem.startswith("_")}
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         names: list[str] = []
@@ -479,16 +480,61 @@ def reaches_into_tests(path: Path, tests_root: Path = REPO / "tests") -> list[st
     return sorted(found, key=lambda s: int(s.split(":")[0]))
 
 
-def test_bench_does_not_import_tests():
-    """tests/ may import bench (the browser driver, the synthetic corpus), never the reverse."""
-    found = {str(p.relative_to(REPO)): f for p in sorted(BENCH.rglob("*.py")) if (f := reaches_into_tests(p))}
-    assert found == {}, f"move what bench needs into bench/ (bench.browser, bench.common): {found}"
+def test_bench_imports_only_the_tests_support_modules():
+    """bench/ may borrow the tests' support code (``from _browser import AppServer``), never a test."""
+    found = {str(p.relative_to(REPO)): f for p in sorted(BENCH.rglob("*.py"))
+             if p.name != "_path.py" and (f := reaches_into_tests(p))}
+    assert found == {}, f"import a support module of tests/ (tests/_*.py) by its bare name instead: {found}"
+
+
+def imports_bench(path: Path) -> list[str]:
+    """``line: what`` of every way a test reaches into bench/: ``import bench…``/``from bench…``
+    (or ``importlib.import_module("bench…")``), wherever it stands, or a ``sys.path`` change given a
+    path naming ``bench``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+              and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            names = [node.args[0].value]
+        found += [f"{node.lineno}: import {n}" for n in names if n.split(".")[0] == "bench"]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("insert", "append", "extend")
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path"
+                and any(isinstance(c, ast.Constant) and isinstance(c.value, str)
+                        and re.search(r"(^|/)bench(/|$)", c.value) for arg in node.args for c in ast.walk(arg))):
+            found.append(f"{node.lineno}: sys.path names bench/")
+    return sorted(found, key=lambda s: int(s.split(":")[0]))
+
+
+def test_no_test_imports_bench():
+    """Tests own their support code (tests/_*.py); bench/ measures and may borrow it, never the reverse."""
+    found = {str(p.relative_to(REPO)): f for p in sorted((REPO / "tests").rglob("*.py")) if (f := imports_bench(p))}
+    assert found == {}, f"move what the test needs into a support module of tests/ (tests/_NAME.py): {found}"
+
+
+def test_the_bench_import_rule_can_fail(tmp_path):
+    crafted = tmp_path / "test_x.py"
+    crafted.write_text("import sys\nimport importlib\nfrom bench.browser import AppServer\nimport bench.common\n\n\n"
+                       "def f():\n    from bench import synthetic\n    importlib.import_module('bench.load_ws')\n"
+                       "sys.path.insert(0, 'repo/bench')\n")
+    assert imports_bench(crafted) == ["3: import bench.browser", "4: import bench.common", "8: import bench",
+                                      "9: import bench.load_ws", "10: sys.path names bench/"]
+    clean = tmp_path / "test_clean.py"
+    clean.write_text("from _browser import AppServer\nfrom benchmarks import x\nNOTE = 'bench/load_ws.py'\n"
+                     "sys.path.insert(0, str(REPO / 'tests'))\n")
+    assert imports_bench(clean) == []
 
 
 def test_bench_has_no_import_cycle():
     graph = bench_import_graph()
     # the graph is the real one: package imports, a function-level one, a bare-name one
-    assert "bench.common" in graph["bench.bench_app"] and "bench.browser" in graph["bench.load_uploads"]
+    assert "bench.common" in graph["bench.bench_app"] and "bench.common" in graph["bench.load_uploads"]
     assert "bench.load_uploads" in graph["bench.load_app"]
     assert "bench.synthetic" in graph["bench.common"]
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
@@ -503,12 +549,12 @@ def test_the_bench_checks_can_fail(tmp_path):
     crafted.write_text("import sys\nfrom pathlib import Path\nREPO = Path(__file__).resolve().parents[1]\n"
                        "sys.path.insert(0, str(REPO / 'tests'))\nfrom _browser import AppServer\n"
                        "import tests.conftest\nfrom tests import x\n\n\ndef f():\n    import test_x\n\n\n"
-                       "sys.path.append('tests/app')\n")
-    assert reaches_into_tests(crafted, tests) == ["4: sys.path names tests/", "5: import _browser",
-                                                  "6: import tests.conftest", "7: import tests", "11: import test_x",
-                                                  "14: sys.path names tests/"]
+                       "sys.path.append('tests/app')\nimport conftest\n")
+    assert reaches_into_tests(crafted, tests) == ["4: sys.path names tests/", "6: import tests.conftest",
+                                                  "7: import tests", "11: import test_x", "14: sys.path names tests/",
+                                                  "15: import conftest"]
     clean = tmp_path / "clean.py"
-    clean.write_text("import sys\nfrom bench.browser import AppServer\nfrom bench import synthetic\n"
+    clean.write_text("import sys\nfrom _browser import AppServer\nfrom bench import synthetic\n"
                      "NOTE = 'tests/ imports bench'\nsys.path.insert(0, str(REPO / 'bench'))\n")
     assert reaches_into_tests(clean, tests) == []
     # the cycle load_app <-> load_uploads had: bare names, one import inside a function
@@ -547,3 +593,4 @@ def test_the_sys_path_check_can_fail(tmp_path):
     crafted.write_text("import sys\nROOT = '.'\nsys.path.insert(0, ROOT)\n\n\ndef f():\n    sys.path.append(ROOT)\n"
                        "path = []\npath.insert(0, 1)\n")
     assert sys_path_changes(crafted) == [3, 7]
+
