@@ -573,6 +573,28 @@ def test_the_bench_checks_can_fail(tmp_path):
     assert find_cycle(bench_import_graph(bench)) is None
 
 
+MAX_BENCH_LINES = 4_500
+
+
+def bench_lines(root: Path = BENCH) -> int:
+    """Lines of bench/'s Python (issue 28: benchmarks only; decisions retire to docs/effectiveness.md)."""
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in root.rglob("*.py"))
+
+
+def test_bench_keeps_benchmarks_only():
+    n = bench_lines()
+    assert 1_000 < n <= MAX_BENCH_LINES, (f"bench/ has {n} lines: retire a decision script to docs/effectiveness.md "
+                                          "(\"Retired decision scripts\") or move test support into tests/")
+
+
+def test_the_bench_size_check_can_fail(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n" * 3)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n" * 4)
+    (tmp_path / "notes.md").write_text("z\n" * 100)
+    assert bench_lines(tmp_path) == 7
+
+
 def sys_path_changes(path: Path) -> list[int]:
     """Lines of ``path`` that call ``sys.path.insert``/``append``/``extend`` (or ``.path.…`` of anything)."""
     return sorted(node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
