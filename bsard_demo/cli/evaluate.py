@@ -64,7 +64,7 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
     p.add_argument("--anchors", action="store_true",
                    help="on BSARD's test split, also print the published results with their provenance (the table "
-                        "of python -m bsard_demo anchors; JSON: key 'anchors')")
+                        "of python -m bsard_demo anchors; JSON: key 'anchors'; not with --format csv)")
     p.set_defaults(func=cmd_evaluate)
     return p
 
@@ -176,10 +176,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json")
     board = scored.board
     ds, evaluations = board.dataset, board.evaluations
-    anchors = args.anchors and board.published
-    if args.anchors and not anchors:
+    anchors = args.anchors and board.published and args.format != "csv"
+    if args.anchors and not board.published:
         say("evaluate", f"note: --anchors: split {args.split} of {ds.name} is not BSARD's test split; the published "
                         "results are not shown")
+    elif args.anchors and not anchors:
+        say("evaluate", "note: --anchors: a CSV holds one table; python -m bsard_demo anchors --format csv writes it")
     if args.format == "json":
         report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems)
         print(json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))}, ensure_ascii=False,

@@ -135,6 +135,11 @@ def test_evaluate_anchors_on_the_real_test_split(tmp_path, real_bsard_dir, real_
     assert main(["evaluate", str(path), "--data", str(real_bsard_dir), "--anchors", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "r.trec" in data["runs"] and data["anchors"]["anchors"] == A.anchors_records()
+    assert main(["evaluate", str(path), "--data", str(real_bsard_dir), "--anchors", "--format", "csv"]) == 0
+    captured = capsys.readouterr()
+    assert "hit@100" not in captured.out and "anchors --format csv" in captured.err  # one table per CSV
+    assert main(["evaluate", str(path), "--data", str(real_bsard_dir), "--anchors", "--format", "markdown"]) == 0
+    assert "| system | measure | value % |" in capsys.readouterr().out
     # another split: said, not shown
     assert main(["evaluate", str(path), "--data", str(real_bsard_dir), "--split", "train", "--anchors"]) == 0
     captured = capsys.readouterr()
