@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bsard_demo.cli.main import main
-from bsard_demo.evaluation import anchors as A
+from bsard_demo.evaluation import anchors as A, evaluate
 from bsard_demo.evaluation.report import metrics_table
 from bsard_demo.runs import Run
 
@@ -81,8 +81,6 @@ def test_anchors_frame_is_what_the_page_needs():
 
 
 def _evaluation_of_a_random_run(qrels):
-    from bsard_demo.evaluation import evaluate
-
     rnd = random.Random(0)
     docs = sorted({d for g in qrels.values() for d in g})
     ranked = {q: rnd.sample(docs, min(50, len(docs))) for q in qrels}
