@@ -1,7 +1,9 @@
 """The package's shape (issue 8): no import cycle, even through a function-level import; no module
 over 600 lines; the pages import no private names; only bsard_demo/settings.py reads the
-environment and no French wording stands outside the app (issue 15). Read from the source with
-``ast``."""
+environment and no French wording stands outside the app (issue 15); bench/ and tests/ apart; no
+private name taken across modules, function-level imports only for optional heavy dependencies,
+app/ modules small, the README's Layout naming every module (issue 28). Read from the source with
+``ast``; each rule has a crafted case it fails on."""
 from __future__ import annotations
 
 import ast
@@ -895,3 +897,32 @@ def test_the_layout_check_can_fail(tmp_path):
     assert layout_gaps(readme, tmp_path) == {"missing from the README's Layout": ["bsard_demo/runs/write.py"],
                                              "named in the Layout but not in the tree": ["bsard_demo/runs/gone.py"]}
     assert layout_gaps(readme.replace("`gone.py`", "`write.py`"), tmp_path) == {}
+
+
+#: The published figures of evaluation/anchors.py, as a literal would repeat them elsewhere.
+PUBLISHED_FIGURE = re.compile(r"(?<![\d.])(51\.33|56\.78|64\.71|71\.63|78\.38|83\.77|74\.78|78\.04|83\.39)(?![\d])")
+
+
+def published_figures_outside_anchors(root: Path) -> list[str]:
+    """Lines of ``root``'s Python files, other than ``evaluation/anchors.py``, that write a published BSARD figure:
+    one table holds them with their provenance (issue 30), nothing writes them a second time."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).as_posix() == "evaluation/anchors.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if PUBLISHED_FIGURE.search(line):
+                found.append(f"{path.relative_to(root).as_posix()}:{number}")
+    return found
+
+
+def test_published_figures_live_in_the_anchors_table_only():
+    assert published_figures_outside_anchors(PACKAGE) == []
+    assert PUBLISHED_FIGURE.search((PACKAGE / "evaluation" / "anchors.py").read_text(encoding="utf-8"))
+
+
+def test_the_published_figures_check_can_fail(tmp_path):
+    (tmp_path / "evaluation").mkdir()
+    (tmp_path / "evaluation" / "anchors.py").write_text("BM25 = 51.33\n")
+    (tmp_path / "report.py").write_text("x = 1\nPUBLISHED = {'BM25': (51.33, 56.78)}\nk1 = 151.331\n")
+    assert published_figures_outside_anchors(tmp_path) == ["report.py:2"]
