@@ -22,8 +22,8 @@ FORMAT_HELP = ("trec (trec_eval, ir_measures, ranx), ranx (ranx's JSON {q_id: {d
                "(columns q_id, doc_id, score, as ranx reads and writes them)")
 
 
-def add_exchange_parsers(subparsers) -> None:
-    """Add ``export-qrels`` and ``export-run``."""
+def add_export_qrels_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``export-qrels``: a split's labels for other tools."""
     q = subparsers.add_parser("export-qrels", help="write a split's labels as TREC qrels, ranx JSON or parquet",
                               description="Write the relevant articles of a split's questions (relevance 1) for "
                                           "trec_eval, ir_measures or ranx: " + FORMAT_HELP + ".")
@@ -32,6 +32,11 @@ def add_exchange_parsers(subparsers) -> None:
     q.add_argument("--format", choices=EXCHANGE_FORMATS, required=True, help=FORMAT_HELP)
     q.add_argument("--out", required=True, metavar="FILE", help="the file to write")
     q.set_defaults(func=cmd_export_qrels)
+    return q
+
+
+def add_export_run_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``export-run``: a run file for other tools."""
     r = subparsers.add_parser("export-run", help="write a run file as TREC, ranx JSON or parquet",
                               description="Read a run file (any format evaluate reads) and write it in our rank "
                                           "order for trec_eval, ir_measures or ranx: " + FORMAT_HELP + ".")
@@ -46,6 +51,7 @@ def add_exchange_parsers(subparsers) -> None:
                         "ranks exactly as trec_eval and bsard-demo do")
     r.add_argument("--tag", default="bsard-demo", help="the TREC run tag (default: bsard-demo)")
     r.set_defaults(func=cmd_export_run)
+    return r
 
 
 def cmd_export_qrels(args: argparse.Namespace) -> int:
