@@ -383,7 +383,7 @@ def test_score_files_matches_evaluate_and_the_cli_table(sample):
     # the displayed numbers are the CLI table's numbers
     cli_rows = [line.split() for line in render_table(table, "table").splitlines()[2:]]
     for row, (_, values) in zip(cli_rows, shown.iterrows()):
-        assert [f"{v:.2f}" for v in values.iloc[:6]] == row[-8:-2]
+        assert [f"{v:.2f}" for v in values.iloc[:7]] == row[-9:-2]
         assert [str(values["manquantes"]), str(values["inconnues"])] == row[-2:]
 
 
