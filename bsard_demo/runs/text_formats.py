@@ -394,7 +394,9 @@ def _csv_rows(lines: Iterator[str], delim: str, offset: int, problems: ProblemLi
         except StopIteration:
             return
         except csv.Error as exc:
-            problems.error("csv_syntax_error", f"CSV syntax error: {exc}; the rest of the file was not read",
+            reason = (f"a field is longer than {csv.field_size_limit():,} characters" if "field limit" in str(exc)
+                      else quote(exc, marks=False))
+            problems.error("csv_syntax_error", f"CSV syntax error: {reason}; the rest of the file was not read",
                            line=offset + reader.line_num)
             return
         yield offset + reader.line_num, row
