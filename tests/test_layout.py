@@ -1,7 +1,9 @@
 """The package's shape (issue 8): no import cycle, even through a function-level import; no module
 over 600 lines; the pages import no private names; only bsard_demo/settings.py reads the
-environment and no French wording stands outside the app (issue 15). Read from the source with
-``ast``."""
+environment and no French wording stands outside the app (issue 15); bench/ and tests/ apart; no
+private name taken across modules, function-level imports only for optional heavy dependencies,
+app/ modules small, the README's Layout naming every module (issue 28). Read from the source with
+``ast``; each rule has a crafted case it fails on."""
 from __future__ import annotations
 
 import ast
