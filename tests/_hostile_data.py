@@ -8,8 +8,12 @@ read that variable. The folder is a normal local dataset (``articles.csv``,
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 IMG = "<img src=x onerror=window.__xss=1>"
 SCRIPT = "<script>window.__xss=1</script>"
@@ -105,11 +109,6 @@ HUGE = 1_000_000
 
 
 def _parquet(rows: list[tuple[str, str, float]], qcol: str = "q_id") -> bytes:
-    import io
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     out = io.BytesIO()
     q, d, s = zip(*rows)
     pq.write_table(pa.table({qcol: list(q), "doc_id": list(d), "score": list(s)}), out)
@@ -157,11 +156,6 @@ def huge_id_runs(n: int = HUGE) -> list[tuple[str, bytes]]:
 
 
 def _parquet_bad_type(name: str) -> bytes:
-    import io
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     out = io.BytesIO()
     pq.write_table(pa.table({"qid": ["1"], "docid": ["2"], name: [1.0], "score": [[1.0]]}), out)
     return out.getvalue()
