@@ -260,7 +260,8 @@ def stamp_differences(a: Mapping, b: Mapping) -> list[str]:
     for label, runs, other in (("first", ra, rb), ("second", rb, ra)):
         only = sorted(set(runs) - set(other))
         if only:
-            out.append(f"runs in the {label} file only: {', '.join(_show(n) for n in only)}")
+            more = f" and {len(only) - 5} more" if len(only) > 5 else ""
+            out.append(f"runs in the {label} file only: {', '.join(_show(n) for n in only[:5])}{more}")
     return out
 
 
