@@ -19,6 +19,7 @@ from bsard_demo.evaluation.stamp import (
     dataset_stamp,
     hub_revision,
     read_stamp,
+    run_sha256,
     stamp_board_export,
     stamp_differences,
     stamp_export,
@@ -116,6 +117,8 @@ def test_the_score_pages_one_call(sample, run_file):
     assert stamp["measures"] == {"recall@100": "R@100"} and stamp["dataset"]["kind"] == "sample"
     assert stamp["dataset"]["sha256"]["articles.csv"]  # the sample's files, hashed
     assert stamp_board_export("t\n", "table", board, sources) == "t\n"
+    other = Run.from_rankings({"1": ["2", "1"]})
+    assert run_sha256(other) != run_sha256(built) == stamp["runs"]["BM25"]  # each run its own digest
 
 
 def test_stamps_command_says_what_differs(tmp_path, sample, run_file, capsys):
