@@ -7,6 +7,7 @@ service) and renders its Scoreboard: every problem of a file on stderr, one line
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..evaluation.stamp import board_stamp, stamp_export
 from ..runs import sandbox
 from ..sources import load_dataset
+from .anchors import anchors_text
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
 
 CONVENTIONS = """\
@@ -64,6 +66,9 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
                    help="cutoffs (default: 100 200 500)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
+    p.add_argument("--anchors", action="store_true",
+                   help="on BSARD's test split, also print the published results with their provenance (the table "
+                        "of python -m bsard_demo anchors; JSON: key 'anchors'; not with --format csv)")
     p.set_defaults(func=cmd_evaluate)
     return p
 
@@ -177,9 +182,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     board = scored.board
     ds, evaluations = board.dataset, board.evaluations
     stamp = board_stamp(board, scored.sources) if args.format != "table" or args.per_query else {}  # every export's
+    anchors = args.anchors and board.published and args.format != "csv"
+    if args.anchors and not board.published:
+        say("evaluate", f"note: --anchors: split {args.split} of {ds.name} is not BSARD's test split; the published "
+                        "results are not shown")
+    elif args.anchors and not anchors:
+        say("evaluate", "note: --anchors: a CSV holds one table; python -m bsard_demo anchors --format csv writes it")
     if args.format == "json":
-        print(stamp_export(json_report(ds.name, args.split, board.labelled, evaluations, scored.problems), "json",
-                           stamp), end="")
+        report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems)
+        if anchors:
+            report = json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))},
+                                ensure_ascii=False, indent=2)
+        print(stamp_export(report, "json", stamp), end="")
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")
         if args.format == "table":
@@ -187,6 +201,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(stamp_export(render_table(table, args.format), args.format, stamp), end="")
         if args.format == "table":
             print("\n".join(table_notes(list(table.columns))))
+        if anchors:
+            print(("\npublished results (python -m bsard_demo anchors):\n" if args.format == "table" else "")
+                  + anchors_text(args.format), end="")
     if args.per_query and evaluations:
         per_question = per_question_table(evaluations, ds.questions(args.split)).to_csv(index=False,
                                                                                          float_format="%.6f")

@@ -77,6 +77,14 @@ def test_the_hub_commit_the_download_resolved(tmp_path, real_bsard_dir):
     assert stamp["sha256"]["articles.csv"] is None  # scoring never downloads the corpus
     assert str(tmp_path) not in json.dumps(stamp)
     assert hub_revision("/x/snapshots/abc/questions_test.csv") is None  # not a commit
+    # with the corpus, the optional synthetic split's file is hashed too
+    pd.DataFrame({"id": range(1, 22634), "article": ["x"] * 22633}).to_csv(snapshot / "articles.csv", index=False)
+    shutil.copy(snapshot / "questions_train.csv", snapshot / "questions_synthetic.csv")
+    full = load_hub(download=download, reachable=lambda: True)
+    synthetic = dataset_stamp(full, "synthetic")
+    assert synthetic["revision"] == COMMIT and synthetic["sha256"] == {
+        "articles.csv": sha(snapshot / "articles.csv"), "questions_synthetic.csv": sha(real_bsard_dir /
+                                                                                        "questions_train.csv")}
     assert dataset_stamp(load_hub(need_corpus=False, download=lambda **kw: str(real_bsard_dir / kw["filename"]),
                                   reachable=lambda: True), "test")["revision"] is None
 
