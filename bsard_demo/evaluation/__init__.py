@@ -8,7 +8,7 @@ The reader's own problems with a file (format, ranks, scores) are in :mod:`bsard
 from .aggregate import DEFAULT_KS, Evaluation, evaluate, gold_ranks, recall_curve
 from .checks import Finding, SplitContext, check_run, check_run_file
 from .measures import EXTRA_COLUMNS, FAMILIES, Measure, column_label, cutoff_columns, is_measure_column
-from .metrics import compute_metrics, ndcg_from_positions
+from .metrics import compute_metrics, ndcg_from_positions, rprec_from_positions
 from .report import FORMATS, json_report, metrics_table, per_question_table, render_comparison, render_table
 from .scoring import Limits, RunSource, Scoreboard, score_runs, unique_names
 from .stats import STATS, Comparison, StatsSettings, compare_measure, compare_runs
@@ -17,7 +17,7 @@ __all__ = [
     "DEFAULT_KS", "Evaluation", "evaluate", "gold_ranks", "recall_curve",
     "Finding", "SplitContext", "check_run", "check_run_file",
     "EXTRA_COLUMNS", "FAMILIES", "Measure", "column_label", "cutoff_columns", "is_measure_column",
-    "compute_metrics", "ndcg_from_positions",
+    "compute_metrics", "ndcg_from_positions", "rprec_from_positions",
     "FORMATS", "json_report", "metrics_table", "per_question_table", "render_comparison", "render_table",
     "Limits", "RunSource", "Scoreboard", "score_runs", "unique_names",
     "STATS", "Comparison", "StatsSettings", "compare_measure", "compare_runs",
