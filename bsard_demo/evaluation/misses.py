@@ -126,6 +126,13 @@ class Misses:
         out.index.names = ["k", "class"]
         return out.reset_index()
 
+    def question_lines(self, qid: str, k: int | None = None) -> pd.DataFrame:
+        """:attr:`lines` of question ``qid`` (at ``k`` only, when given): the drill-down's line."""
+        at = self.lines["qid"] == str(qid)
+        if k is not None:
+            at &= self.lines["k"] == int(k)
+        return self.lines[at].reset_index(drop=True)
+
     def per_question(self, k: int) -> pd.DataFrame:
         """Missed gold articles of each question at ``k`` by class (index ``qid``, columns :data:`CLASSES`)."""
         if k not in self.ks:

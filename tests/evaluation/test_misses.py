@@ -118,6 +118,7 @@ def test_every_class_on_a_hand_made_corpus():
                                        "elsewhere": 3, "unknown": 1}
     assert m.shares().loc[1, "elsewhere"] == pytest.approx(3 / 8) and m.shares().sum(axis=1).tolist() == [1, 1, 1]
     assert m.per_question(5).loc["q", "section"] == 3 and m.per_question(5).loc["m", "elsewhere"] == 1
+    assert m.question_lines("m")["k"].tolist() == [1, 2, 5] and len(m.question_lines("q", 2)) == 7
     table = misses_table({"r": m})
     assert table.loc[("r", 2), "section"] == 2 and table.loc[("r", 2), "section_share"] == pytest.approx(2 / 8)
     summary = m.summary()
