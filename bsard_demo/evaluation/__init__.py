@@ -1,7 +1,8 @@
 """Scoring a run, in one home; the public API is re-exported here and from :mod:`bsard_demo`.
 :mod:`.measures`: what a measure is (:class:`Measure`); :mod:`.metrics`: the measures of one question;
 :mod:`.aggregate`: a run against a split (:func:`evaluate`); :mod:`.checks`: BSARD-aware checks of a run;
-:mod:`.scoring`: the one scoring service of the CLI and the Score page (:func:`score_runs`); :mod:`.stats`:
+:mod:`.scoring`: the one scoring service of the CLI and the Score page (:func:`score_runs`); :mod:`.misses`:
+where a run's misses land in the corpus hierarchy (:func:`~.misses.board_misses`); :mod:`.stats`:
 intervals and paired tests (:func:`compare_measure`); :mod:`.report`: tables, labels and output formats.
 The reader's own problems with a file (format, ranks, scores) are in :mod:`bsard_demo.runs`.
 """

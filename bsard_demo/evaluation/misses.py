@@ -10,7 +10,8 @@ retrieve in its top k, from the nearest to the farthest (:data:`CLASSES`):
 - ``unknown``: the gold article is not in the corpus, so it cannot be placed.
 
 The hierarchy is the structure re-scoring's (:func:`bsard_demo.retrievers.structure.graph_of`: a section is
-an article's whole header path, an article without any header a section of its own; positions count in
+an article's whole header path, so an article without section columns has its chapter, or in the 2021
+layout its code, as its section; an article without any header is a section of its own; positions count in
 corpus order within the section), so it works for any corpus of the schema: a level whose columns are
 blank for the gold article (a corpus without chapters, the 2021 layout with its code only) is skipped, never
 matched on blanks. The nearest retrieved article is the best-ranked one of the closest class, so a miss's
