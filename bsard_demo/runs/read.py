@@ -151,13 +151,21 @@ def _read_source(make_source: Callable[[], Source], name: str, options: ReadOpti
 
 @dataclass
 class _First:
-    """The first non-whitespace character of the text: its line, that line (stripped), its
-    character offset in the text and the text from it (at most 200 characters, lower case)."""
+    """The first non-whitespace character of the text: its line, its character offset in the text,
+    the text from it (at most 200 characters, lower case) and, through :attr:`text`, its line (stripped;
+    made only for a table: a JSON run's one 40 MB line is not copied for nothing)."""
 
     line: int
-    text: str
     offset: int
     head: str
+    chunk: Chunk
+    start: int
+    end: int
+
+    @property
+    def text(self) -> str:
+        line = self.chunk.text[self.start:self.end]
+        return (line if isinstance(line, str) else line.decode("ascii")).strip()
 
 
 def _find_first(chunks: Iterator[Chunk]) -> tuple[list[Chunk], _First | None]:
@@ -172,11 +180,10 @@ def _find_first(chunks: Iterator[Chunk]) -> tuple[list[Chunk], _First | None]:
             i = found.start()
             nl = chunk.newline
             end = text.find(nl, i)
-            line_text = text[i:end if end >= 0 else len(text)]
             head = text[i:i + 200]
-            as_str = (lambda t: t) if isinstance(text, str) else (lambda t: t.decode("ascii"))
-            return taken, _First(chunk.line + text.count(nl, 0, i), as_str(line_text).strip(), offset + i,
-                                 as_str(head).lower())
+            return taken, _First(chunk.line + text.count(nl, 0, i), offset + i,
+                                 (head if isinstance(head, str) else head.decode("ascii")).lower(),
+                                 chunk, i, end if end >= 0 else len(text))
         offset += len(text)
     return taken, None
 
