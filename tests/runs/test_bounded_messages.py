@@ -87,3 +87,20 @@ def test_the_cli_prints_bounded_lines(hostile_dataset, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "unknown_articles" in err and "unknown_questions" in err
     assert bounded(out) and bounded(err), max((out + err).splitlines(), key=len)[:300]
+
+
+LONG_INT = b"9" * 5000  # beyond int()'s 4,300 digits from text
+
+
+@pytest.mark.parametrize("data", [
+    b'{"1": {"2": ' + LONG_INT + b"}}", b'{"1": [' + LONG_INT + b"]}",
+    b'{"qid": "1", "docid": "2", "score": ' + LONG_INT + b"}\n",
+    b'{"qid": ' + LONG_INT + b', "docid": "2", "score": 1}\n{"qid": "1", "docid": "2", "score": 1}\n',
+    b"1 Q0 2 " + LONG_INT + b" 1.0 t\n", b"1 2 " + LONG_INT + b"\n1 3 2\n", b"1 2 1\n1 3 " + LONG_INT + b"\n1 4 3\n",
+    b"qid,docid,rank\n1,2," + LONG_INT + b"\n"], ids=["json", "json-ranked", "jsonl-score", "jsonl-qid", "trec",
+                                                    "3col-score", "3col-rank", "csv-rank"])
+def test_an_integer_too_long_for_int_is_a_bad_value_not_a_failure(data):
+    rf = read_run_bytes(data, "r")
+    codes = {p.code for p in rf.problems}
+    assert "internal_error" not in codes and codes & {"bad_score", "bad_rank", "bad_id"}, codes
+    assert all(bounded(str(p)) for p in rf.problems)
