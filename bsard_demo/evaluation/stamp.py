@@ -211,6 +211,7 @@ def _ascii_json(value) -> str:
 
 def read_stamp(text: str) -> dict | None:
     """The stamp of an export (JSON key or comment lines), or ``None`` when it has none."""
+    text = text.lstrip("\ufeff")  # a byte-order mark an editor may have added
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:

@@ -110,6 +110,8 @@ def test_every_format_reads_back_and_readers_skip_it(sample, run_file):
     assert pd.read_csv(io.StringIO(csv), comment="#").to_dict("list") == {"run": ["a"], "recall@100": [0.5]}
     assert stamp_export("aligned table\n", "table", stamp) == "aligned table\n"
     assert read_stamp("run,recall@100\n") is None and read_stamp("{not json") is None
+    assert read_stamp("\ufeff" + stamp_export('{"runs": {}}', "json", stamp))["split"] == "test"  # a BOM
+    assert read_stamp("\ufeff" + csv)["split"] == "test"
 
 
 def test_the_score_pages_one_call(sample, run_file):

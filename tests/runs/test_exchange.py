@@ -14,8 +14,7 @@ import pytest
 
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation import evaluate
-from bsard_demo.runs import Run, read_run_bytes, read_run_path
-from bsard_demo.runs.exchange import qrels_bytes, run_bytes, run_records, tied_questions
+from bsard_demo.runs import Run, qrels_bytes, read_run_bytes, read_run_path, run_bytes, run_records, tied_questions
 from bsard_demo.sources import load_dataset
 
 ranx = pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
