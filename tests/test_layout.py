@@ -756,14 +756,13 @@ KNOWN_LATE: dict[str, int] = {
     "bsard_demo/app/search_page.py": 1,  # registry
     "bsard_demo/app/state.py": 2,  # registry
     "bsard_demo/app/ui.py": 11,  # scorepage
-    "bsard_demo/cli/export.py": 4,  # interop
     "bsard_demo/cli/retrieval.py": 4,  # registry
     "bsard_demo/cli/tune.py": 1,  # registry
     "bsard_demo/retrievers/ranker.py": 8,  # perf
     "bsard_demo/retrievers/registry.py": 10,  # registry
-    "bsard_demo/runs/parquet_format.py": 9,  # runs
+    "bsard_demo/runs/exchange.py": 2,  # interop
     "bsard_demo/runs/read.py": 1,  # runs
-    "bsard_demo/runs/sandbox.py": 8,  # runs
+    "bsard_demo/runs/sandbox.py": 4,  # runs
     "bsard_demo/tuning/result.py": 1,  # registry
     "pages/search.py": 1,  # registry
 }
@@ -897,6 +896,63 @@ def test_the_layout_check_can_fail(tmp_path):
     assert layout_gaps(readme, tmp_path) == {"missing from the README's Layout": ["bsard_demo/runs/write.py"],
                                              "named in the Layout but not in the tree": ["bsard_demo/runs/gone.py"]}
     assert layout_gaps(readme.replace("`gone.py`", "`write.py`"), tmp_path) == {}
+
+
+#: Modules of other areas that still reach into runs/ internals (issue 28.4): they move to ``bsard_demo.runs``'
+#: public names (``warm``, ``RUN_FORMATS``); this list only shrinks.
+RUNS_INTERNALS_KNOWN = {"bsard_demo/cli/evaluate.py": {"bsard_demo.runs.sandbox"},
+                        "bsard_demo/cli/retrieval.py": {"bsard_demo.runs.write"},
+                        "bsard_demo/app/score_page.py": {"bsard_demo.runs.sandbox"},
+                        "bsard_demo/app/score_uploads.py": {"bsard_demo.runs.sandbox"}}
+
+
+def runs_internals(path: Path, public: set[str], root: Path = REPO) -> set[str]:
+    """What ``path`` (a module outside runs/) takes from runs/ beyond its public API: a submodule
+    (``bsard_demo.runs.read``, also as ``from ..runs import read``) or a name not in ``public``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("bsard_demo.runs.")}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            module = f"{base}.{node.module}" if node.level else node.module
+            if module is None or not (module == "bsard_demo.runs" or module.startswith("bsard_demo.runs.")):
+                continue
+            if module != "bsard_demo.runs":
+                found.add(module)
+            else:
+                found |= {f"bsard_demo.runs.{a.name}" for a in node.names if a.name not in public}
+    return found
+
+
+def test_only_the_public_api_of_runs_is_used_outside_it():
+    """evaluation/ (and every other package) reads runs through ``bsard_demo.runs``' ``__all__`` only."""
+    init = ast.parse((PACKAGE / "runs" / "__init__.py").read_text(encoding="utf-8"))
+    public = {elt.value for node in init.body if isinstance(node, ast.Assign)
+              and any(getattr(t, "id", "") == "__all__" for t in node.targets) for elt in node.value.elts}
+    assert {"read_run_bytes", "read_run_path", "read_run", "warm", "quote"} <= public
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        if rel.startswith("bsard_demo/runs/"):
+            continue
+        extra = runs_internals(path, public) - RUNS_INTERNALS_KNOWN.get(rel, set())
+        if extra:
+            found[rel] = sorted(extra)
+    assert found == {}, f"import these from bsard_demo.runs (add the name to its __all__ if needed): {found}"
+    assert not runs_internals(PACKAGE / "evaluation" / "scoring.py", public)
+
+
+def test_the_runs_api_check_can_fail(tmp_path):
+    folder = tmp_path / "bsard_demo" / "evaluation"
+    folder.mkdir(parents=True)
+    crafted = folder / "m.py"
+    crafted.write_text("from ..runs import Run, sandbox\nfrom ..runs.validate import add_warnings\n"
+                       "import bsard_demo.runs.decode\nfrom bsard_demo.runs import read_run_bytes\n")
+    found = runs_internals(crafted, {"Run", "read_run_bytes"}, root=tmp_path)
+    assert found == {"bsard_demo.runs.sandbox", "bsard_demo.runs.validate", "bsard_demo.runs.decode"}
 
 
 #: The published figures of evaluation/anchors.py, as a literal would repeat them elsewhere.

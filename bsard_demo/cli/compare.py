@@ -13,6 +13,7 @@ import argparse
 from ..evaluation.aggregate import DEFAULT_KS
 from ..evaluation.measures import EXTRA_COLUMNS, Measure
 from ..evaluation.report import FORMATS, render_comparison
+from ..evaluation.stamp import board_stamp, stamp_export
 from ..evaluation.stats import STATS, compare_measure
 from .common import fail
 from .evaluate import add_run_arguments, report_unusable, score_run_paths
@@ -33,13 +34,13 @@ tests (the Score page's, same numbers):
 
 def measure_type(text: str) -> str:
     """An ``evaluate`` column (:meth:`bsard_demo.evaluation.measures.Measure.parse`): ``recall@K``,
-    ``map@K``, ``mrr@K`` (K a positive integer) or an extra measure (``ndcg@10``); argparse's type
-    check (a bad one is a one-line usage error)."""
+    ``map@K``, ``mrr@K`` (K a positive integer) or an extra measure (``rprec``, ``ndcg@10``);
+    argparse's type check (a bad one is a one-line usage error)."""
     try:
         return Measure.parse(text).column
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"unknown measure {text!r}: use recall@K, map@K, mrr@K (K a positive integer) or "
+            f"unknown measure {text!r}: use recall@K, map@K, mrr@K (K a positive integer), "
             f"{', '.join(EXTRA_COLUMNS)}") from None
 
 
@@ -53,7 +54,8 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run files")
     add_run_arguments(p)
     p.add_argument("--measure", type=measure_type, default=DEFAULT_MEASURE,
-                   help=f"measure compared: recall@K, map@K, mrr@K or ndcg@10 (default: {DEFAULT_MEASURE})")
+                   help=f"measure compared: recall@K, map@K, mrr@K, rprec (R-Precision) or ndcg@10 "
+                        f"(default: {DEFAULT_MEASURE})")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     p.set_defaults(func=cmd_compare)
     return p
@@ -63,7 +65,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.runs) < 2:
         return fail("compare", f"needs at least two run files, got {len(args.runs)}")
     measure = Measure.parse(args.measure)
-    # an extra measure has its own cutoff (ndcg@10): score the others at the usual smallest one
+    # an extra measure has its own cutoff (ndcg@10) or none (rprec): score the others at the usual smallest one
     ks = (min(DEFAULT_KS),) if measure.is_extra else (measure.k,)
     scored = score_run_paths("compare", args.runs, args, ks)
     board = scored.board
@@ -75,7 +77,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.format == "table":
         print(f"{board.dataset.name} · split {args.split} · {comparison.questions} questions · {args.measure} "
               "· values in %")
-    print(render_comparison(comparison, args.format, dataset=board.dataset.name, split=args.split), end="")
+    text = render_comparison(comparison, args.format, dataset=board.dataset.name, split=args.split)
+    print(stamp_export(text, args.format, board_stamp(board, scored.sources, [args.measure])), end="")
     if args.format == "table":
         print(f"p permutation: paired sign-flip test, {STATS.resamples:,} resamples (exact when 2**m <= "
               f"{STATS.resamples:,}), seed {STATS.seed}, p = (1 + #{{|T*| >= |T|}}) / (1 + n); significant: "

@@ -11,13 +11,25 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
+
+import pandas as pd
 
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
 from ..evaluation.checks import problem_code, problem_record
-from ..evaluation.report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
+from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
+from ..evaluation.report import (
+    FORMATS,
+    json_report,
+    metrics_table,
+    per_question_table,
+    render_rows,
+    render_table,
+    table_notes,
+)
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
+from ..evaluation.stamp import board_stamp, stamp_export
 from ..runs import sandbox
 from ..sources import load_dataset
 from .anchors import anchors_text
@@ -32,6 +44,9 @@ conventions:
   A document listed twice keeps its best position. recall@k, map@k and mrr@k equal
   trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k;
   ndcg@10 (binary gains) equals trec_eval's ndcg_cut_10, the figure MTEB reports.
+  rprec (R-Precision: precision at rank R, R = the question's number of relevant articles)
+  equals trec_eval's Rprec on the whole run; its mean is the MRP of QABISAR and G-DSR.
+  Tables show R@k, MAP, R-Prec, nDCG@10, then MRR (it sees only the first relevant article).
   Runs with errors are not scored (exit 2); warnings are reported and the run is scored.
   BSARD-aware checks add warnings with a code: ids_shifted (ids off by one), near_random (no
   better than chance), wrong_split (questions of another split), scores_ascending (distances:
@@ -54,8 +69,8 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines, parquet; optionally "
-                                   "gzipped) against a split: recall@k, map@k, mrr@k and ndcg@10, macro-averaged over "
-                                   "all questions.")
+                                   "gzipped) against a split: recall@k, map@k, mrr@k, R-Precision (rprec) and ndcg@10, "
+                                   "macro-averaged over all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
     add_run_arguments(p)
     p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K",
@@ -65,6 +80,12 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--anchors", action="store_true",
                    help="on BSARD's test split, also print the published results with their provenance (the table "
                         "of python -m bsard_demo anchors; JSON: key 'anchors'; not with --format csv)")
+    p.add_argument("--misses", metavar="FILE",
+                   help="also print where each run's misses land in the corpus hierarchy (per k: missed gold "
+                        f"articles by the closest retrieved article of the top k: same section within {WINDOW} "
+                        "articles, same chapter, same book/act, same code, elsewhere) and write one line per "
+                        "question, k and missed article to FILE (CSV); needs the articles. With --format json "
+                        "the counts are under \"misses\"; with --format csv they are not printed")
     p.set_defaults(func=cmd_evaluate)
     return p
 
@@ -120,6 +141,7 @@ class ScoredRuns:
     for the closing line, and whether a file failed with a single problem already said."""
 
     board: Scoreboard
+    sources: list[RunSource] = field(default_factory=list)
     problems: dict[str, list[dict]] = field(default_factory=dict)
     unusable: list[str] = field(default_factory=list)
     failed: bool = False
@@ -130,13 +152,19 @@ class ScoredRuns:
 
 
 def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace, ks: Sequence[int], *,
-                    quiet: bool = False) -> ScoredRuns:
+                    quiet: bool = False, with_corpus: bool = False) -> ScoredRuns:
     """Score the run files of ``paths`` with :func:`bsard_demo.evaluation.scoring.score_runs` (a file is
     read as distances with ``--lower-is-better`` or when ``--distances`` names it) and render
     its Scoreboard's problems: unless ``quiet`` (JSON output), each problem is one line on
-    stderr and a file whose single problem is an error gets one line ``…; not scored``."""
+    stderr and a file whose single problem is an error gets one line ``…; not scored``. With
+    ``with_corpus`` the articles are loaded and the runs kept, to place the misses (``evaluate --misses``)."""
     sandbox.warm_for(paths)  # a parquet file is decoded in a child: its fork server loads meanwhile
-    ds = load_dataset(data_spec(args), need_corpus=False)
+    try:
+        ds = load_dataset(data_spec(args), need_corpus=with_corpus)
+    except DataError as exc:
+        if not with_corpus:
+            raise
+        raise DataError(f"--misses places each miss in the corpus: {exc}") from None
     qrels = ds.qrels(args.split)
     labelled = sum(1 for gold in qrels.values() if gold)
     if labelled < len(qrels) and not quiet:
@@ -147,7 +175,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     if unknown:
         raise DataError(f"--distances names a file that is not a run given here: {', '.join(unknown)}")
     sources = [RunSource.file(path, lower_is_better=args.lower_is_better or _named(path, distances)) for path in paths]
-    out = ScoredRuns(score_runs(ds, args.split, sources, ks, keep_runs=False))
+    out = ScoredRuns(score_runs(ds, args.split, sources, ks, keep_runs=with_corpus), sources)
     for scored in out.board.runs:
         name, problems = scored.name, scored.file.problems
         out.problems[name] = [problem_record(p, PROBLEM_HINTS) for p in problems]
@@ -173,31 +201,69 @@ def report_unusable(command: str, scored: ScoredRuns) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if any(k < 1 for k in args.k):
         raise DataError("--k takes positive integers")
-    scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json")
+    scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json",
+                             with_corpus=bool(args.misses))
     board = scored.board
     ds, evaluations = board.dataset, board.evaluations
+    stamp = board_stamp(board, scored.sources) if args.format != "table" or args.per_query or args.misses else {}
     anchors = args.anchors and board.published and args.format != "csv"
     if args.anchors and not board.published:
         say("evaluate", f"note: --anchors: split {args.split} of {ds.name} is not BSARD's test split; the published "
                         "results are not shown")
     elif args.anchors and not anchors:
         say("evaluate", "note: --anchors: a CSV holds one table; python -m bsard_demo anchors --format csv writes it")
+    misses = board_misses(board) if args.misses else None
     if args.format == "json":
-        report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems)
-        print(json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))}, ensure_ascii=False,
-                         indent=2) if anchors else report)
+        report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems,
+                             misses=None if misses is None else misses_records(misses))
+        if anchors:
+            report = json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))},
+                                ensure_ascii=False, indent=2)
+        print(stamp_export(report, "json", stamp), end="")
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")
         if args.format == "table":
             print(f"{ds.name} · split {args.split} · {board.labelled} questions · values in %")
-        print(render_table(table, args.format), end="")
-        if args.format == "table" and "ndcg@10" in table.columns:
-            print(NDCG_NOTE)
+        print(stamp_export(render_table(table, args.format), args.format, stamp), end="")
+        if args.format == "table":
+            print("\n".join(table_notes(list(table.columns))))
         if anchors:
             print(("\npublished results (python -m bsard_demo anchors):\n" if args.format == "table" else "")
                   + anchors_text(args.format), end="")
+    if misses and args.format not in ("json", "csv"):  # csv: stdout stays one table; json: under "misses"
+        print(render_misses(misses, args.format), end="")
+    if misses is not None:
+        lines = [m.lines.assign(run=name) for name, m in misses.items()]
+        frame = pd.concat(lines, ignore_index=True) if lines else pd.DataFrame(columns=["run", *LINE_COLUMNS])
+        Path(args.misses).write_text(stamp_export(frame[["run", *LINE_COLUMNS]].to_csv(index=False), "csv", stamp),
+                                     encoding="utf-8")
     if args.per_query and evaluations:
-        per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False,
-                                                                         float_format="%.6f")
+        per_question = per_question_table(evaluations, ds.questions(args.split)).to_csv(index=False,
+                                                                                         float_format="%.6f")
+        Path(args.per_query).write_text(stamp_export(per_question, "csv", stamp), encoding="utf-8")
     report_unusable("evaluate", scored)
     return scored.exit_code
+
+
+def misses_records(misses: Mapping[str, Misses]) -> dict[str, list[dict]]:
+    """``evaluate --format json``'s ``misses``: per run, one record per k (``k``, ``missed``, then per
+    class its count and share)."""
+    table = misses_table(misses)
+    out: dict[str, list[dict]] = {name: [] for name in misses}
+    for (name, k), row in table.iterrows():
+        out[name].append({"k": int(k), "missed": int(row["missed"]),
+                          **{c: (int(row[c]) if not c.endswith("_share") else round(float(row[c]), 12))
+                             for c in table.columns if c != "missed"}})
+    return out
+
+
+def render_misses(misses: Mapping[str, Misses], fmt: str) -> str:
+    """The ``--misses`` table in ``fmt`` (``table``, ``markdown``, ``latex``): per run and k, the missed
+    gold articles, then each class's count and share in %."""
+    table = misses_table(misses)
+    header = ["run", "k", "missed"] + [CLASS_LABELS[c] for c in CLASSES]
+    rows = [[str(name), str(k), str(int(row["missed"]))]
+            + [f"{int(row[c])} ({100 * row[f'{c}_share']:.1f} %)" for c in CLASSES]
+            for (name, k), row in table.iterrows()]
+    title = "where the misses land (missed gold articles by the closest retrieved article of the top k):\n"
+    return "\n" + (title if fmt == "table" else "") + render_rows(header, rows, fmt, left=1)

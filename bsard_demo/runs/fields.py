@@ -7,11 +7,13 @@ How: docs/design.md, 'bsard_demo/runs/fields.py'.
 from __future__ import annotations
 
 import math
+import sys
+from itertools import compress
 from typing import Sequence
 
 import numpy as np
 
-from .problems import ProblemList
+from .problems import ProblemList, quote
 
 _SPACE = np.zeros(256, dtype=bool)
 _SPACE[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.split() splits at
@@ -38,7 +40,7 @@ def _number_problem(what: str, token: str) -> str:
             hint = " (decimal comma? use a point)"
         except ValueError:
             pass
-    return f"{what} {token!r} is not a number{hint}"
+    return f"{what} {quote(token)} is not a number{hint}"
 
 
 def floats(values: Sequence, lines: np.ndarray | None, problems: ProblemList) -> tuple[np.ndarray, np.ndarray | None]:
@@ -61,7 +63,7 @@ def floats(values: Sequence, lines: np.ndarray | None, problems: ProblemList) ->
             bad[i] = True
             continue
         if not math.isfinite(x):
-            problems.error("bad_score", f"score {as_str(v)!r} is not a finite number", line=line,
+            problems.error("bad_score", f"score {quote(as_str(v))} is not a finite number", line=line,
                            kind="score is NaN or infinite")
             bad[i] = True
         out[i] = x
@@ -87,7 +89,7 @@ def ints(values: Sequence, lines: np.ndarray | None, problems: ProblemList, note
         except ValueError:
             r = whole(v)
         if r is None or positive and r < 1:
-            problems.error("bad_rank", f"rank {as_str(v)!r} is not {what}{note}",
+            problems.error("bad_rank", f"rank {quote(as_str(v))} is not {what}{note}",
                            line=None if lines is None else int(lines[i]), kind="rank is not a whole number")
             r = 0
             bad[i] = True
@@ -105,10 +107,16 @@ def whole(token) -> int | None:
 
 
 def digits(values: Sequence) -> list[bool]:
-    """For each value, whether it is a plain whole number (ASCII digits only)."""
+    """For each value, whether it is a plain whole number (ASCII digits only, and no longer than Python's
+    int() takes from text: ``sys.get_int_max_str_digits()``, 4,300 by default)."""
     if values and isinstance(values[0], bytes):
-        return list(map(bytes.isdigit, values))
-    return [v.isascii() and v.isdigit() for v in values]
+        out = list(map(bytes.isdigit, values))
+    else:
+        out = [v.isascii() and v.isdigit() for v in values]
+    most = sys.get_int_max_str_digits()
+    if most and any(len(v) > most for v in compress(values, out)):
+        out = [ok and len(v) <= most for ok, v in zip(out, values)]
+    return out
 
 
 class TokenFields:
@@ -290,7 +298,7 @@ class ArrayFields:
 class KeyIndex:
     """Codes of ids packed as int64 keys (:meth:`ArrayFields.keys`): a sorted array of the keys
     seen so far and their codes. New ids get their codes from ``new_codes`` (the interning of
-    :class:`~bsard_demo.runs.validate.Columns`, shared with the token path: ``list of str -> list
+    :class:`~bsard_demo.runs.columns.Columns`, shared with the token path: ``list of str -> list
     of codes``), in order of first appearance."""
 
     def __init__(self, new_codes):
