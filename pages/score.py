@@ -17,6 +17,7 @@ from bsard_demo.app.charts import (
 )
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import question_box, upload_refused_notice
+from bsard_demo.app.score_builtins import baseline_specs
 from bsard_demo.app.score_page import (
     DD_QID,
     DD_RUN,
@@ -29,7 +30,6 @@ from bsard_demo.app.score_page import (
     BuiltinRun,
     ab_view,
     article_text_html,
-    baseline_specs,
     builtin_run,
     chart_clicked,
     chart_key,

@@ -17,7 +17,6 @@ from ..evaluation.measures import is_measure_column
 from ..evaluation.report import display_columns, extra_columns, metric_label, metrics_table, per_question_table
 from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
 from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, win_tie_loss
-from ..retrievers import RetrieverSpec
 from ..retrievers.base import Retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, question_texts, ranked_pairs, run_tag, search_all
 from ..runs import Entry, ProblemList, Run, format_run, sandbox
@@ -390,49 +389,9 @@ def builtin_run_text(run: Run) -> bytes:
     return format_run(list(run), [run.scored(q) for q in run], "trec", run.tags[0]).encode("utf-8")
 
 
-#: The built-in systems (the Search page's columns), and the French names of the question texts.
-BASELINE_KINDS = ("bm25", "dense", "hybrid")
+#: The French names of the question texts.
 QUERY_TEXT_FR = {"question": "question seule (protocole de l'article BSARD)",
                  "question+description": "question + description (comme MTEB)"}
-
-
-def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None,
-                   neighbours: bool = False, adapters: Sequence[str] = (),
-                   rankers: Sequence[str] = ()) -> dict[str, RetrieverSpec]:
-    """The built-in systems offered, by their Search page label: BM25, the dense ``encoder`` and
-    their RRF hybrid; when ``neighbours`` (the dataset has labelled training questions:
-    :func:`bsard_demo.app.builds.neighbours_option`), the neighbours retriever and the three-way
-    hybrid BM25 + ``encoder`` + neighbours (``run --retriever hybrid --encoder use,neighbours``);
-    then the dense column and the hybrid with BM25 of each of ``models`` (encoder key -> target,
-    e.g. ``{"bundle:NAME": "NAME"}``: the index bundle's models), the specs of
-    :func:`bsard_demo.app.search_page.column_specs` (so an index built for one page serves the
-    other); for each of them that is one of ``adapters`` (a query adapter), with ``neighbours``, also
-    the hybrid BM25 + adapter + neighbours, the system the Search page shows a first visitor, and
-    that hybrid re-scored along the code's structure (``run --structure``: :data:`STRUCTURE_LABEL`);
-    last, the learned ranker of each of ``rankers`` (their ``--encoder``: a bundled name or a folder)."""
-    from ..retrievers.neighbours import NEIGHBOURS
-    from ..retrievers.structure import StructureSettings
-    from .search_page import column_specs
-
-    specs = column_specs(BASELINE_KINDS, encoder=encoder)
-    if neighbours:
-        specs.update(column_specs(("dense", "hybrid"), encoder=NEIGHBOURS, hybrid_encoders=[encoder, NEIGHBOURS]))
-    for key, target in (models or {}).items():
-        specs.update(column_specs(("dense", "hybrid"), encoder=key, targets={key: target}))
-        if neighbours and key in adapters:
-            three = column_specs(("hybrid",), encoder=key, hybrid_encoders=[key, NEIGHBOURS], targets={key: target})
-            specs.update(three)
-            structure = StructureSettings().as_dict()
-            specs.update({f"{label} {STRUCTURE_LABEL}":
-                          RetrieverSpec("hybrid", {**spec.options, "structure": structure})
-                          for label, spec in three.items()})
-    for ranker in rankers:
-        specs.update(column_specs(("ranker",), ranker=ranker))
-    return specs
-
-
-#: How a built-in hybrid re-scored along the code's structure is named (after its hybrid's label).
-STRUCTURE_LABEL = "+ structure du code"
 
 
 def builtin_name(label: str, query_text: str = DEFAULT_QUERY_TEXT) -> str:

@@ -362,7 +362,8 @@ def test_unreadable_and_oversized_uploads_get_a_clear_message():
 def test_builtin_retriever_scores_like_the_cli(tmp_path):
     """The built-in BM25 run is rendered from the service's Scoreboard of that Run (equal to its
     TREC file and to the CLI's ``run`` file: tests/app/test_search_logic.py)."""
-    from bsard_demo.app.score_page import baseline_specs, builtin_run
+    from bsard_demo.app.score_builtins import baseline_specs
+    from bsard_demo.app.score_page import builtin_run
 
     at = start("pages/score.py")
     at.button(key="builtin").click().run()

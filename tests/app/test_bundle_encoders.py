@@ -18,7 +18,7 @@ from bsard_demo.app.builds import (
     recorded_figure,
     unavailable_note,
 )
-from bsard_demo.app.score_page import STRUCTURE_LABEL, baseline_specs
+from bsard_demo.app.score_builtins import STRUCTURE_LABEL, baseline_specs
 from bsard_demo.app.search_links import (
     DEFAULT_SYSTEMS,
     LinkChoices,

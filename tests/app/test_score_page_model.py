@@ -12,10 +12,11 @@ from bsard_demo.app import charts
 
 # Wrapped by hand (isort skips it): one name a line would repeat test_search_logic.py's imports line for line.
 from bsard_demo.app.score_page import (ABSENT, DD_QID, DD_RUN, OUTCOMES, PQ_FILTER, RANK_PREFIX, SELECTION,  # isort: skip
-                                       BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_name,
+                                       BuiltinRun, ab_view, article_text_html, builtin_name,
                                        chart_clicked, chart_key, comparison, drill_down, gold_ranks_frame, is_long,
                                        open_question, picked_qid, problems_frame, score_files, score_tables,
                                        shown_metrics)
+from bsard_demo.app.score_builtins import baseline_specs
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.evaluation.stats import compare_measure
 from bsard_demo.runs import Run
