@@ -80,7 +80,7 @@ def test_sidebar_shows_the_sample_and_its_fictional_notice_on_every_page():
 
 def test_unreachable_hub_falls_back_to_the_sample_with_the_reason(monkeypatch):
     from bsard_demo import sources
-    from bsard_demo.app import ui
+    from bsard_demo.app import sidebar
 
     def unreachable(spec):
         if spec == "hub":  # the real loader, with the hub unreachable and nothing cached
@@ -89,14 +89,14 @@ def test_unreachable_hub_falls_back_to_the_sample_with_the_reason(monkeypatch):
         return sources.load_dataset(spec)
 
     monkeypatch.delenv("BSARD_DATA")
-    monkeypatch.setattr(ui, "load_uncached", unreachable)
-    ui.failure_memo().forget(("hub",))
+    monkeypatch.setattr(sidebar, "load_uncached", unreachable)
+    sidebar.failure_memo().forget(("hub",))
     at = start()
     banner = " ".join(i.value for i in at.info)
     assert "hub Hugging Face" in banner and "échantillon fictif" in banner
     assert "hub is unreachable and the file is not in the local cache" in banner.replace("\\", "")
     assert any("FICTIFS" in w.value for w in at.main.warning)
-    ui.failure_memo().forget(("hub",))
+    sidebar.failure_memo().forget(("hub",))
 
 
 def small_folder(folder: Path) -> Path:
@@ -286,7 +286,7 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
 
 
 def test_at_most_ten_files_are_scored_the_others_are_not_read():
-    from bsard_demo.app.score_page import MAX_FILES
+    from bsard_demo.app.score_uploads import MAX_FILES
 
     assert MAX_FILES == 10
     at = start("pages/score.py")
@@ -362,8 +362,8 @@ def test_unreadable_and_oversized_uploads_get_a_clear_message():
 def test_builtin_retriever_scores_like_the_cli(tmp_path):
     """The built-in BM25 run is rendered from the service's Scoreboard of that Run (equal to its
     TREC file and to the CLI's ``run`` file: tests/app/test_search_logic.py)."""
+    from bsard_demo.app.score_builtin_runs import builtin_run
     from bsard_demo.app.score_builtins import baseline_specs
-    from bsard_demo.app.score_page import builtin_run
 
     at = start("pages/score.py")
     at.button(key="builtin").click().run()
@@ -380,12 +380,12 @@ def test_builtin_retriever_scores_like_the_cli(tmp_path):
 
 
 def test_unexpected_error_shows_a_short_french_message(monkeypatch, runs):
-    import bsard_demo.app.score_page
+    import bsard_demo.app.score_tables
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(bsard_demo.app.score_page, "ci_frame", broken)
+    monkeypatch.setattr(bsard_demo.app.score_tables, "ci_frame", broken)
     at = start("pages/score.py")
     at.file_uploader(key="runs").upload("systeme_a.trec", runs["a"].read_bytes()).run()
     assert not at.exception
