@@ -15,7 +15,7 @@ from typing import Sequence
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
 from ..evaluation.checks import problem_code, problem_record
-from ..evaluation.report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
+from ..evaluation.report import FORMATS, json_report, metrics_table, per_question_table, render_table, table_notes
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..runs import sandbox
 from ..sources import load_dataset
@@ -30,6 +30,9 @@ conventions:
   A document listed twice keeps its best position. recall@k, map@k and mrr@k equal
   trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k;
   ndcg@10 (binary gains) equals trec_eval's ndcg_cut_10, the figure MTEB reports.
+  rprec (R-Precision: precision at rank R, R = the question's number of relevant articles)
+  equals trec_eval's Rprec on the whole run; its mean is the MRP of QABISAR and G-DSR.
+  Tables show R@k, MAP, R-Prec, nDCG@10, then MRR (it sees only the first relevant article).
   Runs with errors are not scored (exit 2); warnings are reported and the run is scored.
   BSARD-aware checks add warnings with a code: ids_shifted (ids off by one), near_random (no
   better than chance), wrong_split (questions of another split), scores_ascending (distances:
@@ -52,8 +55,8 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines, parquet; optionally "
-                                   "gzipped) against a split: recall@k, map@k, mrr@k and ndcg@10, macro-averaged over "
-                                   "all questions.")
+                                   "gzipped) against a split: recall@k, map@k, mrr@k, R-Precision (rprec) and ndcg@10, "
+                                   "macro-averaged over all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
     add_run_arguments(p)
     p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K",
@@ -178,8 +181,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.format == "table":
             print(f"{ds.name} · split {args.split} · {board.labelled} questions · values in %")
         print(render_table(table, args.format), end="")
-        if args.format == "table" and "ndcg@10" in table.columns:
-            print(NDCG_NOTE)
+        if args.format == "table":
+            print("\n".join(table_notes(list(table.columns))))
     if args.per_query and evaluations:
         per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False,
                                                                          float_format="%.6f")

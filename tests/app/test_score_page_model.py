@@ -198,7 +198,8 @@ def test_problem_table_shows_the_codes(sample):
     assert list(frame.columns) == ["ligne", "gravité", "code", "problème"]
     assert "ids_shifted" in list(frame["code"])
     assert list(problems_frame(board.runs[1].file.problems)["code"]) == ["bad_score"]
-    assert shown_metrics(board) == ["recall@100", "recall@200", "recall@500", "map@100", "mrr@100", "ndcg@10"]
+    assert shown_metrics(board) == ["recall@100", "recall@200", "recall@500", "map@100", "rprec", "ndcg@10",
+                                    "mrr@100"]
 
 
 def distance_pair(sample, seed=5):

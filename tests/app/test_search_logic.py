@@ -387,12 +387,12 @@ def test_score_files_matches_evaluate_and_the_cli_table(sample):
     table = metrics_frame(board)
     assert not board.published and list(table["source"]) == ["this run", "this run"]
     shown = display_metrics(table)
-    assert list(shown.columns) == ["R@100", "R@200", "R@500", "MAP@100", "MRR@100", "nDCG@10", "manquantes",
-                                   "inconnues", "source"]
+    assert list(shown.columns) == ["R@100", "R@200", "R@500", "MAP@100", "R-Prec", "nDCG@10", "MRR@100",
+                                   "manquantes", "inconnues", "source"]
     # the displayed numbers are the CLI table's numbers
     cli_rows = [line.split() for line in render_table(table, "table").splitlines()[2:]]
     for row, (_, values) in zip(cli_rows, shown.iterrows()):
-        assert [f"{v:.2f}" for v in values.iloc[:6]] == row[-8:-2]
+        assert [f"{v:.2f}" for v in values.iloc[:7]] == row[-9:-2]
         assert [str(values["manquantes"]), str(values["inconnues"])] == row[-2:]
 
 
