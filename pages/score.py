@@ -18,6 +18,7 @@ from bsard_demo.app.charts import (
 )
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import question_box, upload_refused_notice
+from bsard_demo.app.score_anchors import NOTES_FR, beside_frame, figure_columns
 from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun, builtin_run
 from bsard_demo.app.score_builtins import baseline_specs
 from bsard_demo.app.score_compare import (
@@ -49,10 +50,12 @@ from bsard_demo.app.score_page import (
 )
 from bsard_demo.app.score_tables import (
     NDCG_HELP,
+    RPREC_HELP,
     ci_frame,
     curve_frame,
     display_metrics,
     filter_categories,
+    measure_headers,
     metrics_frame,
     score_tables,
     shown_metrics,
@@ -61,6 +64,7 @@ from bsard_demo.app.score_uploads import DISTANCES_LABEL, MAX_FILES, prepare_rea
 from bsard_demo.app.state import display_name
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
+from bsard_demo.evaluation.measures import is_measure_column
 from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
 from bsard_demo.retrievers.neighbours import NEIGHBOURS
 
@@ -149,8 +153,8 @@ def page() -> None:
     data = ui.current_data()
     ds = data.dataset
     st.title("Évaluer des runs")
-    st.caption("Déposez les classements produits par vos systèmes : l'application les valide, calcule R@k, MAP, MRR "
-               "et nDCG@10, et compare les systèmes question par question.")
+    st.caption("Déposez les classements produits par vos systèmes : l'application les valide, calcule R@k, MAP, "
+               "R-Précision, nDCG@10 et MRR, et compare les systèmes question par question.")
     if not ds.split_names:
         st.warning("Ce jeu de données n'a aucun split de questions : rien à évaluer.")
         return
@@ -227,14 +231,26 @@ def _metrics(board, data, split, tables) -> None:
     table = metrics_frame(board)
     st.caption(metrics_caption(display_name(data), split, board))
     shown = display_metrics(table)
-    config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in shown.columns if "@" in c}
-    if "nDCG@10" in config:
-        config["nDCG@10"] = st.column_config.NumberColumn("nDCG@10", format="%.2f", help=NDCG_HELP)
+    helps = {"nDCG@10": NDCG_HELP, "R-Prec": RPREC_HELP}
+    config = {c: st.column_config.NumberColumn(c, format="%.2f", help=helps.get(c)) for c in measure_headers(shown)}
     st.dataframe(shown, width="stretch", column_config=config)
-    st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles).", help=NDCG_HELP)
+    st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles) ; R-Prec : la précision "
+               "au rang R (R = nombre d'articles pertinents), le « MRP » des travaux récents.", help=NDCG_HELP)
     row = st.container(horizontal=True)
     for d in table_downloads(tables, split):
         row.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime, key=d.key)
+    if board.published:
+        _state_of_the_art(tables, board)
+
+
+def _state_of_the_art(tables, board) -> None:
+    st.subheader("Vos runs et l'état de l'art publié (BSARD, split test)", anchor=False)
+    table = beside_frame(tables.metrics, board.ks)
+    config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in figure_columns(table)}
+    config["lu dans"] = st.column_config.TextColumn("lu dans", width="medium")
+    st.dataframe(table, width="stretch", column_config=config)
+    st.caption("  \n".join(NOTES_FR) + "  \nLe même tableau : `python -m bsard_demo anchors` ; "
+               "`python -m bsard_demo evaluate --anchors` l'imprime sous vos runs.")
 
 
 def _charts(board, tables) -> None:
@@ -265,7 +281,8 @@ def _per_question(board, ds, split, tables) -> None:
     chosen = st.multiselect("Filtrer par catégorie", categories(table), key=PQ_FILTER,
                             placeholder="toutes les catégories")
     shown = filter_categories(table, chosen)
-    config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns if "@" in c}
+    config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns
+              if is_measure_column(c)}
     config.update({c: st.column_config.Column(label) for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
     config["question"] = st.column_config.TextColumn("texte", width="medium")
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=320)

@@ -28,6 +28,17 @@ NDCG_HELP = ("nDCG@10 : gains binaires, les 10 premiers articles, chaque questio
              "l'article BSARD, et les runs intégrés par défaut, avec la question seule.")
 
 
+#: What the page says about R-Precision (behind a help icon).
+RPREC_HELP = ("R-Précision : la précision au rang R, où R est le nombre d'articles pertinents de la question "
+              "(`trec_eval -m Rprec`) ; la moyenne est le « MRP » que rapportent G-DSR et QABISAR. Le MRR, qui ne "
+              "voit que le premier article pertinent alors qu'une question en a jusqu'à 57, vient en dernier.")
+
+
+def measure_headers(shown: pd.DataFrame) -> list[str]:
+    """The measure columns of a :func:`display_metrics` table (its other columns are counts and the source)."""
+    return [c for c in shown.columns if c not in SHORT_NAMES.values()]
+
+
 def metrics_frame(board: Scoreboard) -> pd.DataFrame:
     """:func:`bsard_demo.evaluation.report.metrics_table` of the usable runs (published rows on BSARD test)."""
     return metrics_table(board.evaluations, published=board.published)
