@@ -11,7 +11,7 @@ import pytest
 
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
 from bsard_demo.app.score_page import DD_QID, NDCG_HELP, RANK_PREFIX, SELECTION, BuiltinRun, score_files
-from bsard_demo.app.search_page import NEIGHBOURS_COLUMN
+from bsard_demo.retrievers.kinds import NEIGHBOURS_COLUMN
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample
 

@@ -75,7 +75,7 @@ def test_a_registered_kind_is_offered_everywhere_and_runs(toy, tmp_path, capsys)
     rf = read_run_path(out)
     assert rf.run is not None and rf.run.rankings["10"] == ("8", "7", "6")
     assert "toy" in kinds_markdown()
-    with pytest.raises(ValueError, match="--encoder applies to --retriever bm25, dense, hybrid or ranker, not toy"):
+    with pytest.raises(ValueError, match="--encoder applies to --retriever dense, hybrid or ranker, not toy"):
         from bsard_demo.cli.retrieval import spec_from_args
         spec_from_args(build_parser().parse_args(["run", "--retriever", "toy", "--encoder", "e5", "--out", "x"]))
     with pytest.raises(ValueError, match="registered already"):
