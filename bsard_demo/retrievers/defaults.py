@@ -30,6 +30,8 @@ _RANKER, _HYBRID = RANKER.name, HYBRID.name
 CHOICE = "default"
 CHOICE_HELP = (f"{CHOICE}: what the Search page shows a first visitor here (the index bundle of --index, the models "
                "of $BSARD_MODELS, the stored embeddings), its best column")
+#: The keys of :func:`~bsard_demo.training.trained_for_corpus`'s answer (a model record's kind).
+TRAINED_ADAPTERS, TRAINED_RANKERS = "adapter", _RANKER
 #: What a first visitor sees with nothing else at hand (and the app tests' first visitor).
 BASE_SYSTEMS = (BASE_PART,)
 
@@ -98,13 +100,16 @@ class Facts:
 
 
 def gather(dataset: Dataset, *, cache_root=None, trained: Callable[[], Mapping[str, Sequence[str]]] | None = None,
-           stored: Callable[[str], bool] | None = None, offered: Callable[[str], bool] | None = None) -> Facts:
+           stored: Callable[[str], bool] | None = None, offered: Callable[[str], bool] | None = None,
+           neighbours: bool | None = None) -> Facts:
     """The facts of ``dataset`` here, in one call. Each source may be handed in (a page's cached
     one): ``trained()`` the adapters and rankers fitted on the corpus by kind (default
     :func:`~bsard_demo.training.trained_for_corpus` of its fingerprint), ``stored(encoder)`` whether
     its embeddings are stored (default :meth:`~.dense.DenseRetriever.is_stored` in ``cache_root``);
+    (``trained()``'s keys: :data:`TRAINED_ADAPTERS`, :data:`TRAINED_RANKERS`, as ``trained_for_corpus``'s);
     ``offered(encoder)``: whether a front end offers that encoder (or the neighbours part) at all
-    (default: all)."""
+    (default: all); ``neighbours``: whether it has labelled training questions, when the front end
+    knows already (default: :func:`~.neighbours.labelled_questions` of its train split)."""
     if dataset.articles is None or not len(dataset.articles):
         return Facts()
     offered = offered or (lambda name: True)
@@ -112,10 +117,11 @@ def gather(dataset: Dataset, *, cache_root=None, trained: Callable[[], Mapping[s
     if stored is None:
         def stored(encoder: str) -> bool:
             return DenseRetriever.is_stored(dataset.articles, encoder, cache_root=cache_root)
-    adapters = tuple(a for a in found.get("adapter", ()) if offered(a))
-    return Facts(rankers=tuple(found.get(_RANKER, ())), adapters=adapters,
+    adapters = tuple(a for a in found.get(TRAINED_ADAPTERS, ()) if offered(a))
+    return Facts(rankers=tuple(found.get(TRAINED_RANKERS, ())), adapters=adapters,
                  stored=frozenset(e for e in (*adapters, DEFAULT_ENCODER) if offered(e) and stored(e)),
-                 neighbours=offered(NEIGHBOURS) and bool(labelled_questions(dataset, DEFAULT_SPLIT)[0]))
+                 neighbours=offered(NEIGHBOURS) and (bool(labelled_questions(dataset, DEFAULT_SPLIT)[0])
+                                                     if neighbours is None else neighbours))
 
 
 def default_spec(dataset: Dataset, cache_root=None, facts: Facts | None = None) -> RetrieverSpec:

@@ -159,7 +159,8 @@ BM25 = register(RetrieverKind(
 DENSE = register(RetrieverKind(
     "dense", "a dense encoder: `use`, `e5`, `minilm`, a sentence-transformers model or folder, a query adapter",
     frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"}), _build_dense, flags=DENSE_FLAGS,
-    takes=dests(DENSE_FLAGS), from_args=dense_from_args, to_flags=dense_flags, label="Dense", column=_dense_column))
+    takes=dests(DENSE_FLAGS), from_args=dense_from_args, to_flags=dense_flags, label="Dense", column=_dense_column,
+    link_params=("enc",)))
 NEIGHBOURS_KIND = register(RetrieverKind(
     NEIGHBOURS, "the articles cited by the most similar questions of the `train` split", frozenset({"split", "n"}),
     _build_neighbours, to_flags=neighbours_flags, label=NEIGHBOURS_COLUMN, offered="never"))
@@ -168,7 +169,8 @@ HYBRID = register(RetrieverKind(
     frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth", "structure"}),
     parts=hybrid_parts, assemble=_assemble_hybrid, flags=HYBRID_FLAGS,
     takes=dests(DENSE_FLAGS + BM25_FLAGS + HYBRID_FLAGS), from_args=hybrid_from_args, to_flags=hybrid_flags,
-    tunable=True, label="Hybride", column=_hybrid_column))
+    tunable=True, label="Hybride", column=_hybrid_column,
+    link_params=("henc", "struct", "fusion", "rrfk", "alpha", "w")))
 RANKER = register(RetrieverKind(
     "ranker", "a learned ranker (LambdaRank trees, `train --ranker`) over BM25, `use`, the adapter, the neighbours and "
               "the code's structure: `--encoder DIR`", frozenset({"model"}), parts=_ranker_parts,

@@ -118,7 +118,9 @@ class RetrieverKind:
       a model of its kind is at hand: :attr:`ColumnChoice.model`) or ``"never"`` (reached another
       way: neighbours is an "encoder" of the dense column); ``column(choice)`` its column's label
       and spec (default: the label, its spec with ``settings`` as chosen); ``settings`` the
-      :class:`Setting` a link carries for it."""
+      :class:`Setting` a link carries for it; ``link_params`` the page's own link parameters its
+      column reads (the dense encoder, the hybrid's fusion: :mod:`bsard_demo.app.link_codec`), written
+      in a link only when the kind is among its systems."""
 
     name: str
     summary: str
@@ -135,6 +137,7 @@ class RetrieverKind:
     offered: str = "always"
     column: Callable[[ColumnChoice], tuple[str, "RetrieverSpec"]] | None = None
     settings: tuple[Setting, ...] = ()
+    link_params: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -198,6 +201,17 @@ def menu_kinds(with_model: bool = False) -> list[str]:
     always, and with ``with_model`` those offered when a model of theirs is at hand."""
     wanted = ("always", "with_model") if with_model else ("always",)
     return [k.name for k in _KINDS.values() if k.offered in wanted]
+
+
+def link_params_of(kinds: Sequence[str]) -> frozenset[str]:
+    """The link parameters the registered ``kinds`` read (their ``link_params`` and settings')."""
+    found = [_KINDS[k] for k in kinds if k in _KINDS]
+    return frozenset(p for k in found for p in (*k.link_params, *(s.param for s in k.settings)))
+
+
+def kind_settings() -> dict[str, Setting]:
+    """Every registered kind's :class:`Setting` by its link parameter."""
+    return {s.param: s for k in _KINDS.values() for s in k.settings}
 
 
 def kinds_markdown() -> str:

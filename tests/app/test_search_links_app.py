@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
-from bsard_demo.app.search_links import LinkChoices, parse_link, same_params
+from bsard_demo.app.link_codec import LinkChoices, parse_link, same_params
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_dataset, load_sample
