@@ -40,13 +40,13 @@ from bsard_demo.app.link_codec import (
     LinkChoices,
     link_params,
     parse_link,
-    query_params_dict,
-    same_params,
     share_url,
 )
 from bsard_demo.app.link_widgets import (
     WIDGET_KEYS,
     hybrid_systems,
+    query_params_dict,
+    same_params,
     setting_key,
     settings_from_state,
     should_apply,
@@ -55,16 +55,9 @@ from bsard_demo.app.link_widgets import (
 )
 from bsard_demo.app.passages import group_passages, section_context
 from bsard_demo.app.render import COPY_SCRIPT, entry_card, missed_list, question_box, similar_panel
+from bsard_demo.app.search_examples import Examples, examples_of
 from bsard_demo.app.search_model import link_choices
-from bsard_demo.app.search_page import (
-    Examples,
-    article_codes,
-    build_columns,
-    column_specs,
-    examples_of,
-    kind_label,
-    run_search,
-)
+from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
 from bsard_demo.app.state import is_built
 from bsard_demo.retrievers import retriever_kinds
 from bsard_demo.retrievers.kinds import DENSE

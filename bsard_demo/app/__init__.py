@@ -1,9 +1,9 @@
 """The Streamlit app's logic, importable and testable without Streamlit (apart from :mod:`.ui` and
 :mod:`.hosting_ui`); the pages (``pages/*.py``) only wire widgets to it. :mod:`.state`: dataset, shared indexes,
-folder access; page models :mod:`.search_model` (its sections :mod:`.search_page`, :mod:`.link_codec`,
-:mod:`.link_policy`, :mod:`.link_widgets`, :mod:`.answers`, :mod:`.passages`) and :mod:`.score_page` (with
-:mod:`.score_builtins`);
-:mod:`.builds`: encoders offered and their builds; output: :mod:`.render`, :mod:`.highlight`, :mod:`.charts`,
-:mod:`.french`; hosting: :mod:`.hosting`, :mod:`.hosting_ui`; :mod:`.ui`: the Streamlit glue.
+folder access; page models :mod:`.search_model` (its sections :mod:`.search_page`, :mod:`.search_examples`,
+:mod:`.link_codec`, :mod:`.link_policy`, :mod:`.link_widgets`, :mod:`.answers`, :mod:`.passages`) and
+:mod:`.score_page` (with :mod:`.score_builtins`); :mod:`.builds`: encoders offered and their builds; output:
+:mod:`.render`, :mod:`.highlight`, :mod:`.charts`, :mod:`.french`; hosting: :mod:`.hosting`, :mod:`.hosting_ui`;
+:mod:`.ui`: the Streamlit glue.
 A test (``tests/app/test_app_modules.py``) checks that this list names every module.
 """

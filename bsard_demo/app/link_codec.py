@@ -343,15 +343,3 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
                               hybrid_encoders=hybrid_encoders, fusion=fusion, rrf_k=rrf_k, alpha=float(alpha),
                               weights=weights, example=example, structure=structure, options=read.options())
     return settings, read.notes
-
-
-def query_params_dict(query_params) -> dict[str, list[str]]:
-    """``{name: [values]}`` of a Streamlit ``st.query_params`` (or any mapping with ``get_all``)."""
-    return {name: list(query_params.get_all(name)) for name in query_params}
-
-
-def same_params(a: Mapping[str, str | Sequence[str]], b: Mapping[str, str | Sequence[str]]) -> bool:
-    """Whether two parameter mappings hold the same values (a lone value equals a list of it)."""
-    def norm(m):
-        return {k: [v] if isinstance(v, str) else list(v) for k, v in m.items()}
-    return norm(a) == norm(b)

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION
 from ..retrievers.registry import BASE_PART, kind_settings, retriever_kinds
-from .link_codec import DEFAULT_K, DEFAULT_RRF_K, FUSIONS, LinkChoices, SearchSettings, same_params
+from .link_codec import DEFAULT_K, DEFAULT_RRF_K, FUSIONS, LinkChoices, SearchSettings
 from .link_policy import default_hybrid_weights
 
 #: Session-state keys of the Search page's widgets, by setting.
@@ -101,3 +101,15 @@ def should_apply(current: Mapping[str, str | Sequence[str]], written: Mapping[st
     """Whether the page must take its settings from the URL: it holds a search (not empty: a
     visit from the other page comes back without one) that this session did not write itself."""
     return bool(current) and (written is None or not same_params(current, written))
+
+
+def query_params_dict(query_params) -> dict[str, list[str]]:
+    """``{name: [values]}`` of a Streamlit ``st.query_params`` (or any mapping with ``get_all``)."""
+    return {name: list(query_params.get_all(name)) for name in query_params}
+
+
+def same_params(a: Mapping[str, str | Sequence[str]], b: Mapping[str, str | Sequence[str]]) -> bool:
+    """Whether two parameter mappings hold the same values (a lone value equals a list of it)."""
+    def norm(m):
+        return {k: [v] if isinstance(v, str) else list(v) for k, v in m.items()}
+    return norm(a) == norm(b)

@@ -12,8 +12,9 @@ from bsard_demo.retrievers.registry import hybrid_spec
 
 # Wrapped by hand (isort skips it): one name a line would repeat pages/search.py's imports line for line.
 from bsard_demo.app.link_codec import (DEFAULT_K, DEFAULT_RRF_K, MAX_QUESTION_CHARS, LinkChoices, SearchSettings,  # isort: skip
-                                       link_params, link_query, parse_link, same_params, share_url)
-from bsard_demo.app.link_widgets import settings_from_state, should_apply, state_from_settings, weight_key  # isort: skip
+                                       link_params, link_query, parse_link, share_url)
+from bsard_demo.app.link_widgets import (same_params, settings_from_state, should_apply,  # isort: skip
+                                         state_from_settings, weight_key)
 
 CODES = ("Code civil", "Code <script>alert(1)</script>", "Code, virgule & co")
 ENCODERS = ("use", "e5", "minilm", "trained:mon modèle", "trained:a,b")

@@ -16,7 +16,9 @@ from bsard_demo.app.render import missed_list
 from bsard_demo.app.score_page import (builtin_name, builtin_run, builtin_run_text, comparison, curve_frame,  # isort: skip
                                        display_metrics, drill_down, filter_categories, metrics_frame,
                                        per_question_frame, problems_frame, score_files)
-from bsard_demo.app.search_page import (NEW, article_codes, column_specs, example_questions, filter_by_code,  # isort: skip
+from bsard_demo.app.search_examples import example_questions
+
+from bsard_demo.app.search_page import (NEW, article_codes, column_specs, filter_by_code,  # isort: skip
                                         missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
 from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary, display_name,  # isort: skip
                                   get_retriever, is_built, open_data, progress_fraction, progress_text, source_kind)
