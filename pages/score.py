@@ -61,6 +61,7 @@ from bsard_demo.app.score_tables import (
     shown_metrics,
 )
 from bsard_demo.app.score_uploads import DISTANCES_LABEL, MAX_FILES, prepare_reader, problems_frame, too_many_files
+from bsard_demo.app.search_model import first_visit
 from bsard_demo.app.state import display_name
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
@@ -96,13 +97,15 @@ PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie"
 BUILD_ERRORS = (DataError, ValueError, OSError)
 
 
-def _specs(menu, rankers=()) -> dict:
-    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry)
-    and the learned rankers fitted on this corpus."""
+def _specs(data, menu, rankers=()) -> dict:
+    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry),
+    the learned rankers fitted on this corpus and the Search page's first visitor's system (the one
+    resolver of retrievers/defaults.py, as run --retriever default)."""
     models = builtin_models(menu)
+    first = first_visit(data.dataset, menu, rankers=rankers, stored=lambda target: ui.dense_stored(data, target))
     return baseline_specs(models={o.key: o.target for o in models},
                           neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
-                          adapters=[o.key for o in models if o.adapter], rankers=rankers)
+                          adapters=[o.key for o in models if o.adapter], rankers=rankers, first=first)
 
 
 def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
@@ -129,7 +132,7 @@ def _builtins(data, split: str) -> BuiltinRun:
                 "déposé. Un index déjà construit (ou fourni dans un paquet d'index) rend le calcul immédiat ; sinon "
                 "sa construction s'affiche.")
     menu = ui.encoder_menu(data)  # once per rerun: it lists $BSARD_MODELS and the bundle's models
-    specs = _specs(menu, ui.rankers_here(data))
+    specs = _specs(data, menu, ui.rankers_here(data))
     label = st.selectbox("Système intégré", list(specs), key="builtin_system", placeholder="Choisir…")
     for option in builtin_models(menu):
         st.caption(md_escape(option.label))

@@ -12,6 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from ..evaluation.measures import Measure
+from ..retrievers.defaults import TRAINED_RANKERS
+from ..retrievers.dense import DenseRetriever
+from ..retrievers.kinds import HYBRID
+from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
+from ..retrievers.onnx_encoder import find_export
+from ..retrievers.registry import hybrid_parts
+from ..training import list_trained_models
 from . import french
 
 #: Built-in encoders in menu order, each with its French description.
@@ -104,8 +112,6 @@ def recorded_figure(test: Mapping | None) -> str | None:
     """A bundled model's recorded test figure in French, e.g. ``"Rappel@100 0,748 (split test)"``:
     ``{"measure": "recall@100", "value": 0.748, "split": "test"}``, or measures as keys
     (``{"recall@100": 0.748, ...}``: R@100 first); ``None`` when it records none readable."""
-    from ..evaluation.measures import Measure
-
     if not isinstance(test, Mapping):
         return None
     pairs = []
@@ -172,7 +178,7 @@ def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str |
     for model in bundle.model_list():
         key = BUNDLE_PREFIX + model.name
         t = model.training if isinstance(model.training, Mapping) else {}
-        if t.get("kind") == "ranker":  # a learned ranker, not an encoder: the systems menu offers it
+        if t.get("kind") == TRAINED_RANKERS:  # a learned ranker, not an encoder: the systems menu offers it
             continue
         missing = _missing(adapter_requires(t.get("base")), present) if t.get("kind") == "adapter" else onnx_missing
         this = (t.get("articles_sha256") == corpus_sha256) if corpus_sha256 and t.get("articles_sha256") else None
@@ -193,8 +199,6 @@ def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str |
 
 
 def _has_export(folder) -> bool:
-    from ..retrievers.onnx_encoder import find_export
-
     try:
         return find_export(folder) is not None
     except OSError:
@@ -213,8 +217,6 @@ def encoder_options(models: Iterable | None = None, *, present: Callable[[str], 
         out.append(EncoderOption(key, f"{key} — {description}", key, not missing,
                                  f"{', '.join(missing)} absent(s) de ce serveur" if missing else None))
     if models is None:
-        from ..training import list_trained_models
-
         models = list_trained_models()
     if bundle is not None:
         out += _bundle_options(bundle, present, corpus_sha256)
@@ -253,8 +255,6 @@ NEIGHBOURS_LABEL = ("neighbours — questions voisines : les articles cités par
 def neighbours_option(dataset) -> EncoderOption:
     """The neighbours part as a menu option (key and target :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`):
     offered when ``dataset`` has a split ``train`` whose questions cite articles of its corpus."""
-    from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
-
     cited = bool(labelled_questions(dataset, DEFAULT_SPLIT)[0])  # the rule NeighboursRetriever.build refuses by
     return EncoderOption(NEIGHBOURS, NEIGHBOURS_LABEL, NEIGHBOURS, cited,
                          None if cited else f"pas de questions « {DEFAULT_SPLIT} » étiquetées sur ce corpus")
@@ -285,8 +285,6 @@ def unavailable_note(options: Sequence[EncoderOption]) -> str | None:
 def dense_index_stored(articles, encoder: str, *, cache_root: Path | None = None) -> bool:
     """Whether the embeddings of ``articles`` by ``encoder`` (default dense settings) are in an
     active index bundle or the cache, i.e. a build would only load them (the retriever says)."""
-    from ..retrievers.dense import DenseRetriever
-
     return DenseRetriever.is_stored(articles, encoder, cache_root=cache_root)
 
 
@@ -312,7 +310,7 @@ def slow_parts(specs: Mapping[str, object], ready: Callable[[str], bool]) -> dic
     says whether the encoder ``target``'s index is built or stored."""
     out: dict[str, list[str]] = {}
     for label, spec in specs.items():
-        parts = (spec.options.get("retrievers") or []) if spec.kind == "hybrid" else [spec]
+        parts = hybrid_parts(spec) if spec.kind == HYBRID.name else [spec]
         needed = []
         for part in parts:
             options = part.options if hasattr(part, "options") else dict(part).get("options", {})

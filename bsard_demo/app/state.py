@@ -15,9 +15,9 @@ from typing import Callable, Generic, Hashable, TypeVar
 
 from .. import settings
 from ..dataset import DataError, Dataset
-from ..retrievers import Retriever, RetrieverSpec, build_retriever
+from ..retrievers import Retriever, RetrieverSpec, build_retriever, retriever_kinds
 from ..retrievers.base import Progress
-from ..retrievers.registry import hybrid_parts, make_hybrid
+from ..retrievers.dense import CACHE_KIND as DENSE_CACHE
 from ..sources import DataUnavailable, default_spec, load_dataset
 
 T = TypeVar("T")
@@ -248,24 +248,15 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
                   notice: Callable[[str], None] | None = None) -> Retriever:
     """The retriever ``spec`` over the active dataset, built once per process.
 
-    A hybrid is composed from its parts' registry entries (so BM25 and dense indexes are shared
-    with the single-retriever columns) and is itself cheap to make.
+    A kind made of parts (a hybrid, a learned ranker: :attr:`~bsard_demo.retrievers.RetrieverKind.parts`)
+    is assembled from its parts' registry entries, so their BM25 and dense indexes are shared with
+    the other columns, and is itself cheap to make.
     """
-    if spec.kind == "hybrid":
-        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in hybrid_parts(spec)]
-        size = len(data.dataset.articles) if data.dataset.articles is not None else None
-        return registry.get((data.key, spec.key()),
-                            _logged(f"hybrid index over {data.spec}", lambda: make_hybrid(
-                                spec, built, corpus_size=size, articles=data.dataset.articles)))
-    if spec.kind == "ranker" and not is_built(registry, data, spec):  # its inputs shared with the other columns
-        from ..retrievers.ranker import build_ranker, part_specs
-        from ..retrievers.registry import ranker_folder
-
-        folder = ranker_folder(spec.options.get("model", ""))
-        parts = [RetrieverSpec(*part) for part in part_specs(folder).values()]
-        built = {p.key(): get_retriever(registry, data, p, progress=progress, notice=notice) for p in parts}
-        return registry.get((data.key, spec.key()), _logged(f"ranker over {data.spec}", lambda: build_ranker(
-            data.dataset, folder, build=lambda part: built[RetrieverSpec(*part).key()])))
+    kind = retriever_kinds()[spec.kind]
+    if kind.parts is not None and not is_built(registry, data, spec):
+        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in kind.parts(spec)]
+        return registry.get((data.key, spec.key()), _logged(f"{spec.kind} over {data.spec}",
+                                                            lambda: kind.assemble(spec, built, data.dataset)))
     return registry.get((data.key, spec.key()),
                         _logged(f"{spec.kind} index over {data.spec}",
                                 lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice)))
@@ -288,11 +279,11 @@ STEP_FR = {
 }
 ENTRY_STEP_FR = {
     ("saving", "bm25s"): "enregistrement de l'index BM25",
-    ("saving", "dense"): "enregistrement des plongements",
+    ("saving", DENSE_CACHE): "enregistrement des plongements",
     ("loaded_cached", "bm25s"): "index BM25 chargé depuis le cache",
-    ("loaded_cached", "dense"): "plongements chargés depuis le cache",
+    ("loaded_cached", DENSE_CACHE): "plongements chargés depuis le cache",
     ("loaded_bundle", "bm25s"): "index BM25 chargé",
-    ("loaded_bundle", "dense"): "plongements chargés",
+    ("loaded_bundle", DENSE_CACHE): "plongements chargés",
 }
 #: Where a ``loaded_bundle`` step loaded from.
 FROM_BUNDLE_FR = " depuis les index préconstruits"

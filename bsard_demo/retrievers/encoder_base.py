@@ -198,7 +198,7 @@ def _stamp(folder: Path) -> tuple:
     return tuple(out)
 
 
-def _bundled_model(name: str) -> Path | None:
+def bundled_model(name: str) -> Path | None:
     """The folder of the model ``name`` in an active index bundle (duck-typed ``model_folder``);
     a bundle whose model files do not match their record raises :class:`EncoderUnavailable`."""
     from .. import cache  # the active index bundles

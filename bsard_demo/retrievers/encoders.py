@@ -25,8 +25,8 @@ from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public na
     Encoder,
     EncoderUnavailable,
     _batched,
-    _bundled_model,
     _stamp,
+    bundled_model,
     folder_digest,
     model_version,
     normalize_rows,
@@ -431,7 +431,7 @@ def resolve_encoder(name: str = DEFAULT_ENCODER, backend: str = DEFAULT_BACKEND)
         if is_adapter_folder(folder):
             return _adapter_encoder(str(folder), key, backend, None, _stamp(folder))
         return _folder_encoder(str(folder), key, backend, _stamp(folder))
-    bundled = _bundled_model(key) if key and path is not None and not path.exists() else None
+    bundled = bundled_model(key) if key and path is not None and not path.exists() else None
     if bundled is not None and is_adapter_folder(bundled):
         return _adapter_encoder(str(bundled), key, backend, key, _stamp(bundled))
     if bundled is not None:

@@ -43,11 +43,11 @@ def offline_env(monkeypatch, tmp_path, tmp_path_factory):
     before and after (a hub dataset loaded here must not leak into other tests)."""
     import huggingface_hub.constants
 
-    from bsard_demo.app import search_links
+    from bsard_demo.app import link_policy
 
     # the cache below is shared by this file's tests: embeddings one of them builds must not add the
     # hybrid to a later test's first page (as _app_helpers.set_app_env does for the other app tests)
-    monkeypatch.setattr(search_links, "SHOW_STORED_HYBRID", False)
+    monkeypatch.setattr(link_policy, "SHOW_STORED_HYBRID", False)
     cache = tmp_path_factory.getbasetemp() / "hub-faults-cache"
     cache.mkdir(exist_ok=True)
     monkeypatch.delenv("BSARD_DATA", raising=False)

@@ -10,7 +10,8 @@ from _app_helpers import sample_run_trec
 from bsard_demo.app import score_tables as score_table_module
 from bsard_demo.app.score_tables import score_tables, to_csv_bytes
 from bsard_demo.app.score_uploads import score_files
-from bsard_demo.app.search_page import build_columns, column_specs, examples_of
+from bsard_demo.app.search_examples import examples_of
+from bsard_demo.app.search_page import build_columns, column_specs
 from bsard_demo.dataset import Dataset
 from bsard_demo.evaluation.report import metrics_table, per_question_table
 from bsard_demo.sources import load_sample

@@ -24,8 +24,9 @@ from bsard_demo.app.score_tables import (
     per_question_frame,
 )
 from bsard_demo.app.score_uploads import problems_frame, score_files
+from bsard_demo.app.search_examples import example_questions
 
-from bsard_demo.app.search_page import (NEW, article_codes, column_specs, example_questions, filter_by_code,  # isort: skip
+from bsard_demo.app.search_page import (NEW, article_codes, column_specs, filter_by_code,  # isort: skip
                                         missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
 from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary, display_name,  # isort: skip
                                   get_retriever, is_built, open_data, progress_fraction, progress_text, source_kind)
