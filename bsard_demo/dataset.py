@@ -200,7 +200,9 @@ class Dataset:
     """A corpus (``None`` when only questions are available) and named question splits.
 
     ``kind`` is ``"hub"``, ``"local"`` or ``"sample"``; ``fictional`` is true for the bundled
-    sample, whose articles are invented and must be shown as such.
+    sample, whose articles are invented and must be shown as such. ``files`` are the paths of the
+    files read, by file name (``articles.csv``, ``questions_test.csv``…), for the reproducibility
+    stamp (:mod:`bsard_demo.evaluation.stamp`), which hashes them and shows no path.
     """
 
     name: str
@@ -208,6 +210,7 @@ class Dataset:
     articles: pd.DataFrame | None
     splits: Mapping[str, pd.DataFrame]
     fictional: bool = False
+    files: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     _qrels: dict = field(default_factory=dict, repr=False, compare=False)
     _article_pos: dict | None = field(default=None, repr=False, compare=False)
 

@@ -84,7 +84,9 @@ def load_sample() -> Dataset:
                                                   source=f"sample questions_{split}.csv"))
         for split in ("train", "test")
     }
-    return Dataset(name="sample (fictional articles)", kind="sample", articles=articles, splits=splits, fictional=True)
+    files = {name: str(root.joinpath(name)) for name in ("articles.csv", *(f"questions_{s}.csv" for s in splits))}
+    return Dataset(name="sample (fictional articles)", kind="sample", articles=articles, splits=splits, fictional=True,
+                   files=files)
 
 
 def load_folder(folder: Path, *, need_corpus: bool = True) -> Dataset:
@@ -115,7 +117,9 @@ def load_folder(folder: Path, *, need_corpus: bool = True) -> Dataset:
     elif need_corpus:
         raise DataError(f"{folder}: no articles.csv (needed to search; scoring works without it)")
     splits = {name: normalize_questions(_read(path), source=str(path)) for name, path in split_files.items()}
-    return Dataset(name=str(folder), kind="local", articles=articles, splits=splits)
+    read = ([articles_path] if articles is not None else []) + list(split_files.values())
+    files = {path.name: str(path) for path in read}
+    return Dataset(name=str(folder), kind="local", articles=articles, splits=splits, files=files)
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -214,7 +218,8 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
         raise DataUnavailable(f"the hub files look damaged or partly downloaded ({exc})", "damaged") from None
     if optional and need_corpus:  # the optional splits serve training, which needs the corpus
         splits.update(_optional_splits(download, online, timeout, end, articles))
-    return Dataset(name="BSARD (Hugging Face hub)", kind="hub", articles=articles, splits=splits)
+    return Dataset(name="BSARD (Hugging Face hub)", kind="hub", articles=articles, splits=splits,
+                   files={name: str(path) for name, path in paths.items()})
 
 
 def _optional_splits(download: Downloader, online: bool, timeout: float, end: float | None,

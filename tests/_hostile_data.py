@@ -8,8 +8,12 @@ read that variable. The folder is a normal local dataset (``articles.csv``,
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 IMG = "<img src=x onerror=window.__xss=1>"
 SCRIPT = "<script>window.__xss=1</script>"
@@ -98,3 +102,60 @@ def run_trec(reverse: bool = False) -> bytes:
 def run_json() -> bytes:
     """The same kind of run as JSON scores, with a docid containing spaces and markup."""
     return json.dumps({"1": {EVIL_ARTICLE: 3.0, "1": 2.0, IMG: 1.0}, EVIL_QID: {"2": 1.0}}).encode()
+
+
+#: The length of :func:`huge_id_runs`' ids: far above any message's bound, small enough for a quick test.
+HUGE = 1_000_000
+
+
+def _parquet(rows: list[tuple[str, str, float]], qcol: str = "q_id") -> bytes:
+    out = io.BytesIO()
+    q, d, s = zip(*rows)
+    pq.write_table(pa.table({qcol: list(q), "doc_id": list(d), "score": list(s)}), out)
+    return out.getvalue()
+
+
+def huge_id_runs(n: int = HUGE) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of runs over :func:`questions` whose one article id, or one question id, is
+    ``n`` characters long, in every format (JSON, JSON Lines, TREC, CSV, TSV, parquet), then other
+    hostile runs of the kind: an ``n``-character score, rank, tag or header, the huge article listed
+    twice, and ranks contradicting scores for a huge question. Each gets warnings or errors that
+    name the huge value (unknown article or question, short ranking, duplicate, bad number...)."""
+    big_doc, big_q = "A" * n, "Q" * n
+    cases: list[tuple[str, bytes]] = []
+    for what, rows in (("doc", [("1", big_doc, 2.0), ("1", "2", 1.0)]),
+                       ("qid", [(big_q, "2", 2.0), (big_q, "3", 1.0), ("1", "2", 1.0)])):
+        scores: dict = {}
+        for q, d, s in rows:
+            scores.setdefault(q, {})[d] = s
+        cases += [
+            (f"huge-{what}.json", json.dumps(scores).encode()),
+            (f"huge-{what}.jsonl", "".join(json.dumps({"qid": q, "docid": d, "score": s}) + "\n"
+                                           for q, d, s in rows).encode()),
+            (f"huge-{what}.trec", "".join(f"{q} Q0 {d} {r} {s} t\n" for r, (q, d, s) in enumerate(rows, 1)).encode()),
+            (f"huge-{what}.csv", ("q_id,doc_id,score\n" + "".join(f"{q},{d},{s}\n" for q, d, s in rows)).encode()),
+            (f"huge-{what}.tsv", ("query_id\tdoc_id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in rows)
+                                  ).encode()),
+            (f"huge-{what}.parquet", _parquet(rows)),
+        ]
+    cases += [
+        ("huge-score.trec", f"1 Q0 2 1 {'9' * n}x t\n".encode()),
+        ("huge-score.json", json.dumps({"1": {"2": [big_doc]}}).encode()),
+        ("huge-rank.csv", f"qid,docid,rank\n1,2,{'9' * n}x\n".encode()),
+        ("huge-tags.trec", f"1 Q0 2 1 2.0 {big_doc}\n1 Q0 3 2 1.0 {big_q}\n".encode()),
+        ("huge-header.csv", f"qid,docid,{big_doc}\n1,2\n".encode()),
+        ("huge-columns.csv", f"qid,{big_doc}\n1,2\n".encode()),
+        ("huge-twice.trec", f"1 Q0 {big_doc} 1 2.0 t\n1 Q0 {big_doc} 2 1.0 t\n".encode()),
+        ("huge-ranks.trec", f"{big_q} Q0 2 2 2.0 t\n{big_q} Q0 3 1 1.0 t\n".encode()),
+        ("huge-ranked.json", json.dumps({big_q: [big_doc, [big_doc]]}).encode()),
+        ("huge-mixed.json", json.dumps({"1": {"2": 1.0}, big_q: [big_doc]}).encode()),
+        ("huge-jsonl-id.jsonl", (json.dumps({"qid": [big_q], "docid": "2", "score": 1}) + "\n").encode()),
+        ("huge-column-type.parquet", _parquet_bad_type(big_doc)),
+    ]
+    return cases
+
+
+def _parquet_bad_type(name: str) -> bytes:
+    out = io.BytesIO()
+    pq.write_table(pa.table({"qid": ["1"], "docid": ["2"], name: [1.0], "score": [[1.0]]}), out)
+    return out.getvalue()

@@ -51,6 +51,9 @@ TRAINING = (
     "tests/cli/test_cli_real_slice.py::test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines",
 )
 SLOW = (
+    # ranx's numba functions (compiled on first use, ~25-100 s on a busy machine; cached after)
+    "tests/runs/test_exchange.py::test_round_trip_through_ranx_and_ir_measures",
+    "tests/runs/test_exchange.py::test_runs_written_by_ranx_read_back_in_the_same_order",
     "tests/training/test_ranker_training.py",  # trains an adapter and a ranker on the sample (~9 s)
     "tests/app/test_search_ranker.py",  # the same ranker (tests/_ranker_fixture.py)
     # real models, ONNX exports, subprocesses of their own

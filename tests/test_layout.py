@@ -1,7 +1,9 @@
 """The package's shape (issue 8): no import cycle, even through a function-level import; no module
 over 600 lines; the pages import no private names; only bsard_demo/settings.py reads the
-environment and no French wording stands outside the app (issue 15). Read from the source with
-``ast``."""
+environment and no French wording stands outside the app (issue 15); bench/ and tests/ apart; no
+private name taken across modules, function-level imports only for optional heavy dependencies,
+app/ modules small, the README's Layout naming every module (issue 28). Read from the source with
+``ast``; each rule has a crafted case it fails on."""
 from __future__ import annotations
 
 import ast
@@ -644,3 +646,60 @@ def test_the_app_module_size_check_can_fail(tmp_path):
     long.write_text("_A, B = 1, 2\n\n\ndef _f():\n    pass\n" + "#\n" * 350)
     assert module_size(long) == (355, ["B"])
     assert oversized([big, long]) == {"big.py": (21, 21), "long.py": (355, 1)}
+
+
+#: Modules of other areas that still reach into runs/ internals (issue 28.4): they move to ``bsard_demo.runs``'
+#: public names (``warm``, ``RUN_FORMATS``); this list only shrinks.
+RUNS_INTERNALS_KNOWN = {"bsard_demo/cli/evaluate.py": {"bsard_demo.runs.sandbox"},
+                        "bsard_demo/cli/retrieval.py": {"bsard_demo.runs.write"},
+                        "bsard_demo/app/score_page.py": {"bsard_demo.runs.sandbox"},
+                        "bsard_demo/app/score_uploads.py": {"bsard_demo.runs.sandbox"}}
+
+
+def runs_internals(path: Path, public: set[str], root: Path = REPO) -> set[str]:
+    """What ``path`` (a module outside runs/) takes from runs/ beyond its public API: a submodule
+    (``bsard_demo.runs.read``, also as ``from ..runs import read``) or a name not in ``public``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("bsard_demo.runs.")}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            module = f"{base}.{node.module}" if node.level else node.module
+            if module is None or not (module == "bsard_demo.runs" or module.startswith("bsard_demo.runs.")):
+                continue
+            if module != "bsard_demo.runs":
+                found.add(module)
+            else:
+                found |= {f"bsard_demo.runs.{a.name}" for a in node.names if a.name not in public}
+    return found
+
+
+def test_only_the_public_api_of_runs_is_used_outside_it():
+    """evaluation/ (and every other package) reads runs through ``bsard_demo.runs``' ``__all__`` only."""
+    init = ast.parse((PACKAGE / "runs" / "__init__.py").read_text(encoding="utf-8"))
+    public = {elt.value for node in init.body if isinstance(node, ast.Assign)
+              and any(getattr(t, "id", "") == "__all__" for t in node.targets) for elt in node.value.elts}
+    assert {"read_run_bytes", "read_run_path", "read_run", "warm", "quote"} <= public
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        if rel.startswith("bsard_demo/runs/"):
+            continue
+        extra = runs_internals(path, public) - RUNS_INTERNALS_KNOWN.get(rel, set())
+        if extra:
+            found[rel] = sorted(extra)
+    assert found == {}, f"import these from bsard_demo.runs (add the name to its __all__ if needed): {found}"
+    assert not runs_internals(PACKAGE / "evaluation" / "scoring.py", public)
+
+
+def test_the_runs_api_check_can_fail(tmp_path):
+    folder = tmp_path / "bsard_demo" / "evaluation"
+    folder.mkdir(parents=True)
+    crafted = folder / "m.py"
+    crafted.write_text("from ..runs import Run, sandbox\nfrom ..runs.validate import add_warnings\n"
+                       "import bsard_demo.runs.decode\nfrom bsard_demo.runs import read_run_bytes\n")
+    found = runs_internals(crafted, {"Run", "read_run_bytes"}, root=tmp_path)
+    assert found == {"bsard_demo.runs.sandbox", "bsard_demo.runs.validate", "bsard_demo.runs.decode"}

@@ -13,6 +13,7 @@ import argparse
 from ..evaluation.aggregate import DEFAULT_KS
 from ..evaluation.measures import EXTRA_COLUMNS, Measure
 from ..evaluation.report import FORMATS, render_comparison
+from ..evaluation.stamp import board_stamp, stamp_export
 from ..evaluation.stats import STATS, compare_measure
 from .common import fail
 from .evaluate import add_run_arguments, report_unusable, score_run_paths
@@ -76,7 +77,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.format == "table":
         print(f"{board.dataset.name} · split {args.split} · {comparison.questions} questions · {args.measure} "
               "· values in %")
-    print(render_comparison(comparison, args.format, dataset=board.dataset.name, split=args.split), end="")
+    text = render_comparison(comparison, args.format, dataset=board.dataset.name, split=args.split)
+    print(stamp_export(text, args.format, board_stamp(board, scored.sources, [args.measure])), end="")
     if args.format == "table":
         print(f"p permutation: paired sign-flip test, {STATS.resamples:,} resamples (exact when 2**m <= "
               f"{STATS.resamples:,}), seed {STATS.seed}, p = (1 + #{{|T*| >= |T|}}) / (1 + n); significant: "

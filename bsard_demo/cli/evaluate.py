@@ -18,6 +18,7 @@ from ..evaluation import DEFAULT_KS
 from ..evaluation.checks import problem_code, problem_record
 from ..evaluation.report import FORMATS, json_report, metrics_table, per_question_table, render_table, table_notes
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
+from ..evaluation.stamp import board_stamp, stamp_export
 from ..runs import sandbox
 from ..sources import load_dataset
 from .anchors import anchors_text
@@ -123,6 +124,7 @@ class ScoredRuns:
     for the closing line, and whether a file failed with a single problem already said."""
 
     board: Scoreboard
+    sources: list[RunSource] = field(default_factory=list)
     problems: dict[str, list[dict]] = field(default_factory=dict)
     unusable: list[str] = field(default_factory=list)
     failed: bool = False
@@ -150,7 +152,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     if unknown:
         raise DataError(f"--distances names a file that is not a run given here: {', '.join(unknown)}")
     sources = [RunSource.file(path, lower_is_better=args.lower_is_better or _named(path, distances)) for path in paths]
-    out = ScoredRuns(score_runs(ds, args.split, sources, ks, keep_runs=False))
+    out = ScoredRuns(score_runs(ds, args.split, sources, ks, keep_runs=False), sources)
     for scored in out.board.runs:
         name, problems = scored.name, scored.file.problems
         out.problems[name] = [problem_record(p, PROBLEM_HINTS) for p in problems]
@@ -183,22 +185,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.anchors and not anchors:
         say("evaluate", f"note: --anchors: split {args.split} of {ds.name} is not BSARD's test split; the published "
                         "results are not shown")
+    stamp = board_stamp(board, scored.sources) if args.format != "table" or args.per_query else {}  # every export's
     if args.format == "json":
-        report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems)
-        print(json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))}, ensure_ascii=False,
-                         indent=2) if anchors else report)
+        report = stamp_export(json_report(ds.name, args.split, board.labelled, evaluations, scored.problems), "json",
+                              stamp)
+        if anchors:
+            print(json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))}, ensure_ascii=False,
+                             indent=2))
+        else:
+            print(report, end="")
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")
         if args.format == "table":
             print(f"{ds.name} · split {args.split} · {board.labelled} questions · values in %")
-        print(render_table(table, args.format), end="")
+        print(stamp_export(render_table(table, args.format), args.format, stamp), end="")
         if args.format == "table":
             print("\n".join(table_notes(list(table.columns))))
         if anchors:
             print(("\npublished results (python -m bsard_demo anchors):\n" if args.format == "table" else "")
                   + anchors_text(args.format), end="")
     if args.per_query and evaluations:
-        per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False,
-                                                                         float_format="%.6f")
+        per_question = per_question_table(evaluations, ds.questions(args.split)).to_csv(index=False,
+                                                                                         float_format="%.6f")
+        Path(args.per_query).write_text(stamp_export(per_question, "csv", stamp), encoding="utf-8")
     report_unusable("evaluate", scored)
     return scored.exit_code

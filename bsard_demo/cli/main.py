@@ -18,12 +18,15 @@ from .anchors import add_anchors_parser
 from .common import OneLineParser, error_text, one_line
 from .compare import add_compare_parser
 from .evaluate import add_data_parser, add_evaluate_parser
+from .exchange import add_export_qrels_parser, add_export_run_parser
 from .export_onnx import add_export_onnx_parser
 from .retrieval import add_index_parser, add_run_parser
+from .stamps import add_stamps_parser
 from .train import add_train_parser
 from .tune import add_tune_parser
 
-COMMANDS = ("data", "evaluate", "compare", "run", "index", "tune", "train", "export-onnx", "anchors")
+COMMANDS = ("data", "evaluate", "compare", "run", "index", "tune", "train", "export-onnx", "anchors", "stamps",
+            "export-qrels", "export-run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
     for add in (add_data_parser, add_evaluate_parser, add_compare_parser, add_run_parser, add_index_parser,
-                add_tune_parser, add_train_parser, add_export_onnx_parser, add_anchors_parser):
+                add_tune_parser, add_train_parser, add_export_onnx_parser, add_anchors_parser, add_stamps_parser,
+                add_export_qrels_parser, add_export_run_parser):
         add(sub)
     return parser
 

@@ -15,8 +15,7 @@ import numpy as np
 from scipy import stats
 
 from ..dataset import Dataset
-from ..runs import Problem, ProblemList, RunFile
-from ..runs.problems import percent as _pct
+from ..runs import Problem, ProblemList, RunFile, percent as _pct
 
 #: The finding codes, in the order :func:`check_run` reports them.
 CODES = ("wrong_split", "ids_shifted", "near_random")

@@ -12,16 +12,25 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..dataset import Dataset
-from ..runs import DEFAULT_MAX_BYTES, ProblemList, Run, RunFile, read_run_bytes, read_run_path
-from ..runs.decode import SizeMessage
-from ..runs.sandbox import DEFAULT_ISOLATION, Isolation
-from ..runs.validate import add_warnings
+from ..runs import (
+    BUILT_FORMAT,
+    DEFAULT_ISOLATION,
+    DEFAULT_MAX_BYTES,
+    Isolation,
+    ReadOptions,
+    Run,
+    RunFile,
+    SizeMessage,
+    read_run,
+    read_run_bytes,
+    read_run_path,
+)
 from .aggregate import DEFAULT_KS, Evaluation, evaluate
 from .checks import SplitContext, check_run_file
 from .report import is_bsard_test
 
 #: The format a :class:`~bsard_demo.runs.Run` source is shown with (the layout it is written in).
-RUN_SOURCE_FORMAT = "trec"
+RUN_SOURCE_FORMAT = BUILT_FORMAT
 
 
 @dataclass(frozen=True)
@@ -140,14 +149,11 @@ def score_runs(dataset: Dataset, split: str, sources: Sequence[RunSource], ks: S
 
 
 def _read(source: RunSource, name: str, context: SplitContext, k: int, limits: Limits) -> RunFile:
-    qids = context.qrels.keys()
+    options = ReadOptions(qids=context.qrels.keys(), corpus_ids=context.corpus_ids, k=k, max_bytes=limits.max_bytes,
+                          size_message=limits.size_message, lower_is_better=source.lower_is_better,
+                          isolation=limits.isolation)
     if source.run is not None:
-        rf = RunFile(name=name, format=RUN_SOURCE_FORMAT, run=source.run, problems=ProblemList(),
-                     tags=tuple(source.run.tags))
-        add_warnings(source.run, rf, qids, context.corpus_ids, k)
-        return rf
-    kwargs = dict(qids=qids, corpus_ids=context.corpus_ids, k=k, max_decompressed_bytes=limits.max_bytes,
-                  size_message=limits.size_message, lower_is_better=source.lower_is_better, isolation=limits.isolation)
+        return read_run(source.run, name, options)
     if source.path is not None:
-        return read_run_path(source.path, **kwargs)
-    return read_run_bytes(source.data, name, **kwargs)
+        return read_run_path(source.path, options)
+    return read_run_bytes(source.data, name, options)

@@ -1,16 +1,34 @@
 """Runs: the :class:`Run` type (:mod:`.run`), reading run files of any common layout with every problem
-reported at once, and writing them.
+reported at once (:func:`read_run_bytes`, :func:`read_run_path`; :func:`read_run` for a run made in-process),
+and writing them (:func:`format_run`). This package's public API is what this module exports; other packages
+import nothing else from it.
 
-Data flow of :func:`read_run_bytes` / :func:`read_run_path` (:mod:`.read`): bytes -> text
-(:mod:`.decode`: gzip, byte-order marks, binary sniffing, the size limit) -> columns
-(:mod:`.text_formats` with :mod:`.fields`: TREC, 3-column, CSV; :mod:`.json_formats`: JSON, JSON Lines;
-:mod:`.parquet_format`, in a child process by :mod:`.sandbox`) -> :class:`Run` and warnings (:mod:`.validate`).
-Problems are :class:`ProblemList` items (:mod:`.problems`). :func:`format_run` (:mod:`.write`) is the one writer.
+The read path (:mod:`.read`): bytes -> text (:mod:`.decode`: gzip, byte-order marks, binary sniffing, the size
+limit) -> a :class:`~bsard_demo.runs.columns.Parsed` (:mod:`.text_formats` with :mod:`.fields`: TREC, 3-column,
+CSV; :mod:`.json_formats`: JSON, JSON Lines; :mod:`.parquet_format`, in a child process by :mod:`.sandbox`, which
+:func:`warm` starts ahead) -> :class:`Run` and warnings (:mod:`.validate`). Problems are :class:`ProblemList`
+items (:mod:`.problems`); a message quotes user data through :func:`quote`.
 """
-from .problems import Problem, ProblemList
-from .read import DEFAULT_MAX_BYTES, FORMATS, UNKNOWN, RunFile, read_run_bytes, read_run_path
+from .decode import SizeMessage
+from .problems import CHECK_CODES, CODES, HINTS, Problem, ProblemList, percent, quote
+from .read import (
+                   BUILT_FORMAT,
+                   DEFAULT_ISOLATION,
+                   DEFAULT_MAX_BYTES,
+                   FORMATS,
+                   UNKNOWN,
+                   Isolation,
+                   ReadOptions,
+                   RunFile,
+                   read_run,
+                   read_run_bytes,
+                   read_run_path,
+)
 from .run import Entry, Run, order_entries
-from .write import format_run, write_text_atomic
+from .sandbox import warm
+from .write import RUN_FORMATS, format_run, write_text_atomic
 
-__all__ = ["DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "Entry", "Problem", "ProblemList", "Run", "RunFile",
-           "format_run", "order_entries", "read_run_bytes", "read_run_path", "write_text_atomic"]
+__all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "FORMATS", "HINTS",
+           "RUN_FORMATS", "UNKNOWN", "Entry", "Isolation", "Problem", "ProblemList", "ReadOptions", "Run", "RunFile",
+           "SizeMessage", "format_run", "order_entries", "percent", "quote", "read_run", "read_run_bytes",
+           "read_run_path", "warm", "write_text_atomic"]

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .problems import ProblemList
+from .problems import ProblemList, quote
 
 _SPACE = np.zeros(256, dtype=bool)
 _SPACE[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.split() splits at
@@ -38,7 +38,7 @@ def _number_problem(what: str, token: str) -> str:
             hint = " (decimal comma? use a point)"
         except ValueError:
             pass
-    return f"{what} {token!r} is not a number{hint}"
+    return f"{what} {quote(token)} is not a number{hint}"
 
 
 def floats(values: Sequence, lines: np.ndarray | None, problems: ProblemList) -> tuple[np.ndarray, np.ndarray | None]:
@@ -61,7 +61,7 @@ def floats(values: Sequence, lines: np.ndarray | None, problems: ProblemList) ->
             bad[i] = True
             continue
         if not math.isfinite(x):
-            problems.error("bad_score", f"score {as_str(v)!r} is not a finite number", line=line,
+            problems.error("bad_score", f"score {quote(as_str(v))} is not a finite number", line=line,
                            kind="score is NaN or infinite")
             bad[i] = True
         out[i] = x
@@ -87,7 +87,7 @@ def ints(values: Sequence, lines: np.ndarray | None, problems: ProblemList, note
         except ValueError:
             r = whole(v)
         if r is None or positive and r < 1:
-            problems.error("bad_rank", f"rank {as_str(v)!r} is not {what}{note}",
+            problems.error("bad_rank", f"rank {quote(as_str(v))} is not {what}{note}",
                            line=None if lines is None else int(lines[i]), kind="rank is not a whole number")
             r = 0
             bad[i] = True
@@ -290,7 +290,7 @@ class ArrayFields:
 class KeyIndex:
     """Codes of ids packed as int64 keys (:meth:`ArrayFields.keys`): a sorted array of the keys
     seen so far and their codes. New ids get their codes from ``new_codes`` (the interning of
-    :class:`~bsard_demo.runs.validate.Columns`, shared with the token path: ``list of str -> list
+    :class:`~bsard_demo.runs.columns.Columns`, shared with the token path: ``list of str -> list
     of codes``), in order of first appearance."""
 
     def __init__(self, new_codes):

@@ -1,9 +1,9 @@
-"""Text -> columns for JSON runs (``{qid: {docid: score}}``, ``{qid: [docid, ...]}``) and JSON Lines.
+"""Text -> columns for JSON runs (``{qid: {docid: score}}``, ranx's run form, and ``{qid: [docid, ...]}``) and
+JSON Lines.
 
-:func:`parse_json` reads either (the layouts and rules: docs/run-formats.md);
-``result`` is the :class:`~bsard_demo.runs.read.RunFile` being read: its ``format`` is set and
-its ``problems`` filled. JSON objects keep repeated keys (:class:`_Obj`), so a question or
-article given twice is reported, not silently overwritten.
+:func:`parse_json` reads either (the layouts and rules: docs/run-formats.md) into a
+:class:`~bsard_demo.runs.columns.Parsed`, its problems added to the list it is given. JSON objects keep repeated
+keys (:class:`_Obj`), so a question or article given twice is reported, not silently overwritten.
 """
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from .columns import UNKNOWN, Columns, Parsed
 from .fields import whole
+from .problems import ProblemList, quote
 from .text_formats import DOC_NAMES, QID_NAMES, split_lines
-from .validate import Columns
 
 LIST_NAMES = ("docids", "doc_ids", "article_ids")
 
@@ -66,11 +67,12 @@ def _json_type(value) -> str:
 
 
 def _shown(value) -> str:
+    """A JSON value as a message quotes it (:func:`~bsard_demo.runs.problems.quote`)."""
     try:
         text = json.dumps(dict(value) if isinstance(value, _Obj) else value)
     except (TypeError, ValueError, RecursionError):
         text = "..."
-    return text if len(text) <= 40 else text[:37] + "..."
+    return quote(text, marks=False)
 
 
 def _json_score(value) -> tuple[float | None, str | None]:
@@ -90,13 +92,13 @@ def _loads(text: str):
     return json.loads(text, object_pairs_hook=_Obj)
 
 
-def parse_json(text: str, result):
-    problems = result.problems
+def parse_json(text: str, problems: ProblemList) -> Parsed:
+    """The run of a JSON or JSON Lines ``text``; its problems are added to ``problems``."""
     try:
         value = _loads(text)
     except RecursionError:
         problems.error("json_too_deep", "the JSON is nested too deeply to be a run")
-        return None
+        return Parsed(UNKNOWN)
     except json.JSONDecodeError as exc:
         first = text.lstrip().split("\n", 1)[0]
         try:
@@ -104,36 +106,35 @@ def parse_json(text: str, result):
         except (json.JSONDecodeError, RecursionError):
             first_value = None
         if isinstance(first_value, _Obj):
-            return _parse_jsonl(split_lines(text), result)
+            return _parse_jsonl(split_lines(text), problems)
         problems.error("invalid_json", f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno)
-        return None
+        return Parsed(UNKNOWN)
     if isinstance(value, _Obj) and any(k in QID_NAMES for k, _ in value) and not any(
         isinstance(v, (_Obj, list)) and k not in LIST_NAMES for k, v in value
     ):
-        return _parse_jsonl(split_lines(text), result)  # a JSON Lines file of one record
+        return _parse_jsonl(split_lines(text), problems)  # a JSON Lines file of one record
     if not isinstance(value, _Obj):
         problems.error("json_not_a_run",
             f"the JSON top level is {_json_type(value)}; expected an object "
             '{"qid": {"docid": score}} or {"qid": ["docid", ...]} (for one record per line, use JSON Lines)'
         )
-        return None
-    return _parse_json_dict(value, result)
+        return Parsed(UNKNOWN)
+    return _parse_json_dict(value, problems)
 
 
-def _parse_json_dict(obj: _Obj, result):
-    problems = result.problems
+def _parse_json_dict(obj: _Obj, problems: ProblemList) -> Parsed:
     if not obj:
         problems.error("no_run_lines", "the JSON object is empty: no questions")
-        return None
+        return Parsed(UNKNOWN)
     first_kind = next((type(v) for _, v in obj if isinstance(v, (_Obj, list))), None)
     if first_kind is None:
         problems.error("json_not_a_run",
             f"the JSON values are {_json_type(obj[0][1])}; expected for each question an object "
             '{"docid": score} or a list ["docid", ...]'
         )
-        return None
+        return Parsed(UNKNOWN)
     by = "score" if first_kind is _Obj else "rank"
-    result.format = "json-scores" if by == "score" else "json-ranked"
+    fmt = "json-scores" if by == "score" else "json-ranked"
     expected = "an object {docid: score}" if by == "score" else "a list [docid, ...]"
     cols = _Rows(scores=[] if by == "score" else None, ranks=[] if by == "rank" else None)
     next_rank: dict[str, int] = {}
@@ -144,18 +145,19 @@ def _parse_json_dict(obj: _Obj, result):
             continue
         if type(value) is not first_kind:
             problems.error("json_mixed_layout",
-                           f"question {qid!r}: expected {expected} like the first question, found {_json_type(value)}",
+                           f"question {quote(qid)}: expected {expected} like the first question, "
+                           f"found {_json_type(value)}",
                            kind="question of the wrong JSON type")
             continue
         if by == "score":
             for doc_key, raw in value:
                 docid = doc_key.strip()
                 if not docid:
-                    problems.error("bad_id", f"question {qid!r}: empty article id", kind="empty article id")
+                    problems.error("bad_id", f"question {quote(qid)}: empty article id", kind="empty article id")
                     continue
                 score, why = _json_score(raw)
                 if why:
-                    problems.error("bad_score", f"question {qid!r}, article {docid!r}: {why}",
+                    problems.error("bad_score", f"question {quote(qid)}, article {quote(docid)}: {why}",
                                    kind="score is not a finite number")
                     continue
                 cols.qids.append(qid)
@@ -166,19 +168,17 @@ def _parse_json_dict(obj: _Obj, result):
             for pos, raw in enumerate(value, 1):
                 docid = _id(raw)
                 if docid is None:
-                    problems.error("bad_id", f"question {qid!r}, position {pos}: article id {_shown(raw)} "
+                    problems.error("bad_id", f"question {quote(qid)}, position {pos}: article id {_shown(raw)} "
                                    "is not a string or whole number", kind="bad article id")
                     continue
                 cols.qids.append(qid)
                 cols.docs.append(docid)
                 cols.ranks.append(start + pos)
             next_rank[qid] = start + len(value)
-    return cols.columns(), by, False, {}
+    return Parsed(fmt, cols.columns(), by)
 
 
-def _parse_jsonl(lines: list[str], result):
-    problems = result.problems
-    result.format = "jsonl"
+def _parse_jsonl(lines: list[str], problems: ProblemList) -> Parsed:
     cols = _Rows(scores=[], ranks=[], lines=[])
     mode = None  # "score", "rank" or "lists", fixed by the first valid record
     mode_line = 0
@@ -272,4 +272,4 @@ def _parse_jsonl(lines: list[str], result):
         cols.ranks = None
     else:
         cols.scores = None
-    return cols.columns(), by, False, {}
+    return Parsed("jsonl", cols.columns(), by)

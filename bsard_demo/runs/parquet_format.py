@@ -1,5 +1,6 @@
-"""Parquet runs (as ranx, pandas or polars write a run table) -> columns, read with pyarrow, in batches
-of 64k rows; called in a child process by :mod:`bsard_demo.runs.sandbox`.
+"""Parquet runs (as ranx, ir_measures, pandas or polars write a run table) -> a
+:class:`~bsard_demo.runs.columns.Parsed`, read with pyarrow, in batches of 64k rows; called in a child process by
+:mod:`bsard_demo.runs.sandbox` (this module imports pyarrow: the server's process never loads it for a run).
 
 The columns read, row numbers, and the memory bounds: docs/design.md, 'bsard_demo/runs/parquet_format.py'.
 """
@@ -8,13 +9,15 @@ from __future__ import annotations
 from typing import Iterable
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from .columns import Columns, Parsed
 from .decode import Content, size_text
-from .problems import ProblemList
-from .text_formats import DOC_NAMES, QID_NAMES, missing_columns
-from .validate import Columns
+from .problems import ProblemList, quote
+from .text_formats import DOC_NAMES, QID_NAMES, columns_problem
 
-QID_COLUMNS = QID_NAMES + ("q_id",)
 BATCH_ROWS = 1 << 16
 
 
@@ -27,9 +30,6 @@ def _column_names(names: Iterable[str]) -> dict[str, str]:
 
 
 def _open(content: Content, problems: ProblemList):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     source = content.source
     if content.compressed:
         where = pa.BufferReader(b"".join(content.blocks()))
@@ -48,14 +48,11 @@ def _open(content: Content, problems: ProblemList):
 
 
 def _reason(exc: Exception) -> str:
-    text = " ".join(str(exc).split())
-    return (text[:200] + "...") if len(text) > 200 else text or type(exc).__name__
+    return quote(" ".join(str(exc).split()), 200, marks=False) or type(exc).__name__
 
 
 def _kind(t) -> str | None:
     """``"string"``, ``"int"``, ``"float"`` or ``"bool"`` for a column type we can read; None otherwise."""
-    import pyarrow as pa
-
     if pa.types.is_dictionary(t):
         t = t.value_type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -67,24 +64,23 @@ def _kind(t) -> str | None:
     return None
 
 
-def parse_parquet(content: Content, result):
-    """Columns of a parquet run (docs/design.md, 'bsard_demo/runs/parquet_format.py'); problems go to
-    ``result.problems``."""
-    problems = result.problems
-    result.format = "parquet"
+def parse_parquet(content: Content, problems: ProblemList) -> Parsed:
+    """The run of a parquet file (docs/design.md, 'bsard_demo/runs/parquet_format.py'); its problems are
+    added to ``problems``."""
+    failed = Parsed("parquet")
     pf = _open(content, problems)
     if pf is None:
-        return None
+        return failed
     schema = pf.schema_arrow
     names = _column_names(schema.names)
-    shown = ", ".join(map(str, schema.names)) or "none"
-    qcol = next((names[n] for n in QID_COLUMNS if n in names), None)
+    qcol = next((names[n] for n in QID_NAMES if n in names), None)
     dcol = next((names[n] for n in DOC_NAMES if n in names), None)
     scol, rcol, tcol = names.get("score"), names.get("rank"), names.get("tag")
-    missing = missing_columns(qcol, dcol, scol, rcol, QID_COLUMNS)
-    if missing:
-        problems.error("missing_columns", f"the parquet table has {'; '.join(missing)}; found columns: {shown}")
-        return None
+    lacking = columns_problem([str(n) for n in schema.names], qcol, dcol, scol, rcol)
+    if lacking is not None:
+        code, message = lacking
+        problems.error(code, message if code == "qrels_file" else f"the parquet table has {message}")
+        return failed
     wanted = {"question id": qcol, "article id": dcol, "score": scol, "rank": rcol, "tag": tcol}
     allowed = {"question id": ("string", "int"), "article id": ("string", "int"), "score": ("int", "float"),
                "rank": ("int", "float"), "tag": ("string", "int")}
@@ -94,15 +90,15 @@ def parse_parquet(content: Content, result):
             continue
         kind = _kind(schema.field(name).type)
         if kind not in allowed[role]:
-            bad_types.append(f"{role} column {name!r} is {schema.field(name).type}, expected "
+            bad_types.append(f"{role} column {quote(name)} is {schema.field(name).type}, expected "
                              + " or ".join({"string": "strings", "int": "integers", "float": "numbers"}[a]
                                            for a in allowed[role]))
     if bad_types:
         problems.error("bad_column_type", "; ".join(bad_types))
-        return None
+        return failed
     columns = [c for c in wanted.values() if c is not None]
     if not _sizes_fit(pf, columns, content.cap, problems):
-        return None
+        return failed
     cols = Columns()
     tags: dict[str, None] = {}
     stages = (ProblemList(), ProblemList(), ProblemList())  # ids, scores, ranks: the CSV order
@@ -116,11 +112,11 @@ def parse_parquet(content: Content, result):
     except Exception as exc:
         problems.error("parquet_unreadable", f"this parquet file cannot be read after row {row} "
                                              f"({_reason(exc)}); it may be truncated or damaged")
-        return None
+        return failed
     for stage in stages:
         problems.extend(stage)
     by = "score" if scol is not None else "rank"
-    return cols, by, scol is not None and rcol is not None, tags
+    return Parsed("parquet", cols, by, scol is not None and rcol is not None, tuple(tags))
 
 
 def _sizes_fit(pf, columns: list[str], cap: int, problems: ProblemList) -> bool:
@@ -146,9 +142,6 @@ def _sizes_fit(pf, columns: list[str], cap: int, problems: ProblemList) -> bool:
 
 def _ids(column, rows: np.ndarray, role: str, intern, stage: ProblemList) -> tuple[np.ndarray, np.ndarray]:
     """``(codes, bad mask)`` of an id column of one batch: each distinct id interned once."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if not pa.types.is_dictionary(column.type):
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
             column = pc.cast(column, pa.string())
@@ -169,8 +162,6 @@ def _ids(column, rows: np.ndarray, role: str, intern, stage: ProblemList) -> tup
 
 def _numbers(column, rows: np.ndarray, what: str, stage: ProblemList) -> tuple[np.ndarray, np.ndarray | None]:
     """float64 values of a numeric column, and a mask of the null, NaN or infinite ones (reported)."""
-    import pyarrow as pa
-
     null = np.asarray(column.is_null())
     values = np.asarray(column.cast(pa.float64()).fill_null(0.0), dtype=np.float64)
     bad = null | ~np.isfinite(values)
@@ -185,8 +176,6 @@ def _numbers(column, rows: np.ndarray, what: str, stage: ProblemList) -> tuple[n
 
 
 def _ranks(column, rows: np.ndarray, stage: ProblemList) -> tuple[np.ndarray, np.ndarray | None]:
-    import pyarrow as pa
-
     if pa.types.is_integer(column.type) and column.null_count == 0:
         return np.asarray(column, dtype=np.int64), None
     values, bad = _numbers(column, rows, "rank", stage)
@@ -206,9 +195,6 @@ def _batch(batch, first_row: int, wanted: dict, cols: Columns, tags: dict, stage
     d, bad_d = _ids(batch.column(wanted["article id"]), rows, "article", cols.d_codes, ids)
     bad = bad_q | bad_d
     if wanted["tag"] is not None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         col = batch.column(wanted["tag"])
         if pa.types.is_dictionary(col.type):
             col = col.dictionary_decode()

@@ -11,6 +11,28 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator, Literal, Mapping
 
+#: Characters of user data a message quotes at most (:func:`quote`).
+QUOTE_LIMIT = 80
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT, *, marks: bool = True) -> str:
+    """``value`` as a message quotes user data: ``repr`` of its text when it has at most ``limit``
+    characters (``'q1'``), else its first ``limit`` characters, an ellipsis and its full length
+    (``'AAAA…' (40,000,000 characters)``), so that a 40 MB id costs a message of about 100
+    characters, never a 40 MB line. ``marks=False`` gives the text itself, without ``repr``'s
+    quotes and escapes (a file name, a list of column names), bounded the same way."""
+    text = value if isinstance(value, str) else str(value)
+    n = len(text)
+    if not marks:
+        return text if n <= limit else f"{text[:limit]}… ({n:,} characters)"
+    shown = repr(text[:limit + 1])
+    if n <= limit and len(shown) <= limit + 2:
+        return shown
+    body = shown[1:-1][:limit]
+    if body.endswith("\\") and not body.endswith("\\\\"):
+        body = body[:-1]  # no escape cut in half before the closing mark
+    return f"{shown[0]}{body}…{shown[0]} ({n:,} characters)"
+
 
 def percent(x: float) -> str:
     """A share as the problems word it: ``0.253`` -> ``"25.3 %"``."""

@@ -1,32 +1,59 @@
 """Read and validate run files of any common layout, reporting every problem at once.
 
-:func:`read_run_bytes` (and :func:`read_run_path`) never raise: whatever the bytes, they return
-a :class:`RunFile` whose ``problems`` list every error and warning. The formats, what is
-detected how, and every warning: docs/run-formats.md.
+:func:`read_run_bytes` and :func:`read_run_path` never raise: whatever the bytes, they return a
+:class:`RunFile` whose ``problems`` list every error and warning. One :class:`ReadOptions` says what
+to check against and what the reader may spend. The path: bytes -> text (:mod:`.decode`) -> a
+:class:`~bsard_demo.runs.columns.Parsed` (:mod:`.text_formats`, :mod:`.json_formats`, or
+:mod:`.parquet_format` in a child process: :mod:`.sandbox`) -> :class:`~bsard_demo.runs.run.Run` and warnings
+(:mod:`.validate`), every problem in one list. :func:`read_run` gives a run made in-process the same
+warnings. The formats, what is detected how, and every warning: docs/run-formats.md.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
-from typing import Collection, Iterator
+from typing import Callable, Collection, Iterator
 
-from .decode import DEFAULT_MAX_BYTES, Chunk, SizeMessage, Source, open_content, size_problem
+from .columns import UNKNOWN, Parsed
+from .decode import DEFAULT_MAX_BYTES, Chunk, Content, SizeMessage, Source, open_content, size_problem
 from .json_formats import parse_json
-from .problems import ProblemList
+from .problems import ProblemList, quote
 from .run import Run
 from .sandbox import DEFAULT_ISOLATION, Isolation, parse_parquet_isolated
 from .text_formats import parse_table
 from .validate import add_warnings, build_run
 
 FORMATS = ("trec", "3col-rank", "3col-score", "csv", "json-scores", "json-ranked", "jsonl", "parquet")
-UNKNOWN = "unknown"
+#: The format :func:`read_run` gives a run made in-process (the layout :meth:`Run.to_trec` writes).
+BUILT_FORMAT = "trec"
 _NOT_SPACE = re.compile(r"\S")  # as str.strip()/split() see whitespace
 _NOT_SPACE_BYTES = re.compile(rb"\S")  # as bytes.split() does (ASCII chunks hold no other space)
+_HTML = ("<!doctype html", "<html", "<head", "<body")
 
-__all__ = ["DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "Isolation", "RunFile", "read_run_bytes",
-           "read_run_path"]
+__all__ = ["BUILT_FORMAT", "DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "Isolation",
+           "ReadOptions", "RunFile", "read_run", "read_run_bytes", "read_run_path"]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What a read checks and may spend. ``qids``, ``corpus_ids``: the split's questions and the
+    corpus' articles the run is checked against (None: not checked); ``k``: the deepest cutoff
+    (shorter rankings are warned about). ``max_bytes`` caps the bytes, raw or inflated from gzip;
+    ``size_message`` words the error of a file above it (default: "the file is 2.0 MB, above the
+    limit of 1.0 MB"). ``lower_is_better``: the scores are distances, ordered ascending (ties by
+    article id descending, as for similarities); ``Run.scores`` keep the values of the file.
+    ``isolation``: the limits of the child process that decodes a parquet file (:mod:`.sandbox`);
+    None decodes it in this process (trusted files only: a damaged one can abort the process)."""
+
+    qids: Collection[str] | None = None
+    corpus_ids: Collection[str] | None = None
+    k: int = 100
+    max_bytes: int = DEFAULT_MAX_BYTES
+    size_message: SizeMessage | None = field(default=None, compare=False)
+    lower_is_better: bool = False
+    isolation: Isolation | None = DEFAULT_ISOLATION
 
 
 @dataclass
@@ -47,47 +74,20 @@ class RunFile:
         return self.run is not None
 
 
-def read_run_bytes(
-    data: bytes,
-    name: str,
-    *,
-    qids: Collection[str] | None = None,
-    corpus_ids: Collection[str] | None = None,
-    k: int = 100,
-    max_decompressed_bytes: int = DEFAULT_MAX_BYTES,
-    size_message: SizeMessage | None = None,
-    lower_is_better: bool = False,
-    isolation: Isolation | None = DEFAULT_ISOLATION,
-) -> RunFile:
-    """Detect the format of ``data``, parse it and validate it; never raises.
-
-    ``max_decompressed_bytes`` caps the bytes, raw or inflated from gzip; ``size_message``
-    words the error of a file above it (default: "the file is 2.0 MB, above the limit of
-    1.0 MB"). ``lower_is_better``: the scores are distances, ordered ascending (ties by article
-    id descending, as for similarities); ``Run.scores`` keep the values of the file.
-    ``isolation``: the limits of the child process that decodes a parquet file
-    (:mod:`.sandbox`); ``None`` decodes it in this process (trusted files only: a damaged one
-    can abort the process)."""
+def read_run_bytes(data: bytes, name: str, options: ReadOptions | None = None, **settings) -> RunFile:
+    """Detect the format of ``data``, parse it and validate it; never raises. ``options`` (or
+    its fields as keywords, ``max_decompressed_bytes`` for ``max_bytes``): :class:`ReadOptions`."""
     data = data if isinstance(data, bytes) else bytes(data)
-    return _read_source(lambda: Source(data=data, limit=max_decompressed_bytes), str(name), qids, corpus_ids, k,
-                        max_decompressed_bytes, size_message, lower_is_better, isolation)
+    opts = _options(options, settings)
+    return _read_source(lambda: Source(data=data, limit=opts.max_bytes), str(name), opts)
 
 
-def read_run_path(
-    path: str | Path,
-    *,
-    qids: Collection[str] | None = None,
-    corpus_ids: Collection[str] | None = None,
-    k: int = 100,
-    max_decompressed_bytes: int = DEFAULT_MAX_BYTES,
-    size_message: SizeMessage | None = None,
-    lower_is_better: bool = False,
-    isolation: Isolation | None = DEFAULT_ISOLATION,
-) -> RunFile:
+def read_run_path(path: str | Path, options: ReadOptions | None = None, **settings) -> RunFile:
     """Read a run file from disk (see :func:`read_run_bytes`), streaming it: the file is never
     held in memory whole (gzip included). A missing, unreadable or non-regular file is an error
     problem, and a file above the limit is not read."""
     p = Path(path)
+    opts = _options(options, settings)
     problems = ProblemList()
     try:
         if not p.exists():
@@ -96,43 +96,57 @@ def read_run_path(
             problems.error("not_a_file", f"{p} is a folder, not a run file")
         elif not p.is_file():
             problems.error("not_a_file", f"{p} is not a regular file")
-        elif (too_big := size_problem(p.stat().st_size, max_decompressed_bytes, size_message)) is not None:
+        elif (too_big := size_problem(p.stat().st_size, opts.max_bytes, opts.size_message)) is not None:
             problems.error("file_too_large", too_big)
         else:
             with open(p, "rb"):  # unreadable: an error now, not inside the reader
                 pass
-            return _read_source(lambda: Source(path=p, limit=max_decompressed_bytes), p.name, qids, corpus_ids, k,
-                                max_decompressed_bytes, size_message, lower_is_better, isolation)
+            return _read_source(lambda: Source(path=p, limit=opts.max_bytes), p.name, opts)
     except OSError as exc:
         problems.error("unreadable_file", f"cannot read {p}: {exc.strerror or exc}")
     except Exception as exc:
-        problems.error("unreadable_file", f"cannot read {p} ({type(exc).__name__}: {exc})")
+        problems.error("unreadable_file", f"cannot read {p} ({type(exc).__name__}: {quote(exc, marks=False)})")
     return RunFile(name=p.name, format=UNKNOWN, run=None, problems=problems)
 
 
-def _read_source(make_source, name: str, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None,
-                 lower_is_better: bool, isolation: Isolation | None) -> RunFile:
-    result = RunFile(name=name, format=UNKNOWN, run=None, problems=ProblemList())
+def read_run(run: Run, name: str, options: ReadOptions | None = None, **settings) -> RunFile:
+    """A run made in-process (a built-in system's) as a :class:`RunFile` of :data:`BUILT_FORMAT`,
+    with the warnings a file of it would get against ``options``' dataset."""
+    opts = _options(options, settings)
+    problems = ProblemList()
+    add_warnings(run, problems, tuple(run.tags), opts.qids, opts.corpus_ids, opts.k)
+    return RunFile(name=name, format=BUILT_FORMAT, run=run, problems=problems, tags=tuple(run.tags))
+
+
+def _options(options: ReadOptions | None, settings: dict) -> ReadOptions:
+    if "max_decompressed_bytes" in settings:
+        settings["max_bytes"] = settings.pop("max_decompressed_bytes")
+    return replace(options or ReadOptions(), **settings)
+
+
+def _read_source(make_source: Callable[[], Source], name: str, options: ReadOptions) -> RunFile:
+    """The file of ``make_source()`` read, its failures as problems."""
+    problems = ProblemList()
     try:
         source = make_source()
-        _read(source, result, qids, corpus_ids, k, cap, size_message, lower_is_better, isolation)
-        if source.path is not None and source.read > cap:  # the file grew past the limit while read
-            result.problems = ProblemList()
-            result.problems.error("file_too_large", size_problem(source.read, cap, size_message))
+        result = _read(source, name, problems, options)
+        if source.path is not None and source.read > options.max_bytes:  # the file grew past the limit while read
+            problems = ProblemList()
+            problems.error("file_too_large", size_problem(source.read, options.max_bytes, options.size_message))
+            result = RunFile(name, result.format, None, problems, result.tags, result.compressed)
+        return result
     except OSError as exc:
-        result.problems.error("unreadable_file", f"cannot read {name}: {exc.strerror or exc}")
+        problems.error("unreadable_file", f"cannot read {quote(name, marks=False)}: {exc.strerror or exc}")
     except MemoryError:
-        result.problems = ProblemList()
-        result.problems.error("reader_out_of_memory", f"reading {name} needed more memory than this process has: "
-                                                      "the file was not read")
+        problems = ProblemList()
+        problems.error("reader_out_of_memory", f"reading {quote(name, marks=False)} needed more memory than this "
+                                               "process has: the file was not read")
     except Exception as exc:  # never let odd bytes escape as a traceback
-        result.problems.error(
+        problems.error(
             "internal_error",
-            f"unexpected failure while reading the file ({type(exc).__name__}: {exc}); please report it with the file"
-        )
-    if result.problems.has_errors:
-        result.run = None
-    return result
+            f"unexpected failure while reading the file ({type(exc).__name__}: {quote(exc, marks=False)}); please "
+            "report it with the file")
+    return RunFile(name=name, format=UNKNOWN, run=None, problems=problems)
 
 
 @dataclass
@@ -167,71 +181,50 @@ def _find_first(chunks: Iterator[Chunk]) -> tuple[list[Chunk], _First | None]:
     return taken, None
 
 
-def _read(source: Source, result: RunFile, qids, corpus_ids, k: int, cap: int, size_message: SizeMessage | None,
-          lower_is_better: bool, isolation: Isolation | None) -> None:
-    """bytes -> text (:mod:`.decode`) -> columns (:mod:`.text_formats`, :mod:`.json_formats`,
-    :mod:`.parquet_format`) -> Run and warnings (:mod:`.validate`), filling ``result``."""
-    problems = result.problems
-    content, result.compressed = open_content(source, problems, cap, size_message)
-    if content is None:
-        return
+def _read(source: Source, name: str, problems: ProblemList, options: ReadOptions) -> RunFile:
+    """bytes -> text -> :class:`Parsed` -> :class:`RunFile`, every problem in ``problems``."""
+    content, compressed = open_content(source, problems, options.max_bytes, options.size_message)
+    parsed = Parsed(UNKNOWN) if content is None else _parse(content, name, problems, options.isolation)
+    if content is not None and not content.parquet and content.late.has_errors:  # the file changed meanwhile
+        late = ProblemList()
+        late.extend(content.late)
+        return RunFile(name, parsed.format, None, late, (), compressed)
+    run = None
+    if parsed.columns is not None and not len(parsed.columns):
+        if not problems.has_errors:
+            problems.error("no_run_lines", "the file has no usable run lines")
+    elif parsed.columns is not None:  # also with errors: the warnings of the usable lines are reported too
+        run, built = build_run(parsed, problems, name=name, lower_is_better=options.lower_is_better)
+        add_warnings(run, problems, parsed.tags, options.qids, options.corpus_ids, options.k, built)
+    return RunFile(name, parsed.format, None if problems.has_errors else run, problems, parsed.tags, compressed)
+
+
+def _parse(content: Content, name: str, problems: ProblemList, isolation: Isolation | None) -> Parsed:
+    """The :class:`Parsed` of ``content`` by the parser its first bytes call for."""
     if content.parquet:
         if isolation is not None:  # pyarrow may abort on damaged bytes: never in this process
-            parsed = parse_parquet_isolated(content, result, isolation)
-        else:
-            from .parquet_format import parse_parquet  # pyarrow is imported only for a parquet file
+            return parse_parquet_isolated(content, name, problems, isolation)
+        # pyarrow (0.5 s to import) is loaded only to read a parquet file in this process (trusted files)
+        from .parquet_format import parse_parquet
 
-            parsed = parse_parquet(content, result)
-        _finish(parsed, result, qids, corpus_ids, k, lower_is_better)
-        return
-    decoding = ProblemList()
-    chunks = content.chunks(decoding)
+        return parse_parquet(content, problems)
+    chunks = content.chunks(problems)
     taken, first = _find_first(chunks)
     if first is None:
-        problems.extend(decoding)
-        if not decoding.has_errors:
+        if not problems.has_errors:
             problems.error("whitespace_only", "the file contains only whitespace: no run lines")
-        return
-    if first.head.startswith(("<!doctype html", "<html", "<head", "<body")) or first.head.startswith("<"):
+        return Parsed(UNKNOWN)
+    if first.head.startswith("<"):
         for _ in chunks:  # the decoding problems of every line are reported first
             pass
-        problems.extend(decoding)
-        if first.head.startswith(("<!doctype html", "<html", "<head", "<body")):
+        if first.head.startswith(_HTML):
             problems.error("html_page", "this is an HTML web page, not a run file "
                                         "(did you save a download page instead of the raw file?)")
         else:
             problems.error("html_page", "this is an XML/HTML document, not a run file")
-        return
+        return Parsed(UNKNOWN)
     if first.offset < 4096 and first.head[:1] in ("{", "["):
         text = "".join(c.as_str() for c in chain(taken, chunks))
-        problems.extend(decoding)
-        parsed = parse_json(text, result)
-        del text
-    else:
-        found = ProblemList()
-        parsed = parse_table(chain(taken, chunks), first.line, first.text, result, found, decoding,
-                             restart=lambda: content.chunks(ProblemList()))
-        problems.extend(decoding)
-        problems.extend(found)
-    if content.late.has_errors:  # the file changed between two readings
-        result.problems = ProblemList()
-        result.problems.extend(content.late)
-        return
-    _finish(parsed, result, qids, corpus_ids, k, lower_is_better)
-
-
-def _finish(parsed, result: RunFile, qids, corpus_ids, k: int, lower_is_better: bool) -> None:
-    """Columns -> Run and warnings (:mod:`.validate`)."""
-    problems = result.problems
-    if parsed is None:
-        return
-    cols, by, check_ranks, tags = parsed
-    result.tags = tuple(tags)
-    if not len(cols):
-        if not problems.has_errors:
-            problems.error("no_run_lines", "the file has no usable run lines")
-        return
-    run, built = build_run(cols, by, problems, name=result.name, tags=result.tags, check_ranks=check_ranks,
-                           lower_is_better=lower_is_better)
-    add_warnings(run, result, qids, corpus_ids, k, built)
-    result.run = run
+        return parse_json(text, problems)
+    return parse_table(chain(taken, chunks), first.line, first.text, problems,
+                       restart=lambda: content.chunks(ProblemList()))

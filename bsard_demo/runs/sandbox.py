@@ -7,6 +7,7 @@ docs/reliability.md, "Hostile files in a child". How: docs/design.md, 'bsard_dem
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
 import os
 import resource
@@ -23,11 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from ..settings import child_environment
-from .decode import GZIP_MAGIC, PARQUET_MAGIC
-from .problems import ProblemList
-from .validate import Columns
+from .columns import Columns, Parsed
+from .decode import GZIP_MAGIC, PARQUET_MAGIC, Content, Source, open_content
+from .problems import ProblemList, quote
 
-#: The array fields of :class:`~bsard_demo.runs.validate.Columns` sent back, and the only dtypes accepted.
+#: The array fields of :class:`~bsard_demo.runs.columns.Columns` sent back, and the only dtypes accepted.
 _ARRAYS = ("q", "d", "score", "rank", "line")
 _DTYPES = {"<i4": np.int32, "<i8": np.int64, "<f8": np.float64}
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -120,6 +121,16 @@ def keep_warm() -> None:
         _server._ensure()
 
 
+def warm(paths=None) -> None:
+    """Start the parquet reader's fork server now, so that the first parquet read does not wait for
+    it (0.5-1 s): always without ``paths`` (the app at start-up), else only when one of the files
+    at ``paths`` starts like a parquet or gzip file (a CLI about to read them: it loads meanwhile)."""
+    if paths is None:
+        keep_warm()
+    else:
+        warm_for(paths)
+
+
 def warm_for(paths) -> None:
     """:func:`keep_warm` when a file of ``paths`` starts like a parquet or gzip file (a gzip may
     hold one), so the fork server loads while the caller loads its dataset."""
@@ -136,17 +147,19 @@ def warm_for(paths) -> None:
             return
 
 
-def parse_parquet_isolated(content, result, isolation: Isolation = DEFAULT_ISOLATION, server: ForkServer | None = None):
-    """:func:`~bsard_demo.runs.parquet_format.parse_parquet` of ``content`` in a child within
-    ``isolation`` (forked by ``server``, default the process's own): the same ``(columns, by,
-    check_ranks, tags)`` or None, the same problems in ``result.problems``, or one ``reader_*``
+def parse_parquet_isolated(content: Content, name: str, problems: ProblemList,
+                           isolation: Isolation = DEFAULT_ISOLATION, server: ForkServer | None = None) -> Parsed:
+    """:func:`~bsard_demo.runs.parquet_format.parse_parquet` of ``content`` (the file ``name``) in a
+    child within ``isolation`` (forked by ``server``, default the process's own): the same
+    :class:`~bsard_demo.runs.columns.Parsed` and problems (added to ``problems``), or one ``reader_*``
     error when the child did not answer (at most :data:`CHILDREN_AT_ONCE` at a time)."""
     with _slots:
-        return _parse_in_child(content, result, isolation, server or _server)
+        return _parse_in_child(content, quote(name, marks=False), problems, isolation, server or _server)
 
 
-def _parse_in_child(content, result, isolation: Isolation, server: ForkServer):
-    result.format = "parquet"
+def _parse_in_child(content: Content, name: str, problems: ProblemList, isolation: Isolation,
+                    server: ForkServer) -> Parsed:
+    failed = Parsed("parquet")
     source = content.source
     job = {"cap": content.cap, "memory_mb": isolation.memory_mb, "cpu_seconds": int(isolation.seconds) + 1,
            "path": None if source.data is not None else str(Path(source.path).resolve()),
@@ -158,9 +171,9 @@ def _parse_in_child(content, result, isolation: Isolation, server: ForkServer):
         try:
             server.fork(theirs)
         except OSError as exc:
-            result.problems.error("reader_crashed", f"the reader process for {result.name} could not be started "
-                                                    f"({exc.strerror or exc}): the file was not read")
-            return None
+            problems.error("reader_crashed", f"the reader process for {name} could not be started "
+                                             f"({exc.strerror or exc}): the file was not read")
+            return failed
         finally:
             theirs.close()
         try:
@@ -171,12 +184,12 @@ def _parse_in_child(content, result, isolation: Isolation, server: ForkServer):
             out = _receive(ours, deadline, limit=8 * content.cap + 2**20)
             answered = True
         except socket.timeout:
-            result.problems.error("reader_timeout", f"reading {result.name} took longer than {isolation.seconds:g} s "
-                                                    "and was stopped: the file is damaged or hostile and was not read")
-            return None
+            problems.error("reader_timeout", f"reading {name} took longer than {isolation.seconds:g} s "
+                                             "and was stopped: the file is damaged or hostile and was not read")
+            return failed
         except (OSError, EOFError, struct.error):  # the child died early, or answered too much
             out = b""
-        return _answer(out, result)
+        return _answer(out, name, problems)
     finally:
         ours.close()
         if pid is not None and not answered:  # a child that may still run ends now (the zygote reaps it)
@@ -204,9 +217,9 @@ def _receive(sock: socket.socket, deadline: float, *, exactly: int | None = None
     return b"".join(parts)
 
 
-def _answer(out: bytes, result):
-    """The child's answer into ``result``: its columns, or the one error that says why not."""
-    name = result.name
+def _answer(out: bytes, name: str, problems: ProblemList) -> Parsed:
+    """The child's answer: its :class:`Parsed` and problems, or the one error that says why not."""
+    failed = Parsed("parquet")
     try:
         header_end = out.index(b"\n")
         header = json.loads(out[:header_end])
@@ -214,27 +227,28 @@ def _answer(out: bytes, result):
     except (ValueError, KeyError, TypeError):
         outcome = None
     if outcome == "out_of_memory":
-        result.problems.error("reader_out_of_memory", f"reading {name} needed more memory than the reader is "
-                                                      "allowed: the file is damaged, hostile or too large and was "
-                                                      "not read")
-        return None
+        problems.error("reader_out_of_memory", f"reading {name} needed more memory than the reader is "
+                                               "allowed: the file is damaged, hostile or too large and was not read")
+        return failed
     if outcome != "ok":
-        result.problems.error("reader_crashed", f"the parquet reader crashed on {name}: the file is damaged or "
-                                                "hostile and was not read")
-        return None
+        problems.error("reader_crashed", f"the parquet reader crashed on {name}: the file is damaged or "
+                                         "hostile and was not read")
+        return failed
     try:
-        result.problems.extend(ProblemList.from_state(header["problems"]))
-        return _parsed(header.get("parsed"), memoryview(out)[header_end + 1:])
+        found = ProblemList.from_state(header["problems"])
+        parsed = _parsed(header.get("parsed"), memoryview(out)[header_end + 1:])
     except (ValueError, KeyError, TypeError, IndexError):
-        result.problems.error("reader_crashed", f"the parquet reader answered nonsense on {name}: the file is "
-                                                "damaged or hostile and was not read")
-        return None
+        problems.error("reader_crashed", f"the parquet reader answered nonsense on {name}: the file is "
+                                         "damaged or hostile and was not read")
+        return failed
+    problems.extend(found)
+    return parsed
 
 
-def _parsed(parsed, payload: memoryview):
-    """``(columns, by, check_ranks, tags)`` from the child's description and raw arrays."""
+def _parsed(parsed, payload: memoryview) -> Parsed:
+    """The :class:`Parsed` of the child's description and raw arrays."""
     if parsed is None:
-        return None
+        return Parsed("parquet")
     arrays, offset, n = {}, 0, int(parsed["n"])
     for name, dtype, count in parsed["arrays"]:
         if name not in _ARRAYS or dtype not in _DTYPES or int(count) != n:
@@ -252,7 +266,7 @@ def _parsed(parsed, payload: memoryview):
     if parsed["by"] not in ("score", "rank") or (n and parsed["by"] not in arrays):
         raise ValueError("no ordering column")
     cols = Columns.of_arrays(qnames, dnames, **arrays)
-    return cols, parsed["by"], bool(parsed["check_ranks"]), {str(t): None for t in parsed["tags"]}
+    return Parsed("parquet", cols, parsed["by"], bool(parsed["check_ranks"]), tuple(str(t) for t in parsed["tags"]))
 
 
 # -- the child side -----------------------------------------------------------------------------
@@ -269,13 +283,12 @@ def zygote(control_fd: int, child: str = CHILD) -> None:
     """The fork server: load pyarrow, then fork one child per job socket received on
     ``control_fd``, which runs ``child`` (``module:function``); ends when the parent closes it.
     It never reads a file itself."""
-    import importlib
-
-    import pandas  # noqa: F401  (pyarrow imports it on a first parquet read, as it does compute: 0.5 s)
+    # loaded here, in the zygote, once for all children: pyarrow (0.5 s) and pandas, which pyarrow imports on a
+    # first parquet read; the server's process never loads them for a run
+    import pandas  # noqa: F401
     import pyarrow.compute  # noqa: F401
-    import pyarrow.parquet  # noqa: F401
 
-    from . import decode, parquet_format  # noqa: F401
+    from . import parquet_format  # noqa: F401
 
     module, _, name = child.partition(":")
     serve = getattr(importlib.import_module(module), name)
@@ -317,11 +330,7 @@ def _become_expendable() -> None:
 def _child(conn: socket.socket) -> None:
     """One job: our pid, then the job (a JSON line, then the file's bytes unless it names a
     path) and one answer: a JSON line, then the raw arrays it lists."""
-    from types import SimpleNamespace
-
-    from .decode import Source, open_content
-    from .parquet_format import parse_parquet
-
+    from .parquet_format import parse_parquet  # pyarrow, loaded by the zygote: the parent never imports it
 
     conn.sendall(struct.pack("<q", os.getpid()))
     header = b""
@@ -343,26 +352,26 @@ def _child(conn: socket.socket) -> None:
     else:
         data = None
     _limit(int(job["memory_mb"]), int(job["cpu_seconds"]))
-    result = SimpleNamespace(name="", format="parquet", problems=ProblemList())  # what parse_parquet fills
+    problems = ProblemList()
     try:
         content, _ = open_content(Source(data=data, path=job["path"], limit=job["cap"]), ProblemList(), job["cap"])
-        parsed = parse_parquet(content, result) if content is not None and content.parquet else None
-        answer = _message(result.problems, parsed)
+        parsed = parse_parquet(content, problems) if content is not None and content.parquet else None
+        answer = _message(problems, parsed)
     except MemoryError:
         answer = json.dumps({"outcome": "out_of_memory"}).encode() + b"\n"
     except Exception as exc:  # as the in-process reader words an unexpected failure
-        result.problems.error("internal_error", f"unexpected failure while reading the file ({type(exc).__name__}: "
-                                                f"{exc}); please report it with the file")
-        answer = _message(result.problems, None)
+        problems.error("internal_error", f"unexpected failure while reading the file ({type(exc).__name__}: "
+                                         f"{quote(exc, marks=False)}); please report it with the file")
+        answer = _message(problems, None)
     conn.sendall(answer)
     conn.close()
 
 
-def _message(problems: ProblemList, parsed) -> bytes:
+def _message(problems: ProblemList, parsed: Parsed | None) -> bytes:
     header = {"outcome": "ok", "problems": problems.state(), "parsed": None}
     arrays = []
-    if parsed is not None:
-        cols, by, check_ranks, tags = parsed
+    if parsed is not None and parsed.columns is not None:
+        cols, by, check_ranks, tags = parsed.columns, parsed.by, parsed.check_ranks, parsed.tags
         cols.finish()
         for name in _ARRAYS:
             value = getattr(cols, name)

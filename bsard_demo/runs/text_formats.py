@@ -1,6 +1,6 @@
 """Text -> columns for the whitespace tables (TREC, 3-column) and CSV with a header line, streamed:
-:func:`parse_table` reads :class:`~bsard_demo.runs.decode.Chunk` s of whole lines into
-:class:`~bsard_demo.runs.validate.Columns` for :mod:`bsard_demo.runs.read` and reports every bad line.
+:func:`parse_table` reads :class:`~bsard_demo.runs.decode.Chunk` s of whole lines into a
+:class:`~bsard_demo.runs.columns.Parsed` for :mod:`bsard_demo.runs.read` and reports every bad line.
 The formats and the 3-column rank/score rule: docs/run-formats.md.
 
 How: docs/design.md, 'bsard_demo/runs/text_formats.py'.
@@ -15,15 +15,17 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from .columns import UNKNOWN, Columns, Parsed
 from .decode import Chunk
 from .fields import ArrayFields, TokenFields, floats, ints, positions
-from .problems import ProblemList
-from .validate import Columns
+from .problems import ProblemList, quote
 
-QID_NAMES = ("qid", "query_id", "question_id")
+#: Question id column names: ours, ir_measures' (``query_id``) and ranx's (``q_id``), in this order of preference.
+QID_NAMES = ("qid", "query_id", "question_id", "q_id")
 DOC_NAMES = ("docid", "doc_id", "article_id")
 TREC_FIELDS = "qid Q0 docid rank score tag"
 _KNOWN_COLUMNS = frozenset(QID_NAMES + DOC_NAMES + ("rank", "score"))
+_RELEVANCE = "relevance"  # a qrels table's label column (ir_measures, ranx)
 _CSV_BATCH = 50_000
 _ARRAY_LIMIT = 4 << 20  # chunks up to this size (all but very long lines) are split with numpy
 
@@ -47,12 +49,14 @@ def header_columns(first: str) -> tuple[str | None, list[str]] | None:
     return None
 
 
-def parse_table(chunks: Iterable[Chunk], first_line: int, first: str, result, problems: ProblemList,
-                upstream: ProblemList, restart: Callable[[], Iterator[Chunk]]):
-    """Columns of a text run whose first non-blank line is ``first`` (line ``first_line``)."""
+def parse_table(chunks: Iterable[Chunk], first_line: int, first: str, problems: ProblemList,
+                restart: Callable[[], Iterator[Chunk]]) -> Parsed:
+    """The run of a text file whose first non-blank line is ``first`` (line ``first_line``);
+    ``chunks`` report their decoding problems to ``problems`` too, and ``restart`` reads the text
+    again (without them) when the first pass guessed the layout wrong."""
     header = header_columns(first)
     if header is not None:
-        return _parse_csv(chunks, first_line, header[0], header[1], result, problems, upstream)
+        return _parse_csv(chunks, first_line, header[0], header[1], problems)
     chunks = iter(chunks)
     head = next(chunks)
     guess = _guess(head)
@@ -62,7 +66,7 @@ def parse_table(chunks: Iterable[Chunk], first_line: int, first: str, result, pr
     n6, n3, total = counts.get(6, 0), counts.get(3, 0), sum(counts.values())
     if max(n6, n3) * 2 < total:
         _not_a_run(first, first_line, counts, problems)
-        return None
+        return Parsed(UNKNOWN)
     width = 6 if n6 >= n3 else 3
     by = "score" if width == 6 or not table.looks_like_ranks() else "rank"
     if (width, by) == (3, "rank") and (table.width, table.by) == (3, "score") and table.ranks_complete:
@@ -73,10 +77,8 @@ def parse_table(chunks: Iterable[Chunk], first_line: int, first: str, result, pr
     for stage in table.stages:
         problems.extend(stage)
     if width == 6:
-        result.format = "trec"
-        return table.cols, "score", True, table.tags
-    result.format = "3col-" + by
-    return table.cols, by, False, {}
+        return Parsed("trec", table.cols, "score", True, tuple(table.tags))
+    return Parsed("3col-" + by, table.cols, by)
 
 
 def _guess(chunk: Chunk) -> tuple[int, str]:
@@ -216,7 +218,7 @@ class _TablePass:
     def switch_to_ranks(self) -> None:
         """Read a 3-column pass made as scores as ranks: every value was a whole number >= 1
         (so no value has a problem either way)."""
-        self.cols._parts["rank"], self.cols._parts["score"] = self._alt_ranks, []
+        self.cols.read_scores_as_ranks(self._alt_ranks)
         self.by = "rank"
 
     def looks_like_ranks(self) -> bool:
@@ -263,11 +265,11 @@ def _after_line(chunks: Iterable[Chunk], line: int) -> Iterator[str]:
             yield text
 
 
-def missing_columns(qcol, dcol, scol, rcol, qid_names: tuple[str, ...] = QID_NAMES) -> list[str]:
+def missing_columns(qcol, dcol, scol, rcol) -> list[str]:
     """What a table's header lacks (each a phrase), given the columns found (None: absent)."""
     missing = []
     if qcol is None:
-        missing.append(f"no question id column (expected one of {', '.join(qid_names)})")
+        missing.append(f"no question id column (expected one of {', '.join(QID_NAMES)})")
     if dcol is None:
         missing.append(f"no article id column (expected one of {', '.join(DOC_NAMES)})")
     if scol is None and rcol is None:
@@ -275,23 +277,34 @@ def missing_columns(qcol, dcol, scol, rcol, qid_names: tuple[str, ...] = QID_NAM
     return missing
 
 
-def _parse_csv(chunks: Iterable[Chunk], header_line: int, delim: str | None, names: list[str], result,
-               problems: ProblemList, upstream: ProblemList):
-    result.format = "csv"
-    shown = ", ".join(names)
+def columns_problem(names: list[str], qcol, dcol, scol, rcol) -> tuple[str, str] | None:
+    """``(code, message)`` of a table whose header or schema lacks a needed column: a qrels
+    table (a ``relevance`` column, no score or rank) or ``missing_columns``; None when complete."""
+    shown = quote(", ".join(map(str, names)) or "none", marks=False)
+    if qcol is not None and dcol is not None and scol is None and rcol is None \
+            and any(str(n).strip().lower() == _RELEVANCE for n in names):
+        return "qrels_file", (f"this looks like a qrels table (a {_RELEVANCE} column: the gold labels), not a run; "
+                              f"a run has a score or rank column; found columns: {shown}")
+    missing = missing_columns(qcol, dcol, scol, rcol)
+    return ("missing_columns", f"{'; '.join(missing)}; found columns: {shown}") if missing else None
+
+
+def _parse_csv(chunks: Iterable[Chunk], header_line: int, delim: str | None, names: list[str],
+               problems: ProblemList) -> Parsed:
+    shown = quote(", ".join(names), marks=False)
 
     def col(options: tuple[str, ...]) -> int | None:
         return next((names.index(o) for o in options if o in names), None)
 
     qcol, dcol = col(QID_NAMES), col(DOC_NAMES)
     scol, rcol, tcol = col(("score",)), col(("rank",)), col(("tag",))
-    missing = missing_columns(qcol, dcol, scol, rcol)
-    if missing:
+    lacking = columns_problem(names, qcol, dcol, scol, rcol)
+    if lacking is not None:
         for _ in chunks:  # read to the end: the decoding problems of every line are reported
             pass
-        problems.error("missing_columns", f"the header has {'; '.join(missing)}; found columns: {shown}",
-                       line=header_line)
-        return None
+        code, message = lacking
+        problems.error(code, message if code == "qrels_file" else f"the header has {message}", line=header_line)
+        return Parsed("csv")
     width = len(names)
     cols = Columns()
     rows_stage, score_stage, rank_stage = ProblemList(), ProblemList(), ProblemList()
@@ -331,10 +344,10 @@ def _parse_csv(chunks: Iterable[Chunk], header_line: int, delim: str | None, nam
         pass
     for stage in (rows_stage, score_stage, rank_stage):
         problems.extend(stage)
-    if not len(cols) and not problems.has_errors and not upstream.has_errors:
+    if not len(cols) and not problems.has_errors:
         problems.error("no_run_lines", "the CSV file has a header but no data lines", line=header_line)
     by = "score" if scol is not None else "rank"
-    return cols, by, scol is not None and rcol is not None, tags
+    return Parsed("csv", cols, by, scol is not None and rcol is not None, tuple(tags))
 
 
 def _flush_csv(batch: dict[str, list], cols: Columns, has_score: bool, has_rank: bool,
@@ -381,7 +394,9 @@ def _csv_rows(lines: Iterator[str], delim: str, offset: int, problems: ProblemLi
         except StopIteration:
             return
         except csv.Error as exc:
-            problems.error("csv_syntax_error", f"CSV syntax error: {exc}; the rest of the file was not read",
+            reason = (f"a field is longer than {csv.field_size_limit():,} characters" if "field limit" in str(exc)
+                      else quote(exc, marks=False))
+            problems.error("csv_syntax_error", f"CSV syntax error: {reason}; the rest of the file was not read",
                            line=offset + reader.line_num)
             return
         yield offset + reader.line_num, row

@@ -1,5 +1,5 @@
-"""Columns -> :class:`~bsard_demo.runs.run.Run`, and the warnings of a usable run: the parsers hand over
-:class:`Columns` (compact parallel arrays, filled chunk by chunk), :func:`build_run` orders them exactly as
+"""Columns -> :class:`~bsard_demo.runs.run.Run`, and the warnings of a usable run: the parsers hand over a
+:class:`~bsard_demo.runs.columns.Parsed`, :func:`build_run` orders its columns exactly as
 :func:`bsard_demo.runs.run.order_entries` does and warns; :func:`add_warnings` adds the warnings that need the
 dataset and the run tags.
 
@@ -9,125 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import islice
-from typing import Collection, Sequence
+from typing import Collection
 
 import numpy as np
 
-from .fields import KeyIndex
-from .problems import ProblemList, percent as _pct
+from .columns import Columns, Parsed
+from .problems import ProblemList, percent as _pct, quote
 from .run import Run, ScoreTable
 
 _EXAMPLES = 5  # ids listed in a summary warning
 _BITMAP_LIMIT = 64 * 2**20  # questions x articles up to which repeats are found with a bitmap
-
-
-def _intern(tokens, by_key: dict, by_str: dict, names: list[str]) -> np.ndarray:
-    """int32 codes of ``tokens`` (str, or ASCII bytes), new ids numbered in order of appearance."""
-    codes = list(map(by_key.get, tokens))
-    if None in codes:
-        for t in dict.fromkeys(tokens):
-            if t not in by_key:
-                s = t if isinstance(t, str) else t.decode("ascii")
-                c = by_str.get(s)
-                if c is None:
-                    c = by_str[s] = len(names)
-                    names.append(s)
-                by_key[t] = c
-        codes = list(map(by_key.__getitem__, tokens))
-    return np.array(codes, dtype=np.int32)
-
-
-class Columns:
-    """Usable run lines as compact parallel arrays, appended chunk by chunk.
-
-    ``qnames`` / ``dnames`` are the distinct question / article ids in order of first appearance
-    (their codes are positions in these lists); after :meth:`finish`, ``q``, ``d`` (codes),
-    ``score`` (float64 or None), ``rank`` (int64, object for ranks beyond 64 bits, or None) and
-    ``line`` (int64, or None when the format has no lines) are arrays in file order."""
-
-    def __init__(self) -> None:
-        self.qnames: list[str] = []
-        self.dnames: list[str] = []
-        self._q: tuple[dict, dict] = ({}, {})  # str -> code, bytes -> code
-        self._d: tuple[dict, dict] = ({}, {})
-        self.q_index = KeyIndex(lambda ids: self._new_codes(ids, self._q[0], self.qnames))  # packed ids -> code
-        self.d_index = KeyIndex(lambda ids: self._new_codes(ids, self._d[0], self.dnames))
-        self._parts: dict[str, list] = {"q": [], "d": [], "score": [], "rank": [], "line": []}
-        self.q = self.d = self.score = self.rank = self.line = None
-        self.n = 0
-
-    @staticmethod
-    def _new_codes(ids: list[str], by_str: dict, names: list[str]) -> list[int]:
-        """Codes of ``ids`` (distinct; new ones appended to ``names``)."""
-        if by_str.keys().isdisjoint(ids):  # all new: numbered at once
-            first = len(names)
-            names.extend(ids)
-            by_str.update(zip(ids, range(first, len(names))))
-            return list(range(first, len(names)))
-        out = []
-        for s in ids:
-            c = by_str.get(s)
-            if c is None:
-                c = by_str[s] = len(names)
-                names.append(s)
-            out.append(c)
-        return out
-
-    def q_codes(self, tokens: Sequence) -> np.ndarray:
-        by_str, by_bytes = self._q
-        return _intern(tokens, by_str if tokens and isinstance(tokens[0], str) else by_bytes, by_str, self.qnames)
-
-    def d_codes(self, tokens: Sequence) -> np.ndarray:
-        by_str, by_bytes = self._d
-        return _intern(tokens, by_str if tokens and isinstance(tokens[0], str) else by_bytes, by_str, self.dnames)
-
-    def append(self, q: np.ndarray, d: np.ndarray, score=None, rank=None, line=None) -> None:
-        """Add rows (codes from :meth:`q_codes` / :meth:`d_codes`); give ``score``, ``rank``,
-        ``line`` for every chunk or for none."""
-        if not len(q):
-            return
-        self.n += len(q)
-        for name, value in (("q", q), ("d", d), ("score", score), ("rank", rank), ("line", line)):
-            if value is not None:
-                value = np.asarray(value)
-                if name in ("rank", "line") and value.dtype == np.int64 and len(value) \
-                        and -2**31 <= int(value.min()) and int(value.max()) < 2**31:
-                    value = value.astype(np.int32)  # half the memory; a chunk beyond int32 stays int64
-                self._parts[name].append(value)
-
-    def append_ids(self, qids: Sequence[str], docs: Sequence[str], score=None, rank=None, line=None) -> None:
-        """:meth:`append` of rows given as id strings and plain lists."""
-        if not qids:
-            return
-        rank_arr = None
-        if rank is not None:
-            try:
-                rank_arr = np.array(rank, dtype=np.int64)
-            except OverflowError:
-                rank_arr = np.array(rank, dtype=object)
-        self.append(self.q_codes(qids), self.d_codes(docs), None if score is None else np.array(score, dtype=float),
-                    rank_arr, None if line is None else np.array(line, dtype=np.int64))
-
-    @classmethod
-    def of_arrays(cls, qnames: list[str], dnames: list[str], q, d, score=None, rank=None, line=None) -> "Columns":
-        """Finished columns from their arrays (as :meth:`finish` leaves them), e.g. a child's answer."""
-        cols = cls()
-        cols.qnames, cols.dnames = qnames, dnames
-        cols.q, cols.d, cols.score, cols.rank, cols.line = q, d, score, rank, line
-        cols.n = len(q)
-        return cols
-
-    def finish(self) -> "Columns":
-        for name, parts in self._parts.items():
-            if parts:
-                setattr(self, name, parts[0] if len(parts) == 1 else np.concatenate(parts))
-                parts.clear()
-        if self.q is None:
-            self.q = self.d = np.zeros(0, dtype=np.int32)
-        return self
-
-    def __len__(self) -> int:
-        return self.n
 
 
 def _group_order(q: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -192,11 +83,11 @@ class Built:
     bounds: np.ndarray
 
 
-def build_run(cols: Columns, by: str, problems: ProblemList, *, name: str, tags: tuple[str, ...],
-              check_ranks: bool, lower_is_better: bool = False) -> tuple[Run, Built]:
-    """The :class:`Run` of ``cols``, ordered exactly as :func:`bsard_demo.runs.run.order_entries`
+def build_run(parsed: Parsed, problems: ProblemList, *, name: str, lower_is_better: bool = False) -> tuple[Run, Built]:
+    """The :class:`Run` of ``parsed``'s columns, ordered exactly as :func:`bsard_demo.runs.run.order_entries`
     orders entries (scores descending, or ascending when ``lower_is_better``, as their negation
     descending); warns about repeats, rank order and the scores' direction."""
+    cols, by, check_ranks, tags = parsed.columns, parsed.by, parsed.check_ranks, parsed.tags
     cols.finish()
     _renumber_questions(cols)
     if by == "score":
@@ -265,8 +156,8 @@ def _drop_repeats(cols: Columns, p: np.ndarray, qo: np.ndarray, problems: Proble
         line = None if cols.line is None else int(cols.line[p[j]])
         copy = f"line {int(cols.line[p[f]])}" if cols.line is not None else "the first"
         problems.warning("duplicate_article",
-                         f"article {cols.dnames[cols.d[p[j]]]!r} is listed again for question "
-                         f"{cols.qnames[qo[j]]!r}; its better-ranked copy ({copy}) is kept", line=line, kind=kind)
+                         f"article {quote(cols.dnames[cols.d[p[j]]])} is listed again for question "
+                         f"{quote(cols.qnames[qo[j]])}; its better-ranked copy ({copy}) is kept", line=line, kind=kind)
     problems.add_counted("warning", "duplicate_article", kind, len(again) - shown)
     return p[keep]
 
@@ -307,7 +198,7 @@ def _rank_order(cols: Columns, p: np.ndarray, starts: np.ndarray, lower_is_bette
             order = "ascending (lower is better)" if lower_is_better else "as trec_eval does"
             contradictions.append((
                 max(l_low or 0, l_high or 0) or None,
-                f"question {qid!r}: rank {r[low]} (line {l_low}, score {s[low]:g}) has {worse} than "
+                f"question {quote(qid)}: rank {r[low]} (line {l_low}, score {s[low]:g}) has {worse} than "
                 f"rank {r[high]} (line {l_high}, score {s[high]:g}); articles are ordered by score, {order}",
             ))
         if bool(np.any((s[1:] == s[:-1]) & (r[:-1] > r[1:]))):
@@ -360,7 +251,7 @@ def _check_direction(cols: Columns, problems: ProblemList, lower_is_better: bool
 
 def _examples(ids) -> str:
     ids = list(islice(ids, _EXAMPLES + 1))
-    shown = ", ".join(repr(i) for i in ids[:_EXAMPLES])
+    shown = ", ".join(quote(i) for i in ids[:_EXAMPLES])
     return shown + (", ..." if len(ids) > _EXAMPLES else "")
 
 
@@ -370,10 +261,12 @@ def _as_set(ids: Collection) -> set[str] | frozenset[str]:
     return {str(i) for i in ids}
 
 
-def add_warnings(run: Run, result, qids, corpus_ids, k: int, built: Built | None = None) -> None:
-    problems = result.problems
-    if len(result.tags) > 1:
-        problems.warning("several_tags", f"the file has {len(result.tags)} run tags ({_examples(result.tags)}); "
+def add_warnings(run: Run, problems: ProblemList, tags: tuple[str, ...], qids: Collection[str] | None,
+                 corpus_ids: Collection[str] | None, k: int, built: Built | None = None) -> None:
+    """The warnings of a usable ``run`` that need its ``tags`` or the dataset (the split's
+    ``qids``, the ``corpus_ids``, the deepest cutoff ``k``; None: not checked)."""
+    if len(tags) > 1:
+        problems.warning("several_tags", f"the file has {len(tags)} run tags ({_examples(tags)}); "
                                          "all its lines are read as one run")
     if qids is not None:
         known = _as_set(qids)
@@ -401,7 +294,7 @@ def add_warnings(run: Run, result, qids, corpus_ids, k: int, built: Built | None
             fewest, fewest_q = min(short)
             problems.warning("short_rankings",
                              f"{len(short)} of {len(run)} questions have fewer than {k} articles "
-                             f"(fewest: {fewest}, question {fewest_q!r}); metrics at {k} count the missing "
+                             f"(fewest: {fewest}, question {quote(fewest_q)}); metrics at {k} count the missing "
                              "ones as not found")
 
 

@@ -30,14 +30,16 @@ def format_run(qids: Sequence[str], rankings: Iterable[Sequence[tuple[str, float
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` through a temporary file in the same
-    folder, renamed over it: a reader never sees half a file, a failure leaves no temporary."""
+def write_text_atomic(path: str | os.PathLike, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` line ends; bytes as they are) to ``path`` through a temporary
+    file in the same folder, renamed over it: a reader never sees half a file, a failure leaves no
+    temporary."""
     path = Path(path).expanduser()
     folder = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else
+              os.fdopen(fd, "w", encoding="utf-8", newline="\n")) as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:

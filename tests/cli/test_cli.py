@@ -12,6 +12,7 @@ import pytest
 import pytrec_eval
 
 from bsard_demo.cli.main import main
+from bsard_demo.evaluation.stamp import read_stamp, strip_stamp
 from bsard_demo.runs import Run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,7 +86,8 @@ def test_evaluate_table_formats_and_published_rows(tmp_path, real_bsard_dir, rea
         assert marker in capsys.readouterr().out
     per_q = tmp_path / "per_q.csv"
     assert main(["evaluate", str(run_path), "--data", str(real_bsard_dir), "--per-query", str(per_q)]) == 0
-    lines = per_q.read_text().splitlines()
+    lines = strip_stamp(per_q.read_text()).splitlines()
+    assert read_stamp(per_q.read_text())["split"] == "test"
     assert lines[0] == ("run,qid,category,recall@100,recall@200,recall@500,map@100,map@200,map@500,mrr@100,mrr@200,"
                         "mrr@500,rprec,ndcg@10,n_relevant,n_retrieved,missing")
     assert len(lines) == 223
@@ -149,7 +151,7 @@ def test_tune_and_train_through_the_entry_point(tmp_path, monkeypatch, capsys):
     is one line, exit 2 (before any model loads)."""
     shown = subprocess.run([sys.executable, "-m", "bsard_demo", "--help"], cwd=REPO, capture_output=True, text=True,
                            timeout=300)
-    assert shown.returncode == 0 and "{data,evaluate,compare,run,index,tune,train,export-onnx}" in shown.stdout
+    assert shown.returncode == 0 and "{data,evaluate,compare,run,index,tune,train,export-onnx," in shown.stdout
     monkeypatch.setenv("BSARD_CACHE", str(tmp_path / "c"))
     for command in ("tune", "train"):
         assert main([command, "--data", "sample", "--split", "dev", "--out", str(tmp_path / "o"), "--no-progress"]) == 2

@@ -18,11 +18,12 @@ from bsard_demo.app.score_compare import comparison
 from bsard_demo.app.score_uploads import score_files
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation.report import PAIR_FIELDS
+from bsard_demo.evaluation.stamp import strip_stamp
 from bsard_demo.runs import Run
 from bsard_demo.sources import load_sample
 
 REPO = Path(__file__).resolve().parents[2]
-KEYS = ["dataset", "split", "questions", "measure", "runs", "pairs", "permutation"]
+KEYS = ["dataset", "split", "questions", "measure", "runs", "pairs", "permutation", "stamp"]
 
 
 @pytest.fixture(scope="module")
@@ -147,10 +148,10 @@ def test_real_labels_t_test(tmp_path, real_bsard_dir, real_bsard, capsys):
 def test_formats(files, capsys):
     args = ["compare", str(files["a"]), str(files["c"]), "--data", "sample", "--measure", "mrr@100"]
     assert main(args + ["--format", "csv"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = strip_stamp(capsys.readouterr().out).splitlines()
     assert lines[0] == ",".join(PAIR_FIELDS) and len(lines) == 2 and lines[1].startswith("a.trec,c.trec,")
     assert main(args + ["--format", "markdown"]) == 0
-    md = capsys.readouterr().out
+    md = strip_stamp(capsys.readouterr().out)
     assert md.startswith("| run A | run B | MRR@100 A | MRR@100 B | A - B |") and "| a.trec | c.trec |" in md
     assert main(args + ["--format", "latex"]) == 0
     assert r"\begin{tabular}{llrrrrrrrrrrr}" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from _app_helpers import sample_run_trec
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation.report import json_report, metrics_table, render_table
 from bsard_demo.evaluation.scoring import Limits, RunSource, score_runs, unique_names
+from bsard_demo.evaluation.stamp import read_stamp, sha256_file, strip_stamp
 from bsard_demo.evaluation.stats import STATS, StatsSettings, compare_measure
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample
@@ -96,10 +97,12 @@ def test_evaluate_renders_the_scoreboard(sample, files, capsys):
     board = score_runs(sample, "test", [RunSource.file(files["a"]), RunSource.file(files["b"])])
     assert main(["evaluate", str(files["a"]), str(files["b"]), "--data", "sample", "--format", "json"]) == 0
     problems = {r.name: [p.as_dict() for p in r.file.problems] for r in board.runs}
-    assert json.loads(capsys.readouterr().out) == json.loads(
-        json_report(sample.name, "test", board.labelled, board.evaluations, problems))
+    out = json.loads(capsys.readouterr().out)
+    assert out.pop("stamp")["runs"] == {files[x].name: sha256_file(files[x]) for x in "ab"}
+    assert out == json.loads(json_report(sample.name, "test", board.labelled, board.evaluations, problems))
     assert main(["evaluate", str(files["a"]), str(files["b"]), "--data", "sample", "--format", "csv"]) == 0
-    assert capsys.readouterr().out == render_table(metrics_table(board.evaluations), "csv")
+    out = capsys.readouterr().out
+    assert strip_stamp(out) == render_table(metrics_table(board.evaluations), "csv") and read_stamp(out)
 
 
 def test_compare_renders_the_scoreboard_with_the_one_settings(sample, files, capsys):

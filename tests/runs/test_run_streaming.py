@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bench.bench_memory import COLD_WORKER
 from bsard_demo.runs import Entry, ProblemList, Run, decode, read_run_bytes, read_run_path
+from bsard_demo.runs.columns import Columns
 from bsard_demo.runs.fields import ArrayFields, KeyIndex, TokenFields, positions
-from bsard_demo.runs.validate import Columns
 
 REPO = Path(__file__).resolve().parents[2]
 

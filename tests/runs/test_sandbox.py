@@ -141,11 +141,12 @@ def probe(tmp_path_factory):
 
     def read(name: str, isolation: Isolation = PROBE_LIMITS) -> RunFile:
         (folder / name).write_bytes(b"PAR1")
-        result = RunFile(name="probe.parquet", format="unknown", run=None, problems=ProblemList())
+        problems = ProblemList()
         content, _ = open_content(Source(data=_bases()[0]), ProblemList())
         content.source = Source(path=folder / name)
-        assert parse_parquet_isolated(content, result, isolation, server) is None
-        return result
+        parsed = parse_parquet_isolated(content, "probe.parquet", problems, isolation, server)
+        assert parsed.columns is None and parsed.format == "parquet"
+        return RunFile(name="probe.parquet", format=parsed.format, run=None, problems=problems)
 
     yield read
     server.stop()
@@ -170,12 +171,11 @@ def test_a_dead_fork_server_is_started_again():
     server = ForkServer()
     try:
         content, _ = open_content(Source(data=_bases()[0]), ProblemList())
-        first = RunFile(name="a", format="unknown", run=None, problems=ProblemList())
-        assert parse_parquet_isolated(content, first, Isolation(), server) is not None
+        assert parse_parquet_isolated(content, "a", ProblemList(), Isolation(), server).columns is not None
         server.proc.kill()
         server.proc.wait()
-        again = RunFile(name="b", format="unknown", run=None, problems=ProblemList())
-        assert parse_parquet_isolated(content, again, Isolation(), server) is not None and not again.problems
+        again = ProblemList()
+        assert parse_parquet_isolated(content, "b", again, Isolation(), server).columns is not None and not again
     finally:
         server.stop()
 

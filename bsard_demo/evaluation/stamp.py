@@ -1,0 +1,272 @@
+"""The reproducibility stamp of an export of results: what the figures were computed from, written
+into every CSV, JSON, Markdown and LaTeX output of ``evaluate`` and ``compare`` and into the Score
+page's downloads (:func:`stamp_board_export`, the one call a front end makes).
+
+A stamp (:func:`build_stamp`) is a JSON object: ``stamp`` (its format, :data:`STAMP_FORMAT`),
+``bsard_demo`` (version and, in a git checkout, the commit), ``dataset`` (name, kind, the hub
+commit the download resolved when from the hub, the sha256 of each file read and of the split's
+labels), ``split``, ``ks``, ``runs`` (each run's sha256: the file's bytes, an upload's bytes, or
+the TREC text of a run built in-process), ``measures`` (each column's ir_measures name, from
+:mod:`bsard_demo.evaluation.measures`) and ``conventions`` (the tie and missing-question rules).
+No path of the machine appears in it: files are named by their base name and their hash.
+
+In JSON the stamp is the top-level key ``"stamp"``; in CSV, Markdown and LaTeX it is a block of
+comment lines at the top that readers skip (``# `` lines: ``pandas.read_csv(comment="#")``; HTML
+comments ``<!-- -->``, unseen once rendered; ``%`` lines for TeX), one ``key = JSON`` line each,
+ASCII only so that no value can end the comment or the line. :func:`read_stamp` reads any of
+them back and :func:`stamp_differences` says what differs between two (``python -m bsard_demo
+stamps A B``). Hashing BSARD's 30 MB articles.csv takes ~0.1 s; a file's digest is remembered by
+path, size and modification time.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..dataset import Dataset
+from .measures import Measure
+from .report import labels_digest
+from .scoring import RunSource, Scoreboard
+
+#: The stamp's own format; a reader refuses nothing, but :func:`stamp_differences` names a change.
+STAMP_FORMAT = "bsard-demo-stamp/1"
+#: The formats that carry a stamp, and each one's comment syntax (prefix, suffix).
+COMMENTS = {"csv": ("# ", ""), "markdown": ("<!-- ", " -->"), "latex": ("% ", "")}
+STAMPED_FORMATS = ("json", *COMMENTS)
+#: The stamp's fields, in the order they are written.
+FIELDS = ("stamp", "bsard_demo", "dataset", "split", "ks", "runs", "measures", "conventions")
+#: How every figure is computed, whatever the measure (the CLI's ``evaluate --help`` says the same).
+CONVENTIONS = ("every question of the split with a relevant article counts, a question missing from a run scores 0; "
+               "ties by article id descending as strings (trec_eval); an article listed twice keeps its best "
+               "position; values are trec_eval's on the run cut to its top k")
+_SNAPSHOT = re.compile(r"(?:^|/)snapshots/([0-9a-f]{40})/")
+_LINE = re.compile(r"^(?:# |<!-- |% )stamp\.([a-z_]+) = (.*?)(?: -->)?\s*$")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks (remembered by path, size and mtime)."""
+    st = Path(path).stat()
+    return _file_digest(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def hub_revision(path: str | Path) -> str | None:
+    """The commit a Hugging Face hub download resolved: huggingface_hub caches a file as
+    ``…/snapshots/<40-hex commit>/<file>`` and returns that path; ``None`` for any other path."""
+    m = _SNAPSHOT.search(Path(path).as_posix())
+    return m.group(1) if m else None
+
+
+@functools.lru_cache(maxsize=1)
+def package_version() -> dict:
+    """``{"version", "commit"}``: the installed bsard-demo version (else pyproject.toml's), and the
+    checkout's git commit when the package runs from one (``None`` otherwise; 2 s at most)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        version = importlib.metadata.version("bsard-demo")
+    except importlib.metadata.PackageNotFoundError:
+        found = re.search(r'(?m)^version\s*=\s*"([^"]+)"', _read_text(root / "pyproject.toml"))
+        version = found.group(1) if found else None
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=2, check=False)
+        commit = done.stdout.strip() if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", done.stdout.strip()) \
+            else None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"version": version, "commit": commit}
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def dataset_stamp(dataset: Dataset, split: str) -> dict:
+    """The dataset part of a stamp: name, kind, hub ``revision`` (``None`` off the hub), the
+    sha256 of the corpus and of the split's questions file (``None`` when not read, e.g. the
+    hub's articles.csv when scoring only) and of the split's labels
+    (:func:`bsard_demo.evaluation.report.labels_digest`, the same whatever the source)."""
+    files = dict(dataset.files)
+    wanted = ("articles.csv", f"questions_{split}.csv")
+    hashes = {name: sha256_file(files[name]) if name in files and Path(files[name]).is_file() else None
+              for name in wanted}
+    revisions = {hub_revision(files[name]) for name in wanted if name in files}
+    revisions.discard(None)
+    revision = revisions.pop() if len(revisions) == 1 else (", ".join(sorted(revisions)) or None)
+    name = Path(dataset.name).name if dataset.kind == "local" else dataset.name  # no path of the machine
+    return {"name": name, "kind": dataset.kind, "revision": revision, "sha256": hashes,
+            "labels_sha256": labels_digest(dataset.qrels(split))}
+
+
+def measure_definitions(columns: Sequence[str]) -> dict:
+    """Each measure column's ir_measures name (:attr:`bsard_demo.evaluation.measures.Measure.short_label`):
+    ``{"recall@100": "R@100", "map@100": "AP@100", "mrr@100": "RR@100", "ndcg@10": "nDCG@10"}``."""
+    out = {}
+    for column in columns:
+        measure = Measure.from_column(column)
+        if measure is not None:
+            out[str(column)] = measure.short_label
+    return out
+
+
+def build_stamp(dataset: Dataset, split: str, runs: Mapping[str, str | None], ks: Sequence[int],
+                measures: Sequence[str]) -> dict:
+    """A stamp (see the module doc): ``runs`` maps each run's name to its sha256, ``measures``
+    are the exported columns."""
+    return {"stamp": STAMP_FORMAT, "bsard_demo": package_version(), "dataset": dataset_stamp(dataset, split),
+            "split": split, "ks": sorted(int(k) for k in ks), "runs": dict(runs),
+            "measures": measure_definitions(measures), "conventions": CONVENTIONS}
+
+
+def source_sha256(source: RunSource) -> str | None:
+    """A run source's sha256: its file's or its upload's bytes; for a run built in-process, its
+    TREC text (:meth:`bsard_demo.runs.Run.to_trec`). ``None`` for a path that is not a regular
+    file that can be read (the run's own problems say why)."""
+    if source.path is not None:
+        try:
+            return sha256_file(source.path) if Path(source.path).is_file() else None
+        except OSError:
+            return None
+    if source.data is not None:
+        return sha256_bytes(source.data)
+    return sha256_bytes(source.run.to_trec().encode("utf-8"))
+
+
+def board_stamp(board: Scoreboard, sources: Sequence[RunSource], measures: Sequence[str] | None = None) -> dict:
+    """The stamp of a :class:`~bsard_demo.evaluation.scoring.Scoreboard` scored from ``sources``
+    (in the order given to :func:`~bsard_demo.evaluation.scoring.score_runs`); ``measures``: the
+    columns exported (default: every measure of the evaluations)."""
+    columns = list(measures) if measures is not None else list(dict.fromkeys(
+        c for ev in board.evaluations.values() for c in ev.means))
+    runs = {scored.name: source_sha256(source) for scored, source in zip(board.runs, sources)}
+    return build_stamp(board.dataset, board.split, runs, board.ks, columns)
+
+
+def stamp_export(text: str, fmt: str, stamp: Mapping) -> str:
+    """``text`` (an export in ``fmt``) with ``stamp`` in it: the key ``"stamp"`` of a JSON object,
+    comment lines on top of CSV, Markdown and LaTeX; any other format is returned unchanged."""
+    if fmt == "json":
+        obj = json.loads(text)
+        obj["stamp"] = dict(stamp)
+        return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
+    if fmt not in COMMENTS:
+        return text
+    before, after = COMMENTS[fmt]
+    lines = [f"{before}stamp.{key} = {_ascii_json(stamp[key])}{after}" for key in FIELDS if key in stamp]
+    return "\n".join(lines) + "\n" + text
+
+
+def stamp_board_export(text: str, fmt: str, board: Scoreboard, sources: Sequence[RunSource],
+                       measures: Sequence[str] | None = None) -> str:
+    """The one call of a front end that offers a download (``fmt``: ``json``, ``csv``,
+    ``markdown``, ``latex``; others are returned unchanged): :func:`stamp_export` with
+    :func:`board_stamp`."""
+    return stamp_export(text, fmt, board_stamp(board, sources, measures)) if fmt in STAMPED_FORMATS else text
+
+
+def _ascii_json(value) -> str:
+    """One line of ASCII JSON in which ``>`` and ``<`` are escaped: no value ends a comment."""
+    return json.dumps(value, ensure_ascii=True, sort_keys=False).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def read_stamp(text: str) -> dict | None:
+    """The stamp of an export (JSON key or comment lines), or ``None`` when it has none."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            obj = json.loads(stripped)
+        except json.JSONDecodeError:
+            return None
+        stamp = obj.get("stamp") if isinstance(obj, dict) else None
+        return stamp if isinstance(stamp, dict) else None
+    stamp = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m is None:
+            if stamp:
+                break  # the block is over
+            continue
+        try:
+            stamp[m.group(1)] = json.loads(m.group(2))
+        except json.JSONDecodeError:
+            continue
+    return stamp or None
+
+
+def strip_stamp(text: str) -> str:
+    """``text`` without the stamp's comment lines on top (a JSON export is returned unchanged):
+    what a CSV reader reads when a cell may hold ``#`` (``pandas.read_csv(comment="#")`` would cut it)."""
+    lines = text.splitlines(keepends=True)
+    n = 0
+    while n < len(lines) and _LINE.match(lines[n].rstrip("\r\n")):
+        n += 1
+    return "".join(lines[n:])
+
+
+def stamp_differences(a: Mapping, b: Mapping) -> list[str]:
+    """What differs between two stamps and makes their figures incomparable or different in
+    origin, one line each (empty: the same data, split, cut-offs, measures and code). Runs are
+    compared by name: one in both with another sha256 is named; runs in one only are listed."""
+    out = []
+
+    def differ(label: str, x, y) -> None:
+        if x != y:
+            out.append(f"{label}: {_show(x)} vs {_show(y)}")
+
+    differ("stamp format", a.get("stamp"), b.get("stamp"))
+    da, db = a.get("dataset") or {}, b.get("dataset") or {}
+    for key in ("name", "kind", "revision", "labels_sha256"):
+        differ(f"dataset {key}", da.get(key), db.get(key))
+    ha, hb = da.get("sha256") or {}, db.get("sha256") or {}
+    for name in sorted(set(ha) | set(hb)):
+        differ(f"dataset file {name} sha256", ha.get(name), hb.get(name))
+    differ("split", a.get("split"), b.get("split"))
+    differ("k values", a.get("ks"), b.get("ks"))
+    va, vb = a.get("bsard_demo") or {}, b.get("bsard_demo") or {}
+    differ("bsard-demo version", va.get("version"), vb.get("version"))
+    differ("bsard-demo commit", va.get("commit"), vb.get("commit"))
+    ma, mb = a.get("measures") or {}, b.get("measures") or {}
+    for column in sorted(set(ma) & set(mb)):
+        differ(f"measure {column}", ma[column], mb[column])
+    only = sorted(set(ma) ^ set(mb))
+    if only:
+        out.append(f"measures in one file only: {', '.join(only)}")
+    differ("conventions", a.get("conventions"), b.get("conventions"))
+    ra, rb = a.get("runs") or {}, b.get("runs") or {}
+    for name in sorted(set(ra) & set(rb)):
+        if ra[name] != rb[name]:
+            out.append(f"run {name}: another file (sha256 {_show(ra[name])} vs {_show(rb[name])})")
+    for label, runs, other in (("first", ra, rb), ("second", rb, ra)):
+        only = sorted(set(runs) - set(other))
+        if only:
+            out.append(f"runs in the {label} file only: {', '.join(_show(n) for n in only)}")
+    return out
+
+
+def _show(value) -> str:
+    """A stamp value in a message: a digest by its first 12 characters, anything at most ~80."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value):
+        return value[:12]
+    text = "none" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else f"{text[:80]}… ({len(text)} characters)"
