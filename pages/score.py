@@ -192,13 +192,14 @@ def page() -> None:
         return
 
     board = score_ui.scoreboard(data, split, files, lower, built)
+    stamp = score_ui.stamp(data, split, board, files, lower, built)
     _validation(board)
     evaluations = board.evaluations
     if not evaluations:
         st.warning("Aucun run utilisable : corrigez les erreurs signalées ci-dessus puis déposez à nouveau le fichier.")
         return
     tables = score_tables(board, ds.questions(split))
-    _metrics(board, data, split, tables)
+    _metrics(board, data, split, tables, stamp)
     _charts(board, tables)
     _per_question(board, ds, split, tables)
     if compares(board):
@@ -229,7 +230,7 @@ def _validation(board) -> None:
                                             "problème": st.column_config.TextColumn("problème", width="large")})
 
 
-def _metrics(board, data, split, tables) -> None:
+def _metrics(board, data, split, tables, stamp) -> None:
     st.header("Mesures", anchor=False)
     table = metrics_frame(board)
     st.caption(metrics_caption(display_name(data), split, board))
@@ -240,7 +241,7 @@ def _metrics(board, data, split, tables) -> None:
     st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles) ; R-Prec : la précision "
                "au rang R (R = nombre d'articles pertinents), le « MRP » des travaux récents.", help=NDCG_HELP)
     row = st.container(horizontal=True)
-    for d in table_downloads(tables, split):
+    for d in table_downloads(tables, split, stamp):
         row.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime, key=d.key)
     if board.published:
         _state_of_the_art(tables, board)

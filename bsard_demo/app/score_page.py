@@ -10,12 +10,13 @@ systems and their runs). At most :data:`~.score_uploads.MAX_FILES` uploads are r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence, TypeVar
+from typing import Mapping, Sequence, TypeVar
 
 import pandas as pd
 
 from ..evaluation import render_table
 from ..evaluation.scoring import Scoreboard
+from ..evaluation.stamp import stamp_export
 from ..runs import Run
 from .highlight import md_escape
 from .score_tables import ScoreTables, to_csv_bytes
@@ -45,14 +46,22 @@ class Download:
     key: str | None = None
 
 
-def table_downloads(tables: ScoreTables, split: str) -> list[Download]:
+def table_downloads(tables: ScoreTables, split: str, stamp: Mapping | None = None) -> list[Download]:
     """The measures (CSV, Markdown, LaTeX: the CLI's rows, no published rows) and the per-question
-    table (CSV, the CLI's ``--per-query`` layout) of ``split``."""
+    table (CSV, the CLI's ``--per-query`` layout) of ``split``, each with the reproducibility
+    ``stamp`` (:func:`bsard_demo.evaluation.stamp.board_stamp`: comment lines on top, as ``evaluate``
+    writes them; none when ``stamp`` is None)."""
+    def stamped(text: str, fmt: str) -> str:
+        return text if stamp is None else stamp_export(text, fmt, stamp)
+
     plain = tables.metrics
-    return [Download("Mesures (CSV)", render_table(plain, "csv"), f"mesures_{split}.csv", "text/csv"),
-            Download("Mesures (Markdown)", render_table(plain, "markdown"), f"mesures_{split}.md", "text/markdown"),
-            Download("Mesures (LaTeX)", render_table(plain, "latex"), f"mesures_{split}.tex", "application/x-tex"),
-            Download("Par question (CSV)", to_csv_bytes(tables.per_question), f"par_question_{split}.csv",
+    per_question = to_csv_bytes(tables.per_question).decode("utf-8")
+    return [Download("Mesures (CSV)", stamped(render_table(plain, "csv"), "csv"), f"mesures_{split}.csv", "text/csv"),
+            Download("Mesures (Markdown)", stamped(render_table(plain, "markdown"), "markdown"), f"mesures_{split}.md",
+                     "text/markdown"),
+            Download("Mesures (LaTeX)", stamped(render_table(plain, "latex"), "latex"), f"mesures_{split}.tex",
+                     "application/x-tex"),
+            Download("Par question (CSV)", stamped(per_question, "csv").encode("utf-8"), f"par_question_{split}.csv",
                      "text/csv")]
 
 

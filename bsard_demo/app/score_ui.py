@@ -7,8 +7,9 @@ from __future__ import annotations
 import streamlit as st
 
 from ..dataset import Dataset
+from ..evaluation.stamp import board_stamp
 from . import hosting_ui
-from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, score_files, scoreboard_key
+from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
 from .state import ActiveData
 
 
@@ -34,3 +35,15 @@ def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], low
     with hosting_ui.large_upload_slot(blobs, key):  # one large scoring at a time per process
         return _scoreboard(key, data.dataset, tuple(files), split, limit, lower,
                            tuple((name, run) for name, run, _ in built))
+
+
+@st.cache_resource(show_spinner=False, max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
+def _stamp(key: tuple, _board, _files: tuple, lower: tuple, _runs: tuple) -> dict:  # noqa: ARG001 - key: cache key
+    return board_stamp(_board, run_sources(list(_files), lower, list(_runs)))
+
+
+def stamp(data: ActiveData, split: str, board, files: list[tuple[str, bytes]], lower_is_better=(), built=()) -> dict:
+    """The reproducibility stamp of the downloads (:func:`bsard_demo.evaluation.stamp.board_stamp` of
+    the board's sources: the uploads' bytes, the built-in runs), computed once per scoreboard."""
+    key = scoreboard_key(data.key, split, files, built, upload_limit_bytes(), lower_is_better)
+    return _stamp(key, board, tuple(files), key[-1], tuple((name, run) for name, run, _ in built))

@@ -59,11 +59,18 @@ def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str
     inflated: a larger file is not read and gets the :func:`upload_too_large` error, a
     compressed one inflating past it gets the reader's error. ``lower_is_better[i]`` says that
     the scores of ``files[i]`` are distances (the CLI's ``--lower-is-better``; default: no)."""
-    flags = list(lower_is_better) + [False] * (len(files) - len(lower_is_better))
-    sources = [RunSource.upload(name, data, lower_is_better=bool(lower)) for (name, data), lower in zip(files, flags)]
-    sources += [RunSource.built(name, run) for name, run in runs]
+    sources = run_sources(files, lower_is_better, runs)
     limits = Limits(limit_bytes, upload_too_large) if limit_bytes else Limits()
     return score_runs(dataset, split, sources, ks, limits=limits)
+
+
+def run_sources(files: Sequence[tuple[str, bytes]], lower_is_better: Sequence[bool] = (),
+                runs: Sequence[tuple[str, Run]] = ()) -> list[RunSource]:
+    """The scoring service's sources of the ``(name, bytes)`` uploads (``lower_is_better[i]``: the
+    scores of ``files[i]`` are distances; default no), then of the ``(name, Run)`` built-in runs."""
+    flags = list(lower_is_better) + [False] * (len(files) - len(lower_is_better))
+    sources = [RunSource.upload(name, data, lower_is_better=bool(lower)) for (name, data), lower in zip(files, flags)]
+    return sources + [RunSource.built(name, run) for name, run in runs]
 
 
 def scoreboard_key(data_key: Hashable, split: str, files: Sequence[tuple[str, bytes]],

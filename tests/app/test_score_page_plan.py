@@ -2,6 +2,8 @@
 sections shown and every download, checked without Streamlit against the functions that make each file."""
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 import pytest
 
@@ -17,8 +19,9 @@ from bsard_demo.app.score_page import (
     table_downloads,
 )
 from bsard_demo.app.score_tables import score_tables, to_csv_bytes
-from bsard_demo.app.score_uploads import score_files
+from bsard_demo.app.score_uploads import run_sources, score_files
 from bsard_demo.evaluation import render_table
+from bsard_demo.evaluation.stamp import board_stamp, read_stamp, strip_stamp
 from bsard_demo.runs import Entry, Run
 from bsard_demo.sources import load_sample
 
@@ -64,3 +67,18 @@ def test_a_builtin_run_downloads_as_its_trec_file():
 def test_categories_offered():
     assert categories(pd.DataFrame({"category": ["b", "", "a", "b"]})) == ["a", "b"]
     assert categories(pd.DataFrame({"qid": ["1"]})) == []
+
+
+def test_every_table_download_carries_the_boards_stamp(sample):
+    files = [("a.trec", sample_run_trec(0).encode()), ("b.trec", sample_run_trec(1, drop=2).encode())]
+    board = score_files(files, sample, "test")
+    tables = score_tables(board, sample.questions("test"))
+    stamp = board_stamp(board, run_sources(files))
+    plain = {d.file_name: d.data for d in table_downloads(tables, "test")}
+    for d in table_downloads(tables, "test", stamp):
+        text = d.data.decode("utf-8") if isinstance(d.data, bytes) else d.data
+        assert read_stamp(text) == stamp, d.file_name
+        unstamped = plain[d.file_name]
+        assert strip_stamp(text) == (unstamped.decode("utf-8") if isinstance(unstamped, bytes) else unstamped)
+    assert stamp["runs"] == {"a.trec": hashlib.sha256(files[0][1]).hexdigest(),
+                             "b.trec": hashlib.sha256(files[1][1]).hexdigest()}
