@@ -17,6 +17,7 @@ from bsard_demo.app.charts import (
     recall_curve_chart,
 )
 from bsard_demo.app.highlight import md_escape, query_terms
+from bsard_demo.app.naming import strip_paths
 from bsard_demo.app.render import question_box, upload_refused_notice
 from bsard_demo.app.score_anchors import NOTES_FR, beside_frame, figure_columns
 from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun, builtin_run
@@ -48,6 +49,7 @@ from bsard_demo.app.score_page import (
     split_uploads,
     table_downloads,
 )
+from bsard_demo.app.score_systems import system_captions
 from bsard_demo.app.score_tables import (
     NDCG_HELP,
     RPREC_HELP,
@@ -62,7 +64,6 @@ from bsard_demo.app.score_tables import (
 )
 from bsard_demo.app.score_uploads import DISTANCES_LABEL, MAX_FILES, prepare_reader, problems_frame, too_many_files
 from bsard_demo.app.search_model import first_visit
-from bsard_demo.app.state import display_name
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
 from bsard_demo.evaluation.measures import is_measure_column
@@ -115,7 +116,7 @@ def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
     try:
         retriever = ui.retriever(data, specs[label], label)
     except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
-        st.error(f"Système intégré « {md_escape(label)} » indisponible : {md_escape(exc)}")
+        st.error(f"Système intégré « {md_escape(label)} » indisponible : {md_escape(strip_paths(str(exc)))}")
         return None
     update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
     try:
@@ -132,10 +133,12 @@ def _builtins(data, split: str) -> BuiltinRun:
                 "déposé. Un index déjà construit (ou fourni dans un paquet d'index) rend le calcul immédiat ; sinon "
                 "sa construction s'affiche.")
     menu = ui.encoder_menu(data)  # once per rerun: it lists $BSARD_MODELS and the bundle's models
-    specs = _specs(data, menu, ui.rankers_here(data))
+    rankers = ui.rankers_here(data)
+    specs = _specs(data, menu, rankers)
     label = st.selectbox("Système intégré", list(specs), key="builtin_system", placeholder="Choisir…")
-    for option in builtin_models(menu):
-        st.caption(md_escape(option.label))
+    if label in specs:  # what the chosen system runs, each model by its own record
+        for line in system_captions(specs[label], builtin_models(menu), score_ui.ranker_captions(rankers)):
+            st.caption(md_escape(line))
     query_text = st.radio("Texte des questions", QUERY_TEXTS, index=QUERY_TEXTS.index(DEFAULT_QUERY_TEXT),
                           format_func=QUERY_TEXT_FR.get, key="builtin_query_text",
                           help="`--query-text` de `python -m bsard_demo run` : l'article BSARD interroge avec la "
@@ -233,7 +236,7 @@ def _validation(board) -> None:
 def _metrics(board, data, split, tables, stamp) -> None:
     st.header("Mesures", anchor=False)
     table = metrics_frame(board)
-    st.caption(metrics_caption(display_name(data), split, board))
+    st.caption(metrics_caption(score_ui.dataset_label(data), split, board))
     shown = display_metrics(table)
     helps = {"nDCG@10": NDCG_HELP, "R-Prec": RPREC_HELP}
     config = {c: st.column_config.NumberColumn(c, format="%.2f", help=helps.get(c)) for c in measure_headers(shown)}

@@ -33,6 +33,7 @@ from .hosting import (
     setup_bundle,
     upload_size,
 )
+from .naming import files_fingerprint, public_name, strip_paths
 from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S
 from .state import ActiveData
 
@@ -99,10 +100,20 @@ def show_bundle_notices(data: ActiveData) -> None:
     setup = bundle_setup()
     ds = data.dataset
     for level, text in bundle_notices(setup, data.key, ds.articles, ds.name):
-        (st.warning if level == "warning" else st.info)(md_escape(text), icon=":material/inventory_2:")
+        (st.warning if level == "warning" else st.info)(md_escape(strip_paths(text)), icon=":material/inventory_2:")
     caption = bundle_caption(setup)
     if caption and setup.serves(data.key, ds.articles, ds.name):
-        st.sidebar.caption(md_escape(caption))
+        st.sidebar.caption(md_escape(public_caption(setup, caption)))
+
+
+def public_caption(setup: BundleSetup, caption: str) -> str:
+    """The sidebar's line about the bundle, naming it by its name and fingerprint
+    (:mod:`bsard_demo.app.naming`): no path of the machine that built it or serves it."""
+    bundle = setup.bundle
+    fingerprint = files_fingerprint(bundle.manifest.get("files") or {}) if bundle is not None else ""
+    name = public_name(bundle.label) if bundle is not None else ""
+    return (strip_paths(caption) + (f" Paquet « {name} »" if name else "")
+            + (f", empreinte {fingerprint}." if fingerprint else "."))
 
 
 def build_notes(data: ActiveData, notes: list[str]) -> list[str]:

@@ -5,13 +5,15 @@ the corpus fingerprint computed only when some trained model could use it: it ha
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from .. import cache
 from ..training import list_trained_models, models_folder, trained_for_corpus
 from .builds import encoder_options, neighbours_option
 from .hosting import BundleSetup
-from .state import ActiveData, FolderAccess, source_kind
+from .naming import public_name, strip_paths
+from .state import SOURCE_LABELS, ActiveData, FolderAccess, source_kind, spec_name
 
 
 def source_choices(access: FolderAccess) -> list[str]:
@@ -48,7 +50,18 @@ def encoder_menu(data: ActiveData, setup: BundleSetup, corpus_sha256: Callable[[
     models = list_trained_models()
     has_models = bool(models) or (bundle is not None and bool(bundle.model_list()))
     sha = corpus_sha256() if has_models and ds.articles is not None else None
-    return encoder_options(models, corpus_sha256=sha, bundle=bundle) + [neighbours_option(ds)]
+    options = encoder_options(models, corpus_sha256=sha, bundle=bundle) + [neighbours_option(ds)]
+    # a model's record keeps the paths it was trained with: a public page names it by name
+    return [replace(o, label=strip_paths(o.label), reason=None if o.reason is None else strip_paths(o.reason))
+            for o in options]
+
+
+def dataset_label(data: ActiveData, access: FolderAccess) -> str:
+    """The active dataset's name as the pages show it (:func:`bsard_demo.app.state.spec_name`), a folder
+    the server chose (``BSARD_DATA``) by its last component only: its path is the server's."""
+    if source_kind(data.spec) == "local" and not access.free:
+        return f"{SOURCE_LABELS['local']} : {public_name(data.spec)}"
+    return spec_name(data.spec)
 
 
 def rankers_here(data: ActiveData, corpus_sha256: Callable[[], str]) -> list[str]:

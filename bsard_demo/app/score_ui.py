@@ -8,9 +8,13 @@ import streamlit as st
 
 from ..dataset import Dataset
 from ..evaluation.stamp import board_stamp
-from . import hosting_ui
+from ..retrievers.kinds import RANKER_LABEL, ranker_folder
+from ..retrievers.ranker import read_record
+from . import hosting_ui, menus
+from .naming import public_name
+from .score_systems import ranker_caption
 from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
-from .state import ActiveData
+from .state import ActiveData, folder_access
 
 
 def upload_limit_bytes() -> int:
@@ -47,3 +51,23 @@ def stamp(data: ActiveData, split: str, board, files: list[tuple[str, bytes]], l
     the board's sources: the uploads' bytes, the built-in runs), computed once per scoreboard."""
     key = scoreboard_key(data.key, split, files, built, upload_limit_bytes(), lower_is_better)
     return _stamp(key, board, tuple(files), key[-1], tuple((name, run) for name, run, _ in built))
+
+
+def dataset_label(data: ActiveData) -> str:
+    """The active dataset's name as the page shows it (:func:`bsard_demo.app.menus.dataset_label`)."""
+    return menus.dataset_label(data, folder_access(hosting_ui.app_settings()))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, ttl=SCOREBOARD_TTL_S)
+def _ranker_caption(target: str) -> str:
+    try:
+        record, _ = read_record(ranker_folder(target))
+    except (OSError, ValueError) as exc:  # a folder gone or damaged since the menu listed it
+        return f"{public_name(target)} — {RANKER_LABEL.lower()} : fiche illisible ({type(exc).__name__})"
+    return ranker_caption(target, record)
+
+
+def ranker_captions(rankers) -> dict[str, str]:
+    """Each learned ranker's line (:func:`bsard_demo.app.score_systems.ranker_caption` of its own record,
+    read from the bundle's copy or its folder), by ``--encoder`` value."""
+    return {target: _ranker_caption(target) for target in rankers}

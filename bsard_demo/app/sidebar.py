@@ -11,6 +11,7 @@ import streamlit as st
 from ..dataset import Dataset
 from . import french, hosting_ui, menus
 from .highlight import md_escape
+from .naming import public_name
 from .state import (
     FICTIONAL_NOTICE,
     FICTIONAL_SHORT,
@@ -20,7 +21,6 @@ from .state import (
     FailureMemo,
     data_key,
     dataset_summary,
-    display_name,
     folder_access,
     load_uncached,
     open_data,
@@ -81,14 +81,14 @@ def sidebar_data(data: ActiveData) -> None:
     sb = st.sidebar
     sb.subheader("Données")
     summary = dataset_summary(data.dataset)
-    lines = [f"**{md_escape(display_name(data))}**", f"{french.integer(summary['articles'])} articles"]
+    access = folder_access(hosting_ui.app_settings())
+    lines = [f"**{md_escape(menus.dataset_label(data, access))}**", f"{french.integer(summary['articles'])} articles"]
     for split in data.dataset.split_names:
         lines.append(f"{summary[f'questions_{split}']} questions ({md_escape(split)})")
     sb.markdown("  \n".join(lines))
     fictional_notice(data, short=True, where=sb)
     if data.fallback_reason:
         sb.button("Réessayer la source demandée", key="data_retry", on_click=_switch, args=(data.requested,))
-    access = folder_access(hosting_ui.app_settings())
     choices = menus.source_choices(access)
     choice = menus.source_choice(st.session_state.get(CHOICE_KEY), choices, data.requested, data.spec)
     if st.session_state.get(CHOICE_KEY) != choice:  # set only when it changes: a set value is the widget's value
@@ -104,7 +104,7 @@ def sidebar_data(data: ActiveData) -> None:
                                placeholder="/chemin/vers/bsard (articles.csv, questions_test.csv…)")
         sb.button("Charger ce dossier", key="load_folder", disabled=not (folder or "").strip(), on_click=_load_folder)
     elif choice == "local":
-        sb.caption("Dossier choisi au démarrage (`BSARD_DATA`) : " + md_escape(access.fixed))
+        sb.caption("Dossier choisi au démarrage (`BSARD_DATA`) : " + md_escape(public_name(access.fixed)))
 
 
 # Widget callbacks run before the script, so the new dataset is used by the same run (no rerun,

@@ -121,8 +121,9 @@ def test_the_score_page_offers_the_bundled_models_runs(served):
     assert_clean(at)
     options = at.selectbox(key="builtin_system").options
     assert options[-2:] == [f"Dense ({KEY})", HYBRID]  # after the built-in systems (and neighbours when offered)
-    assert any(c.value.replace("\\", "").startswith(f"{NAME} — minilm affiné sur frlaw") for c in at.main.caption)
     at.selectbox(key="builtin_system").select(HYBRID).run()
+    # the chosen system is captioned with the model it runs
+    assert any(c.value.replace("\\", "").startswith(f"{NAME} — minilm affiné sur frlaw") for c in at.main.caption)
     at.button(key="builtin").click().run()
     assert_clean(at)
     names = [str(i) for d in at.dataframe if "R@100" in d.value.columns for i in d.value.index]
