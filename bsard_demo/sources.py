@@ -217,16 +217,17 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
     except DataError as exc:
         raise DataUnavailable(f"the hub files look damaged or partly downloaded ({exc})", "damaged") from None
     if optional and need_corpus:  # the optional splits serve training, which needs the corpus
-        splits.update(_optional_splits(download, online, timeout, end, articles))
+        splits.update(_optional_splits(download, online, timeout, end, articles, paths))
     return Dataset(name="BSARD (Hugging Face hub)", kind="hub", articles=articles, splits=splits,
                    files={name: str(path) for name, path in paths.items()})
 
 
 def _optional_splits(download: Downloader, online: bool, timeout: float, end: float | None,
-                     articles: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+                     articles: pd.DataFrame | None, paths: dict[str, Path]) -> dict[str, pd.DataFrame]:
     """The splits of :data:`HUB_OPTIONAL_FILES` the hub gives: a file absent from the repository
     (``EntryNotFoundError``), absent from the cache offline, not given before the deadline, or
-    damaged (:func:`_check_complete`) is left out, the dataset loads without it."""
+    damaged (:func:`_check_complete`) is left out, the dataset loads without it. Each file read
+    goes into ``paths`` (the reproducibility stamp hashes it)."""
     out = {}
     for name in HUB_OPTIONAL_FILES:
         def fetch(name: str = name) -> str:
@@ -235,11 +236,13 @@ def _optional_splits(download: Downloader, online: bool, timeout: float, end: fl
         split = name[len("questions_"):-len(".csv")]
         try:
             left = None if end is None else max(0.5, end - time.monotonic())
-            frame = normalize_questions(_read(Path(call_with_deadline(fetch, left))), source=f"hub {name}")
+            path = Path(call_with_deadline(fetch, left))
+            frame = normalize_questions(_read(path), source=f"hub {name}")
             _check_complete(articles, {split: frame})
         except Exception:  # noqa: BLE001 - optional: absent, unreachable, late or damaged, it is left out
             continue
         out[split] = frame
+        paths[name] = path
     return out
 
 

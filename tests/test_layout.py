@@ -703,3 +703,32 @@ def test_the_runs_api_check_can_fail(tmp_path):
                        "import bsard_demo.runs.decode\nfrom bsard_demo.runs import read_run_bytes\n")
     found = runs_internals(crafted, {"Run", "read_run_bytes"}, root=tmp_path)
     assert found == {"bsard_demo.runs.sandbox", "bsard_demo.runs.validate", "bsard_demo.runs.decode"}
+
+
+#: The published figures of evaluation/anchors.py, as a literal would repeat them elsewhere.
+PUBLISHED_FIGURE = re.compile(r"(?<![\d.])(51\.33|56\.78|64\.71|71\.63|78\.38|83\.77|74\.78|78\.04|83\.39)(?![\d])")
+
+
+def published_figures_outside_anchors(root: Path) -> list[str]:
+    """Lines of ``root``'s Python files, other than ``evaluation/anchors.py``, that write a published BSARD figure:
+    one table holds them with their provenance (issue 30), nothing writes them a second time."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).as_posix() == "evaluation/anchors.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if PUBLISHED_FIGURE.search(line):
+                found.append(f"{path.relative_to(root).as_posix()}:{number}")
+    return found
+
+
+def test_published_figures_live_in_the_anchors_table_only():
+    assert published_figures_outside_anchors(PACKAGE) == []
+    assert PUBLISHED_FIGURE.search((PACKAGE / "evaluation" / "anchors.py").read_text(encoding="utf-8"))
+
+
+def test_the_published_figures_check_can_fail(tmp_path):
+    (tmp_path / "evaluation").mkdir()
+    (tmp_path / "evaluation" / "anchors.py").write_text("BM25 = 51.33\n")
+    (tmp_path / "report.py").write_text("x = 1\nPUBLISHED = {'BM25': (51.33, 56.78)}\nk1 = 151.331\n")
+    assert published_figures_outside_anchors(tmp_path) == ["report.py:2"]

@@ -11,12 +11,23 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
+
+import pandas as pd
 
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
 from ..evaluation.checks import problem_code, problem_record
-from ..evaluation.report import FORMATS, json_report, metrics_table, per_question_table, render_table, table_notes
+from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
+from ..evaluation.report import (
+    FORMATS,
+    json_report,
+    metrics_table,
+    per_question_table,
+    render_rows,
+    render_table,
+    table_notes,
+)
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..evaluation.stamp import board_stamp, stamp_export
 from ..runs import sandbox
@@ -68,7 +79,13 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
     p.add_argument("--anchors", action="store_true",
                    help="on BSARD's test split, also print the published results with their provenance (the table "
-                        "of python -m bsard_demo anchors; JSON: key 'anchors')")
+                        "of python -m bsard_demo anchors; JSON: key 'anchors'; not with --format csv)")
+    p.add_argument("--misses", metavar="FILE",
+                   help="also print where each run's misses land in the corpus hierarchy (per k: missed gold "
+                        f"articles by the closest retrieved article of the top k: same section within {WINDOW} "
+                        "articles, same chapter, same book/act, same code, elsewhere) and write one line per "
+                        "question, k and missed article to FILE (CSV); needs the articles. With --format json "
+                        "the counts are under \"misses\"; with --format csv they are not printed")
     p.set_defaults(func=cmd_evaluate)
     return p
 
@@ -135,13 +152,19 @@ class ScoredRuns:
 
 
 def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace, ks: Sequence[int], *,
-                    quiet: bool = False) -> ScoredRuns:
+                    quiet: bool = False, with_corpus: bool = False) -> ScoredRuns:
     """Score the run files of ``paths`` with :func:`bsard_demo.evaluation.scoring.score_runs` (a file is
     read as distances with ``--lower-is-better`` or when ``--distances`` names it) and render
     its Scoreboard's problems: unless ``quiet`` (JSON output), each problem is one line on
-    stderr and a file whose single problem is an error gets one line ``…; not scored``."""
+    stderr and a file whose single problem is an error gets one line ``…; not scored``. With
+    ``with_corpus`` the articles are loaded and the runs kept, to place the misses (``evaluate --misses``)."""
     sandbox.warm_for(paths)  # a parquet file is decoded in a child: its fork server loads meanwhile
-    ds = load_dataset(data_spec(args), need_corpus=False)
+    try:
+        ds = load_dataset(data_spec(args), need_corpus=with_corpus)
+    except DataError as exc:
+        if not with_corpus:
+            raise
+        raise DataError(f"--misses places each miss in the corpus: {exc}") from None
     qrels = ds.qrels(args.split)
     labelled = sum(1 for gold in qrels.values() if gold)
     if labelled < len(qrels) and not quiet:
@@ -152,7 +175,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     if unknown:
         raise DataError(f"--distances names a file that is not a run given here: {', '.join(unknown)}")
     sources = [RunSource.file(path, lower_is_better=args.lower_is_better or _named(path, distances)) for path in paths]
-    out = ScoredRuns(score_runs(ds, args.split, sources, ks, keep_runs=False), sources)
+    out = ScoredRuns(score_runs(ds, args.split, sources, ks, keep_runs=with_corpus), sources)
     for scored in out.board.runs:
         name, problems = scored.name, scored.file.problems
         out.problems[name] = [problem_record(p, PROBLEM_HINTS) for p in problems]
@@ -178,22 +201,25 @@ def report_unusable(command: str, scored: ScoredRuns) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if any(k < 1 for k in args.k):
         raise DataError("--k takes positive integers")
-    scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json")
+    scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json",
+                             with_corpus=bool(args.misses))
     board = scored.board
     ds, evaluations = board.dataset, board.evaluations
-    anchors = args.anchors and board.published
-    if args.anchors and not anchors:
+    stamp = board_stamp(board, scored.sources) if args.format != "table" or args.per_query or args.misses else {}
+    anchors = args.anchors and board.published and args.format != "csv"
+    if args.anchors and not board.published:
         say("evaluate", f"note: --anchors: split {args.split} of {ds.name} is not BSARD's test split; the published "
                         "results are not shown")
-    stamp = board_stamp(board, scored.sources) if args.format != "table" or args.per_query else {}  # every export's
+    elif args.anchors and not anchors:
+        say("evaluate", "note: --anchors: a CSV holds one table; python -m bsard_demo anchors --format csv writes it")
+    misses = board_misses(board) if args.misses else None
     if args.format == "json":
-        report = stamp_export(json_report(ds.name, args.split, board.labelled, evaluations, scored.problems), "json",
-                              stamp)
+        report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems,
+                             misses=None if misses is None else misses_records(misses))
         if anchors:
-            print(json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))}, ensure_ascii=False,
-                             indent=2))
-        else:
-            print(report, end="")
+            report = json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))},
+                                ensure_ascii=False, indent=2)
+        print(stamp_export(report, "json", stamp), end="")
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")
         if args.format == "table":
@@ -204,9 +230,40 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if anchors:
             print(("\npublished results (python -m bsard_demo anchors):\n" if args.format == "table" else "")
                   + anchors_text(args.format), end="")
+    if misses and args.format not in ("json", "csv"):  # csv: stdout stays one table; json: under "misses"
+        print(render_misses(misses, args.format), end="")
+    if misses is not None:
+        lines = [m.lines.assign(run=name) for name, m in misses.items()]
+        frame = pd.concat(lines, ignore_index=True) if lines else pd.DataFrame(columns=["run", *LINE_COLUMNS])
+        Path(args.misses).write_text(stamp_export(frame[["run", *LINE_COLUMNS]].to_csv(index=False), "csv", stamp),
+                                     encoding="utf-8")
     if args.per_query and evaluations:
         per_question = per_question_table(evaluations, ds.questions(args.split)).to_csv(index=False,
                                                                                          float_format="%.6f")
         Path(args.per_query).write_text(stamp_export(per_question, "csv", stamp), encoding="utf-8")
     report_unusable("evaluate", scored)
     return scored.exit_code
+
+
+def misses_records(misses: Mapping[str, Misses]) -> dict[str, list[dict]]:
+    """``evaluate --format json``'s ``misses``: per run, one record per k (``k``, ``missed``, then per
+    class its count and share)."""
+    table = misses_table(misses)
+    out: dict[str, list[dict]] = {name: [] for name in misses}
+    for (name, k), row in table.iterrows():
+        out[name].append({"k": int(k), "missed": int(row["missed"]),
+                          **{c: (int(row[c]) if not c.endswith("_share") else round(float(row[c]), 12))
+                             for c in table.columns if c != "missed"}})
+    return out
+
+
+def render_misses(misses: Mapping[str, Misses], fmt: str) -> str:
+    """The ``--misses`` table in ``fmt`` (``table``, ``markdown``, ``latex``): per run and k, the missed
+    gold articles, then each class's count and share in %."""
+    table = misses_table(misses)
+    header = ["run", "k", "missed"] + [CLASS_LABELS[c] for c in CLASSES]
+    rows = [[str(name), str(k), str(int(row["missed"]))]
+            + [f"{int(row[c])} ({100 * row[f'{c}_share']:.1f} %)" for c in CLASSES]
+            for (name, k), row in table.iterrows()]
+    title = "where the misses land (missed gold articles by the closest retrieved article of the top k):\n"
+    return "\n" + (title if fmt == "table" else "") + render_rows(header, rows, fmt, left=1)

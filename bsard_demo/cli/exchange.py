@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..runs import read_run_path, write_text_atomic
-from ..runs.exchange import EXCHANGE_FORMATS, qrels_bytes, run_bytes, tied_questions
+from ..runs import EXCHANGE_FORMATS, qrels_bytes, read_run_path, run_bytes, tied_questions, write_text_atomic
 from ..sources import load_dataset
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, fail, one_line, say
 

@@ -14,6 +14,10 @@ import tempfile
 from pathlib import Path
 
 from .. import bundles, cache
+from ..retrievers.adapter import is_adapter_folder
+from ..retrievers.encoders import ENCODER_CHOICES
+from ..retrievers.onnx_encoder import find_export
+from ..retrievers.ranker import is_ranker_folder
 from .common import fail, say
 
 
@@ -61,11 +65,6 @@ def _torch_only_models(args: argparse.Namespace) -> str | None:
     """Why the bundle could not carry a model folder of ``--encoder`` (before any build), or ``None``."""
     if getattr(args, "retriever", "bm25") == "bm25" or not getattr(args, "encoder", None):
         return None
-    from ..retrievers.adapter import is_adapter_folder
-    from ..retrievers.encoders import ENCODER_CHOICES
-    from ..retrievers.onnx_encoder import find_export
-    from ..retrievers.ranker import is_ranker_folder
-
     for name in (n.strip() for n in str(args.encoder).split(",")):
         folder = Path(name).expanduser()
         if name.lower() in ENCODER_CHOICES or not folder.is_dir() or is_adapter_folder(folder) \

@@ -32,7 +32,7 @@ class Evaluation:
     """Result of :func:`evaluate`.
 
     ``per_question`` is indexed by question id (split order) with one column per metric
-    (``recall@100``, ``map@100``, ``mrr@100``, …) plus ``n_relevant``, ``n_retrieved`` and
+    (``recall@100``, ``map@100``, ``mrr@100``, …, then ``rprec``, ``ndcg@10``) plus ``n_relevant``, ``n_retrieved`` and
     ``missing`` (question absent from the run). ``means`` are macro averages over all questions.
     """
 

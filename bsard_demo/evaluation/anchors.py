@@ -123,7 +123,7 @@ ANCHORS: tuple[Anchor, ...] = (
 #: The columns of :func:`anchors_records` and :func:`figures_frame`.
 COLUMNS = tuple(f.name for f in fields(Anchor))
 #: The source column of the paper's rows in :func:`bsard_demo.evaluation.report.metrics_table`.
-PUBLISHED_SOURCE = "published (Louis & Spanakis, ACL 2022; read in Papers with Code's record)"
+PUBLISHED_SOURCE = "published (Louis & Spanakis, ACL 2022)"
 
 
 def anchors_records(anchors: Sequence[Anchor] = ANCHORS) -> list[dict]:

@@ -102,14 +102,16 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
 
 
 def json_report(dataset: str, split: str, questions: int, evaluations: Mapping[str, Evaluation],
-                problems: Mapping[str, list[dict]]) -> str:
+                problems: Mapping[str, list[dict]], *, misses: Mapping[str, list[dict]] | None = None) -> str:
     """The CLI's ``--format json`` object (see README): metrics are fractions, every cutoff's
     recall/map/mrr is present, then ``rprec`` and ``ndcg@10``, plus missing/unknown question counts
-    per run."""
+    per run; with ``misses`` (``evaluate --misses``), where each run's misses land, per k."""
     runs = {name: {**{c: round(v, 12) for c, v in ev.means.items()}, "missing_questions": ev.missing_questions,
                    "unknown_questions": ev.unknown_questions} for name, ev in evaluations.items()}
-    return json.dumps({"dataset": dataset, "split": split, "questions": questions, "runs": runs,
-                       "problems": dict(problems)}, ensure_ascii=False, indent=2)
+    out = {"dataset": dataset, "split": split, "questions": questions, "runs": runs, "problems": dict(problems)}
+    if misses is not None:
+        out["misses"] = dict(misses)
+    return json.dumps(out, ensure_ascii=False, indent=2)
 
 
 def _percent(df: pd.DataFrame) -> pd.DataFrame:

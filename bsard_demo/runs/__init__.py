@@ -10,6 +10,7 @@ CSV; :mod:`.json_formats`: JSON, JSON Lines; :mod:`.parquet_format`, in a child 
 items (:mod:`.problems`); a message quotes user data through :func:`quote`.
 """
 from .decode import SizeMessage
+from .exchange import EXCHANGE_FORMATS, qrels_bytes, run_bytes, run_records, tied_questions
 from .problems import CHECK_CODES, CODES, HINTS, Problem, ProblemList, percent, quote
 from .read import (
                    BUILT_FORMAT,
@@ -28,7 +29,8 @@ from .run import Entry, Run, order_entries
 from .sandbox import warm
 from .write import RUN_FORMATS, format_run, write_text_atomic
 
-__all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "FORMATS", "HINTS",
+__all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "EXCHANGE_FORMATS",
+           "FORMATS", "HINTS", "qrels_bytes", "run_bytes", "run_records", "tied_questions",
            "RUN_FORMATS", "UNKNOWN", "Entry", "Isolation", "Problem", "ProblemList", "ReadOptions", "Run", "RunFile",
            "SizeMessage", "format_run", "order_entries", "percent", "quote", "read_run", "read_run_bytes",
            "read_run_path", "warm", "write_text_atomic"]

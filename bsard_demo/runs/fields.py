@@ -7,6 +7,8 @@ How: docs/design.md, 'bsard_demo/runs/fields.py'.
 from __future__ import annotations
 
 import math
+import sys
+from itertools import compress
 from typing import Sequence
 
 import numpy as np
@@ -105,10 +107,16 @@ def whole(token) -> int | None:
 
 
 def digits(values: Sequence) -> list[bool]:
-    """For each value, whether it is a plain whole number (ASCII digits only)."""
+    """For each value, whether it is a plain whole number (ASCII digits only, and no longer than Python's
+    int() takes from text: ``sys.get_int_max_str_digits()``, 4,300 by default)."""
     if values and isinstance(values[0], bytes):
-        return list(map(bytes.isdigit, values))
-    return [v.isascii() and v.isdigit() for v in values]
+        out = list(map(bytes.isdigit, values))
+    else:
+        out = [v.isascii() and v.isdigit() for v in values]
+    most = sys.get_int_max_str_digits()
+    if most and any(len(v) > most for v in compress(values, out)):
+        out = [ok and len(v) <= most for ok, v in zip(out, values)]
+    return out
 
 
 class TokenFields:

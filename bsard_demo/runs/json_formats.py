@@ -88,8 +88,22 @@ def _json_score(value) -> tuple[float | None, str | None]:
     return x, None
 
 
+def _whole(text: str) -> int | float:
+    """A JSON integer too long for ``int()`` (``sys.get_int_max_str_digits()``) as a float: infinite,
+    so it is reported as a bad id or score, never as a failure of the reader."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 def _loads(text: str):
-    return json.loads(text, object_pairs_hook=_Obj)
+    try:
+        return json.loads(text, object_pairs_hook=_Obj)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer of more than 4,300 digits: parsed again, such integers as floats
+        return json.loads(text, object_pairs_hook=_Obj, parse_int=_whole)
 
 
 def parse_json(text: str, problems: ProblemList) -> Parsed:

@@ -90,7 +90,8 @@ def parse_parquet(content: Content, problems: ProblemList) -> Parsed:
             continue
         kind = _kind(schema.field(name).type)
         if kind not in allowed[role]:
-            bad_types.append(f"{role} column {quote(name)} is {schema.field(name).type}, expected "
+            shown_type = quote(schema.field(name).type, marks=False)
+            bad_types.append(f"{role} column {quote(name)} is {shown_type}, expected "
                              + " or ".join({"string": "strings", "int": "integers", "float": "numbers"}[a]
                                            for a in allowed[role]))
     if bad_types:

@@ -31,6 +31,7 @@ BUILT_FORMAT = "trec"
 _NOT_SPACE = re.compile(r"\S")  # as str.strip()/split() see whitespace
 _NOT_SPACE_BYTES = re.compile(rb"\S")  # as bytes.split() does (ASCII chunks hold no other space)
 _HTML = ("<!doctype html", "<html", "<head", "<body")
+_PATH_LIMIT = 200  # characters of a path a message shows (a path may have 4,096)
 
 __all__ = ["BUILT_FORMAT", "DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "Isolation",
            "ReadOptions", "RunFile", "read_run", "read_run_bytes", "read_run_path"]
@@ -87,15 +88,16 @@ def read_run_path(path: str | Path, options: ReadOptions | None = None, **settin
     held in memory whole (gzip included). A missing, unreadable or non-regular file is an error
     problem, and a file above the limit is not read."""
     p = Path(path)
+    shown = quote(p, _PATH_LIMIT, marks=False)
     opts = _options(options, settings)
     problems = ProblemList()
     try:
         if not p.exists():
-            problems.error("file_not_found", f"file not found: {p}")
+            problems.error("file_not_found", f"file not found: {shown}")
         elif p.is_dir():
-            problems.error("not_a_file", f"{p} is a folder, not a run file")
+            problems.error("not_a_file", f"{shown} is a folder, not a run file")
         elif not p.is_file():
-            problems.error("not_a_file", f"{p} is not a regular file")
+            problems.error("not_a_file", f"{shown} is not a regular file")
         elif (too_big := size_problem(p.stat().st_size, opts.max_bytes, opts.size_message)) is not None:
             problems.error("file_too_large", too_big)
         else:
@@ -103,9 +105,9 @@ def read_run_path(path: str | Path, options: ReadOptions | None = None, **settin
                 pass
             return _read_source(lambda: Source(path=p, limit=opts.max_bytes), p.name, opts)
     except OSError as exc:
-        problems.error("unreadable_file", f"cannot read {p}: {exc.strerror or exc}")
+        problems.error("unreadable_file", f"cannot read {shown}: {quote(exc.strerror or exc, marks=False)}")
     except Exception as exc:
-        problems.error("unreadable_file", f"cannot read {p} ({type(exc).__name__}: {quote(exc, marks=False)})")
+        problems.error("unreadable_file", f"cannot read {shown} ({type(exc).__name__}: {quote(exc, marks=False)})")
     return RunFile(name=p.name, format=UNKNOWN, run=None, problems=problems)
 
 
@@ -151,13 +153,21 @@ def _read_source(make_source: Callable[[], Source], name: str, options: ReadOpti
 
 @dataclass
 class _First:
-    """The first non-whitespace character of the text: its line, that line (stripped), its
-    character offset in the text and the text from it (at most 200 characters, lower case)."""
+    """The first non-whitespace character of the text: its line, its character offset in the text,
+    the text from it (at most 200 characters, lower case) and, through :attr:`text`, its line (stripped;
+    made only for a table: a JSON run's one 40 MB line is not copied for nothing)."""
 
     line: int
-    text: str
     offset: int
     head: str
+    chunk: Chunk
+    start: int
+    end: int
+
+    @property
+    def text(self) -> str:
+        line = self.chunk.text[self.start:self.end]
+        return (line if isinstance(line, str) else line.decode("ascii")).strip()
 
 
 def _find_first(chunks: Iterator[Chunk]) -> tuple[list[Chunk], _First | None]:
@@ -172,11 +182,10 @@ def _find_first(chunks: Iterator[Chunk]) -> tuple[list[Chunk], _First | None]:
             i = found.start()
             nl = chunk.newline
             end = text.find(nl, i)
-            line_text = text[i:end if end >= 0 else len(text)]
             head = text[i:i + 200]
-            as_str = (lambda t: t) if isinstance(text, str) else (lambda t: t.decode("ascii"))
-            return taken, _First(chunk.line + text.count(nl, 0, i), as_str(line_text).strip(), offset + i,
-                                 as_str(head).lower())
+            return taken, _First(chunk.line + text.count(nl, 0, i), offset + i,
+                                 (head if isinstance(head, str) else head.decode("ascii")).lower(),
+                                 chunk, i, end if end >= 0 else len(text))
         offset += len(text)
     return taken, None
 

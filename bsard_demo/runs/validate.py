@@ -198,8 +198,9 @@ def _rank_order(cols: Columns, p: np.ndarray, starts: np.ndarray, lower_is_bette
             order = "ascending (lower is better)" if lower_is_better else "as trec_eval does"
             contradictions.append((
                 max(l_low or 0, l_high or 0) or None,
-                f"question {quote(qid)}: rank {r[low]} (line {l_low}, score {s[low]:g}) has {worse} than "
-                f"rank {r[high]} (line {l_high}, score {s[high]:g}); articles are ordered by score, {order}",
+                f"question {quote(qid)}: rank {quote(r[low], marks=False)} (line {l_low}, score {s[low]:g}) has "
+                f"{worse} than rank {quote(r[high], marks=False)} (line {l_high}, score {s[high]:g}); articles are "
+                f"ordered by score, {order}",
             ))
         if bool(np.any((s[1:] == s[:-1]) & (r[:-1] > r[1:]))):
             tie_questions.append(qid)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bsard_demo.cli.main import main
-from bsard_demo.evaluation import anchors as A
+from bsard_demo.evaluation import anchors as A, evaluate
 from bsard_demo.evaluation.report import metrics_table
 from bsard_demo.runs import Run
 
@@ -81,8 +81,6 @@ def test_anchors_frame_is_what_the_page_needs():
 
 
 def _evaluation_of_a_random_run(qrels):
-    from bsard_demo.evaluation import evaluate
-
     rnd = random.Random(0)
     docs = sorted({d for g in qrels.values() for d in g})
     ranked = {q: rnd.sample(docs, min(50, len(docs))) for q in qrels}
@@ -135,6 +133,11 @@ def test_evaluate_anchors_on_the_real_test_split(tmp_path, real_bsard_dir, real_
     assert main(["evaluate", str(path), "--data", str(real_bsard_dir), "--anchors", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "r.trec" in data["runs"] and data["anchors"]["anchors"] == A.anchors_records()
+    assert main(["evaluate", str(path), "--data", str(real_bsard_dir), "--anchors", "--format", "csv"]) == 0
+    captured = capsys.readouterr()
+    assert "hit@100" not in captured.out and "anchors --format csv" in captured.err  # one table per CSV
+    assert main(["evaluate", str(path), "--data", str(real_bsard_dir), "--anchors", "--format", "markdown"]) == 0
+    assert "| system | measure | value % |" in capsys.readouterr().out
     # another split: said, not shown
     assert main(["evaluate", str(path), "--data", str(real_bsard_dir), "--split", "train", "--anchors"]) == 0
     captured = capsys.readouterr()

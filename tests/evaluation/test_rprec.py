@@ -16,7 +16,7 @@ import random
 
 import pytest
 import pytrec_eval
-from hypothesis import given, settings, strategies as st
+from hypothesis import Phase, given, settings, strategies as st
 
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation import evaluate
@@ -74,7 +74,7 @@ def check_against_pytrec_eval(qrels, entries):
     assert ev.means["rprec"] == pytest.approx(mean, abs=1e-12)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, phases=[p for p in Phase if p != Phase.explain])  # explain: minutes
 @given(qrels=st.dictionaries(questions, st.lists(docs, max_size=12), min_size=1),
        rankings=st.dictionaries(st.sampled_from(["q0", "q1", "q2", "q3", "other"]),
                                 st.lists(st.tuples(docs, scores), min_size=1, max_size=40)))
@@ -125,6 +125,7 @@ def real_runs(qrels) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
+@pytest.mark.slow  # the real labels through five output formats
 def test_real_bsard_labels_in_every_output_format(tmp_path, real_bsard_dir, real_bsard, capsys):
     """On the 222 real test questions (R from 1 to 57), each run's R-Prec equals pytrec_eval's Rprec
     in the library, in the JSON, CSV, Markdown, LaTeX and table outputs and the per-question file."""
@@ -176,6 +177,7 @@ def test_real_bsard_labels_in_every_output_format(tmp_path, real_bsard_dir, real
     assert "R-Prec: precision at rank R" in outputs["table"]
 
 
+@pytest.mark.slow  # the real labels, two permutation tests
 def test_compare_on_rprec_equals_the_per_question_values(tmp_path, real_bsard_dir, real_bsard, capsys):
     """``compare --measure rprec`` (also ``R-Prec``): the means are trec_eval's, the test runs on them."""
     qrels = real_bsard.qrels("test")

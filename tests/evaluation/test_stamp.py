@@ -19,6 +19,7 @@ from bsard_demo.evaluation.stamp import (
     dataset_stamp,
     hub_revision,
     read_stamp,
+    run_sha256,
     stamp_board_export,
     stamp_differences,
     stamp_export,
@@ -76,6 +77,14 @@ def test_the_hub_commit_the_download_resolved(tmp_path, real_bsard_dir):
     assert stamp["sha256"]["articles.csv"] is None  # scoring never downloads the corpus
     assert str(tmp_path) not in json.dumps(stamp)
     assert hub_revision("/x/snapshots/abc/questions_test.csv") is None  # not a commit
+    # with the corpus, the optional synthetic split's file is hashed too
+    pd.DataFrame({"id": range(1, 22634), "article": ["x"] * 22633}).to_csv(snapshot / "articles.csv", index=False)
+    shutil.copy(snapshot / "questions_train.csv", snapshot / "questions_synthetic.csv")
+    full = load_hub(download=download, reachable=lambda: True)
+    synthetic = dataset_stamp(full, "synthetic")
+    assert synthetic["revision"] == COMMIT and synthetic["sha256"] == {
+        "articles.csv": sha(snapshot / "articles.csv"), "questions_synthetic.csv": sha(real_bsard_dir /
+                                                                                        "questions_train.csv")}
     assert dataset_stamp(load_hub(need_corpus=False, download=lambda **kw: str(real_bsard_dir / kw["filename"]),
                                   reachable=lambda: True), "test")["revision"] is None
 
@@ -101,6 +110,8 @@ def test_every_format_reads_back_and_readers_skip_it(sample, run_file):
     assert pd.read_csv(io.StringIO(csv), comment="#").to_dict("list") == {"run": ["a"], "recall@100": [0.5]}
     assert stamp_export("aligned table\n", "table", stamp) == "aligned table\n"
     assert read_stamp("run,recall@100\n") is None and read_stamp("{not json") is None
+    assert read_stamp("\ufeff" + stamp_export('{"runs": {}}', "json", stamp))["split"] == "test"  # a BOM
+    assert read_stamp("\ufeff" + csv)["split"] == "test"
 
 
 def test_the_score_pages_one_call(sample, run_file):
@@ -116,6 +127,8 @@ def test_the_score_pages_one_call(sample, run_file):
     assert stamp["measures"] == {"recall@100": "R@100"} and stamp["dataset"]["kind"] == "sample"
     assert stamp["dataset"]["sha256"]["articles.csv"]  # the sample's files, hashed
     assert stamp_board_export("t\n", "table", board, sources) == "t\n"
+    other = Run.from_rankings({"1": ["2", "1"]})
+    assert run_sha256(other) != run_sha256(built) == stamp["runs"]["BM25"]  # each run its own digest
 
 
 def test_stamps_command_says_what_differs(tmp_path, sample, run_file, capsys):
@@ -160,5 +173,5 @@ def test_differences_name_each_field():
     assert "dataset revision: r1 vs r2" in lines and "dataset file q.csv sha256: aaaaaaaaaaaa vs bbbbbbbbbbbb" in lines
     assert "bsard-demo version: 1 vs 2" in lines and "measures in one file only: rprec" in lines
     assert "runs in the first file only: x" in lines and "runs in the second file only: y" in lines
-    long = stamp_differences({**a, "split": "s" * 5000}, a)
-    assert max(map(len, long)) < 300
+    long = stamp_differences({**a, "split": "s" * 5000, "runs": {f"r{i}" * 50: "0" * 64 for i in range(1000)}}, a)
+    assert max(map(len, long)) < 1000 and "and 995 more" in long[-2]

@@ -4,6 +4,10 @@ messages of bounded lines from the reader, from the Score page's reading path (`
 uploads) and from the CLI's ``evaluate``."""
 from __future__ import annotations
 
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from _hostile_data import HUGE, articles, huge_id_runs, questions, write_dataset
@@ -87,3 +91,39 @@ def test_the_cli_prints_bounded_lines(hostile_dataset, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "unknown_articles" in err and "unknown_questions" in err
     assert bounded(out) and bounded(err), max((out + err).splitlines(), key=len)[:300]
+
+
+LONG_INT = b"9" * 5000  # beyond int()'s 4,300 digits from text
+
+
+@pytest.mark.parametrize("data", [
+    b'{"1": {"2": ' + LONG_INT + b"}}", b'{"1": [' + LONG_INT + b"]}",
+    b'{"qid": "1", "docid": "2", "score": ' + LONG_INT + b"}\n",
+    b'{"qid": ' + LONG_INT + b', "docid": "2", "score": 1}\n{"qid": "1", "docid": "2", "score": 1}\n',
+    b"1 Q0 2 " + LONG_INT + b" 1.0 t\n", b"1 2 " + LONG_INT + b"\n1 3 2\n", b"1 2 1\n1 3 " + LONG_INT + b"\n1 4 3\n",
+    b"qid,docid,rank\n1,2," + LONG_INT + b"\n"], ids=["json", "json-ranked", "jsonl-score", "jsonl-qid", "trec",
+                                                    "3col-score", "3col-rank", "csv-rank"])
+def test_an_integer_too_long_for_int_is_a_bad_value_not_a_failure(data):
+    rf = read_run_bytes(data, "r")
+    codes = {p.code for p in rf.problems}
+    assert "internal_error" not in codes and codes & {"bad_score", "bad_rank", "bad_id"}, codes
+    assert all(bounded(str(p)) for p in rf.problems)
+
+
+@pytest.mark.parametrize("data", [b"1 Q0 a " + b"9" * 4000 + b" 2.0 t\n1 Q0 b 1 1.0 t\n",
+                                  b"qid,docid,score,rank\n1,a,2.0," + b"9" * 4000 + b"\n1,b,1.0,1\n"],
+                         ids=["trec", "csv"])
+def test_a_rank_beyond_64_bits_is_quoted_bounded_where_it_contradicts_the_scores(data):
+    rf = read_run_bytes(data, "r")
+    assert "rank_score_order" in {p.code for p in rf.problems}
+    assert all(bounded(str(p)) for p in rf.problems), max(map(str, rf.problems), key=len)[:200]
+
+
+def test_a_huge_parquet_column_type_is_quoted_bounded():
+    """A struct of 300 long-named fields: its type's text is 18,496 characters."""
+    names = ["f" * 50 + str(i) for i in range(300)]
+    score = pa.array([dict.fromkeys(names, 1)], type=pa.struct([pa.field(n, pa.int64()) for n in names]))
+    out = io.BytesIO()
+    pq.write_table(pa.table({"qid": ["1"], "docid": ["2"], "score": score}), out)
+    rf = read_run_bytes(out.getvalue(), "r.parquet")
+    assert [p.code for p in rf.problems] == ["bad_column_type"] and all(bounded(str(p)) for p in rf.problems)

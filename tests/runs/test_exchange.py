@@ -14,9 +14,7 @@ import pytest
 
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation import evaluate
-from bsard_demo.evaluation.measures import FAMILIES
-from bsard_demo.runs import Run, read_run_bytes, read_run_path
-from bsard_demo.runs.exchange import qrels_bytes, run_bytes, run_records, tied_questions
+from bsard_demo.runs import Run, qrels_bytes, read_run_bytes, read_run_path, run_bytes, run_records, tied_questions
 from bsard_demo.sources import load_dataset
 
 ranx = pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
@@ -92,8 +90,7 @@ def check_same(qrels, run: Run, means: dict, q_ranx, r_ranx, q_dict, r_dict):
         assert got_ranx[ranx_name] == pytest.approx(means[column], abs=1e-12), column
         assert got_irm[irm] == pytest.approx(means[column], abs=1e-12), column
     assert got_ranx[RPREC[0]] == pytest.approx(got_irm[RPREC[1]], abs=1e-12)
-    if "rprec" in FAMILIES and "rprec" in means:  # R-Precision, once the measures family is merged
-        assert got_irm[RPREC[1]] == pytest.approx(means["rprec"], abs=1e-12)
+    assert got_irm[RPREC[1]] == pytest.approx(means["rprec"], abs=1e-12)
 
 
 @pytest.mark.parametrize("ties", [False, True], ids=["distinct", "ties"])
@@ -156,6 +153,11 @@ def test_runs_written_by_ranx_read_back_in_the_same_order(tmp_path):
         # and back out: our export of what we read equals what ranx wrote, question by question
         assert json.loads(run_bytes(rf.run, "ranx")) == {q: {d: pytest.approx(s) for d, s in docs.items()}
                                                          for q, docs in written.to_dict().items()}
+    for sep, ext in ((",", "csv"), ("\t", "tsv")):  # ranx's table as CSV / TSV: q_id, doc_id, score
+        path = tmp_path / f"run.{ext}"
+        written.to_dataframe().to_csv(path, sep=sep, index=False)
+        rf = read_run_path(path, isolation=None)
+        assert rf.run is not None and rf.run.rankings == want.rankings, ext
 
 
 def test_distances_and_rank_only_runs_keep_our_order():

@@ -110,3 +110,8 @@ def test_train_ranker_on_train_and_synthetic(data, tmp_path):
     assert record["split"] == record["dataset"]["split"] == "train,synthetic"
     assert record["dataset"]["questions_used"] == len(labelled_questions(ds, "train,synthetic")[0])
     assert record["systems"] == ["bm25", "use", "neighbours"]
+    # served over the same folder: its neighbours and prior read the union again
+    run = tmp_path / "ranker.trec"
+    assert main(["run", "--retriever", "ranker", "--encoder", str(out), "--data", str(data["folder"]), "--out",
+                 str(run), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]) == 0
+    assert len({line.split()[0] for line in run.read_text().splitlines()}) == len(ds.questions("test"))
