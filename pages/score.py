@@ -13,6 +13,8 @@ from bsard_demo.app.charts import (
     category_breakdown,
     metric_bars,
     metric_label_fr,
+    misses_ab,
+    misses_bars,
     per_question_distribution,
     recall_curve_chart,
 )
@@ -35,11 +37,13 @@ from bsard_demo.app.score_drill import (
     DD_QID,
     DD_RUN,
     PQ_FILTER,
+    article_reference,
     article_text_html,
     drill_down,
     gold_ranks_frame,
     is_long,
 )
+from bsard_demo.app.score_misses import MISSES_HELP, class_labels, misses_frame, nearest_notes, question_line
 from bsard_demo.app.score_page import (
     builtin_downloads,
     categories,
@@ -96,6 +100,7 @@ COMPARISON_LABELS = {
 PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie", "question": "texte",
                        "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
 BUILD_ERRORS = (DataError, ValueError, OSError)
+MISSES_K = "misses_k"  # session: the cut-off of the misses' chart, A-vs-B chart and drill-down line
 
 
 def _specs(data, menu, rankers=()) -> dict:
@@ -196,6 +201,7 @@ def page() -> None:
 
     board = score_ui.scoreboard(data, split, files, lower, built)
     stamp = score_ui.stamp(data, split, board, files, lower, built)
+    misses = score_ui.misses(data, split, board, files, lower, built)
     _validation(board)
     evaluations = board.evaluations
     if not evaluations:
@@ -203,8 +209,8 @@ def page() -> None:
         return
     tables = score_tables(board, ds.questions(split))
     _metrics(board, data, split, tables, stamp)
-    _charts(board, tables)
-    _per_question(board, ds, split, tables)
+    k = _charts(board, tables, misses)
+    _per_question(board, ds, split, tables, misses, k)
     if compares(board):
         _comparison(board)
     for d in builtin_downloads(built, split):
@@ -260,14 +266,15 @@ def _state_of_the_art(tables, board) -> None:
                "`python -m bsard_demo evaluate --anchors` l'imprime sous vos runs.")
 
 
-def _charts(board, tables) -> None:
+def _charts(board, tables, misses) -> int:
     st.header("Graphiques", anchor=False)
     metrics = shown_metrics(board)
     per_q = tables.per_question
     metric = st.columns([1, 2])[0].selectbox("Mesure des graphiques « par catégorie » et « par question »", metrics,
                                              key="chart_metric", persist_state="session", placeholder="Choisir…",
                                              format_func=metric_label_fr)
-    t1, t2, t3, t4 = st.tabs(["Mesures (IC 95 %)", "Rappel@k", "Par catégorie", "Par question"])
+    t1, t2, t3, t4, t5 = st.tabs(["Mesures (IC 95 %)", "Rappel@k", "Par catégorie", "Par question",
+                                  "Articles manqués"])
     with t1:
         st.altair_chart(metric_bars(ci_frame(board, metrics)), width="stretch")
         st.caption("Barres : moyenne sur les questions ; traits : intervalle de confiance à 95 % (bootstrap, 2 000 "
@@ -280,9 +287,18 @@ def _charts(board, tables) -> None:
     with t4:
         st.altair_chart(per_question_distribution(per_q, metric), width="stretch")
         st.caption("Nombre de questions par tranche de valeur ; 0 (rien trouvé) et 1 (parfait) ont leur propre barre.")
+    with t5:
+        k = st.columns([1, 2])[0].selectbox("Articles manqués dans le top k", list(board.ks), key=MISSES_K,
+                                            index=list(board.ks).index(min(board.ks)), format_func=lambda v: f"top {v}")
+        if misses is None:
+            st.info("Placer les articles manqués demande le corpus d'articles, que ce jeu de données n'a pas.")
+        else:
+            st.altair_chart(misses_bars(misses_frame(misses, k), class_labels()), width="stretch")
+            st.caption(MISSES_HELP)
+    return k
 
 
-def _per_question(board, ds, split, tables) -> None:
+def _per_question(board, ds, split, tables, misses, k) -> None:
     st.header("Par question", anchor=False)
     table = tables.per_question_text
     chosen = st.multiselect("Filtrer par catégorie", categories(table), key=PQ_FILTER,
@@ -295,11 +311,11 @@ def _per_question(board, ds, split, tables) -> None:
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=320)
     st.caption("Cliquez sur un en-tête pour trier.")
     if compares(board):
-        _a_versus_b(board, tables)
-    _drill_down(board, ds, split, table, shown)
+        _a_versus_b(board, tables, misses, k)
+    _drill_down(board, ds, split, table, shown, misses, k)
 
 
-def _a_versus_b(board, tables) -> None:
+def _a_versus_b(board, tables, misses, k) -> None:
     st.subheader("Run A contre run B, question par question", anchor=False)
     runs = list(board.evaluations)
     c1, c2, c3 = st.columns(3)
@@ -316,9 +332,12 @@ def _a_versus_b(board, tables) -> None:
                 f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")
     st.caption("Un point par question ; au-dessus de la diagonale, B fait mieux. Cliquez sur un point pour examiner "
                "la question ci-dessous (cerclée) ; des questions de mêmes valeurs se superposent.")
+    if misses is not None:
+        st.markdown(f"**Où tombent les articles pertinents que A et B manquent** (top {k})")
+        st.altair_chart(misses_ab(misses_frame(misses, k, [a, b]), class_labels()), width="stretch")
 
 
-def _drill_down(board, ds, split, table, shown) -> None:
+def _drill_down(board, ds, split, table, shown, misses, k) -> None:
     st.subheader("Examiner une question", anchor=False)
     runs = list(board.evaluations)
     qids = list(dict.fromkeys(shown["qid"]))
@@ -335,6 +354,11 @@ def _drill_down(board, ds, split, table, shown) -> None:
     st.html(question_box(dd.question, ()))
     st.caption(f"Catégorie : {md_escape(dd.category or '—')}"
                + ("" if dd.in_run else " · question absente du run (score 0)"))
+    notes = {}
+    if misses is not None and run_name in misses:
+        st.caption(md_escape(question_line(misses[run_name], qid, k)))
+        nearest = set(misses[run_name].question_lines(qid, k)["nearest_id"].dropna())
+        notes = nearest_notes(misses[run_name], qid, k, {a: article_reference(ds, a) for a in nearest})
     st.markdown("**Articles pertinents et leur rang dans chaque run** (— : absent du classement)")
     st.dataframe(gold_ranks_frame(dd, usable), hide_index=True, width="stretch")
     if ds.articles is None:
@@ -344,7 +368,8 @@ def _drill_down(board, ds, split, table, shown) -> None:
         for g in dd.gold:
             st.markdown(f"**{md_escape(g.reference or 'Article ' + g.article_id)}** · id {md_escape(g.article_id)}"
                         + (" · rang " + str(g.rank) if g.rank is not None else " · absent du run")
-                        + f" dans « {md_escape(run_name)} »")
+                        + f" dans « {md_escape(run_name)} »"
+                        + (f" · {md_escape(notes[g.article_id])}" if g.article_id in notes else ""))
             if not g.text:
                 st.caption("Article absent du corpus.")
                 continue

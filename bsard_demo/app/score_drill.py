@@ -74,14 +74,15 @@ def drill_down(dataset: Dataset, split: str, qid: str, run: Run, top: int = 20) 
     gold_set = set(gold_ids)
     return DrillDown(
         qid=qid, question=str(row["question"]), category=str(row["category"]),
-        gold=[GoldRow(a, _reference(dataset, a), ranks[a], _text(dataset, a)) for a in gold_ids],
-        top=[TopRow(i, doc, score if score == score else None, _reference(dataset, doc), doc in gold_set)
+        gold=[GoldRow(a, article_reference(dataset, a), ranks[a], _text(dataset, a)) for a in gold_ids],
+        top=[TopRow(i, doc, score if score == score else None, article_reference(dataset, doc), doc in gold_set)
              for i, (doc, score) in enumerate(run.scored(qid)[:top], 1)],
         in_run=qid in run,
     )
 
 
-def _reference(dataset: Dataset, article_id: str) -> str:
+def article_reference(dataset: Dataset, article_id: str) -> str:
+    """An article's reference in the corpus ("" when it is not there or the corpus is not loaded)."""
     art = dataset.article(article_id)
     return "" if art is None else str(art.get("reference", "") or "")
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..dataset import Dataset
+from ..dataset import DataError, Dataset
+from ..evaluation.misses import board_misses
 from ..evaluation.stamp import board_stamp
 from ..retrievers.kinds import RANKER_LABEL, ranker_folder
 from ..retrievers.ranker import read_record
@@ -51,6 +52,25 @@ def stamp(data: ActiveData, split: str, board, files: list[tuple[str, bytes]], l
     the board's sources: the uploads' bytes, the built-in runs), computed once per scoreboard."""
     key = scoreboard_key(data.key, split, files, built, upload_limit_bytes(), lower_is_better)
     return _stamp(key, board, tuple(files), key[-1], tuple((name, run) for name, run, _ in built))
+
+
+@st.cache_resource(show_spinner="Où tombent les articles manqués…", max_entries=SCOREBOARD_ENTRIES,
+                   ttl=SCOREBOARD_TTL_S)
+def _misses(key: tuple, _board) -> dict:  # noqa: ARG001 - key is the cache key
+    return board_misses(_board)
+
+
+def misses(data: ActiveData, split: str, board, files: list[tuple[str, bytes]], lower_is_better=(),
+           built=()) -> dict | None:
+    """Where each usable run misses (:func:`bsard_demo.evaluation.misses.board_misses`), once per
+    scoreboard; ``None`` when the dataset has no articles to place them in."""
+    if data.dataset.articles is None:
+        return None
+    key = scoreboard_key(data.key, split, files, built, upload_limit_bytes(), lower_is_better)
+    try:
+        return _misses(key, board)
+    except DataError:
+        return None
 
 
 def dataset_label(data: ActiveData) -> str:

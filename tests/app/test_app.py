@@ -275,7 +275,7 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
     assert cli["systeme_b.trec.gz"]["missing_questions"] == 2
     assert list(table.columns[:7]) == ["R@100", "R@200", "R@500", "MAP@100", "R-Prec", "nDCG@10", "MRR@100"]
     # charts (4 + the A-vs-B scatter), per-question table, drill-down, comparison and downloads are all there
-    assert len(at.get("vega_lite_chart")) == 5
+    assert len(at.get("vega_lite_chart")) == 7  # + where misses land, per run and for A against B
     assert [h.value for h in at.header] == ["Validation des fichiers", "Mesures", "Graphiques", "Par question",
                                             "Comparaison deux à deux"]
     comparison = [d.value for d in at.dataframe if "run A" in d.value.columns]
