@@ -43,7 +43,14 @@ from bsard_demo.app.score_drill import (
     gold_ranks_frame,
     is_long,
 )
-from bsard_demo.app.score_misses import MISSES_HELP, class_labels, misses_frame, nearest_notes, question_line
+from bsard_demo.app.score_misses import (
+    MISSES_HELP,
+    class_labels,
+    misses_frame,
+    nearest_notes,
+    question_line,
+    totals_line,
+)
 from bsard_demo.app.score_page import (
     builtin_downloads,
     categories,
@@ -293,8 +300,9 @@ def _charts(board, tables, misses) -> int:
         if misses is None:
             st.info("Placer les articles manqués demande le corpus d'articles, que ce jeu de données n'a pas.")
         else:
-            st.altair_chart(misses_bars(misses_frame(misses, k), class_labels()), width="stretch")
-            st.caption(MISSES_HELP)
+            frame = misses_frame(misses, k)
+            st.altair_chart(misses_bars(frame, class_labels()), width="stretch")
+            st.caption(md_escape(totals_line(frame, k)) + "  \n" + MISSES_HELP)
     return k
 
 

@@ -274,8 +274,12 @@ def ab_scatter(points: pd.DataFrame, metric: str, *, current: str | None = None,
 MISS_COLOURS = ("#2e7d32", "#7cb342", "#fbc02d", "#fb8c00", "#c62828", "#9e9e9e")
 
 
+#: The legend of the misses' charts goes under them: at the right it leaves no width for the bars on a phone.
+BOTTOM_LEGEND = alt.Legend(orient="bottom", columns=1, labelLimit=260, symbolLimit=0)
+
+
 def _miss_colour(labels: Sequence[str]) -> alt.Color:
-    return alt.Color("class:N", title="Où tombe le raté", sort=list(labels),
+    return alt.Color("class:N", title="Où tombe le raté", sort=list(labels), legend=BOTTOM_LEGEND,
                      scale=alt.Scale(domain=list(labels), range=list(MISS_COLOURS[:len(labels)])))
 
 
@@ -290,7 +294,7 @@ def misses_bars(df: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
     data["run"] = data["run"].astype(str)
     runs = _runs(data)
     return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("run:N", title=RUN_TITLE, sort=runs, axis=alt.Axis(labelLimit=220)),
+        y=alt.Y("run:N", title=None, sort=runs, axis=alt.Axis(labelLimit=160)),
         x=alt.X("share:Q", title="Part des articles pertinents manqués", stack="zero",
                 axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         color=_miss_colour(labels), order=alt.Order("order:Q"),
@@ -301,17 +305,18 @@ def misses_bars(df: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
 
 
 def misses_ab(df: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
-    """Run A against run B: for each class (x, ``labels`` order), the number of gold articles each run
-    misses there (one bar per run). Expects :func:`bsard_demo.app.score_misses.misses_frame` of the two runs."""
+    """Run A against run B: for each class (y, ``labels`` order, nearest first), the number of gold articles
+    each run misses there (one horizontal bar per run: the class names stay readable on a phone). Expects
+    :func:`bsard_demo.app.score_misses.misses_frame` of the two runs."""
     _require(df, ["run", "class", "count", "share"], "misses_ab")
     data = df[["run", "class", "count", "share"]].copy()
     data["run"] = data["run"].astype(str)
     runs = _runs(data)
     return alt.Chart(data).mark_bar().encode(
-        x=alt.X("class:N", title="Où tombe le raté", sort=list(labels), axis=alt.Axis(labelAngle=-20, labelLimit=140)),
-        xOffset=alt.XOffset("run:N", sort=runs),
-        y=alt.Y("count:Q", title="Articles pertinents manqués"),
-        color=alt.Color("run:N", title=RUN_TITLE, sort=runs),
+        y=alt.Y("class:N", title=None, sort=list(labels), axis=alt.Axis(labelLimit=170)),
+        yOffset=alt.YOffset("run:N", sort=runs),
+        x=alt.X("count:Q", title="Articles pertinents manqués", axis=alt.Axis(tickCount=4)),
+        color=alt.Color("run:N", title=RUN_TITLE, sort=runs, legend=BOTTOM_LEGEND),
         tooltip=[alt.Tooltip("run:N", title=RUN_TITLE), alt.Tooltip("class:N", title="Où"),
                  alt.Tooltip("count:Q", title="Articles manqués"), alt.Tooltip("share:Q", title="Part", format=".1%")],
-    ).properties(width="container", height=300)
+    ).properties(width="container", height=alt.Step(14, **{"for": "offset"}))

@@ -43,6 +43,13 @@ def misses_frame(misses: Mapping[str, Misses], k: int, runs: Sequence[str] | Non
     return pd.DataFrame(rows, columns=["run", "class", "order", "count", "share", "missed"])
 
 
+def totals_line(frame: pd.DataFrame, k: int) -> str:
+    """How many gold articles each run of a :func:`misses_frame` misses at ``k`` (plain text: escape it)."""
+    totals = frame.drop_duplicates("run")
+    return (f"Articles pertinents manqués dans le top {k} : "
+            + " ; ".join(f"{run} {french.integer(int(n))}" for run, n in zip(totals["run"], totals["missed"])) + ".")
+
+
 def question_line(misses: Misses, qid: str, k: int) -> str:
     """The drill-down's line for question ``qid`` at ``k`` (plain text: escape it to render)."""
     lines = misses.question_lines(qid, k)

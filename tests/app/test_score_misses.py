@@ -70,3 +70,25 @@ def test_the_page_shows_where_misses_land(monkeypatch, tmp_path_factory, sample)
     expected = (f"Articles pertinents manqués dans le top 100 : {len(left_out)} — " if left_out
                 else "Aucun article pertinent manqué dans le top 100.")
     assert any(c.startswith(expected) for c in captions), captions
+
+
+def test_the_totals_under_the_chart(board):
+    from bsard_demo.app.score_misses import totals_line
+
+    misses = board_misses(board)
+    expected = " ; ".join(f"{name} {int((m.lines['k'] == 10).sum())}" for name, m in misses.items())
+    assert totals_line(misses_frame(misses, 10), 10) == f"Articles pertinents manqués dans le top 10 : {expected}."
+
+
+def test_the_charts_draw_the_frame_with_the_legend_below(board):
+    from bsard_demo.app.charts import misses_ab, misses_bars
+
+    misses = board_misses(board)
+    frame = misses_frame(misses, 10)
+    for chart in (misses_bars(frame, class_labels()), misses_ab(misses_frame(misses, 10, ["a.trec", "b.trec"]),
+                                                                class_labels())):
+        spec = chart.to_dict()
+        (values,) = spec["datasets"].values()
+        assert sorted((v["run"], v["class"], v["count"]) for v in values) == \
+            sorted(zip(frame["run"], frame["class"], frame["count"]))
+        assert spec["encoding"]["color"]["legend"]["orient"] == "bottom"  # room for the bars on a phone
