@@ -332,7 +332,7 @@ def test_score_page_shows_hostile_runs_as_text():
 
     # charts: the hostile names are data values, never part of a title or an expression
     specs = chart_specs(at)
-    assert len(specs) == 5  # four charts and the A-vs-B scatter
+    assert len(specs) == 7  # four charts, the A-vs-B scatter and where misses land (per run, A against B)
     seen = 0
     for spec in specs:
         for path, text in strings_in(spec):
