@@ -159,7 +159,7 @@ def test_the_folder_named_by_bsard_data_is_the_only_one_offered(tmp_path, monkey
     at.session_state["data_spec"] = str(small_folder(tmp_path / "autre"))  # another folder: refused
     at.run()
     side = unmd(" ".join(m.value for m in at.sidebar.markdown))
-    assert f"Dossier local : {folder}**" in side and "autre" not in side  # the default stays
+    assert f"Dossier local : {folder.name}**" in side and "autre" not in side  # the default stays
     at.sidebar.radio(key="data_choice").set_value("sample").run()
     assert "Échantillon fictif" in " ".join(m.value for m in at.sidebar.markdown)
     at.sidebar.radio(key="data_choice").set_value("local").run()
