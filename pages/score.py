@@ -80,6 +80,7 @@ from bsard_demo.evaluation import DEFAULT_KS
 from bsard_demo.evaluation.measures import is_measure_column
 from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
 from bsard_demo.retrievers.neighbours import NEIGHBOURS
+from bsard_demo.runs import quote
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
@@ -388,8 +389,9 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
                     # escaped: as above, the whole text
                     st.html(article_text_html(g.text, terms, max_chars=None))
     st.markdown(f"**Premiers articles du run « {md_escape(run_name)} »** ({len(dd.top)})")
-    st.dataframe([{"rang": r.rank, "article": r.article_id, "score": r.score, "référence": r.reference,
-                   "pertinent": r.gold} for r in dd.top], hide_index=True, width="stretch")
+    st.dataframe([{"rang": r.rank, "article": quote(r.article_id, marks=False),  # a 40 MB id: 80 characters shown
+                   "score": r.score, "référence": r.reference, "pertinent": r.gold} for r in dd.top],
+                 hide_index=True, width="stretch")
 
 
 def _comparison(board) -> None:
