@@ -1,11 +1,12 @@
 """Score page: upload run files (or build a built-in system's run), validate them, score them against a
-split, compare them; wiring only (the decisions are in bsard_demo.app.score_page)."""
+split, compare them; wiring only (the decisions are in bsard_demo.app.score_page
+and its section modules)."""
 from functools import partial
 
 import streamlit as st
 
 from bsard_demo import settings
-from bsard_demo.app import ui
+from bsard_demo.app import score_ui, ui
 from bsard_demo.app.builds import builtin_models, offered
 from bsard_demo.app.charts import (
     ab_scatter,
@@ -17,44 +18,54 @@ from bsard_demo.app.charts import (
 )
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.render import question_box, upload_refused_notice
+from bsard_demo.app.score_anchors import NOTES_FR, beside_frame, figure_columns
+from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun, builtin_run
 from bsard_demo.app.score_builtins import baseline_specs
-from bsard_demo.app.score_page import (
-    DD_QID,
-    DD_RUN,
-    DISTANCES_LABEL,
-    MAX_FILES,
-    NDCG_HELP,
-    PQ_FILTER,
-    QUERY_TEXT_FR,
+from bsard_demo.app.score_compare import (
     SELECTION,
-    BuiltinRun,
     ab_view,
-    article_text_html,
-    builtin_run,
     chart_clicked,
     chart_key,
-    ci_frame,
     comparison,
-    curve_frame,
-    display_metrics,
+    permutation_caption,
+    significant_label,
+)
+from bsard_demo.app.score_drill import (
+    DD_QID,
+    DD_RUN,
+    PQ_FILTER,
+    article_text_html,
     drill_down,
-    filter_categories,
     gold_ranks_frame,
     is_long,
+)
+from bsard_demo.app.score_page import (
+    builtin_downloads,
+    categories,
+    compares,
+    default_split,
+    metrics_caption,
+    split_uploads,
+    table_downloads,
+)
+from bsard_demo.app.score_tables import (
+    NDCG_HELP,
+    RPREC_HELP,
+    ci_frame,
+    curve_frame,
+    display_metrics,
+    filter_categories,
+    measure_headers,
     metrics_frame,
-    permutation_caption,
-    prepare_reader,
-    problems_frame,
     score_tables,
     shown_metrics,
-    significant_label,
-    to_csv_bytes,
-    too_many_files,
 )
+from bsard_demo.app.score_uploads import DISTANCES_LABEL, MAX_FILES, prepare_reader, problems_frame, too_many_files
 from bsard_demo.app.search_model import first_visit
 from bsard_demo.app.state import display_name
 from bsard_demo.dataset import DataError
-from bsard_demo.evaluation import DEFAULT_KS, render_table
+from bsard_demo.evaluation import DEFAULT_KS
+from bsard_demo.evaluation.measures import is_measure_column
 from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
 from bsard_demo.retrievers.neighbours import NEIGHBOURS
 
@@ -145,8 +156,8 @@ def page() -> None:
     data = ui.current_data()
     ds = data.dataset
     st.title("Évaluer des runs")
-    st.caption("Déposez les classements produits par vos systèmes : l'application les valide, calcule R@k, MAP, MRR "
-               "et nDCG@10, et compare les systèmes question par question.")
+    st.caption("Déposez les classements produits par vos systèmes : l'application les valide, calcule R@k, MAP, "
+               "R-Précision, nDCG@10 et MRR, et compare les systèmes question par question.")
     if not ds.split_names:
         st.warning("Ce jeu de données n'a aucun split de questions : rien à évaluer.")
         return
@@ -154,33 +165,33 @@ def page() -> None:
     left, right = st.columns([3, 2], gap="large")
     with right:
         splits = ds.split_names
-        split = st.selectbox("Split de questions évalué", splits, index=splits.index("test") if "test" in splits else 0,
+        split = st.selectbox("Split de questions évalué", splits, index=default_split(splits),
                              key="score_split", persist_state="session", placeholder="Choisir…",
                              format_func=lambda s: f"{s} ({len(ds.questions(s))} questions)")
         builtin = _builtins(data, split)
     with left:
         uploads = st.file_uploader(f"Fichiers de run (jusqu'à {MAX_FILES} fichiers de "
-                                   f"{ui.upload_limit_bytes() // 2**20} Mo chacun)",
+                                   f"{score_ui.upload_limit_bytes() // 2**20} Mo chacun)",
                                    accept_multiple_files=True, key="runs")
-        st.html(upload_refused_notice(ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
-        uploads = list(uploads or [])
+        st.html(upload_refused_notice(score_ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
+        uploads, ignored = split_uploads(list(uploads or []))
         lower = [st.checkbox(f"« {md_escape(u.name)} » : {DISTANCES_LABEL} (plus petit = meilleur)",
                              key=f"lower_{u.file_id}",
                              help="`--lower-is-better` : les articles sont classés par score croissant (égalités "
-                                  "comme pour des similarités).") for u in uploads[:MAX_FILES]]
+                                  "comme pour des similarités).") for u in uploads]
         with st.expander("Formats acceptés et conventions"):
             st.markdown(FORMATS_HELP)
 
-    if len(uploads) > MAX_FILES:  # the extra files are not read (their bytes stay untouched)
-        st.warning(too_many_files([md_escape(u.name) for u in uploads[MAX_FILES:]]), icon=":material/warning:")
+    if ignored:  # the extra files are not read (their bytes stay untouched)
+        st.warning(too_many_files([md_escape(u.name) for u in ignored]), icon=":material/warning:")
     built = builtin.built()
-    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]]
+    files = [(u.name, u.getvalue()) for u in uploads]
     if not files and not built:
         st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer ce système intégré » pour voir la "
                 "page fonctionner sans fichier.")
         return
 
-    board = ui.scoreboard(data, split, files, lower, built)
+    board = score_ui.scoreboard(data, split, files, lower, built)
     _validation(board)
     evaluations = board.evaluations
     if not evaluations:
@@ -190,11 +201,10 @@ def page() -> None:
     _metrics(board, data, split, tables)
     _charts(board, tables)
     _per_question(board, ds, split, tables)
-    if len(evaluations) >= 2:
+    if compares(board):
         _comparison(board)
-    for i, (name, _, blob) in enumerate(built):
-        st.download_button(f"Télécharger le run intégré « {md_escape(name)} » (TREC)", blob,
-                           file_name=f"integre_{i + 1}_{split}.trec", mime="text/plain", key=f"dl_builtin_{i}")
+    for d in builtin_downloads(built, split):
+        st.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime, key=d.key)
 
 
 def _validation(board) -> None:
@@ -222,25 +232,28 @@ def _validation(board) -> None:
 def _metrics(board, data, split, tables) -> None:
     st.header("Mesures", anchor=False)
     table = metrics_frame(board)
-    st.caption(f"{md_escape(display_name(data))} · split {md_escape(split)} · {len(board.qrels)} questions · "
-               "valeurs en %, identiques à `python -m bsard_demo evaluate`"
-               + (" · lignes « published » : résultats publiés (Louis & Spanakis, ACL 2022)"
-                  if board.published else ""))
+    st.caption(metrics_caption(display_name(data), split, board))
     shown = display_metrics(table)
-    config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in shown.columns if "@" in c}
-    if "nDCG@10" in config:
-        config["nDCG@10"] = st.column_config.NumberColumn("nDCG@10", format="%.2f", help=NDCG_HELP)
+    helps = {"nDCG@10": NDCG_HELP, "R-Prec": RPREC_HELP}
+    config = {c: st.column_config.NumberColumn(c, format="%.2f", help=helps.get(c)) for c in measure_headers(shown)}
     st.dataframe(shown, width="stretch", column_config=config)
-    st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles).", help=NDCG_HELP)
-    plain = tables.metrics  # downloads: the CLI's own rows (no published rows)
+    st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles) ; R-Prec : la précision "
+               "au rang R (R = nombre d'articles pertinents), le « MRP » des travaux récents.", help=NDCG_HELP)
     row = st.container(horizontal=True)
-    row.download_button("Mesures (CSV)", render_table(plain, "csv"), file_name=f"mesures_{split}.csv", mime="text/csv")
-    row.download_button("Mesures (Markdown)", render_table(plain, "markdown"), file_name=f"mesures_{split}.md",
-                       mime="text/markdown")
-    row.download_button("Mesures (LaTeX)", render_table(plain, "latex"), file_name=f"mesures_{split}.tex",
-                       mime="application/x-tex")
-    row.download_button("Par question (CSV)", to_csv_bytes(tables.per_question), file_name=f"par_question_{split}.csv",
-                       mime="text/csv")
+    for d in table_downloads(tables, split):
+        row.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime, key=d.key)
+    if board.published:
+        _state_of_the_art(tables, board)
+
+
+def _state_of_the_art(tables, board) -> None:
+    st.subheader("Vos runs et l'état de l'art publié (BSARD, split test)", anchor=False)
+    table = beside_frame(tables.metrics, board.ks)
+    config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in figure_columns(table)}
+    config["lu dans"] = st.column_config.TextColumn("lu dans", width="medium")
+    st.dataframe(table, width="stretch", column_config=config)
+    st.caption("  \n".join(NOTES_FR) + "  \nLe même tableau : `python -m bsard_demo anchors` ; "
+               "`python -m bsard_demo evaluate --anchors` l'imprime sous vos runs.")
 
 
 def _charts(board, tables) -> None:
@@ -268,15 +281,16 @@ def _charts(board, tables) -> None:
 def _per_question(board, ds, split, tables) -> None:
     st.header("Par question", anchor=False)
     table = tables.per_question_text
-    categories = sorted(c for c in table["category"].unique() if c) if "category" in table else []
-    chosen = st.multiselect("Filtrer par catégorie", categories, key=PQ_FILTER, placeholder="toutes les catégories")
+    chosen = st.multiselect("Filtrer par catégorie", categories(table), key=PQ_FILTER,
+                            placeholder="toutes les catégories")
     shown = filter_categories(table, chosen)
-    config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns if "@" in c}
+    config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns
+              if is_measure_column(c)}
     config.update({c: st.column_config.Column(label) for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
     config["question"] = st.column_config.TextColumn("texte", width="medium")
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=320)
     st.caption("Cliquez sur un en-tête pour trier.")
-    if len(board.evaluations) >= 2:
+    if compares(board):
         _a_versus_b(board, tables)
     _drill_down(board, ds, split, table, shown)
 

@@ -59,9 +59,9 @@ from bsard_demo.app.search_examples import Examples, examples_of
 from bsard_demo.app.search_model import link_choices
 from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
 from bsard_demo.app.state import is_built
-from bsard_demo.retrievers import retriever_kinds
+from bsard_demo.retrievers import RetrieverSpec, retriever_kinds
 from bsard_demo.retrievers.kinds import DENSE
-from bsard_demo.retrievers.registry import BASE_PART, ColumnChoice, menu_kinds
+from bsard_demo.retrievers.registry import BASE_PART, menu_kinds
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
@@ -216,7 +216,7 @@ def _ready_specs(data, specs: dict) -> dict:
     registry, confirmed = ui.index_registry(), st.session_state.get(CONFIRMED, set())
 
     def ready(encoder: str) -> bool:
-        return (encoder in confirmed or is_built(registry, data, DENSE.column_of(ColumnChoice(encoder))[1])
+        return (encoder in confirmed or is_built(registry, data, RetrieverSpec(DENSE.name, {"encoder": encoder}))
                 or dense_index_stored(ds.articles, encoder))
 
     waiting = slow_parts(specs, ready)

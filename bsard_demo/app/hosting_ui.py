@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Hashable, Iterator
 
 import streamlit as st
+from streamlit import runtime
 
 from .. import settings
 from .highlight import md_escape
@@ -32,6 +33,7 @@ from .hosting import (
     setup_bundle,
     upload_size,
 )
+from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S
 from .state import ActiveData
 
 log = logging.getLogger(__name__)
@@ -110,9 +112,9 @@ def build_notes(data: ActiveData, notes: list[str]) -> list[str]:
     return [n for n in notes if keep_build_note(setup, serves, n)]
 
 
-#: As :data:`bsard_demo.app.ui.SCOREBOARD_ENTRIES` / ``SCOREBOARD_TTL_S`` (the scoreboards the
-#: app's cache keeps): scorings the slot may take as already done.
-SCORED_REMEMBERED, SCORED_TTL_S = 4, 3600
+#: The scoreboards the app's cache keeps (:data:`bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES`):
+#: scorings the slot may take as already done.
+SCORED_REMEMBERED, SCORED_TTL_S = SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S
 
 
 #: Setting (secret or environment): how many large uploads one server process scores at once (default 1).
@@ -171,8 +173,6 @@ def drop_expired_sessions() -> int:
     their download buttons' files. Returns how many were shut down (0 where Streamlit's private
     names differ from 1.67's: then a no-op)."""
     try:
-        from streamlit import runtime
-
         if not runtime.exists():
             return 0
         manager = runtime.get_instance()._session_mgr

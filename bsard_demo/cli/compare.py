@@ -33,13 +33,13 @@ tests (the Score page's, same numbers):
 
 def measure_type(text: str) -> str:
     """An ``evaluate`` column (:meth:`bsard_demo.evaluation.measures.Measure.parse`): ``recall@K``,
-    ``map@K``, ``mrr@K`` (K a positive integer) or an extra measure (``ndcg@10``); argparse's type
-    check (a bad one is a one-line usage error)."""
+    ``map@K``, ``mrr@K`` (K a positive integer) or an extra measure (``rprec``, ``ndcg@10``);
+    argparse's type check (a bad one is a one-line usage error)."""
     try:
         return Measure.parse(text).column
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"unknown measure {text!r}: use recall@K, map@K, mrr@K (K a positive integer) or "
+            f"unknown measure {text!r}: use recall@K, map@K, mrr@K (K a positive integer), "
             f"{', '.join(EXTRA_COLUMNS)}") from None
 
 
@@ -53,7 +53,8 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run files")
     add_run_arguments(p)
     p.add_argument("--measure", type=measure_type, default=DEFAULT_MEASURE,
-                   help=f"measure compared: recall@K, map@K, mrr@K or ndcg@10 (default: {DEFAULT_MEASURE})")
+                   help=f"measure compared: recall@K, map@K, mrr@K, rprec (R-Precision) or ndcg@10 "
+                        f"(default: {DEFAULT_MEASURE})")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     p.set_defaults(func=cmd_compare)
     return p
@@ -63,7 +64,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.runs) < 2:
         return fail("compare", f"needs at least two run files, got {len(args.runs)}")
     measure = Measure.parse(args.measure)
-    # an extra measure has its own cutoff (ndcg@10): score the others at the usual smallest one
+    # an extra measure has its own cutoff (ndcg@10) or none (rprec): score the others at the usual smallest one
     ks = (min(DEFAULT_KS),) if measure.is_extra else (measure.k,)
     scored = score_run_paths("compare", args.runs, args, ks)
     board = scored.board

@@ -7,6 +7,7 @@ service) and renders its Scoreboard: every problem of a file on stderr, one line
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +16,11 @@ from typing import Sequence
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
 from ..evaluation.checks import problem_code, problem_record
-from ..evaluation.report import FORMATS, NDCG_NOTE, json_report, metrics_table, per_question_table, render_table
+from ..evaluation.report import FORMATS, json_report, metrics_table, per_question_table, render_table, table_notes
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..runs import sandbox
 from ..sources import load_dataset
+from .anchors import anchors_text
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
 
 CONVENTIONS = """\
@@ -30,6 +32,9 @@ conventions:
   A document listed twice keeps its best position. recall@k, map@k and mrr@k equal
   trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k;
   ndcg@10 (binary gains) equals trec_eval's ndcg_cut_10, the figure MTEB reports.
+  rprec (R-Precision: precision at rank R, R = the question's number of relevant articles)
+  equals trec_eval's Rprec on the whole run; its mean is the MRP of QABISAR and G-DSR.
+  Tables show R@k, MAP, R-Prec, nDCG@10, then MRR (it sees only the first relevant article).
   Runs with errors are not scored (exit 2); warnings are reported and the run is scored.
   BSARD-aware checks add warnings with a code: ids_shifted (ids off by one), near_random (no
   better than chance), wrong_split (questions of another split), scores_ascending (distances:
@@ -52,14 +57,17 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines, parquet; optionally "
-                                   "gzipped) against a split: recall@k, map@k, mrr@k and ndcg@10, macro-averaged over "
-                                   "all questions.")
+                                   "gzipped) against a split: recall@k, map@k, mrr@k, R-Precision (rprec) and ndcg@10, "
+                                   "macro-averaged over all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
     add_run_arguments(p)
     p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K",
                    help="cutoffs (default: 100 200 500)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
+    p.add_argument("--anchors", action="store_true",
+                   help="on BSARD's test split, also print the published results with their provenance (the table "
+                        "of python -m bsard_demo anchors; JSON: key 'anchors')")
     p.set_defaults(func=cmd_evaluate)
     return p
 
@@ -171,15 +179,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json")
     board = scored.board
     ds, evaluations = board.dataset, board.evaluations
+    anchors = args.anchors and board.published
+    if args.anchors and not anchors:
+        say("evaluate", f"note: --anchors: split {args.split} of {ds.name} is not BSARD's test split; the published "
+                        "results are not shown")
     if args.format == "json":
-        print(json_report(ds.name, args.split, board.labelled, evaluations, scored.problems))
+        report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems)
+        print(json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))}, ensure_ascii=False,
+                         indent=2) if anchors else report)
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")
         if args.format == "table":
             print(f"{ds.name} · split {args.split} · {board.labelled} questions · values in %")
         print(render_table(table, args.format), end="")
-        if args.format == "table" and "ndcg@10" in table.columns:
-            print(NDCG_NOTE)
+        if args.format == "table":
+            print("\n".join(table_notes(list(table.columns))))
+        if anchors:
+            print(("\npublished results (python -m bsard_demo anchors):\n" if args.format == "table" else "")
+                  + anchors_text(args.format), end="")
     if args.per_query and evaluations:
         per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False,
                                                                          float_format="%.6f")

@@ -1,5 +1,6 @@
 """Score a run against a split's labels (:func:`evaluate`): per-question values and macro averages, equal to
-``trec_eval -c -M k`` on the run cut to its top k (the tests check it with pytrec_eval); used by
+``trec_eval -c -M k`` on the run cut to its top k, and R-Precision to ``trec_eval -c -m Rprec`` on the whole
+run (the tests check both with pytrec_eval); used by
 :mod:`bsard_demo.evaluation.scoring`, tuning and the Search page's scores.
 
 Conventions: docs/design.md, 'bsard_demo/evaluation/aggregate.py'.
@@ -62,8 +63,8 @@ def _extra_measures(extra: Sequence[str] | None) -> list[Measure]:
 def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], ks: Sequence[int] = DEFAULT_KS,
              *, extra: Sequence[str] | None = None) -> Evaluation:
     """Score ``run`` (question id → ranked article ids) against ``qrels`` at each cutoff in ``ks``,
-    plus the ``extra`` measures (names from :data:`~.measures.EXTRA_COLUMNS`; default: all of them),
-    whose columns follow the cutoff metrics in that order."""
+    plus the ``extra`` measures (names from :data:`~.measures.EXTRA_COLUMNS`: ``rprec``, ``ndcg@10``;
+    default: all of them), whose columns follow the cutoff metrics in that order."""
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1:
         raise ValueError("cutoffs must be positive integers")

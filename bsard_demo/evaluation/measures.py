@@ -1,8 +1,14 @@
 """What a measure is, apart from who computes it (as ``ir_measures`` declares ``R@k``, ``AP@k``,
-``RR@k``, ``nDCG@k``): :class:`Measure` is a family and a cut-off, with its column name, its
-labels and one parser. :mod:`bsard_demo.evaluation.metrics` and :mod:`bsard_demo.evaluation` compute the
-values; the report, the charts, tuning and the CLI name and label them through this module.
+``RR@k``, ``nDCG@k``, ``Rprec``): :class:`Measure` is a family and a cut-off (none for R-Precision),
+with its column name, its labels and one parser. :mod:`bsard_demo.evaluation.metrics` and
+:mod:`bsard_demo.evaluation` compute the values; the report, the charts, tuning and the CLI name and label them
+through this module.
 A new family is one row of :data:`FAMILIES` and one function of :data:`bsard_demo.evaluation.metrics.VALUES`.
+
+R-Precision (``rprec``, trec_eval's ``Rprec``: precision at rank R, R = the question's number of
+relevant articles) has no cut-off of its own: R is the cut-off, from 1 to 57 on BSARD test. It is
+therefore an extra measure (:data:`EXTRA`), computed once per evaluation like nDCG@10, column
+``rprec``; it is QABISAR's and G-DSR's "MRP" (mean R-Precision), so a run can sit in their tables.
 
 The families, their columns and labels: docs/design.md, 'bsard_demo/evaluation/measures.py'.
 """
@@ -21,6 +27,8 @@ class Family(NamedTuple):
     short: str  # ir_measures' name (the Search page's per-question scores): R@100, AP@100, RR@100
     label_fr: str  # the Score page's charts and selectors: Rappel@100
     every_cutoff: bool = True  # computed at every cut-off of an evaluation; else an extra one (EXTRA)
+    cutoff: bool = True  # has a cut-off (``name@k``); False: one figure, column ``name`` (R-Precision)
+    aliases: tuple[str, ...] = ()  # other names :meth:`Measure.parse` takes for a family without cut-off
 
 
 #: The one label table, in column order.
@@ -29,6 +37,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("map", "MAP", "AP", "MAP"),
     Family("mrr", "MRR", "RR", "MRR"),
     Family("ndcg", "nDCG", "nDCG", "nDCG", every_cutoff=False),
+    Family("rprec", "R-Prec", "Rprec", "R-Précision", every_cutoff=False, cutoff=False,
+           aliases=("R-Precision",)),
 )}
 
 
@@ -42,19 +52,42 @@ def _measure_re() -> re.Pattern:
     return re.compile(rf"^\s*({'|'.join(map(re.escape, FAMILIES))})\s*@\s*(\d+)\s*$", re.IGNORECASE)
 
 
+def _bare_name(text: str) -> str:
+    """``text`` lower-cased without blanks, hyphens and accents: ``"R-Précision"`` -> ``"rprecision"``."""
+    return re.sub(r"[\s\-_]", "", str(text).lower()).replace("é", "e")
+
+
+def _bare_families() -> dict[str, str]:
+    """The names a family without cut-off is parsed from (its column, labels, ``R-Precision``)."""
+    out = {}
+    for f in FAMILIES.values():
+        if not f.cutoff:
+            for name in (f.name, f.label, f.short, f.label_fr, *f.aliases):
+                out[_bare_name(name)] = f.name
+    return out
+
+
 _COLUMN_RE = re.compile(r"^([a-z]+)@([0-9]+)$")
 
 
 @dataclass(frozen=True)
 class Measure:
-    """A measure: ``family`` (a key of :data:`FAMILIES`) at cut-off ``k``."""
+    """A measure: ``family`` (a key of :data:`FAMILIES`) at cut-off ``k``; ``k`` is ``None`` for a
+    family without cut-off (``Measure("rprec")``, R-Precision), and required for the others."""
 
     family: str
-    k: int
+    k: int | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"unknown measure family {self.family!r}; known: {', '.join(FAMILIES)}")
+        if not FAMILIES[self.family].cutoff:
+            if self.k is not None:
+                raise ValueError(f"{FAMILIES[self.family].label} has no cut-off (R is each question's number of "
+                                 f"relevant articles): write {self.family}, not {self.family}@{self.k}")
+            return
+        if self.k is None:
+            raise ValueError(f"{self.family} needs a cut-off: {self.family}@k")
         if int(self.k) < 1:
             raise ValueError(f"the cutoff of {self.family}@{self.k} must be at least 1")
         object.__setattr__(self, "k", int(self.k))
@@ -62,13 +95,20 @@ class Measure:
     @classmethod
     def parse(cls, text: str) -> "Measure":
         """``"recall@100"``, ``"map@100"``, ``"mrr@10"``, ``"ndcg@10"`` (case and blanks ignored:
-        ``"MAP @ 100"``, ``"nDCG@10"``). nDCG is computed at :data:`EXTRA`'s cut-offs only.
+        ``"MAP @ 100"``, ``"nDCG@10"``), ``"rprec"`` (also ``"Rprec"``, ``"R-Prec"``,
+        ``"R-Precision"``). nDCG is computed at :data:`EXTRA`'s cut-offs only.
         Raises :class:`ValueError` with the accepted forms otherwise."""
+        bare = _bare_families().get(_bare_name(text))
+        if bare is not None:
+            return cls(bare)
         m = _measure_re().match(str(text))
         if not m:
-            raise ValueError(f"unknown measure {str(text)!r}; use {', '.join(f'{f}@k' for f in cutoff_families())} or "
-                             f"{', '.join(EXTRA_COLUMNS)} (e.g. recall@100)")
+            forms = [f"{f}@k" for f in cutoff_families()] + list(EXTRA_COLUMNS)
+            raise ValueError(f"unknown measure {str(text)!r}; use {', '.join(forms[:-1])} or {forms[-1]} "
+                             "(e.g. recall@100)")
         family, k = m.group(1).lower(), int(m.group(2))
+        if not FAMILIES[family].cutoff:
+            cls(family, k)  # raises: no cut-off
         if k < 1:
             raise ValueError(f"the cutoff of {text!r} must be at least 1")
         measure = cls(family, k)
@@ -80,49 +120,57 @@ class Measure:
     @classmethod
     def from_column(cls, column: object) -> "Measure | None":
         """The measure a table column holds (``"recall@100"``, exactly as :attr:`column` writes
-        it), or ``None`` for any other column (``"n_relevant"``, ``"missing_questions"``…)."""
+        it, ``"rprec"``), or ``None`` for any other column (``"n_relevant"``, ``"missing_questions"``…)."""
+        family = FAMILIES.get(str(column))
+        if family is not None and not family.cutoff:
+            return cls(family.name)
         m = _COLUMN_RE.match(str(column))
-        if not m or m.group(1) not in FAMILIES or int(m.group(2)) < 1:
+        if not m or m.group(1) not in FAMILIES or not FAMILIES[m.group(1)].cutoff or int(m.group(2)) < 1:
             return None
         return cls(m.group(1), int(m.group(2)))
 
     @property
     def column(self) -> str:
-        """The column of evaluation tables, per-question frames and JSON: ``recall@100``."""
-        return f"{self.family}@{self.k}"
+        """The column of evaluation tables, per-question frames and JSON: ``recall@100``, ``rprec``."""
+        return self.family if self.k is None else f"{self.family}@{self.k}"
+
+    def _named(self, name: str) -> str:
+        return name if self.k is None else f"{name}@{self.k}"
 
     name = column  # the name tuning and the CLI print
 
     @property
-    def cutoff(self) -> int:
+    def cutoff(self) -> int | None:
+        """``k``; ``None`` for R-Precision (its cut-off is each question's number of relevant articles)."""
         return self.k
 
     @property
     def label(self) -> str:
-        """English display name: ``R@100``, ``MAP@100``, ``MRR@100``, ``nDCG@10``."""
-        return f"{FAMILIES[self.family].label}@{self.k}"
+        """English display name: ``R@100``, ``MAP@100``, ``MRR@100``, ``nDCG@10``, ``R-Prec``."""
+        return self._named(FAMILIES[self.family].label)
 
     @property
     def short_label(self) -> str:
-        """ir_measures' name: ``R@100``, ``AP@100``, ``RR@100``, ``nDCG@10``."""
-        return f"{FAMILIES[self.family].short}@{self.k}"
+        """ir_measures' name: ``R@100``, ``AP@100``, ``RR@100``, ``nDCG@10``, ``Rprec``."""
+        return self._named(FAMILIES[self.family].short)
 
     @property
     def label_fr(self) -> str:
-        """French display name: ``Rappel@100``, ``MAP@100``, ``MRR@100``, ``nDCG@10``."""
-        return f"{FAMILIES[self.family].label_fr}@{self.k}"
+        """French display name: ``Rappel@100``, ``MAP@100``, ``MRR@100``, ``nDCG@10``, ``R-Précision``."""
+        return self._named(FAMILIES[self.family].label_fr)
 
     @property
     def is_extra(self) -> bool:
-        """Computed beside the cut-off measures, at its own cut-off (nDCG@10)."""
+        """Computed beside the cut-off measures, at its own cut-off (nDCG@10) or without one (R-Prec)."""
         return not FAMILIES[self.family].every_cutoff
 
     def __str__(self) -> str:
         return self.column
 
 
-#: The extra measures an evaluation can add beside the cut-off ones, in column order.
-EXTRA: tuple[Measure, ...] = (Measure("ndcg", 10),)
+#: The extra measures an evaluation can add beside the cut-off ones, in column order: R-Precision
+#: first (the published BSARD tables put it after MAP), then nDCG@10 (MTEB's figure).
+EXTRA: tuple[Measure, ...] = (Measure("rprec"), Measure("ndcg", 10))
 EXTRA_COLUMNS: tuple[str, ...] = tuple(m.column for m in EXTRA)
 
 

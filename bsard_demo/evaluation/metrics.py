@@ -1,5 +1,6 @@
 """The BSARD metrics of one question (Louis & Spanakis, ACL 2022), exactly as defined there: recall@k,
-AP@k, RR@k, and beside them nDCG@k with binary gains as MTEB quotes it (``trec_eval -m ndcg_cut.k``);
+AP@k, RR@k, and beside them nDCG@k with binary gains as MTEB quotes it (``trec_eval -m ndcg_cut.k``)
+and R-Precision as QABISAR and G-DSR report it (``trec_eval -m Rprec``);
 :data:`VALUES` maps each family to what computes it, for :mod:`bsard_demo.evaluation.aggregate`.
 
 Definitions: docs/design.md, 'bsard_demo/evaluation/metrics.py'.
@@ -59,6 +60,16 @@ def ndcg_from_positions(positions: Sequence[int], n_relevant: int, k: int = 10) 
     return dcg / idcg
 
 
+def rprec_from_positions(positions: Sequence[int], n_relevant: int, k: int | None = None) -> float:
+    """R-Precision, trec_eval's ``Rprec``: the share of the top R that is relevant, R = ``n_relevant``
+    (the question's number of distinct relevant docs), from the sorted ranks of the relevant docs
+    found. It has no cut-off (``k`` is ignored, kept for :data:`VALUES`' signature); a ranking
+    shorter than R counts its missing ranks as misses. A question with no relevant doc scores 0."""
+    if n_relevant == 0:
+        return 0.0
+    return sum(1 for p in positions if p <= n_relevant) / n_relevant
+
+
 def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str],
                     k: int = 100) -> tuple[float, float, float]:
     """Return ``(recall@k, AP@k, RR@k)`` for one question."""
@@ -69,7 +80,8 @@ def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str],
 
 
 #: What computes each family of :data:`bsard_demo.evaluation.measures.FAMILIES` at cut-off ``k``,
-#: from the sorted ranks of the relevant docs found and their number.
-VALUES: dict[str, Callable[[Sequence[int], int, int], float]] = {
+#: from the sorted ranks of the relevant docs found and their number (``k`` is ``None`` for R-Precision).
+VALUES: dict[str, Callable[[Sequence[int], int, int | None], float]] = {
     "recall": recall_from_positions, "map": ap_from_positions, "mrr": rr_from_positions, "ndcg": ndcg_from_positions,
+    "rprec": rprec_from_positions,
 }

@@ -13,15 +13,9 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from .aggregate import Evaluation
+from .anchors import PUBLISHED_SOURCE, paper_baselines
 from .measures import EXTRA_COLUMNS, Measure, column_label, cutoff_families, is_measure_column
 
-#: Published results on the BSARD test split (Louis & Spanakis, ACL 2022, Table 3): R@100/200/500 in %.
-PUBLISHED = {
-    "BM25": (51.33, 56.78, 64.71),
-    "siamese bi-encoder": (71.63, 78.38, 83.77),
-    "two-tower bi-encoder": (74.78, 78.04, 83.39),
-}
-PUBLISHED_SOURCE = "Louis & Spanakis, ACL 2022"
 #: sha256 of the real BSARD test labels (sorted (qid, sorted gold ids)), to recognise the split
 #: whatever source it was loaded from.
 BSARD_TEST_LABELS_SHA256 = "59ea7bcd706f50b7925a79851faf3ba7cb4ac7f7dfb4c7cd9b023c6926422cb9"
@@ -40,6 +34,16 @@ def is_bsard_test(qrels: Mapping[str, frozenset[str]]) -> bool:
 #: What nDCG@10 is, said beside every table that shows it.
 NDCG_NOTE = ("nDCG@10: binary gains, trec_eval ndcg_cut_10 on the top 10, every question counted; "
              "the figure MTEB reports")
+#: What R-Precision is, said beside every table that shows it.
+RPREC_NOTE = ("R-Prec: precision at rank R, R = the question's number of relevant articles (trec_eval Rprec, "
+              "whole run); its mean is the MRP of QABISAR and G-DSR")
+#: The note of each measure column that has one (:func:`table_notes`).
+NOTES = {"rprec": RPREC_NOTE, "ndcg@10": NDCG_NOTE}
+
+
+def table_notes(columns: Sequence[str]) -> list[str]:
+    """The notes (:data:`NOTES`) of the measures among ``columns``, in column order."""
+    return [NOTES[c] for c in columns if c in NOTES]
 
 
 def metric_label(metric: str) -> str:
@@ -56,21 +60,32 @@ def extra_columns(evaluations: Mapping[str, Evaluation]) -> list[str]:
     return [m for m in EXTRA_COLUMNS if evs and all(m in ev.means for ev in evs)]
 
 
+#: The cut-off families shown after the extra measures, at the end of a table (:func:`display_columns`).
+LAST_FAMILIES = ("mrr",)
+
+
 def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
-    """The table's metric columns: recall at every cutoff, then the other cut-off families (MAP,
-    MRR) at the smallest, then the ``extra`` measures (``ndcg@10``) in
-    :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS` order."""
+    """The table's metric columns: recall at every cutoff, then MAP at the smallest, then the
+    ``extra`` measures (``rprec``, ``ndcg@10``) in :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS`
+    order, then MRR at the smallest cutoff (:data:`LAST_FAMILIES`).
+
+    The first columns are those of the published BSARD tables (R@100/200/500, MAP, then MRP =
+    mean R-Prec, as QABISAR's Table 1). MRR stays computed (the paper reports it, and it is the
+    primary figure of single-answer retrieval) but comes last: it looks at the first relevant
+    article only, while a BSARD test question has up to 57 of them (mean 4.8, median 2; 83 of 222 have one), so
+    finding one of 57 at rank 1 scores the same 1.0 as finding the only one."""
     k0 = min(ks)
-    return ([Measure("recall", k).column for k in sorted(ks)]
-            + [Measure(f, k0).column for f in cutoff_families() if f != "recall"]
-            + [m for m in EXTRA_COLUMNS if m in extra])
+    middle = [Measure(f, k0).column for f in cutoff_families() if f != "recall" and f not in LAST_FAMILIES]
+    return ([Measure("recall", k).column for k in sorted(ks)] + middle
+            + [m for m in EXTRA_COLUMNS if m in extra]
+            + [Measure(f, k0).column for f in LAST_FAMILIES if f in cutoff_families()])
 
 
 def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = False) -> pd.DataFrame:
     """One row per run (index ``run``): display metric columns as fractions (with the extra
     measures every run has, :func:`extra_columns`), then ``missing_questions`` and
-    ``unknown_questions``; with ``published`` the paper's rows follow (only recall at
-    100/200/500, labelled "(published)")."""
+    ``unknown_questions``; with ``published`` the BSARD paper's rows follow (recall at the cutoffs it
+    reports, labelled "(published)": :func:`bsard_demo.evaluation.anchors.paper_baselines`)."""
     ks = next(iter(evaluations.values())).ks if evaluations else (100, 200, 500)
     cols = display_columns(ks, extra_columns(evaluations))
     rows = {name: {**{c: ev.means[c] for c in cols}, "missing_questions": ev.missing_questions,
@@ -78,11 +93,9 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
     df = pd.DataFrame.from_dict(rows, orient="index", columns=cols + ["missing_questions", "unknown_questions"])
     df["source"] = "this run"
     if published:
-        pub = pd.DataFrame.from_dict(
-            {f"{name} (published)": {Measure("recall", k).column: v / 100
-                                     for k, v in zip((100, 200, 500), vals) if k in ks}
-             for name, vals in PUBLISHED.items()}, orient="index")
-        pub["source"] = f"published ({PUBLISHED_SOURCE})"
+        pub = pd.DataFrame.from_dict({f"{name} (published)": values for name, values in paper_baselines(ks).items()},
+                                     orient="index")
+        pub["source"] = PUBLISHED_SOURCE
         df = pd.concat([df, pub.reindex(columns=df.columns).assign(source=pub["source"])])
     df.index.name = "run"
     return df
@@ -91,7 +104,8 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
 def json_report(dataset: str, split: str, questions: int, evaluations: Mapping[str, Evaluation],
                 problems: Mapping[str, list[dict]]) -> str:
     """The CLI's ``--format json`` object (see README): metrics are fractions, every cutoff's
-    recall/map/mrr is present, then ``ndcg@10``, plus missing/unknown question counts per run."""
+    recall/map/mrr is present, then ``rprec`` and ``ndcg@10``, plus missing/unknown question counts
+    per run."""
     runs = {name: {**{c: round(v, 12) for c, v in ev.means.items()}, "missing_questions": ev.missing_questions,
                    "unknown_questions": ev.unknown_questions} for name, ev in evaluations.items()}
     return json.dumps({"dataset": dataset, "split": split, "questions": questions, "runs": runs,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..dataset import Dataset
+from ..dataset import Dataset, parse_splits
 from ..retrievers.base import Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
 
@@ -44,8 +44,13 @@ def dev_evaluation(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *,
     return out
 
 
+def fitted_on_dev(split: str) -> bool:
+    """Whether a model fitted on ``split`` (one or several, ``"train,synthetic"``) saw :data:`DEV_SPLIT`."""
+    return DEV_SPLIT in parse_splits(split)
+
+
 def dev_wanted(options, dataset: Dataset, notes: list[str]) -> bool:
-    if options.evaluate is False or options.split == DEV_SPLIT or DEV_SPLIT not in dataset.splits:
+    if options.evaluate is False or fitted_on_dev(options.split) or DEV_SPLIT not in dataset.splits:
         return False
     if options.evaluate is None and len(dataset.articles) > DEV_MAX_ARTICLES:
         notes.append(f"not scored on {DEV_SPLIT}: that encodes all {len(dataset.articles):,} articles with the new "
@@ -57,5 +62,5 @@ def dev_wanted(options, dataset: Dataset, notes: list[str]) -> bool:
 def dev_asked(options, dataset: Dataset) -> bool:
     """Whether a model fitted with ``options`` (``evaluate``, ``split``) is scored on :data:`DEV_SPLIT`:
     unless ``--no-evaluate``, when it was not fitted on it and the dataset has it."""
-    return options.evaluate is not False and options.split != DEV_SPLIT and DEV_SPLIT in dataset.splits
+    return options.evaluate is not False and not fitted_on_dev(options.split) and DEV_SPLIT in dataset.splits
 

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from .. import settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from ..dataset import DataError
+from ..dataset import DataError, parse_splits
 
 #: The record written into every trained model's folder.
 METADATA_FILE = "bsard_training.json"
@@ -77,10 +77,11 @@ def library_versions() -> dict[str, str]:
 
 def base_record(kind: str, dataset, *, spec: str | None, split: str, questions_used: int) -> dict:
     """The first fields of a trained model's record: format, ``kind``, when, and what it was fitted
-    on (``dataset``'s name, ``spec``, the ``split`` with its fingerprint, the corpus' fingerprint)."""
+    on (``dataset``'s name, ``spec``, the ``split`` with its fingerprint, the corpus' fingerprint); ``split`` may
+    name several splits (``"train,synthetic"``): the fingerprint is then their union's, in that order."""
     import datetime as _dt
 
-    questions = dataset.questions(split)
+    questions = dataset.questions_of(split)
     return {"format": METADATA_FORMAT, "kind": kind,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "dataset": {"name": dataset.name, "spec": spec, "kind": dataset.kind, "split": split,
@@ -91,11 +92,13 @@ def base_record(kind: str, dataset, *, spec: str | None, split: str, questions_u
 
 def check_fit_data(dataset, split: str, why: str) -> None:
     """:class:`~bsard_demo.dataset.DataError` unless ``dataset`` has articles (``why``: what needs
-    them) and the ``split`` to fit on."""
+    them) and the ``split`` to fit on (each of them, ``"train,synthetic"``)."""
     if dataset.articles is None or not len(dataset.articles):
         raise DataError(f"{dataset.name} has no articles: {why}")
-    if split not in dataset.splits:
-        raise DataError(f"no split '{split}' in {dataset.name} (available: {', '.join(dataset.split_names) or 'none'})")
+    absent = [name for name in parse_splits(split) if name not in dataset.splits]
+    if absent:
+        raise DataError(f"no split '{', '.join(absent)}' in {dataset.name} (available: "
+                        f"{', '.join(dataset.split_names) or 'none'})")
 
 
 @contextmanager

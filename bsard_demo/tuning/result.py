@@ -28,6 +28,11 @@ class TuneTarget(measures.Measure):
     """A figure to maximise: a :class:`bsard_demo.evaluation.measures.Measure` (one parser,
     :meth:`~bsard_demo.evaluation.measures.Measure.parse`), with the figures a tuning records beside it."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.k is None:  # R-Precision: a tuning ranks to a depth, the measure's cut-off
+            raise ValueError(f"{self.label} has no cut-off to rank to: tune on recall@k, map@k, mrr@k or ndcg@10")
+
     @property
     def columns(self) -> list[str]:
         """The figures recorded per setting: the measure first, then the others at its cutoff."""

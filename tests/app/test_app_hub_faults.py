@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bsard_demo import sources
-from bsard_demo.app import state as app_state, ui
+from bsard_demo.app import sidebar, state as app_state
 from bsard_demo.sources import DataUnavailable, load_sample
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,8 +57,8 @@ def offline_env(monkeypatch, tmp_path, tmp_path_factory):
     monkeypatch.chdir(REPO)
 
     def reset():
-        ui.failure_memo().forget(("hub",))
-        ui._load.clear()
+        sidebar.failure_memo().forget(("hub",))
+        sidebar.clear_loaded()
 
     reset()
     yield

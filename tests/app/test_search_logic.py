@@ -13,9 +13,17 @@ from _app_helpers import sample_run_trec
 from bsard_demo.app.render import missed_list
 
 # Wrapped by hand (isort skips it): one name a line would repeat app/ui.py's and test_score_page_model.py's imports.
-from bsard_demo.app.score_page import (builtin_name, builtin_run, builtin_run_text, comparison, curve_frame,  # isort: skip
-                                       display_metrics, drill_down, filter_categories, metrics_frame,
-                                       per_question_frame, problems_frame, score_files)
+from bsard_demo.app.score_builtin_runs import builtin_name, builtin_run, builtin_run_text
+from bsard_demo.app.score_compare import comparison
+from bsard_demo.app.score_drill import drill_down
+from bsard_demo.app.score_tables import (
+    curve_frame,
+    display_metrics,
+    filter_categories,
+    metrics_frame,
+    per_question_frame,
+)
+from bsard_demo.app.score_uploads import problems_frame, score_files
 from bsard_demo.app.search_examples import example_questions
 
 from bsard_demo.app.search_page import (NEW, article_codes, column_specs, filter_by_code,  # isort: skip
@@ -380,12 +388,12 @@ def test_score_files_matches_evaluate_and_the_cli_table(sample):
     table = metrics_frame(board)
     assert not board.published and list(table["source"]) == ["this run", "this run"]
     shown = display_metrics(table)
-    assert list(shown.columns) == ["R@100", "R@200", "R@500", "MAP@100", "MRR@100", "nDCG@10", "manquantes",
-                                   "inconnues", "source"]
+    assert list(shown.columns) == ["R@100", "R@200", "R@500", "MAP@100", "R-Prec", "nDCG@10", "MRR@100",
+                                   "manquantes", "inconnues", "source"]
     # the displayed numbers are the CLI table's numbers
     cli_rows = [line.split() for line in render_table(table, "table").splitlines()[2:]]
     for row, (_, values) in zip(cli_rows, shown.iterrows()):
-        assert [f"{v:.2f}" for v in values.iloc[:6]] == row[-8:-2]
+        assert [f"{v:.2f}" for v in values.iloc[:7]] == row[-9:-2]
         assert [str(values["manquantes"]), str(values["inconnues"])] == row[-2:]
 
 

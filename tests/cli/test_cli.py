@@ -62,7 +62,7 @@ def test_evaluate_json_on_real_labels_equals_trec_eval(tmp_path, real_bsard_dir,
     cut10 = {q: {d: scores[q][d] for d in run[q][:10]} for q in run}
     te10 = pytrec_eval.RelevanceEvaluator(tq, {"ndcg_cut.10"}).evaluate(cut10)
     assert res["ndcg@10"] == pytest.approx(sum(v["ndcg_cut_10"] for v in te10.values()) / 222, abs=1e-9)
-    assert list(res)[-3:] == ["ndcg@10", "missing_questions", "unknown_questions"]  # after every cutoff metric
+    assert list(res)[-4:] == ["rprec", "ndcg@10", "missing_questions", "unknown_questions"]  # after every cutoff one
     # the planted gold articles are mostly dropped at the depth cut: a run no better than chance
     (problem,) = out["problems"]["bm25.trec"]
     assert (problem["code"], problem["severity"], problem["line"]) == ("near_random", "warning", None)
@@ -74,19 +74,20 @@ def test_evaluate_table_formats_and_published_rows(tmp_path, real_bsard_dir, rea
     table = capsys.readouterr().out
     assert "R@100" in table and "MAP@100" in table and "BM25 (published)" in table and "51.33" in table
     header = table.splitlines()[1].split()
-    assert header == ["run", "R@100", "R@200", "R@500", "MAP@100", "MRR@100", "nDCG@10", "missing", "unknown"]
+    assert header == ["run", "R@100", "R@200", "R@500", "MAP@100", "R-Prec", "nDCG@10", "MRR@100", "missing",
+                      "unknown"]
     assert "the figure MTEB reports" in table
     for fmt, marker in (("markdown",
-                         "| run | R@100 | R@200 | R@500 | MAP@100 | MRR@100 | nDCG@10 | missing | unknown |"),
-                        ("latex", r"\begin{tabular}"), ("latex", "MRR@100 & nDCG@10 & missing"),
-                        ("csv", "run,recall@100,recall@200,recall@500,map@100,mrr@100,ndcg@10,missing_questions,")):
+                         "| run | R@100 | R@200 | R@500 | MAP@100 | R-Prec | nDCG@10 | MRR@100 | missing | unknown |"),
+                        ("latex", r"\begin{tabular}"), ("latex", "R-Prec & nDCG@10 & MRR@100 & missing"),
+                        ("csv", "run,recall@100,recall@200,recall@500,map@100,rprec,ndcg@10,mrr@100,missing_")):
         assert main(["evaluate", str(run_path), "--data", str(real_bsard_dir), "--format", fmt]) == 0
         assert marker in capsys.readouterr().out
     per_q = tmp_path / "per_q.csv"
     assert main(["evaluate", str(run_path), "--data", str(real_bsard_dir), "--per-query", str(per_q)]) == 0
     lines = per_q.read_text().splitlines()
     assert lines[0] == ("run,qid,category,recall@100,recall@200,recall@500,map@100,map@200,map@500,mrr@100,mrr@200,"
-                        "mrr@500,ndcg@10,n_relevant,n_retrieved,missing")
+                        "mrr@500,rprec,ndcg@10,n_relevant,n_retrieved,missing")
     assert len(lines) == 223
 
 

@@ -113,7 +113,7 @@ def test_ndcg_is_independent_of_ks_and_off_by_default():
     a = evaluate(qrels, run, (1,), extra=("ndcg@10",))
     b = evaluate(qrels, run, (5, 500), extra=EXTRA_COLUMNS)
     assert a.per_question["ndcg@10"].tolist() == b.per_question["ndcg@10"].tolist()
-    assert list(b.per_question.columns[:7]) == cutoff_columns((5, 500)) + ["ndcg@10"]
+    assert list(b.per_question.columns[:8]) == cutoff_columns((5, 500)) + ["rprec", "ndcg@10"]
     plain = evaluate(qrels, run, (5, 500), extra=())
     assert "ndcg@10" not in plain.per_question.columns and "ndcg@10" not in plain.means
     # the other columns do not change when the extra one is added
