@@ -628,12 +628,9 @@ def test_no_retriever_kind_name_outside_the_retrievers():
     from bsard_demo.retrievers import retriever_kinds
 
     names = list(retriever_kinds())
-    found = {}
-    for folder in FRONT_ENDS:
-        for path in sorted((REPO / folder).rglob("*.py")):
-            rel = str(path.relative_to(REPO))
-            if len(hits := kind_names(path, names)) > KIND_NAMES_LEFT.get(rel, 0):
-                found[rel] = hits
+    paths = [p for folder in FRONT_ENDS for p in sorted((REPO / folder).rglob("*.py"))]
+    found = {str(p.relative_to(REPO)): hits for p in paths
+             if len(hits := kind_names(p, names)) > KIND_NAMES_LEFT.get(str(p.relative_to(REPO)), 0)}
     assert found == {}, f"read the kind's registration (RetrieverKind) instead of its name: {found}"
 
 
