@@ -22,14 +22,8 @@ from bsard_demo.app.answers import (
     similar_questions,
     with_why_lines,
 )
-from bsard_demo.app.builds import (
-    SLOW_ENCODERS,
-    dense_index_stored,
-    first_build_note,
-    offered,
-    slow_parts,
-    unavailable_note,
-)
+from bsard_demo.app.builds import SLOW_ENCODERS, offered, unavailable_note
+from bsard_demo.app.first_builds import dense_index_stored, first_build_note, slow_parts
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.link_codec import (
     FUSIONS,

@@ -22,7 +22,7 @@ from ..retrievers import Retriever, RetrieverSpec
 from ..retrievers.kinds import DENSE
 from ..training import articles_fingerprint
 from . import hosting_ui, menus
-from .builds import BuildEta, dense_index_stored
+from .first_builds import BuildEta, dense_index_stored
 from .highlight import md_escape
 from .sidebar import active_data
 from .state import ActiveData, BuildOnce, get_retriever, is_built, progress_fraction, progress_text
