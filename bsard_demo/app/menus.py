@@ -11,8 +11,9 @@ from .. import cache
 from ..retrievers.defaults import TRAINED_RANKERS
 from ..training import list_trained_models, models_folder, trained_for_corpus
 from .builds import encoder_options, neighbours_option
+from .data_words import FolderAccess, source_kind
 from .hosting import BundleSetup
-from .state import ActiveData, FolderAccess, source_kind
+from .state import ActiveData
 
 
 def source_choices(access: FolderAccess) -> list[str]:

@@ -24,8 +24,9 @@ from ..training import articles_fingerprint
 from . import hosting_ui, menus
 from .first_builds import BuildEta, dense_index_stored
 from .highlight import md_escape
+from .progress_words import progress_fraction, progress_text
 from .sidebar import active_data
-from .state import ActiveData, BuildOnce, get_retriever, is_built, progress_fraction, progress_text
+from .state import ActiveData, BuildOnce, get_retriever, is_built
 from .style import STYLE
 
 log = logging.getLogger("bsard_demo.app")
