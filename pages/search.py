@@ -22,14 +22,8 @@ from bsard_demo.app.answers import (
     similar_questions,
     with_why_lines,
 )
-from bsard_demo.app.builds import (
-    SLOW_ENCODERS,
-    dense_index_stored,
-    first_build_note,
-    offered,
-    slow_parts,
-    unavailable_note,
-)
+from bsard_demo.app.builds import SLOW_ENCODERS, offered, unavailable_note
+from bsard_demo.app.first_builds import dense_index_stored, first_build_note, slow_parts
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.link_codec import (
     FUSIONS,
@@ -59,9 +53,9 @@ from bsard_demo.app.search_examples import Examples, examples_of
 from bsard_demo.app.search_model import link_choices
 from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
 from bsard_demo.app.state import is_built
-from bsard_demo.retrievers import retriever_kinds
+from bsard_demo.retrievers import RetrieverSpec, retriever_kinds
 from bsard_demo.retrievers.kinds import DENSE
-from bsard_demo.retrievers.registry import BASE_PART, ColumnChoice, menu_kinds
+from bsard_demo.retrievers.registry import BASE_PART, menu_kinds
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
@@ -216,7 +210,7 @@ def _ready_specs(data, specs: dict) -> dict:
     registry, confirmed = ui.index_registry(), st.session_state.get(CONFIRMED, set())
 
     def ready(encoder: str) -> bool:
-        return (encoder in confirmed or is_built(registry, data, DENSE.column_of(ColumnChoice(encoder))[1])
+        return (encoder in confirmed or is_built(registry, data, RetrieverSpec(DENSE.name, {"encoder": encoder}))
                 or dense_index_stored(ds.articles, encoder))
 
     waiting = slow_parts(specs, ready)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from bsard_demo.app.state import ALLOW_FOLDERS_ENV
+from bsard_demo.app.data_words import ALLOW_FOLDERS_ENV
 from bsard_demo.sources import load_sample
 
 CLI_ENV = {"HF_HUB_OFFLINE": "1"}

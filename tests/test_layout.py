@@ -1,9 +1,7 @@
 """The package's shape (issue 8): no import cycle, even through a function-level import; no module
 over 600 lines; the pages import no private names; only bsard_demo/settings.py reads the
-environment and no French wording stands outside the app (issue 15); bench/ and tests/ apart; no
-private name taken across modules, function-level imports only for optional heavy dependencies,
-app/ modules small, the README's Layout naming every module (issue 28). Read from the source with
-``ast``; each rule has a crafted case it fails on."""
+environment and no French wording stands outside the app (issue 15). Read from the source with
+``ast``."""
 from __future__ import annotations
 
 import ast
@@ -551,63 +549,11 @@ def test_the_sys_path_check_can_fail(tmp_path):
     assert sys_path_changes(crafted) == [3, 7]
 
 
-# --------------------------------------------------------------------------- retriever kinds (issue 28)
-
-#: Where the front ends live: a kind is whole where it is registered (bsard_demo/retrievers/), so
-#: these read its registration and never type its name.
-FRONT_ENDS = ("bsard_demo/cli", "bsard_demo/app", "bsard_demo/tuning", "bsard_demo/training", "bsard_demo/bundles",
-              "pages")
-#: How many kind names each file may still type outside retrievers/, with why (no more; to be emptied by
-#: their owners): the training code names the ranker's input systems and a model record's kind ("ranker",
-#: "adapter"), which is not the retriever kind but shares its word; the CLI's train/export and the
-#: Streamlit glue (ui.py) are other areas of issue 28's wave.
-KIND_NAMES_LEFT = {
-    "bsard_demo/training/dev.py": 5, "bsard_demo/training/finetune.py": 2, "bsard_demo/training/folders.py": 11,
-    "bsard_demo/training/ranker.py": 12, "bsard_demo/bundles/model.py": 2, "bsard_demo/cli/export.py": 2,
-    "bsard_demo/cli/train.py": 2, "bsard_demo/app/ui.py": 1, "bsard_demo/app/menus.py": 1,
-}
-
-
-def kind_names(path: Path, names: Sequence[str]) -> list[str]:
-    """``line: name`` of every string constant of ``path`` (docstrings aside) that is one of ``names``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return sorted((f"{n.lineno}: {n.value}" for n in ast.walk(tree)
-                   if isinstance(n, ast.Constant) and n.value in names and id(n) not in docstrings),
-                  key=lambda s: int(s.split(":")[0]))
-
-
-def test_no_retriever_kind_name_outside_the_retrievers():
-    """cli/, app/, tuning/, training/, bundles/ and pages/ name no kind: they read the registry
-    (bsard_demo/retrievers/registry.py, kinds.py). Tests and docs may name kinds."""
-    from bsard_demo.retrievers import retriever_kinds
-
-    names = list(retriever_kinds())
-    found = {}
-    for folder in FRONT_ENDS:
-        for path in sorted((REPO / folder).rglob("*.py")):
-            rel = str(path.relative_to(REPO))
-            if len(hits := kind_names(path, names)) > KIND_NAMES_LEFT.get(rel, 0):
-                found[rel] = hits
-    assert found == {}, f"read the kind's registration (RetrieverKind) instead of its name: {found}"
-
-
-def test_the_kind_name_check_can_fail(tmp_path):
-    crafted = tmp_path / "m.py"
-    crafted.write_text('"""hybrid: a docstring may name it."""\nif spec.kind == "hybrid":\n    pass\n'
-                       'KINDS = ("bm25", "dense")\n\n\ndef f():\n    """dense"""\n    return {"ranker": 1}\n'
-                       'OK = "bm25s hybrid-ish"\n')
-    assert kind_names(crafted, ["bm25", "dense", "hybrid", "ranker"]) == \
-        ["2: hybrid", "4: bm25", "4: dense", "9: ranker"]
-
-
 #: issue 28 item 3: an app/ module holds one job (a page model, a section, glue): at most this many lines and
 #: public names (module-level functions, classes and assignments whose name has no leading underscore).
 APP_MAX_LINES, APP_MAX_PUBLIC = 350, 20
-#: Search-side modules still being split (issue 28 item 3, Search side): remove each as it is split.
-APP_NOT_YET_SPLIT = {"answers.py", "builds.py", "search_links.py", "search_page.py", "state.py"}
+#: Modules still being split (issue 28 item 3): none left.
+APP_NOT_YET_SPLIT: set[str] = set()
 
 
 def module_size(path: Path) -> tuple[int, list[str]]:
@@ -646,6 +592,55 @@ def test_the_app_module_size_check_can_fail(tmp_path):
     long.write_text("_A, B = 1, 2\n\n\ndef _f():\n    pass\n" + "#\n" * 350)
     assert module_size(long) == (355, ["B"])
     assert oversized([big, long]) == {"big.py": (21, 21), "long.py": (355, 1)}
+
+
+# --------------------------------------------------------------------------- retriever kinds (issue 28)
+
+#: Where the front ends live: a kind is whole where it is registered (bsard_demo/retrievers/), so
+#: these read its registration and never type its name.
+FRONT_ENDS = ("bsard_demo/cli", "bsard_demo/app", "bsard_demo/tuning", "bsard_demo/training", "bsard_demo/bundles",
+              "pages")
+#: How many kind names each file may still type outside retrievers/, with why (no more; to be emptied by
+#: their owners): the training code names the ranker's input systems and a model record's kind ("ranker",
+#: "adapter"), which is not the retriever kind but shares its word; the CLI's train and export are other
+#: areas of issue 28's wave.
+KIND_NAMES_LEFT = {
+    "bsard_demo/training/dev.py": 5, "bsard_demo/training/finetune.py": 2, "bsard_demo/training/folders.py": 11,
+    "bsard_demo/training/ranker.py": 12, "bsard_demo/bundles/model.py": 2, "bsard_demo/cli/export.py": 2,
+    "bsard_demo/cli/train.py": 2,
+}
+
+
+def kind_names(path: Path, names: Sequence[str]) -> list[str]:
+    """``line: name`` of every string constant of ``path`` (docstrings aside) that is one of ``names``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return sorted((f"{n.lineno}: {n.value}" for n in ast.walk(tree)
+                   if isinstance(n, ast.Constant) and n.value in names and id(n) not in docstrings),
+                  key=lambda s: int(s.split(":")[0]))
+
+
+def test_no_retriever_kind_name_outside_the_retrievers():
+    """cli/, app/, tuning/, training/, bundles/ and pages/ name no kind: they read the registry
+    (bsard_demo/retrievers/registry.py, kinds.py). Tests and docs may name kinds."""
+    from bsard_demo.retrievers import retriever_kinds
+
+    names = list(retriever_kinds())
+    paths = [p for folder in FRONT_ENDS for p in sorted((REPO / folder).rglob("*.py"))]
+    found = {str(p.relative_to(REPO)): hits for p in paths
+             if len(hits := kind_names(p, names)) > KIND_NAMES_LEFT.get(str(p.relative_to(REPO)), 0)}
+    assert found == {}, f"read the kind's registration (RetrieverKind) instead of its name: {found}"
+
+
+def test_the_kind_name_check_can_fail(tmp_path):
+    crafted = tmp_path / "m.py"
+    crafted.write_text('"""hybrid: a docstring may name it."""\nif spec.kind == "hybrid":\n    pass\n'
+                       'KINDS = ("bm25", "dense")\n\n\ndef f():\n    """dense"""\n    return {"ranker": 1}\n'
+                       'OK = "bm25s hybrid-ish"\n')
+    assert kind_names(crafted, ["bm25", "dense", "hybrid", "ranker"]) == \
+        ["2: hybrid", "4: bm25", "4: dense", "9: ranker"]
 
 
 #: Modules of other areas that still reach into runs/ internals (issue 28.4): they move to ``bsard_demo.runs``'

@@ -23,7 +23,7 @@ from .search_page import ColumnResult, breadcrumb_text, describe_article
 #: How many training questions the panel shows.
 PANEL_TOP = 5
 PANEL_TITLE = "Questions proches déjà traitées"
-HYBRID_WORD = HYBRID.label
+_HYBRID_WORD = HYBRID.label
 #: How a part of a hybrid is named in a why-line (other parts by their encoder key).
 PART_WORDS = {BASE_PART: BM25.label, "adapter": "adaptateur"}
 
@@ -86,7 +86,7 @@ def panel_reason(dataset: Dataset, active: bool) -> str | None:
 
 def short_column(name: str) -> str:
     """A column's name as the panel marks it: a hybrid's settings left out (« Hybride »)."""
-    return HYBRID_WORD if name.startswith(HYBRID_WORD + " ") else name
+    return _HYBRID_WORD if name.startswith(_HYBRID_WORD + " ") else name
 
 
 def shown_ranks(columns: Sequence[ColumnResult]) -> dict[str, tuple[tuple[str, int], ...]]:

@@ -9,11 +9,13 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from .. import cache
+from ..retrievers.defaults import TRAINED_RANKERS
 from ..training import list_trained_models, models_folder, trained_for_corpus
 from .builds import encoder_options, neighbours_option
+from .data_words import SOURCE_LABELS, FolderAccess, source_kind, spec_name
 from .hosting import BundleSetup
 from .naming import public_name, strip_paths
-from .state import SOURCE_LABELS, ActiveData, FolderAccess, source_kind, spec_name
+from .state import ActiveData
 
 
 def source_choices(access: FolderAccess) -> list[str]:
@@ -70,4 +72,4 @@ def rankers_here(data: ActiveData, corpus_sha256: Callable[[], str]) -> list[str
     none without articles, or without a bundle or a models folder (the fingerprint is not computed)."""
     if data.dataset.articles is None or not (cache.active_bundles() or models_folder().is_dir()):
         return []
-    return trained_for_corpus(corpus_sha256())["ranker"]
+    return trained_for_corpus(corpus_sha256())[TRAINED_RANKERS]

@@ -12,10 +12,11 @@ from ..evaluation.stamp import board_stamp
 from ..retrievers.kinds import RANKER_LABEL, ranker_folder
 from ..retrievers.ranker import read_record
 from . import hosting_ui, menus
+from .data_words import folder_access
 from .naming import public_name
 from .score_systems import ranker_caption
 from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
-from .state import ActiveData, folder_access
+from .state import ActiveData
 
 
 def upload_limit_bytes() -> int:

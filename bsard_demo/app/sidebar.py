@@ -10,22 +10,10 @@ import streamlit as st
 
 from ..dataset import Dataset
 from . import french, hosting_ui, menus
+from .data_words import FICTIONAL_NOTICE, FICTIONAL_SHORT, FOLDERS_DISABLED, SOURCE_LABELS, folder_access, source_kind
 from .highlight import md_escape
 from .naming import public_name
-from .state import (
-    FICTIONAL_NOTICE,
-    FICTIONAL_SHORT,
-    FOLDERS_DISABLED,
-    SOURCE_LABELS,
-    ActiveData,
-    FailureMemo,
-    data_key,
-    dataset_summary,
-    folder_access,
-    load_uncached,
-    open_data,
-    source_kind,
-)
+from .state import ActiveData, FailureMemo, data_key, dataset_summary, load_uncached, open_data
 
 DATA_KEY = "data_spec"          # session: the requested dataset spec (None = default)
 FOLDER_KEY = "data_folder"      # session: the folder typed in the sidebar

@@ -19,12 +19,14 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..dataset import DataError
 from ..retrievers import Retriever, RetrieverSpec
+from ..retrievers.kinds import DENSE
 from ..training import articles_fingerprint
 from . import hosting_ui, menus
-from .builds import BuildEta, dense_index_stored
+from .first_builds import BuildEta, dense_index_stored
 from .highlight import md_escape
+from .progress_words import progress_fraction, progress_text
 from .sidebar import active_data
-from .state import ActiveData, BuildOnce, get_retriever, is_built, progress_fraction, progress_text
+from .state import ActiveData, BuildOnce, get_retriever, is_built
 from .style import STYLE
 
 log = logging.getLogger("bsard_demo.app")
@@ -124,7 +126,7 @@ def dense_stored(data: ActiveData, target: str) -> bool:
     in this process, or stored in the index bundle or the cache (checked at most once a minute)."""
     if data.dataset.articles is None:
         return False
-    if is_built(index_registry(), data, RetrieverSpec("dense", {"encoder": target})):
+    if is_built(index_registry(), data, RetrieverSpec(DENSE.name, {"encoder": target})):
         return True
     return _dense_stored(data.key, target, data.dataset.articles)
 

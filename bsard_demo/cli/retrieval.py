@@ -31,12 +31,13 @@ def either(names) -> str:
 
 
 def kind_flags() -> list[Flag]:
-    """Every registered kind's flags, once each, in registration order."""
+    """Every registered kind's flags, once each, in registration order, as ``--help`` lists them:
+    those of no group first."""
     flags: dict[str, Flag] = {}
     for k in retriever_kinds().values():
         for flag in k.flags:
             flags.setdefault(flag.dest, flag)
-    return list(flags.values())
+    return sorted(flags.values(), key=lambda flag: flag.group is not None)
 
 
 def add_retriever_arguments(p: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ from typing import Sequence
 from ..dataset import Dataset
 from .base import Retriever
 from .bm25 import BM25Retriever, BM25Settings
+from .dense import DenseRetriever
 from .hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, FusionError
 from .kind_flags import (
     BM25_FLAGS,
@@ -57,8 +58,6 @@ def _build_bm25(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
 
 
 def _build_dense(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
-    from .dense import DenseRetriever  # imported late: its module reads the encoders' heavy machinery at import
-
     kwargs = {name: value for name, value in spec.options.items() if value is not None}
     return DenseRetriever.build(dataset.articles, **context, **kwargs)
 

@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
-from bsard_demo.app.state import ALLOW_FOLDERS_ENV
+from bsard_demo.app.data_words import ALLOW_FOLDERS_ENV
 from bsard_demo.evaluation.metrics import compute_metrics
 from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.retrievers import RetrieverSpec, build_retriever

@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bsard_demo import sources
-from bsard_demo.app import sidebar, state as app_state
+from bsard_demo.app import data_words, sidebar, state as app_state
 from bsard_demo.sources import DataUnavailable, load_sample
 
 REPO = Path(__file__).resolve().parents[2]
@@ -230,9 +230,9 @@ def test_open_data_keeps_the_dataset_the_session_had():
 def test_hub_cause_and_the_message_shown(message, cause, french):
     error = DataUnavailable(message, cause)
     assert str(error) == message and error.advice == "other_source"  # the advice is the CLI's to word
-    found = app_state.hub_cause(error)
+    found = data_words.hub_cause(error)
     assert (found is None) if french is None else (french in found)
-    reason = app_state.fallback_reason("hub", error)
+    reason = data_words.fallback_reason("hub", error)
     assert reason.startswith("Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face"
                              + (f" ({found})" if found else " :"))
-    assert app_state.failure_detail(error) == message
+    assert data_words.failure_detail(error) == message

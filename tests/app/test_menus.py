@@ -1,8 +1,8 @@
 """What the shared menus offer (bsard_demo.app.menus), without Streamlit."""
 from __future__ import annotations
 
+from bsard_demo.app.data_words import FolderAccess
 from bsard_demo.app.menus import chosen_source, source_choice, source_choices
-from bsard_demo.app.state import FolderAccess
 
 
 def test_a_local_folder_is_offered_only_where_allowed():

@@ -65,9 +65,9 @@ def test_each_system_is_captioned_with_what_it_runs():
 def test_the_sidebar_names_the_bundle_and_the_fixed_folder_without_paths():
     from types import SimpleNamespace
 
+    from bsard_demo.app.data_words import FolderAccess
     from bsard_demo.app.hosting_ui import public_caption
     from bsard_demo.app.menus import dataset_label
-    from bsard_demo.app.state import FolderAccess
 
     files = {"models/a/adapter.npy": {"sha256": "1" * 64, "size": 3}}
     setup = SimpleNamespace(bundle=SimpleNamespace(label="/tmp/tmpzz/frlaw-bundle", manifest={"files": files}))

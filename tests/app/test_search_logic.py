@@ -28,8 +28,11 @@ from bsard_demo.app.search_examples import example_questions
 
 from bsard_demo.app.search_page import (NEW, article_codes, column_specs, filter_by_code,  # isort: skip
                                         missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
+from bsard_demo.app.data_words import source_kind
+from bsard_demo.app.progress_words import progress_fraction, progress_text
+
 from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary, display_name,  # isort: skip
-                                  get_retriever, is_built, open_data, progress_fraction, progress_text, source_kind)
+                                  get_retriever, is_built, open_data)
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
 from bsard_demo.evaluation.report import metrics_table, render_table

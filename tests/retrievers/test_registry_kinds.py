@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from _app_helpers import TIMEOUT, assert_clean, set_app_env
 from _tiny_corpus import make_data, run_cli
 from bsard_demo.app.link_codec import LinkChoices, SearchSettings, link_params, parse_link
 from bsard_demo.app.link_widgets import settings_from_state, state_from_settings
@@ -34,6 +36,7 @@ from bsard_demo.retrievers.registry import (
 )
 from bsard_demo.runs import read_run_path
 from bsard_demo.runs.write import RUN_FORMATS
+from bsard_demo.sources import load_sample
 from bsard_demo.tuning import run_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -167,3 +170,20 @@ def test_the_readme_lists_every_kind():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert kinds_markdown() in readme
     assert f"[--retriever {'|'.join(retriever_kinds())}]" in readme
+
+
+def test_the_search_page_shows_the_toy_by_its_label_and_searches_it_from_a_link(toy, monkeypatch, tmp_path):
+    """The page itself (AppTest, in process): the systems menu words the toy by its label, and a
+    link naming it with its setting shows its column in that order."""
+    set_app_env(monkeypatch, tmp_path / "cache", "sample")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"q": "bail", "systems": "toy", "toyorder": "file", "k": "3"})
+    at.run()
+    assert_clean(at)
+    assert at.multiselect(key="kinds").options == ["BM25", "Dense", "Hybride", "Jouet"]
+    assert [s.value for s in at.main.subheader] == ["Jouet"]
+    assert at.selectbox(key="setting:toyorder").value == "file"
+    ids = [str(a) for a in load_sample().articles["id"]][:3]
+    shown = [h.value.split('data-article="')[1].split('"')[0] for h in at.html
+             if h.value.startswith('<div class="bsard-hit')]
+    assert shown == ids
