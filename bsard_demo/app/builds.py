@@ -255,7 +255,9 @@ def neighbours_option(dataset) -> EncoderOption:
     offered when ``dataset`` has a split ``train`` whose questions cite articles of its corpus."""
     from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
 
-    cited = bool(labelled_questions(dataset, DEFAULT_SPLIT)[0])  # the rule NeighboursRetriever.build refuses by
+    # the rule NeighboursRetriever.build refuses by; once per dataset object (a walk of the split, every visit)
+    cited = dataset.memo(("neighbours_cited", DEFAULT_SPLIT),
+                         lambda: bool(labelled_questions(dataset, DEFAULT_SPLIT)[0]))
     return EncoderOption(NEIGHBOURS, NEIGHBOURS_LABEL, NEIGHBOURS, cited,
                          None if cited else f"pas de questions « {DEFAULT_SPLIT} » étiquetées sur ce corpus")
 
