@@ -14,17 +14,18 @@ each per round, interleaved so the machine's load falls on all alike:
 ``bare``; ``landing`` (``/``, no question) and ``score`` (``/score``, nothing uploaded) on the
 first app server; ``link`` (the first visitor's deep link: the systems the page chooses for a
 first visitor, ``q`` a test question) on every app server. Every visit is a new websocket
-session (``bench/ws_client.py``). Each server is warmed (indexes loaded) before measuring.
+session (``bench/ws_client.py``). Each server is warmed (indexes loaded, every page opened once).
 
 For each visit: the page time and the server's CPU seconds (/proc/PID/stat, user + system),
 split into the threads alive before and after it (/proc/PID/task: Streamlit's event loop, the
 native libraries' pools) and the threads that ended during it (a page's script thread).
-``--py-spy DIR`` records each server with py-spy (raw collapsed stacks, 100 Hz, idle frames
-left out) into ``DIR/NAME.txt`` over the measured visits (``--pages`` one kind per run for a
-profile of that kind); ``bench/visit_cpu.py --summarise FILE`` sums such a file by frames of
-interest. ``--tree DIR`` runs ``DIR/app.py`` (``git archive COMMIT | tar -x -C DIR``: another
-commit, same bench). ``--env`` adds variables to the servers' environment. No correctness
-check (the ramp of ``load_ws.py`` has them); nothing is timed in the suite.
+``--py-spy DIR`` records each server with py-spy into ``DIR/NAME.txt`` over the measured visits
+(raw collapsed stacks, 100 Hz, ``--gil``: only the thread holding the GIL, so shares of the
+server's Python time; on a loaded machine a sample's wall time is not CPU, so quote shares);
+``--pages`` one kind per run gives a profile of that kind; ``--summarise FILE`` sums such a file
+by frames of interest. ``--tree DIR`` runs ``DIR/app.py`` (``git archive COMMIT | tar -x -C
+DIR``: another commit, same bench). ``--env`` adds variables to the servers' environment. No
+correctness check (the ramp of ``load_ws.py`` has them); nothing is timed in the suite.
 """
 from __future__ import annotations
 
@@ -141,6 +142,9 @@ async def measure(servers: dict[str, Server], plan: list[tuple[str, str]], texts
     for name, server in servers.items():
         if name != "bare":
             links[name] = await first_link(server.url, texts[0])
+            for path in ("", "score"):  # each page's first visit imports its modules (charts: altair)
+                async with Visitor(server.url, timeout=600) as v:
+                    await v.open(path, {})
         else:
             async with Visitor(server.url, timeout=600) as v:
                 await v.open("", {})

@@ -547,3 +547,30 @@ def test_the_sys_path_check_can_fail(tmp_path):
     crafted.write_text("import sys\nROOT = '.'\nsys.path.insert(0, ROOT)\n\n\ndef f():\n    sys.path.append(ROOT)\n"
                        "path = []\npath.insert(0, 1)\n")
     assert sys_path_changes(crafted) == [3, 7]
+
+
+def magic_lines(path: Path) -> list[int]:
+    """Lines of a Streamlit script whose statement only Streamlit's "magic" would show (a bare value
+    other than a call or a docstring): .streamlit/config.toml turns magic off (runner.magicEnabled,
+    docs/benchmarks.md "Per-visit cost"), so such a line would show nothing."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    docstrings = {id(body[0]) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and (body := node.body) and isinstance(body[0], ast.Expr)
+                  and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)}
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and id(node) not in docstrings
+                  and not isinstance(node.value, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)))
+
+
+def test_the_app_relies_on_no_magic():
+    found = {p.name: lines for p in [REPO / "app.py", *sorted((REPO / "pages").glob("*.py"))]
+             if (lines := magic_lines(p))}
+    assert found == {}, f"write these with st.write/st.markdown (magic is off): {found}"
+
+
+def test_the_magic_check_can_fail(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text('"""A page."""\nimport streamlit as st\n\nst.title("x")\n"shown by magic"\nx = 1\nx\n\n\n'
+                    'def f():\n    """doc"""\n    if x:\n        "also magic"\n')
+    assert magic_lines(page) == [5, 7, 13]
