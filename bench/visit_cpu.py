@@ -42,9 +42,9 @@ from pathlib import Path
 if __package__ in (None, ""):  # python bench/visit_cpu.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.browser import AppServer, app_env  # noqa: E402
+from _browser import AppServer, app_env  # noqa: E402
+from _ws_client import Visitor  # noqa: E402
 from bench.common import REPO, cpu_seconds, json_option, load_average, machine_facts, write_json  # noqa: E402
-from bench.ws_client import Visitor  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGES = ("bare", "landing", "score", "link")

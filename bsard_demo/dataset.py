@@ -223,6 +223,18 @@ class Dataset:
             raise DataError(f"no split '{split}' in {self.name}; available: {', '.join(self.split_names) or 'none'}")
         return self.splits[split]
 
+    def questions_of(self, splits: str | Iterable[str]) -> pd.DataFrame:
+        """The questions of one or more splits (:func:`parse_splits`: ``"train,synthetic"``), in that order, as
+        one frame with a ``split`` column and a ``key`` column unique over the union: the question's id for one
+        split, ``split:id`` for several (ids of different splits may repeat). One split's frame keeps its
+        rows, order and columns (plus the two)."""
+        names = parse_splits(splits)
+        frames = [self.questions(name) for name in names]  # DataError names an absent split
+        many = len(names) > 1
+        out = pd.concat([f.assign(split=name, key=[f"{name}:{q}" if many else q for q in f["id"]])
+                         for name, f in zip(names, frames)], ignore_index=True)
+        return out
+
     def qrels(self, split: str = "test") -> dict[str, frozenset[str]]:
         """Gold article ids per question id of ``split``."""
         if split not in self._qrels:
@@ -262,6 +274,16 @@ class Dataset:
         if self._article_pos is None:
             self._article_pos = {a: i for i, a in enumerate(self.articles["id"])}
         return self._article_pos
+
+
+def parse_splits(value: str | Iterable[str]) -> tuple[str, ...]:
+    """Split names from ``"train,synthetic"`` (or a sequence of names): stripped, empty ones dropped, repeats
+    collapsed, order kept. :class:`DataError` when none is left."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = tuple(dict.fromkeys(str(n).strip() for n in items if str(n).strip()))
+    if not names:
+        raise DataError(f"no split named in {str(value)!r} (e.g. train or train,synthetic)")
+    return names
 
 
 def hierarchy(article: Mapping[str, object]) -> list[str]:

@@ -24,6 +24,10 @@ from .dataset import DataError, Dataset, first_line, normalize_articles, normali
 
 HUB_REPO_ID = "maastrichtlawtech/bsard"
 HUB_FILES = ("articles.csv", "questions_train.csv", "questions_test.csv")
+#: Files the hub's dataset may hold besides :data:`HUB_FILES`, read as a split when there and never required:
+#: ``questions_synthetic.csv`` (split ``synthetic``, 8.25 MB), the generated questions the G-DSR line of work
+#: trained on (``train --train-splits train,synthetic``).
+HUB_OPTIONAL_FILES = ("questions_synthetic.csv",)
 SAMPLE_PACKAGE = "bsard_demo.sample_data"
 #: Largest CSV read from a local folder; BSARD's articles.csv is ~30 MB.
 MAX_CSV_BYTES = 512 * 1024 * 1024
@@ -56,13 +60,15 @@ def default_spec() -> str:
 
 
 def load_dataset(spec: str | os.PathLike | None = None, *, need_corpus: bool = True,
-                 download: Downloader | None = None) -> Dataset:
+                 download: Downloader | None = None, optional_splits: bool = True) -> Dataset:
     """Load ``"hub"``, ``"sample"`` or a local folder. ``need_corpus=False`` allows a folder
-    without ``articles.csv`` (enough for scoring) and skips the corpus download from the hub."""
+    without ``articles.csv`` (enough for scoring) and skips the corpus download from the hub;
+    ``optional_splits=False`` skips the hub's :data:`HUB_OPTIONAL_FILES` (a folder reads every
+    ``questions_<split>.csv`` it holds)."""
     spec = default_spec() if spec is None else spec
     text = str(spec)
     if text == "hub":
-        return load_hub(need_corpus=need_corpus, download=download)
+        return load_hub(need_corpus=need_corpus, download=download, optional=optional_splits)
     if text == "sample":
         return load_sample()
     return load_folder(Path(text), need_corpus=need_corpus)
@@ -163,7 +169,8 @@ def call_with_deadline(fn: Callable[[], T], seconds: float | None) -> T:
 
 
 def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, timeout: float = 10.0,
-             reachable: Callable[[], bool] = hub_reachable, deadline: float | None = 120.0) -> Dataset:
+             reachable: Callable[[], bool] = hub_reachable, deadline: float | None = 120.0,
+             optional: bool = True) -> Dataset:
     """The real BSARD from the Hugging Face hub (``maastrichtlawtech/bsard``), cached in the
     usual HF cache. When the hub is unreachable (``reachable()`` false) the cached copy is used if
     there is one. ``download`` defaults to :func:`huggingface_hub.hf_hub_download` and is
@@ -171,7 +178,10 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
     files together) bounds the whole download, since huggingface_hub retries a silent hub for
     minutes. Raises :class:`DataUnavailable` when a file cannot be had, or when the files look
     truncated (an empty split, a question without relevant article, a relevant article missing
-    from the corpus: none happens in BSARD)."""
+    from the corpus: none happens in BSARD). With ``optional`` and the corpus, each of
+    :data:`HUB_OPTIONAL_FILES` the hub holds becomes a split (``questions_synthetic.csv``:
+    ``synthetic``); one it lacks (or cannot give in time, or gives damaged) is left out, never an
+    error (:func:`_optional_splits`)."""
     if download is None:
         from huggingface_hub import hf_hub_download as download  # imported late: heavy
     online = reachable()
@@ -202,7 +212,30 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
         _check_complete(articles, splits)
     except DataError as exc:
         raise DataUnavailable(f"the hub files look damaged or partly downloaded ({exc})", "damaged") from None
+    if optional and need_corpus:  # the optional splits serve training, which needs the corpus
+        splits.update(_optional_splits(download, online, timeout, end, articles))
     return Dataset(name="BSARD (Hugging Face hub)", kind="hub", articles=articles, splits=splits)
+
+
+def _optional_splits(download: Downloader, online: bool, timeout: float, end: float | None,
+                     articles: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """The splits of :data:`HUB_OPTIONAL_FILES` the hub gives: a file absent from the repository
+    (``EntryNotFoundError``), absent from the cache offline, not given before the deadline, or
+    damaged (:func:`_check_complete`) is left out, the dataset loads without it."""
+    out = {}
+    for name in HUB_OPTIONAL_FILES:
+        def fetch(name: str = name) -> str:
+            return download(repo_id=HUB_REPO_ID, filename=name, repo_type="dataset",
+                            etag_timeout=timeout, local_files_only=not online)
+        split = name[len("questions_"):-len(".csv")]
+        try:
+            left = None if end is None else max(0.5, end - time.monotonic())
+            frame = normalize_questions(_read(Path(call_with_deadline(fetch, left))), source=f"hub {name}")
+            _check_complete(articles, {split: frame})
+        except Exception:  # noqa: BLE001 - optional: absent, unreachable, late or damaged, it is left out
+            continue
+        out[split] = frame
+    return out
 
 
 def _check_complete(articles: pd.DataFrame | None, splits: dict[str, pd.DataFrame]) -> None:

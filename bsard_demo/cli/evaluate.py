@@ -7,6 +7,7 @@ service) and renders its Scoreboard: every problem of a file on stderr, one line
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from ..evaluation.report import FORMATS, NDCG_NOTE, json_report, metrics_table, 
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..runs import sandbox
 from ..sources import load_dataset
+from .anchors import anchors_text
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
 
 CONVENTIONS = """\
@@ -60,6 +62,9 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
                    help="cutoffs (default: 100 200 500)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("--per-query", metavar="FILE", help="also write per-question values of every run as CSV")
+    p.add_argument("--anchors", action="store_true",
+                   help="on BSARD's test split, also print the published results with their provenance (the table "
+                        "of python -m bsard_demo anchors; JSON: key 'anchors'; not with --format csv)")
     p.set_defaults(func=cmd_evaluate)
     return p
 
@@ -171,8 +176,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     scored = score_run_paths("evaluate", args.runs, args, args.k, quiet=args.format == "json")
     board = scored.board
     ds, evaluations = board.dataset, board.evaluations
+    anchors = args.anchors and board.published and args.format != "csv"
+    if args.anchors and not board.published:
+        say("evaluate", f"note: --anchors: split {args.split} of {ds.name} is not BSARD's test split; the published "
+                        "results are not shown")
+    elif args.anchors and not anchors:
+        say("evaluate", "note: --anchors: a CSV holds one table; python -m bsard_demo anchors --format csv writes it")
     if args.format == "json":
-        print(json_report(ds.name, args.split, board.labelled, evaluations, scored.problems))
+        report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems)
+        print(json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))}, ensure_ascii=False,
+                         indent=2) if anchors else report)
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")
         if args.format == "table":
@@ -180,6 +193,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(render_table(table, args.format), end="")
         if args.format == "table" and "ndcg@10" in table.columns:
             print(NDCG_NOTE)
+        if anchors:
+            print(("\npublished results (python -m bsard_demo anchors):\n" if args.format == "table" else "")
+                  + anchors_text(args.format), end="")
     if args.per_query and evaluations:
         per_question_table(evaluations, ds.questions(args.split)).to_csv(args.per_query, index=False,
                                                                          float_format="%.6f")

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from .. import settings
 from ..dataset import DataError
+from .anchors import add_anchors_parser
 from .common import OneLineParser, error_text, one_line
 from .compare import add_compare_parser
 from .evaluate import add_data_parser, add_evaluate_parser
@@ -22,7 +23,7 @@ from .retrieval import add_index_parser, add_run_parser
 from .train import add_train_parser
 from .tune import add_tune_parser
 
-COMMANDS = ("data", "evaluate", "compare", "run", "index", "tune", "train", "export-onnx")
+COMMANDS = ("data", "evaluate", "compare", "run", "index", "tune", "train", "export-onnx", "anchors")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Search and score BSARD (Belgian Statutory Article Retrieval Dataset).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
     for add in (add_data_parser, add_evaluate_parser, add_compare_parser, add_run_parser, add_index_parser,
-                add_tune_parser, add_train_parser, add_export_onnx_parser):
+                add_tune_parser, add_train_parser, add_export_onnx_parser, add_anchors_parser):
         add(sub)
     return parser
 

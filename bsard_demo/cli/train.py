@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..dataset import DataError
+from ..dataset import DataError, parse_splits
 from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..sources import load_dataset
@@ -48,7 +48,10 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
                     "sentence-transformers model on (question, gold article with its headers) pairs with in-batch "
                     "negatives (MultipleNegativesRankingLoss), optionally with BM25 hard negatives.")
     add_data_argument(p)
-    p.add_argument("--split", default="train", help="question split to train on (default: train)")
+    p.add_argument("--split", "--train-splits", dest="split", default="train", metavar="SPLIT[,SPLIT...]",
+                   help="question split(s) to train on, comma-separated: their union (default: train; e.g. "
+                        "train,synthetic where the dataset has hub's questions_synthetic.csv); several apply to the "
+                        "adapter and the ranker, whose leave-one-out and out-of-fold rules hold over the union")
     p.add_argument("--out", required=True, metavar="DIR", help="model folder to write (must not exist or be empty)")
     p.add_argument("--base", default=None, metavar="ENCODER|MODEL",
                    help=f"the adapter's frozen encoder: {', '.join(ADAPTER_BASES)} (default {DEFAULT_ADAPTER_BASE}); "
@@ -128,6 +131,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     given = _given(args, _ADAPTER_ONLY)
     if given:
         return fail("train", f"{', '.join(given)} do(es) not apply to --finetune (they set the query adapter)")
+    try:
+        if len(parse_splits(args.split)) > 1:
+            return fail("train", f"--finetune trains on one split, not {args.split!r} (several splits apply to the "
+                                 "query adapter and the ranker)")
+    except DataError as exc:
+        return fail("train", exc)
     options = TrainOptions(out=args.out, data=args.data, split=args.split, base=args.base or DEFAULT_BASE,
                            **_resolved(args, _FINE_TUNING_ONLY), overwrite=args.overwrite, onnx=args.onnx,
                            evaluate=args.evaluate,

@@ -13,15 +13,9 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from .aggregate import Evaluation
+from .anchors import PUBLISHED_SOURCE, paper_baselines
 from .measures import EXTRA_COLUMNS, Measure, column_label, cutoff_families, is_measure_column
 
-#: Published results on the BSARD test split (Louis & Spanakis, ACL 2022, Table 3): R@100/200/500 in %.
-PUBLISHED = {
-    "BM25": (51.33, 56.78, 64.71),
-    "siamese bi-encoder": (71.63, 78.38, 83.77),
-    "two-tower bi-encoder": (74.78, 78.04, 83.39),
-}
-PUBLISHED_SOURCE = "Louis & Spanakis, ACL 2022"
 #: sha256 of the real BSARD test labels (sorted (qid, sorted gold ids)), to recognise the split
 #: whatever source it was loaded from.
 BSARD_TEST_LABELS_SHA256 = "59ea7bcd706f50b7925a79851faf3ba7cb4ac7f7dfb4c7cd9b023c6926422cb9"
@@ -69,8 +63,8 @@ def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
 def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = False) -> pd.DataFrame:
     """One row per run (index ``run``): display metric columns as fractions (with the extra
     measures every run has, :func:`extra_columns`), then ``missing_questions`` and
-    ``unknown_questions``; with ``published`` the paper's rows follow (only recall at
-    100/200/500, labelled "(published)")."""
+    ``unknown_questions``; with ``published`` the BSARD paper's rows follow (recall at the cutoffs it
+    reports, labelled "(published)": :func:`bsard_demo.evaluation.anchors.paper_baselines`)."""
     ks = next(iter(evaluations.values())).ks if evaluations else (100, 200, 500)
     cols = display_columns(ks, extra_columns(evaluations))
     rows = {name: {**{c: ev.means[c] for c in cols}, "missing_questions": ev.missing_questions,
@@ -78,11 +72,9 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
     df = pd.DataFrame.from_dict(rows, orient="index", columns=cols + ["missing_questions", "unknown_questions"])
     df["source"] = "this run"
     if published:
-        pub = pd.DataFrame.from_dict(
-            {f"{name} (published)": {Measure("recall", k).column: v / 100
-                                     for k, v in zip((100, 200, 500), vals) if k in ks}
-             for name, vals in PUBLISHED.items()}, orient="index")
-        pub["source"] = f"published ({PUBLISHED_SOURCE})"
+        pub = pd.DataFrame.from_dict({f"{name} (published)": values for name, values in paper_baselines(ks).items()},
+                                     orient="index")
+        pub["source"] = PUBLISHED_SOURCE
         df = pd.concat([df, pub.reindex(columns=df.columns).assign(source=pub["source"])])
     df.index.name = "run"
     return df

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..dataset import DataError, Dataset
+from ..dataset import DataError, Dataset, parse_splits
 from .base import Hit, clip_k, id_ranks, rank_all
 from .bm25 import BM25Retriever, BM25Settings
 
@@ -56,7 +56,8 @@ def transfer_scores(similarities: np.ndarray, labels: Sequence[np.ndarray], n_ar
 @dataclass(frozen=True)
 class Neighbour:
     """A training question the retriever drew on for a question (:meth:`NeighboursRetriever.neighbours`):
-    its id in the split, its text, its similarity to the question and the corpus ids it cites."""
+    its key (its id; ``split:id`` over several splits), its text, its similarity to the question and the corpus
+    ids it cites."""
 
     question_id: str
     text: str
@@ -65,20 +66,23 @@ class Neighbour:
 
 
 def labelled_questions(dataset: Dataset, split: str = DEFAULT_SPLIT) -> tuple[list[str], list[np.ndarray]]:
-    """The questions of ``split`` that have a text and cite articles of the corpus, and the corpus
-    positions they cite (articles outside the corpus left out); empty without corpus or split."""
-    _, texts, labels = _labelled(dataset, split)
+    """The questions of ``split`` (one split or several, ``"train,synthetic"``: their union, in that order) that
+    have a text and cite articles of the corpus, and the corpus positions they cite (articles outside the corpus
+    left out); empty without corpus or when a split is absent."""
+    _, texts, labels = labelled_with_keys(dataset, split)
     return texts, labels
 
 
-def _labelled(dataset: Dataset, split: str) -> tuple[list[str], list[str], list[np.ndarray]]:
-    """:func:`labelled_questions` with the questions' ids first."""
-    if dataset.articles is None or split not in dataset.splits:
+def labelled_with_keys(dataset: Dataset, split: str) -> tuple[list[str], list[str], list[np.ndarray]]:
+    """:func:`labelled_questions` with the questions' keys first (their ids; ``split:id`` over several splits,
+    :meth:`bsard_demo.dataset.Dataset.questions_of`)."""
+    names = parse_splits(split)
+    if dataset.articles is None or any(name not in dataset.splits for name in names):
         return [], [], []
     position = {str(a): i for i, a in enumerate(dataset.articles["id"])}
     ids, texts, labels = [], [], []
-    questions = dataset.questions(split)
-    for qid, text, cited in zip(questions["id"], questions["question"], questions["article_ids"]):
+    questions = dataset.questions_of(names)
+    for qid, text, cited in zip(questions["key"], questions["question"], questions["article_ids"]):
         rows = np.array(sorted({position[a] for a in cited if a in position}), dtype=np.int64)
         if len(rows) and str(text or "").strip():
             ids.append(str(qid))
@@ -88,11 +92,14 @@ def _labelled(dataset: Dataset, split: str) -> tuple[list[str], list[str], list[
 
 
 class NeighboursRetriever:
-    """The ``neighbours`` retriever over a dataset's corpus and one labelled training split."""
+    """The ``neighbours`` retriever over a dataset's corpus and labelled training questions (one split or several).
+    Leave-one-out holds across splits: a question never draws on a training question of the same text
+    (:func:`fold`), whichever split either comes from."""
 
     def __init__(self, article_ids: Sequence[str], texts: Sequence[str], labels: Sequence[np.ndarray], *,
                  n: int = DEFAULT_NEIGHBOURS, split: str = DEFAULT_SPLIT, question_ids: Sequence[str] | None = None):
-        """``question_ids``: the training questions' ids in the split (default: their positions)."""
+        """``question_ids``: the training questions' keys (default: their positions); ``split``: the split name(s)
+        they come from, as given to :meth:`build`."""
         if int(n) < 1:
             raise ValueError(f"neighbours: n must be at least 1, not {n}")
         self.article_ids = [str(a) for a in article_ids]
@@ -117,13 +124,17 @@ class NeighboursRetriever:
     @classmethod
     def build(cls, dataset: Dataset, *, split: str = DEFAULT_SPLIT,
               n: int = DEFAULT_NEIGHBOURS) -> "NeighboursRetriever":
-        """Over ``dataset``'s articles, from the questions of ``split`` and their labels (articles
-        outside the corpus are left out). :class:`DataError` when the split is absent or none of
-        its questions cites an article of the corpus."""
-        if split not in dataset.splits:
-            raise DataError(f"the neighbours retriever needs labelled training questions: no split '{split}' in "
-                            f"{dataset.name} (available: {', '.join(dataset.split_names) or 'none'})")
-        ids, texts, labels = _labelled(dataset, split)
+        """Over ``dataset``'s articles, from the questions of ``split`` (a name, or several comma-separated:
+        ``"train,synthetic"``) and their labels (articles outside the corpus are left out). :class:`DataError`
+        when a split is absent or none of their questions cites an article of the corpus."""
+        names = parse_splits(split)
+        absent = [name for name in names if name not in dataset.splits]
+        if absent:
+            raise DataError(f"the neighbours retriever needs labelled training questions: no split "
+                            f"'{', '.join(absent)}' in {dataset.name} (available: "
+                            f"{', '.join(dataset.split_names) or 'none'})")
+        split = ",".join(names)
+        ids, texts, labels = labelled_with_keys(dataset, split)
         if not texts:
             raise DataError(f"the neighbours retriever needs labelled training questions: no question of split "
                             f"'{split}' of {dataset.name} cites an article of its corpus")

@@ -14,13 +14,15 @@ import numpy as np
 
 from .. import settings
 from ..analyzer import DEFAULT_FIELDS
-from ..dataset import DataError, Dataset
+from ..dataset import DataError, Dataset, parse_splits
 from ..retrievers.adapter import BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, fit_adapter
 from ..retrievers.base import Progress
+from ..retrievers.dense import DenseRetriever
 from ..retrievers.encoder_base import normalize_rows
+from ..retrievers.encoders import resolve_encoder
 from ..retrievers.neighbours import labelled_questions
 from . import folders
-from .dev import DEV_SPLIT, dev_asked, dev_evaluation
+from .dev import dev_asked, dev_evaluation, fitted_on_dev
 from .folders import TrainResult, prepare_out
 
 DEFAULT_ADAPTER_BASE = "use"
@@ -42,9 +44,6 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     """Fit and write the adapter folder ``options.out`` (docs/design.md, 'bsard_demo/training/adapter.py'). Raises
     :class:`ValueError` (bad settings or base) and :class:`~bsard_demo.dataset.DataError` (data,
     output folder)."""
-    from ..retrievers.dense import DenseRetriever
-    from ..retrievers.encoders import resolve_encoder
-
     t0 = time.perf_counter()
     settings.prepare_runtime()
     options.settings.check()
@@ -52,8 +51,9 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     if base not in BASES:
         raise ValueError(f"--adapter sits on a built-in encoder ({', '.join(BASES)}), not {options.base!r}")
     folders.check_fit_data(dataset, options.split, "an adapter is fitted over the corpus' embeddings")
+    options.split = ",".join(parse_splits(options.split))  # "train,synthetic": fitted on their union
     texts, gold = labelled_questions(dataset, options.split)
-    questions = dataset.questions(options.split)
+    questions = dataset.questions_of(options.split)
     if not texts:
         raise DataError(f"no question of split '{options.split}' of {dataset.name} cites an article of its corpus")
     out = Path(options.out).expanduser().resolve()
@@ -66,10 +66,10 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     matrix, history = fit_adapter(queries, gold, dense.embeddings, options.settings, progress, name=base)
     fit_seconds = time.perf_counter() - t_fit
     notes = []
-    if options.split == DEV_SPLIT:
+    if fitted_on_dev(options.split):
         notes.append("fitted on the test split: its scores on that split are no longer held out")
     if len(texts) < len(questions):
-        notes.append(f"{len(questions) - len(texts)} question(s) of the split cite no article of the corpus "
+        notes.append(f"{len(questions) - len(texts)} question(s) of the split(s) cite no article of the corpus "
                      "and were skipped")
     with folders.assembling(out) as tmp:
         np.save(tmp / MATRIX_FILE, matrix, allow_pickle=False)

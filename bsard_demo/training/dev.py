@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..dataset import Dataset
+from ..dataset import Dataset, parse_splits
+from ..evaluation import evaluate
+from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+from ..retrievers.registry import hybrid_spec, make_hybrid
 
 #: The split ``train`` scores its model on (its "dev figure"), when the dataset has it.
 DEV_SPLIT = "test"
@@ -24,10 +27,6 @@ def dev_evaluation(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *,
     (the product's hybrid of that model: :func:`~bsard_demo.retrievers.registry.hybrid_spec`),
     exactly as ``run`` + ``evaluate`` give them; the embeddings land in the cache, so those
     ``run`` lines then only load them. ``value`` is the dense R@100 (what a bundle's menu shows)."""
-    from ..evaluation import evaluate
-    from ..retrievers import RetrieverSpec, build_retriever
-    from ..retrievers.registry import hybrid_spec, make_hybrid
-
     dense = build_retriever(RetrieverSpec("dense", {"encoder": str(folder)}), dataset, cache_root=cache_root,
                             progress=progress)
     bm25 = build_retriever(RetrieverSpec("bm25"), dataset, cache_root=cache_root, progress=progress)
@@ -44,8 +43,13 @@ def dev_evaluation(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *,
     return out
 
 
+def fitted_on_dev(split: str) -> bool:
+    """Whether a model fitted on ``split`` (one or several, ``"train,synthetic"``) saw :data:`DEV_SPLIT`."""
+    return DEV_SPLIT in parse_splits(split)
+
+
 def dev_wanted(options, dataset: Dataset, notes: list[str]) -> bool:
-    if options.evaluate is False or options.split == DEV_SPLIT or DEV_SPLIT not in dataset.splits:
+    if options.evaluate is False or fitted_on_dev(options.split) or DEV_SPLIT not in dataset.splits:
         return False
     if options.evaluate is None and len(dataset.articles) > DEV_MAX_ARTICLES:
         notes.append(f"not scored on {DEV_SPLIT}: that encodes all {len(dataset.articles):,} articles with the new "
@@ -57,5 +61,5 @@ def dev_wanted(options, dataset: Dataset, notes: list[str]) -> bool:
 def dev_asked(options, dataset: Dataset) -> bool:
     """Whether a model fitted with ``options`` (``evaluate``, ``split``) is scored on :data:`DEV_SPLIT`:
     unless ``--no-evaluate``, when it was not fitted on it and the dataset has it."""
-    return options.evaluate is not False and options.split != DEV_SPLIT and DEV_SPLIT in dataset.splits
+    return options.evaluate is not False and not fitted_on_dev(options.split) and DEV_SPLIT in dataset.splits
 

@@ -3,11 +3,14 @@ and write its folder (record, trees, the query adapter it reads), usable as ``ru
 
 Every feature made from the split's labels is out-of-fold or leave-one-out: the adapter's runs come from adapters
 fitted on the other folds, the neighbours never draw on the question itself, the citation prior leaves it out.
+Over several splits (``--train-splits train,synthetic``) the rules hold over their union: folds are cut over it,
+and a question's same-text twins (in any split) share its fold, are never its neighbours, and leave its prior.
 LightGBM (``lightgbm``, a training dependency only) fits; the folder is served by numpy (:mod:`..retrievers.trees`).
 Settings: :data:`CHOSEN` of :data:`CONFIGS`, by 5-fold CV on frlaw-dev train (docs/effectiveness.md, "Learned ranker").
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 import time
@@ -18,8 +21,14 @@ from typing import Sequence
 import numpy as np
 
 from .. import settings
-from ..dataset import DataError, Dataset
+from ..dataset import DataError, Dataset, parse_splits
+from ..evaluation import evaluate
+from ..retrievers import RetrieverSpec, build_retriever
+from ..retrievers.adapter import AdapterSettings, adapt, fit_adapter, read_adapter
 from ..retrievers.base import DEFAULT_DEPTH, Progress, Step, report_progress
+from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+from ..retrievers.encoder_base import normalize_rows
+from ..retrievers.neighbours import fold as fold_text, labelled_questions
 from ..retrievers.ranker import (
     CANDIDATES,
     KIND,
@@ -30,8 +39,10 @@ from ..retrievers.ranker import (
     feature_names,
     question_features,
 )
+from ..retrievers.structure import StructureSettings, graph_of
+from ..retrievers.trees import TreeEnsemble
 from . import folders
-from .dev import DEV_SPLIT, dev_asked
+from .dev import DEV_SPLIT, dev_asked, fitted_on_dev
 from .folders import TrainResult, prepare_out
 
 #: LightGBM's settings for every configuration: LambdaRank, seeded, one thread, deterministic.
@@ -59,7 +70,7 @@ def fit_lambdarank(matrices: Sequence[np.ndarray], labels: Sequence[np.ndarray],
     """A fitted ``lightgbm.LGBMRanker`` over questions' feature matrices and 0/1 labels (one group
     each). :class:`DataError` when lightgbm is not installed."""
     try:
-        import lightgbm as lgb
+        import lightgbm as lgb  # optional: train --ranker only; serving uses retrievers/trees.py
     except ImportError:
         raise DataError("train --ranker needs LightGBM (pip install lightgbm); serving the folder does not") from None
     model = lgb.LGBMRanker(**{**BASE, **config})
@@ -88,6 +99,36 @@ def fold_of(n: int, folds: int, seed: int) -> np.ndarray:
     return out
 
 
+def same_text_groups(texts: Sequence[str]) -> np.ndarray:
+    """Each question's group: the first-seen order of its folded text (:func:`~..retrievers.neighbours.fold`), so
+    questions of the same text, from one split or several, share a group; all texts distinct: ``0 … n - 1``."""
+    first: dict[str, int] = {}
+    return np.array([first.setdefault(fold_text(t), len(first)) for t in texts], dtype=np.int64)
+
+
+def folds_by_text(texts: Sequence[str], folds: int, seed: int) -> np.ndarray:
+    """Each question's fold, :func:`fold_of` over the :func:`same_text_groups`: a question and its same-text twins
+    (a training question repeated in a synthetic split) are held out together, never fitted on while held
+    out. With all texts distinct, exactly ``fold_of(len(texts), folds, seed)``."""
+    groups = same_text_groups(texts)
+    return fold_of(int(groups.max()) + 1 if len(groups) else 0, folds, seed)[groups]
+
+
+def left_out_priors(gold: Sequence[np.ndarray], texts: Sequence[str], n_articles: int):
+    """Each question's citation prior (:func:`~..retrievers.ranker.citation_counts` over the training questions)
+    without its own labels nor those of its same-text twins (leave-one-out across splits), one at a time."""
+    prior_all = citation_counts(gold, n_articles)
+    groups = same_text_groups(texts)
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(int(g), []).append(i)
+    for g in groups:
+        prior = prior_all.copy()
+        for j in members[int(g)]:
+            prior[np.unique(gold[j])] -= 1
+        yield prior
+
+
 def _arrays(hits, row: dict) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([row[h.article_id] for h in hits], dtype=np.int64),
             np.array([h.score for h in hits], dtype=np.float64))
@@ -96,9 +137,6 @@ def _arrays(hits, row: dict) -> tuple[np.ndarray, np.ndarray]:
 def _adapter_runs(options: RankerOptions, texts, gold, dense, row: dict, depth: int, progress):
     """Each question's adapter run (over ``dense``, the base's retriever) from an adapter fitted on
     the other folds (:func:`fold_of`), with the settings of ``options.adapter``'s record."""
-    from ..retrievers.adapter import AdapterSettings, adapt, fit_adapter, read_adapter
-    from ..retrievers.encoder_base import normalize_rows
-
     _, record = read_adapter(options.adapter)
     if record["base"]["name"] != "use":
         raise ValueError(f"{options.adapter}: the learned ranker reads an adapter on use, not on "
@@ -106,7 +144,7 @@ def _adapter_runs(options: RankerOptions, texts, gold, dense, row: dict, depth: 
     known = {k: v for k, v in (record.get("settings") or {}).items() if k in AdapterSettings.__dataclass_fields__}
     fit_settings = AdapterSettings(**known).check()
     queries = np.vstack([normalize_rows(dense.encoder.encode_queries([t], batch_size=1)) for t in texts])
-    folds_of = fold_of(len(texts), options.folds, options.seed)
+    folds_of = folds_by_text(texts, options.folds, options.seed)
     runs: list = [None] * len(texts)
     for f in range(options.folds):
         report_progress(progress, f, options.folds, Step("fitting_adapter", encoder="use"))
@@ -122,9 +160,6 @@ def _adapter_runs(options: RankerOptions, texts, gold, dense, row: dict, depth: 
 def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | None = None):
     """``(systems, texts, gold, runs, votes)``: the split's labelled questions, each system's run of
     each (system -> list of (rows, scores)), out-of-fold or leave-one-out, and the neighbours' votes."""
-    from ..retrievers import RetrieverSpec, build_retriever
-    from ..retrievers.neighbours import labelled_questions
-
     texts, gold = labelled_questions(dataset, options.split)
     systems = ["bm25", "use"] + (["adapter"] if options.adapter else []) + ["neighbours"]
     row = {str(a): i for i, a in enumerate(dataset.articles["id"])}
@@ -143,8 +178,6 @@ def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | 
 def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | None = None) -> TrainResult:
     """Fit and write the ranker folder ``options.out``. Raises :class:`ValueError` (settings, the
     adapter folder) and :class:`~bsard_demo.dataset.DataError` (data, output folder, no lightgbm)."""
-    from ..retrievers.structure import StructureSettings, graph_of
-
     t0 = time.perf_counter()
     settings.prepare_runtime()
     if options.config not in CONFIGS:
@@ -152,6 +185,7 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
     if int(options.folds) < 2:
         raise ValueError(f"--folds must be at least 2, not {options.folds}")
     folders.check_fit_data(dataset, options.split, "the ranker ranks the corpus' articles")
+    options.split = ",".join(parse_splits(options.split))
     if options.adapter is not None:
         options.adapter = Path(options.adapter).expanduser().resolve()
     out = Path(options.out).expanduser().resolve()
@@ -161,11 +195,10 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
         raise DataError(f"split '{options.split}' of {dataset.name} has {len(texts)} labelled question(s): too few "
                         f"to fit a ranker ({2 * options.folds} at least with {options.folds} folds)")
     graph, structure = graph_of(dataset.articles), StructureSettings()
-    lengths, prior_all = article_lengths(dataset.articles), citation_counts(gold, len(dataset.articles))
+    lengths = article_lengths(dataset.articles)
     matrices, labels = [], []
-    for i in range(len(texts)):
-        prior = prior_all.copy()
-        prior[np.unique(gold[i])] -= 1  # leave-one-out: a question's own labels are not in its prior
+    # leave-one-out: a question's own labels (and its same-text twins') are not in its prior
+    for i, prior in enumerate(left_out_priors(gold, texts, len(dataset.articles))):
         rows, X = question_features({s: runs[s][i] for s in systems}, graph=graph, structure=structure,
                                     prior=prior, lengths=lengths, votes=votes[i][0], votes_sim=votes[i][1],
                                     systems=systems)
@@ -175,7 +208,6 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
     report_progress(progress, 0, 1, Step("fitting_ranker"))
     model = fit_lambdarank(matrices, labels, CONFIGS[options.config])
     fit_seconds = time.perf_counter() - t_fit
-    from ..retrievers.trees import TreeEnsemble
 
     ensemble = TreeEnsemble.from_lightgbm(model.booster_)
     sample = np.vstack(matrices[: min(20, len(matrices))])
@@ -183,7 +215,7 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
     if not gap <= 1e-9:
         raise RuntimeError(f"the numpy trees differ from LightGBM's prediction by {gap:g}")
     notes = []
-    if options.split == DEV_SPLIT:
+    if fitted_on_dev(options.split):
         notes.append("fitted on the test split: its scores on that split are no longer held out")
     with folders.assembling(out) as tmp:
         (tmp / TREES_FILE).write_text(json.dumps(ensemble.as_dict(), separators=(",", ":")), encoding="utf-8")
@@ -215,10 +247,6 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
 def ranker_dev(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *, cache_root: Path | None = None,
                progress: Progress | None = None) -> dict:
     """R@100 and MAP@100 on ``split`` of the ranker ``folder``, exactly as ``run`` + ``evaluate``."""
-    from ..evaluation import evaluate
-    from ..retrievers import RetrieverSpec, build_retriever
-    from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
-
     ranker = build_retriever(RetrieverSpec("ranker", {"model": str(folder)}), dataset, cache_root=cache_root,
                              progress=progress)
     questions = dataset.questions(split)
@@ -231,8 +259,6 @@ def ranker_dev(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *, cache_
 
 
 def _version(name: str) -> str:
-    import importlib.metadata
-
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:

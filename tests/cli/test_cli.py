@@ -148,7 +148,7 @@ def test_tune_and_train_through_the_entry_point(tmp_path, monkeypatch, capsys):
     is one line, exit 2 (before any model loads)."""
     shown = subprocess.run([sys.executable, "-m", "bsard_demo", "--help"], cwd=REPO, capture_output=True, text=True,
                            timeout=300)
-    assert shown.returncode == 0 and "{data,evaluate,compare,run,index,tune,train,export-onnx}" in shown.stdout
+    assert shown.returncode == 0 and "{data,evaluate,compare,run,index,tune,train,export-onnx,anchors}" in shown.stdout
     monkeypatch.setenv("BSARD_CACHE", str(tmp_path / "c"))
     for command in ("tune", "train"):
         assert main([command, "--data", "sample", "--split", "dev", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
