@@ -1,9 +1,8 @@
-"""Speed benchmarks, run by hand (bench/README.md; results in docs/benchmarks.md).
+"""Benchmarks, run by hand (bench/README.md; results in docs/benchmarks.md and docs/reliability.md).
 
-A package so that its shared modules import one way (``from bench.common import …``):
-``common`` (machine facts, timing, RSS, percentiles, the synthetic-corpus fixture, JSON output),
-``browser`` (the Streamlit server + Chromium driver, also used by the browser tests),
-``targets`` (the table of targets) and ``synthetic`` (the BSARD-like generator). The scripts
-still run as ``python bench/NAME.py`` (``bench/_path.py`` puts the repository on ``sys.path``)
-and as ``python -m bench.NAME``. Nothing here imports ``tests/``.
+A package so that its shared module imports one way (``from bench.common import …``). The scripts
+run as ``python bench/NAME.py`` and as ``python -m bench.NAME``; both put the repository and
+``tests/`` on ``sys.path`` (``bench/_path.py``), so a bench imports the tests' support modules
+(``_browser``, ``_ws_client``, ``_synthetic``, ``_fuzz``) by their bare names. Tests never import bench/.
 """
+from bench import _path  # noqa: F401

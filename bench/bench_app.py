@@ -54,7 +54,7 @@ from typing import Sequence
 if __package__ in (None, ""):  # python bench/bench_app.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.browser import (  # noqa: E402
+from _browser import (  # noqa: E402
     QUESTION_BOX,
     RESULTS_READY_JS,
     SERVER_TIMES_JS,
@@ -64,13 +64,13 @@ from bench.browser import (  # noqa: E402
     VIEWPORT,
     AppServer,
     app_env,
-    app_machine_facts,
     browser_missing,
     choose,
     chromium_options,
 )
 from bench.common import (  # noqa: E402
     REPO,
+    app_machine_facts,
     cli,
     fresh_dir,
     json_option,
@@ -79,9 +79,10 @@ from bench.common import (  # noqa: E402
     p50_p95,
     synthetic_corpus,
     table,
+    target,
+    tree_memory_kb,
     write_json,
 )
-from bench.targets import target  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 
 FIRST_PAGE_TARGET_S = target("app_first_page_s")
@@ -134,7 +135,7 @@ def sample_round(browser, workdir: Path, n: int, searches: int, questions: list[
             hybrid.append(t_hybrid)
         return {"health_s": health, "first_page_s": first_page, "first_search_wall_ms": first_wall, "wall_ms": walls,
                 "bm25_ms": bm25, "hybrid_ms": hybrid,
-                "memory": server.memory_kb(), "builds": server.log_text().count(": building ")}
+                "memory": tree_memory_kb(server.pid), "builds": server.log_text().count(": building ")}
     finally:
         context.close()
         server.stop()
@@ -180,7 +181,7 @@ def full_round(browser, workdir: Path, n: int, data: Path, cache: Path, searches
         first_hits = time.perf_counter() - server.started
         shown = [search(page, q, columns)[1] for q in questions[1:searches + 1]]
         return {"first_page_s": first_page, "first_hits_s": first_hits, "bm25_ms": [t[0] for t in shown],
-                "hybrid_ms": [t[1] for t in shown] if hybrid else [], "memory": server.memory_kb(),
+                "hybrid_ms": [t[1] for t in shown] if hybrid else [], "memory": tree_memory_kb(server.pid),
                 "builds": server.log_text().count(": building ")}
     finally:
         context.close()
@@ -225,7 +226,8 @@ def cold_link(browser, workdir: Path, name: str, data: Path, cache: Path, bundle
         hits = page.evaluate("""() => [...document.querySelectorAll('.bsard-hit')].map(e => e.dataset.article)""")
         notes = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stAlertContentInfo'],"
             + "[data-testid='stAlertContentWarning']")].map(e => e.innerText.slice(0, 160))""")
-        return {"first_page_s": first_page, "first_hits_s": first_hits, "hits": hits, "memory": server.memory_kb(),
+        return {"first_page_s": first_page, "first_hits_s": first_hits, "hits": hits,
+                "memory": tree_memory_kb(server.pid),
                 "notes": [n for n in notes if "FICTIFS" not in n], "log": server.log_text()}
     finally:
         context.close()

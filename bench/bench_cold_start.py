@@ -32,9 +32,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # python bench/bench_cold_start.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.browser import app_machine_facts  # noqa: E402
-from bench.common import REPO, json_option, load_average, mb, table, write_json  # noqa: E402
-from bench.targets import target  # noqa: E402
+from bench.common import REPO, app_machine_facts, json_option, load_average, mb, table, target, write_json  # noqa: E402
 
 TARGET_S = target("cli_cold_run_s")
 

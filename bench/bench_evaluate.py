@@ -33,9 +33,8 @@ import pytrec_eval
 if __package__ in (None, ""):  # python bench/bench_evaluate.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.common import REPO, json_option, machine_facts, percentile, write_json  # noqa: E402
-from bench.synthetic import BSARD_ARTICLES, generate, make_run  # noqa: E402
-from bench.targets import target  # noqa: E402
+from _synthetic import BSARD_ARTICLES, generate, make_run  # noqa: E402
+from bench.common import REPO, json_option, machine_facts, percentile, target, write_json  # noqa: E402
 from bsard_demo.evaluation import evaluate  # noqa: E402
 from bsard_demo.runs import RunFile, read_run_path  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402

@@ -55,10 +55,10 @@ from bench.common import (  # noqa: E402
     memory_mb,
     percentile,
     synthetic_corpus,
+    target,
     timed,
     write_json,
 )
-from bench.targets import target  # noqa: E402
 from bsard_demo.analyzer import DEFAULT_FIELDS, Analyzer, article_texts  # noqa: E402
 from bsard_demo.retrievers.bm25 import BM25Retriever  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402

@@ -1,7 +1,9 @@
-"""What the benchmarks share: machine facts, timing, memory (RSS, /proc), percentiles, text
-tables, the ``python -m bsard_demo`` runner, the synthetic-corpus fixture and JSON output.
+"""What the benchmarks share: machine facts, the targets, timing, memory (RSS, /proc),
+percentiles, text tables, the ``python -m bsard_demo`` runner, the synthetic-corpus fixture and
+JSON output.
 
-Imports only the standard library, numpy and ``bench.synthetic`` (lazily); never ``tests/``.
+Imports only the standard library, numpy, ``bench.synthetic`` and ``_browser`` (tests' support
+module, for Chromium's version); the last two lazily, for the benches that need them.
 """
 from __future__ import annotations
 
@@ -61,6 +63,25 @@ def machine_facts(*packages: str, extra: Sequence[str] = (), usable: bool = True
         label, _, dist = p.partition("=")
         parts.append(f"{label} {package_version(dist or label)}")
     return line + "\n" + ", ".join([*parts, *extra])
+
+
+# --------------------------------------------------------------------------- targets
+
+#: What each bench compares its figures with (the table of docs/benchmarks.md, "Targets"; units in
+#: the names: s, ms, MB, × for a speed-up, which is "at least"; every other target is "at most").
+TARGETS: dict[str, float] = {
+    "bm25_all_s": 1.0, "bm25_speedup": 50.0, "bm25_one_ms": 5.0, "bm25_build_s": 15.0,  # bench_retrieval
+    "dense_one_ms": 50.0, "memory_mb": 1024.0,  # bench_retrieval
+    "evaluate_whole_s": 0.3, "read_run_above_tiny_mb": 150.0,  # bench_evaluate, bench_memory
+    "app_first_page_s": 5.0, "app_search_ms": 300.0, "app_first_hits_s": 10.0, "app_rss_mb": 1024.0,  # bench_app
+    "app_cold_link_s": 45.0, "cli_cold_run_s": 120.0,  # bench_app --only cold, bench_cold_start
+    "uploads_rss_mb": 1536.0,  # load_app --scenario uploads
+}
+
+
+def target(name: str) -> float:
+    """The value of target ``name`` (a key of :data:`TARGETS`)."""
+    return TARGETS[name]
 
 
 # --------------------------------------------------------------------------- timing, percentiles
@@ -226,6 +247,14 @@ def cli(args: Sequence[str], cache: Path, timeout: float = 1800) -> subprocess.C
     if done.returncode != 0:
         raise RuntimeError(f"bsard_demo {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
     return done
+
+
+def app_machine_facts() -> str:
+    """:func:`machine_facts` with the app's versions: streamlit, playwright, Chromium."""
+    from _browser import CHROMIUM
+
+    chromium = subprocess.run([str(CHROMIUM), "--version"], capture_output=True, text=True).stdout.strip()
+    return machine_facts("streamlit", "playwright", extra=[chromium or "chromium ?"])
 
 
 def fresh_dir(path: Path) -> Path:

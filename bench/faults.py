@@ -40,10 +40,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # python bench/faults.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.browser import AppServer, app_env  # noqa: E402
-from bench.common import REPO, cpu_seconds, load_average, machine_facts, mb, process_tree  # noqa: E402
+from _browser import AppServer, app_env  # noqa: E402
+from _ws_client import SCORE_BUTTON, Visitor, check_columns, score_visit, search_visit  # noqa: E402
+from bench.common import REPO, cpu_seconds, load_average, machine_facts, mb, process_tree, tree_memory_kb  # noqa: E402
 from bench.load_ws import read_top  # noqa: E402
-from bench.ws_client import SCORE_BUTTON, Visitor, check_columns, score_visit, search_visit  # noqa: E402
 
 SCENARIOS = ("kill-build", "kill-download", "full-disk", "closed-tab")
 KILL_FRACTIONS = (0.25, 0.5, 0.8)
@@ -282,7 +282,7 @@ def closed_tab(args, work: Path) -> dict:
     out = {}
     with AppServer(env, work / "closed-tab-server.log", python=args.python) as server:
         warm = asyncio.run(search_visit(server.url, {"q": "congé", "systems": "bm25"}, [[]]))  # loads BM25
-        out["rss after one search MB"] = round(mb(server.memory_kb()["rss"]))
+        out["rss after one search MB"] = round(mb(tree_memory_kb(server.pid)["rss"]))
 
         async def leave(n: int) -> None:
             async with Visitor(server.url, timeout=600) as v:
@@ -303,10 +303,11 @@ def closed_tab(args, work: Path) -> dict:
         asyncio.run(crowd())
         peak = 0.0
         while time.time() - start < 60:
-            peak = max(peak, mb(server.memory_kb()["rss"]))
+            peak = max(peak, mb(tree_memory_kb(server.pid)["rss"]))
             time.sleep(1)
         out["tabs closed during a scoring"] = args.tabs
-        out["rss 60 s after MB"], out["peak in those 60 s MB"] = round(mb(server.memory_kb()["rss"])), round(peak)
+        out["rss 60 s after MB"] = round(mb(tree_memory_kb(server.pid)["rss"]))
+        out["peak in those 60 s MB"] = round(peak)
         out["server CPU s from the presses to 60 s after"] = round(cpu_seconds(process_tree(server.pid)) - cpu0, 1)
         cpu1 = cpu_seconds(process_tree(server.pid))
         full = asyncio.run(score_visit(server.url, r100, timeout=600))
@@ -315,7 +316,7 @@ def closed_tab(args, work: Path) -> dict:
         out["a scoring to the end: R@100 == CLI"] = full.ok
         out["failures"] = full.wrong + full.errors
         time.sleep(args.settle)
-        out[f"rss {args.settle:.0f} s later MB"] = round(mb(server.memory_kb()["rss"]))
+        out[f"rss {args.settle:.0f} s later MB"] = round(mb(tree_memory_kb(server.pid)["rss"]))
         log = server.log_text()
     out["server log tracebacks"] = log.count("Traceback")
     out["ok"] = full.ok and warm.errors == [] and out["server log tracebacks"] == 0

@@ -46,10 +46,11 @@ if __package__ in (None, ""):  # python bench/load_app.py (bench/_path.py)
     import _path  # noqa: F401
 
 # Wrapped by hand (isort skips it): one name a line would repeat bench_app.py's and load_uploads.py's imports.
-from bench.browser import (ERRORS_JS, HIT_IDS_JS, QUESTION_BOX, RESULTS_READY_JS, SCORED_JS,  # noqa: E402  # isort: skip
-                           SERVER_TIMES_JS, SETTLED_JS, STEP_MS, TABLE_JS, TOP_K, VIEWPORT, AppServer, app_env,
-                           app_machine_facts, browser_missing, chromium_options, first_row_cell)
-from bench.common import REPO, cli, cpu_seconds, json_option, load_average, mb, p50_p95, process_tree, table, write_json  # noqa: E402
+from _browser import (ERRORS_JS, HIT_IDS_JS, QUESTION_BOX, RESULTS_READY_JS, SCORED_JS,  # noqa: E402  # isort: skip
+                      SERVER_TIMES_JS, SETTLED_JS, STEP_MS, TABLE_JS, TOP_K, VIEWPORT, AppServer, app_env,
+                      browser_missing, chromium_options, first_row_cell)
+from bench.common import (REPO, app_machine_facts, cli, cpu_seconds, json_option, load_average, mb,  # noqa: E402  # isort: skip
+                          p50_p95, process_tree, table, tree_memory_kb, write_json)
 from bsard_demo.retrievers import RetrieverSpec, build_retriever  # noqa: E402
 from bsard_demo.sources import load_dataset  # noqa: E402
 
@@ -316,11 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         cache = workdir / f"server-cache-{n}"
         shutil.rmtree(cache, ignore_errors=True)
         with AppServer(app_env("sample", cache), workdir / f"server-{n}.log") as server:
-            before = server.memory_kb()
+            before = tree_memory_kb(server.pid)
             start = time.perf_counter()
             outcomes, cpu = asyncio.run(load_round(tasks, server, args.timeout))
             seconds = time.perf_counter() - start
-            after = server.memory_kb()
+            after = tree_memory_kb(server.pid)
             log = server.log_text()
         building = [line.split(": ", 1)[-1] for line in log.splitlines() if ": building " in line]
         rounds.append({"tasks": tasks, "outcomes": outcomes, "cpu": cpu, "before": before, "after": after,

@@ -32,7 +32,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from bench.browser import (
+from _browser import (
     ERRORS_JS,
     QUESTION_BOX,
     RESULTS_READY_JS,
@@ -45,8 +45,7 @@ from bench.browser import (
     chromium_options,
     first_row_cell,
 )
-from bench.common import cli, load_average, mb, p50_p95, table, write_json
-from bench.targets import target
+from bench.common import cli, load_average, mb, p50_p95, table, target, tree_memory_kb, write_json
 
 RSS_TARGET_MB = target("uploads_rss_mb")
 WAIT_NOTICE = "Un autre fichier volumineux est en cours d'évaluation"
@@ -63,7 +62,7 @@ STATE_JS = """() => {
 
 def prepare(workdir: Path, data: Path, sessions: int, depth: int) -> list[dict]:
     """One run file per session and the R@100 the CLI computes on it (memoised by file digest)."""
-    from bench.synthetic import make_run
+    from _synthetic import make_run
     from bsard_demo.sources import load_dataset
 
     ds = load_dataset(data)
@@ -97,7 +96,7 @@ class RssSampler:
     def _run(self) -> None:
         start = time.perf_counter()
         while not self._stop.is_set():
-            self.samples.append(self.server.memory_kb()["rss"])
+            self.samples.append(tree_memory_kb(self.server.pid)["rss"])
             self.times.append(time.perf_counter() - start)
             self._stop.wait(self.every)
 
@@ -180,7 +179,7 @@ async def load(server: AppServer, tasks: list[dict], question: str, timeout_s: f
         browser = await p.chromium.launch(**chromium_options())
         try:
             warm_s = await warm_up(browser, server.url, question)
-            loaded = server.memory_kb()
+            loaded = tree_memory_kb(server.pid)
             go = asyncio.Event()
             running = [asyncio.create_task(upload(browser, server.url, t, go, timeout_s)) for t in tasks]
             await asyncio.sleep(3.0)  # every session is on the Score page: upload together
@@ -191,7 +190,7 @@ async def load(server: AppServer, tasks: list[dict], question: str, timeout_s: f
                 wall = time.perf_counter() - start
             done = sorted(o["seconds"] for o in outcomes if o["seconds"] is not None)
             return {"warm_s": warm_s, "loaded": loaded, "outcomes": outcomes, "wall": wall,
-                    "samples": sampler.samples, "after": server.memory_kb(), "timeline": sampler.timeline(),
+                    "samples": sampler.samples, "after": tree_memory_kb(server.pid), "timeline": sampler.timeline(),
                     "done_at": done}
         finally:
             await browser.close()
@@ -212,7 +211,7 @@ def run(args, workdir: Path) -> int:
     print(f"{args.sessions} sessions upload {tasks[0]['size'] / 1e6:.1f} MB runs ({args.depth} articles per question) "
           f"at once; bundle {bundle.summary()}; {args.slots} large-upload slot(s)", flush=True)
     with AppServer(env, workdir / "uploads-server.log") as server:
-        before = server.memory_kb()
+        before = tree_memory_kb(server.pid)
         got = asyncio.run(load(server, tasks, question, args.timeout))
         log = server.log_text()
     outcomes = got["outcomes"]

@@ -47,12 +47,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # python bench/load_ws.py (bench/_path.py)
     import _path  # noqa: F401
 
-from bench.browser import AppServer, app_env, free_port  # noqa: E402
+from _browser import AppServer, app_env, free_port  # noqa: E402
 
 # Wrapped by hand (isort skips it): one name a line would repeat other benches' import blocks.
 from bench.common import (REPO, cpu_seconds, json_option, load_average, machine_facts, mb,  # noqa: E402  # isort: skip
                           percentile, process_tree, table, tree_memory_kb, write_json)
-from bench.ws_client import Visit, Visitor, score_visit, search_visit  # noqa: E402
+from _ws_client import Visit, Visitor, score_visit, search_visit  # noqa: E402
 
 SCORE_EVERY = 10
 DEPLOY = REPO / "deploy"

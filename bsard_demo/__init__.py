@@ -31,11 +31,10 @@ def __dir__() -> list[str]:
 
 
 def build_retriever(*args, **kwargs):
-    """See :func:`bsard_demo.retrievers.registry.build_retriever` (imported lazily: heavy)."""
-    from .retrievers.registry import build_retriever as build
-
+    """See :func:`bsard_demo.retrievers.registry.build_retriever` (imported on first use, as :data:`_LAZY`'s names:
+    heavy, and after :func:`prepare_runtime`)."""
     prepare_runtime()
-    return build(*args, **kwargs)
+    return import_module(".retrievers.registry", __name__).build_retriever(*args, **kwargs)
 
 
 __all__ = ["load_dataset", "read_run_path", "read_run_bytes", "evaluate", "score_runs", "Measure", "build_retriever",

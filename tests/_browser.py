@@ -1,4 +1,292 @@
-"""Kept for scripts that still import ``_browser`` by name: the driver lives in ``bench/browser.py``
-(import it as ``bench.browser``)."""
-from bench.browser import *  # noqa: F401,F403
-from bench.browser import REPO, STEP_MS  # noqa: F401
+"""Run ``streamlit run app.py`` on 127.0.0.1 and drive it with Debian's Chromium through Playwright.
+
+Test support: the browser tests (``tests/app/test_browser*.py``) and the ``bench/`` app scripts
+import it by name (``from _browser import AppServer``); nothing here depends on pytest at import
+time, nothing imports ``bench/``.
+Everything stays on the loopback interface. Never run ``playwright install``: the system Chromium
+(``/usr/bin/chromium``) is used.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Mapping
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVER_START_S = 90
+STEP_MS = 60_000
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here (``None`` when Chromium and playwright are present)."""
+    if not CHROMIUM.exists() or not os.access(CHROMIUM, os.X_OK):
+        return f"{CHROMIUM} not found (install Debian's chromium: apt-get install -y chromium)"
+    try:
+        import playwright.async_api  # noqa: F401 - only checks that it is installed
+    except ImportError:
+        return "the playwright Python package is not installed"
+    return None
+
+
+def chromium_options() -> dict:
+    """Keyword arguments for Playwright's ``chromium.launch``/``launch_persistent_context``."""
+    return {"executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS, "headless": True}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def app_env(data: str, cache: Path, **extra: str) -> dict[str, str]:
+    """The server's environment: dataset ``data`` (``BSARD_DATA``), index cache ``cache``, offline hub."""
+    return {**os.environ, "BSARD_DATA": str(data), "BSARD_CACHE": str(cache), "HF_HUB_OFFLINE": "1",
+            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **extra}
+
+
+class ServerError(RuntimeError):
+    """The server did not start; the message ends with the tail of its log."""
+
+
+class AppServer:
+    """A ``streamlit run app.py`` on 127.0.0.1 and a free port; use as a context manager.
+
+    ``started`` is the ``time.perf_counter()`` of the process start; ``log`` gets its output;
+    ``python`` is the interpreter that runs Streamlit (default: this one; bench_onnx_hosted passes
+    the torch-free venv's)."""
+
+    def __init__(self, env: Mapping[str, str], log: Path, *, port: int | None = None, cwd: Path = REPO,
+                 python: str = sys.executable) -> None:
+        self.env, self.log, self.cwd, self.python = dict(env), Path(log), cwd, python
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.started = 0.0
+
+    def start(self) -> "AppServer":
+        cmd = [self.python, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+               "--server.port", str(self.port), "--server.headless", "true", "--server.fileWatcherType", "none"]
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "wb") as out:
+            self.started = time.perf_counter()
+            self.proc = subprocess.Popen(cmd, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        return self
+
+    def wait_healthy(self, timeout: float = SERVER_START_S) -> float:
+        """Wait for ``/_stcore/health``; returns the seconds since the process started."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return time.perf_counter() - self.started
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise ServerError(f"streamlit did not start (exit {self.proc.poll()}): {self.log_text()[-2000:]}")
+            time.sleep(0.05)
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=15)
+
+    def __enter__(self) -> "AppServer":
+        if self.proc is None:
+            self.start()
+        try:
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# --------------------------------------------------------------------------- page helpers (sync API)
+
+#: Streamlit's app root once a script run has ended (the attribute its own e2e tests read; it is
+#: ``initial`` before the session's first run and ``running`` during one).
+IDLE_APP = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def wait_idle(page, timeout_ms: int = STEP_MS) -> None:
+    """Wait until Streamlit's script is not running: its app root says so and its status widget is
+    gone (the widget alone can be still absent when a run has only just started)."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE_APP, state="attached", timeout=timeout_ms)
+    page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout_ms)
+
+
+QUESTION_SHOWN_JS = "q => document.querySelector('.bsard-question')?.innerText === q"
+
+
+def ask(page, question: str, attempts: int = 3) -> None:
+    """Type ``question`` into the Search page's box and press « Rechercher » once the page is
+    idle, until the page shows that question (on loaded cores a late rerun can reset the box
+    or swallow the click; each attempt waits up to :data:`STEP_MS`)."""
+    box = page.get_by_label("Votre question")
+    for attempt in range(attempts):
+        wait_idle(page)
+        box.fill(question)
+        page.get_by_role("button", name="Rechercher").click()
+        try:
+            page.wait_for_function(QUESTION_SHOWN_JS, arg=question, timeout=STEP_MS)
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+
+
+def scroll_to(page, locator, attempts: int = 5) -> None:
+    """Scroll ``locator``'s first element to the top of the view once the page is idle, again if
+    a late rerun replaced the element meanwhile (Playwright's own scroll fails on a detached node
+    instead of finding the new one)."""
+    for attempt in range(attempts):
+        wait_idle(page)
+        try:
+            locator.first.evaluate("e => e.scrollIntoView({block: 'start'})", timeout=STEP_MS)
+            page.wait_for_timeout(300)  # let the view settle
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            page.wait_for_timeout(500)
+
+
+def choose(page, label: str, option_text: str) -> None:
+    """Pick an option of a Streamlit selectbox/multiselect by typing part of it, then close the
+    list by clicking an empty spot (Escape would clear a selectbox)."""
+    page.get_by_label(label).click()
+    page.keyboard.type(option_text)
+    page.get_by_role("option").filter(has_text=option_text).first.click()
+    page.mouse.click(900, 12)
+    wait_idle(page)
+
+
+#: JavaScript predicate, argument ``[question, n, hits]``: the search results for ``question`` are
+#: drawn and current — the question box shows it, ``n`` server-time captions and at least ``hits``
+#: hit cards are there, nothing is stale and the script is idle.
+RESULTS_READY_JS = """([question, n, hits]) => {
+  const box = document.querySelector('.bsard-question');
+  if (!box || box.innerText.trim() !== question.trim()) return false;
+  if (document.querySelector("[data-stale='true']")) return false;
+  if (document.querySelector("[data-testid='stStatusWidget']")) return false;
+  const times = [...document.querySelectorAll("[data-testid='stCaptionContainer']")]
+      .filter(e => /\\(serveur\\)/.test(e.innerText));
+  return times.length === n && document.querySelectorAll('.bsard-hit').length >= Math.max(1, hits || 0);
+}"""
+
+#: JavaScript: the server times (ms) shown on the Search page, one per column, left to right.
+SERVER_TIMES_JS = """() => [...document.querySelectorAll("[data-testid='stCaptionContainer']")]
+  .map(e => e.innerText.match(/recherche : ([0-9.]+) ms \\(serveur\\)/)).filter(m => m).map(m => parseFloat(m[1]))"""
+
+#: JavaScript: the article ids of the hit cards, in page order.
+HIT_IDS_JS = """() => [...document.querySelectorAll('.bsard-hit')].map(e => e.dataset.article)"""
+
+#: The Search page as the bench scripts drive it: its question box, systems menu, default top-k,
+#: and the browser window of every context.
+VIEWPORT = {"width": 1440, "height": 1000}
+QUESTION_BOX = "Votre question"
+SYSTEMS = "Systèmes (côte à côte)"
+TOP_K = 10  # the page's default top-k
+
+#: JavaScript: the Score page has settled (script idle, nothing stale).
+SETTLED_JS = """() => !document.querySelector("[data-testid='stStatusWidget']")
+  && !document.querySelector("[data-stale='true']")"""
+#: the metrics table: the dataframe with a column header exactly "R@100" (not "MRR@100")
+METRICS_TABLE_JS = """[...document.querySelectorAll("[data-testid='stDataFrame']")].find(e =>
+  [...e.querySelectorAll("th, [role='columnheader']")].some(c => c.textContent.trim() === 'R@100'))"""
+#: JavaScript: the Score page has settled and shows its metrics table.
+SCORED_JS = f"""() => !document.querySelector("[data-testid='stStatusWidget']")
+  && !document.querySelector("[data-stale='true']") && !!{METRICS_TABLE_JS}"""
+#: JavaScript: ``[header cells, body cells]`` of the metrics table.
+TABLE_JS = f"""() => {{ const e = {METRICS_TABLE_JS};
+  return [[...e.querySelectorAll("th, [role='columnheader']")].map(c => c.textContent.trim()),
+          [...e.querySelectorAll("td, [role='gridcell']")].map(c => c.textContent.trim())]; }}"""
+#: JavaScript: the texts of the error elements on the page.
+ERRORS_JS = """() => [...document.querySelectorAll("[data-testid='stException'], [data-testid='stAlertContentError']")]
+  .map(e => e.innerText.slice(0, 200))"""
+
+
+def first_row_cell(header: list[str], cells: list[str], name: str) -> str | None:
+    """The first row's cell under column ``name`` of :data:`TABLE_JS`'s answer (the mirror lists
+    the index column too)."""
+    if name not in header or len(cells) < len(header):
+        return None
+    return cells[header.index(name)]
+
+
+def table_cells(table) -> list[str]:
+    """The cell texts of a Streamlit dataframe (Glide draws on a canvas; its accessible table
+    mirror holds the text)."""
+    return [c.inner_text().strip() for c in table.locator("td, [role='gridcell']").all()]
+
+
+# -- pytest fixtures' bodies, shared by the browser test files (pytest imported lazily: the
+# -- bench scripts use this module without it) ---------------------------------------------
+
+def require_browser() -> None:
+    """Skip without Chromium, or fail when ``BSARD_REQUIRE_BROWSER=1`` (CI) asks for it."""
+    import pytest
+
+    reason = browser_missing()
+    if reason is None:
+        return
+    if os.environ.get("BSARD_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"BSARD_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+def serve_app(data: str, tmp_path_factory, *, browser: bool = True):
+    """Generator for a module fixture: the URL of ``streamlit run app.py`` on ``data`` with a
+    fresh cache; the server is always stopped, a server that fails to start fails the test.
+    ``browser=False``: for a client without Chromium (``tests/_ws_client.py``)."""
+    import pytest
+
+    if browser:
+        require_browser()
+    app = AppServer(app_env(data, tmp_path_factory.mktemp("cache")), tmp_path_factory.mktemp("log") / "streamlit.log")
+    try:
+        with app:
+            yield app.url
+    except ServerError as exc:
+        pytest.fail(str(exc))
+
+
+def browser_context(tmp_path_factory):
+    """Generator for a module fixture: a Chromium context with a fresh profile (1440×1000, fr-BE)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), **chromium_options(),
+            viewport={"width": 1440, "height": 1000}, locale="fr-BE")
+        try:
+            yield context
+        finally:
+            context.close()

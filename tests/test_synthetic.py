@@ -1,4 +1,4 @@
-"""The synthetic BSARD-like generator of bench/synthetic.py (small sizes; speed is benched, not tested)."""
+"""The synthetic BSARD-like generator of tests/_synthetic.py (small sizes; speed is benched, not tested)."""
 from __future__ import annotations
 
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import synthetic
+import _synthetic as synthetic
 from bsard_demo.dataset import ARTICLE_COLUMNS, QUESTION_COLUMNS
 from bsard_demo.evaluation import evaluate
 from bsard_demo.runs import read_run_path
@@ -36,11 +36,11 @@ def test_same_seed_same_bytes_other_seed_other_bytes(small, tmp_path):
         assert (small / name).read_bytes() != (tmp_path / "other" / name).read_bytes(), name
 
 
-def test_cli_writes_a_loadable_folder(tmp_path, capsys):
-    assert synthetic.main(["--out", str(tmp_path), "--articles", "300", "--questions", "7", "--train", "5"]) == 0
+def test_generate_writes_a_loadable_folder(tmp_path):
+    stats = synthetic.generate(tmp_path, seed=0, n_articles=300, n_test=7, n_train=5)
     ds = load_dataset(tmp_path)
     assert len(ds.articles) == 300 and len(ds.questions("test")) == 7 and len(ds.questions("train")) == 5
-    assert "article words: mean" in capsys.readouterr().out
+    assert stats["articles"] == 300 and 0 < stats["words_median"] <= stats["words_p99"] <= stats["words_max"]
 
 
 def test_schema_loads_with_bsard_columns_and_ids(small):

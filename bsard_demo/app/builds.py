@@ -248,7 +248,9 @@ NEIGHBOURS_LABEL = ("neighbours — questions voisines : les articles cités par
 def neighbours_option(dataset) -> EncoderOption:
     """The neighbours part as a menu option (key and target :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`):
     offered when ``dataset`` has a split ``train`` whose questions cite articles of its corpus."""
-    cited = bool(labelled_questions(dataset, DEFAULT_SPLIT)[0])  # the rule NeighboursRetriever.build refuses by
+    # the rule NeighboursRetriever.build refuses by; once per dataset object (a walk of the split, every visit)
+    cited = dataset.memo(("neighbours_cited", DEFAULT_SPLIT),
+                         lambda: bool(labelled_questions(dataset, DEFAULT_SPLIT)[0]))
     return EncoderOption(NEIGHBOURS, NEIGHBOURS_LABEL, NEIGHBOURS, cited,
                          None if cited else f"pas de questions « {DEFAULT_SPLIT} » étiquetées sur ce corpus")
 

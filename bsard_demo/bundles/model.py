@@ -11,6 +11,8 @@ from typing import Any, Mapping, Sequence
 
 from .. import cache
 from ..dataset import ARTICLE_COLUMNS, DataError
+from ..retrievers.encoder_base import EncoderUnavailable
+from ..retrievers.onnx_encoder import OnnxEncoder
 
 BUNDLE_FILE = "bundle.json"
 README_FILE = "README.md"
@@ -182,9 +184,6 @@ class Bundle:
         """The :class:`~bsard_demo.retrievers.onnx_encoder.OnnxEncoder` of the bundled model
         ``name``. Raises :class:`~bsard_demo.retrievers.encoders.EncoderUnavailable` (missing or
         damaged model)."""
-        from ..retrievers.encoder_base import EncoderUnavailable
-        from ..retrievers.onnx_encoder import OnnxEncoder
-
         folder, problem = self.model_folder(name)
         if folder is None:
             raise EncoderUnavailable(problem or f"index bundle {self.label} carries no model {name!r} "

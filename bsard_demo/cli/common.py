@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import settings
+from tqdm import tqdm
+
+from .. import bundles, settings
 from ..dataset import DataError
 from ..sources import default_spec
 
@@ -64,8 +66,6 @@ def activate_index(args: argparse.Namespace, command: str, dataset) -> object | 
     ``dataset``. Every problem is one ``note:`` line on stderr and the usual cache/build path runs:
     a bundle that cannot be had, or one built for another corpus (then not used at all). Returns
     the active :class:`~bsard_demo.bundles.Bundle` or ``None``."""
-    from .. import bundles
-
     value = getattr(args, "index", None)
     if value is None:
         value = settings.current().index
@@ -126,7 +126,6 @@ class TqdmProgress:
     def __call__(self, done: int, total: int, message: str) -> None:
         if not self.enabled:
             return
-        from tqdm import tqdm
 
         done = max(0, min(done, total))
         if message != self._message or self._bar is None or total != self._bar.total:

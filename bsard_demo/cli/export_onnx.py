@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..retrievers.encoders import EncoderUnavailable, torch_available
+from ..retrievers.onnx_export import export_onnx
 from .common import fail
 
 
@@ -36,12 +38,9 @@ def add_export_onnx_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_export_onnx(args: argparse.Namespace) -> int:
     """Handler of ``export-onnx``; returns the exit code."""
-    from ..retrievers.encoders import EncoderUnavailable, torch_available
-
     if not torch_available():
         return fail("export-onnx", "exporting needs torch and sentence-transformers, which this install lacks: "
                                    "run it where torch is installed (Python 3.10 or 3.11 with requirements.txt)")
-    from ..retrievers.onnx_export import export_onnx
 
     try:
         result = export_onnx(args.model, args.out, refresh=args.refresh, int8=args.int8)

@@ -10,7 +10,7 @@ from .base import Hit, Retriever, Step
 #: Append a question's ``extra_description`` (its topic path on the source website) to it? Off:
 #: the published BSARD baselines search the question alone, so scores stay comparable. On the
 #: bundled sample it helps a lot (BM25 test recall@10 61 -> 92 %, MAP@100 38 -> 71 %;
-#: ``bench/bm25_quality.py sample``), but there the fictional articles' ``description`` headers
+#: ``bench/bm25_quality.py sample`` at 7ebdb43), but there the fictional articles' ``description`` headers
 #: copy the questions' topic paths, so that gain is inflated.
 DEFAULT_WITH_DESCRIPTION = False
 #: The texts a built-in run may search (``--query-text``): the question alone (the BSARD paper's

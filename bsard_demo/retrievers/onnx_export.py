@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.metadata
 import json
+import logging
 import os
 import shutil
 import time
@@ -24,6 +25,7 @@ import numpy as np
 from .. import cache
 from ..dataset import first_line
 from .encoder_base import EXPORT_DIRNAME, EncoderUnavailable, file_sha256, folder_digest
+from .encoders import SentenceTransformerEncoder, minilm_encoder, pick_prefixes
 from .onnx_encoder import (
     MODEL_FILE,
     RECORD_FILE,
@@ -84,8 +86,6 @@ def _versions() -> dict:
 
 def _source(model: str) -> tuple[Path, object, str, str | None]:
     """``(folder, SentenceTransformerEncoder, name, version)`` of ``model``: ``"minilm"`` or a folder."""
-    from .encoders import SentenceTransformerEncoder, minilm_encoder
-
     if str(model).strip().lower() == "minilm":
         enc = minilm_encoder()
         return Path(enc.model_folder), enc, "minilm", enc.version
@@ -120,7 +120,7 @@ def _layout(st_model) -> tuple[list[str], bool]:
 
 
 def _export_graph(st_model, path: Path, inputs: list[str]) -> None:
-    import torch
+    import torch  # optional: exporting needs torch, absent from the hosted install
 
     hf = st_model[0].auto_model.eval()
 
@@ -146,10 +146,9 @@ def _export_graph(st_model, path: Path, inputs: list[str]) -> None:
 
 def _quantize(path: Path) -> None:
     try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization import QuantType, quantize_dynamic  # optional: --int8 only (needs onnx)
     except ImportError as exc:
         raise EncoderUnavailable(f"--int8 needs the packages onnx and onnxruntime ({exc})") from None
-    import logging
 
     fp32 = path.with_name("model-fp32.onnx")
     os.replace(path, fp32)
@@ -219,8 +218,6 @@ def export_onnx(model: str, out: str | os.PathLike | None = None, *, refresh: bo
     st_model = enc.model
     modes, normalize = _layout(st_model)
     if prefix_name is not None:
-        from .encoders import pick_prefixes
-
         query_prefix, passage_prefix = pick_prefixes(st_model, prefix_name)
     else:
         query_prefix, passage_prefix = enc.query_prefix, enc.passage_prefix
@@ -240,7 +237,7 @@ def export_onnx(model: str, out: str | os.PathLike | None = None, *, refresh: bo
                                      "the export needs the onnx package where torch is") from None
         if int8:
             _quantize(tmp / MODEL_FILE)
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # optional: ONNX models only
 
         backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
         backend.no_padding()

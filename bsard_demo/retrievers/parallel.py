@@ -14,14 +14,14 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from .encoders import embed_documents
+
 _ENCODERS: dict = {}
 
 
 def _embed(factory: Callable[[], object], texts: Sequence[str], pooling: str, window: int | None,
            batch_size: int) -> np.ndarray:
     """In a worker: ``factory()``'s encoder (made once per process) embeds one shard."""
-    from .encoders import embed_documents
-
     key = repr(factory)
     encoder = _ENCODERS.get(key)
     if encoder is None:

@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .. import cache
 from .base import Hit, clip_k, id_ranks, rank_all
 
 #: The header columns of the schema, from the widest to the narrowest.
@@ -43,7 +44,7 @@ def section_keys(articles) -> list[tuple[str, ...]]:
 class StructureSettings:
     """The weights of :func:`rescore` (docs/design.md, 'bsard_demo/retrievers/structure.py'); all 0 leaves a
     ranking unchanged. The defaults are the best of 312 grid points on frlaw-dev train by R@100 + MAP@100 over BM25 +
-    adapter + neighbours (bench/structure_cv.py; 5-fold cross-validation of that choice: held-out
+    adapter + neighbours (bench/structure_cv.py at 545f377; 5-fold cross-validation of that choice: held-out
     R@100 67.70, MAP@100 23.74 against 62.19 / 22.04 without it; docs/effectiveness.md,
     "Structure re-scoring")."""
 
@@ -271,8 +272,6 @@ _GRAPHS: dict = {}
 def graph_of(articles) -> ArticleGraph:
     """The :class:`ArticleGraph` of ``articles``, built once per process and corpus (the ids, the
     header columns and the texts fingerprinted), so a page rerun or a second run reuses it."""
-    from .. import cache
-
     columns = [c for c in ("id", "reference", "article", *HEADER_COLUMNS) if c in articles.columns]
     key = cache.fingerprint(("\x1f".join(map(str, row)) for row in articles[columns].itertuples(index=False)),
                             {"graph": 1, "columns": columns})

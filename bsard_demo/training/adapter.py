@@ -17,7 +17,9 @@ from ..analyzer import DEFAULT_FIELDS
 from ..dataset import DataError, Dataset, parse_splits
 from ..retrievers.adapter import BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, fit_adapter
 from ..retrievers.base import Progress
+from ..retrievers.dense import DenseRetriever
 from ..retrievers.encoder_base import normalize_rows
+from ..retrievers.encoders import resolve_encoder
 from ..retrievers.neighbours import labelled_questions
 from . import folders
 from .dev import dev_asked, dev_evaluation, fitted_on_dev
@@ -42,9 +44,6 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     """Fit and write the adapter folder ``options.out`` (docs/design.md, 'bsard_demo/training/adapter.py'). Raises
     :class:`ValueError` (bad settings or base) and :class:`~bsard_demo.dataset.DataError` (data,
     output folder)."""
-    from ..retrievers.dense import DenseRetriever
-    from ..retrievers.encoders import resolve_encoder
-
     t0 = time.perf_counter()
     settings.prepare_runtime()
     options.settings.check()

@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..dataset import Dataset, parse_splits
+from ..evaluation import evaluate
+from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+from ..retrievers.registry import hybrid_spec, make_hybrid
 
 #: The split ``train`` scores its model on (its "dev figure"), when the dataset has it.
 DEV_SPLIT = "test"
@@ -24,10 +27,6 @@ def dev_evaluation(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *,
     (the product's hybrid of that model: :func:`~bsard_demo.retrievers.registry.hybrid_spec`),
     exactly as ``run`` + ``evaluate`` give them; the embeddings land in the cache, so those
     ``run`` lines then only load them. ``value`` is the dense R@100 (what a bundle's menu shows)."""
-    from ..evaluation import evaluate
-    from ..retrievers import RetrieverSpec, build_retriever
-    from ..retrievers.registry import hybrid_spec, make_hybrid
-
     dense = build_retriever(RetrieverSpec("dense", {"encoder": str(folder)}), dataset, cache_root=cache_root,
                             progress=progress)
     bm25 = build_retriever(RetrieverSpec("bm25"), dataset, cache_root=cache_root, progress=progress)

@@ -22,11 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+import numpy as np
+
 from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
 from ..dataset import DataError, Dataset
 from ..retrievers.base import Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+from ..retrievers.encoders import EncoderUnavailable, resolve_encoder
+from ..retrievers.onnx_export import export_onnx
+from ..retrievers.registry import RetrieverSpec, build_retriever
 from .dev import dev_evaluation, dev_wanted
 from .folders import (
     METADATA_FILE,
@@ -163,8 +168,6 @@ def training_pairs(dataset: Dataset, split: str = "train", *, hard_negatives: in
                         "nothing to train on")
     negatives_of: dict[str, list[str]] = {}
     if hard_negatives:
-        from ..retrievers.registry import RetrieverSpec, build_retriever
-
         retriever = build_retriever(RetrieverSpec("bm25", dict(bm25 or {})), dataset, cache_root=cache_root,
                                     progress=progress, notice=notice)
         depth = min(len(ids), hard_negatives + max(len(g) for _, _, g in per_question) + 20)
@@ -194,10 +197,8 @@ def training_pairs(dataset: Dataset, split: str = "train", *, hard_negatives: in
 def seed_everything(seed: int) -> None:
     """Seed ``random``, numpy and torch (``transformers.set_seed``)."""
     random.seed(seed)
-    import numpy as np
-
     np.random.seed(seed)
-    from transformers import set_seed
+    from transformers import set_seed  # optional: the training stack, torch installs only
 
     set_seed(seed)
 
@@ -206,8 +207,6 @@ def load_base(name: str):
     """``(a private copy of the sentence-transformers model, encoder)`` for base ``name``
     (``"minilm"``, a model id in the local Hugging Face cache, or a folder). Raises
     :class:`ValueError` for encoders that cannot be fine-tuned (``use``, numpy engines)."""
-    from ..retrievers.encoders import resolve_encoder
-
     encoder = resolve_encoder(name, "torch")  # EncoderUnavailable (a ValueError) with the offline choices
     model = getattr(encoder, "model", None)
     if model is None or not hasattr(model, "fit"):
@@ -293,9 +292,6 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
 def _export(folder: Path, out: Path, base: str, notes: list[str]) -> dict:
     """Write ``folder/onnx`` (prefixes picked for the final name ``out``); what the record keeps of
     it. A failed export leaves the trained model usable: a note says how to export it later."""
-    from ..retrievers.encoders import EncoderUnavailable
-    from ..retrievers.onnx_export import export_onnx
-
     try:
         result = export_onnx(str(folder), prefix_name=str(out), model_name=str(out), base_model=base)
     except (EncoderUnavailable, ValueError, OSError, RuntimeError) as exc:
@@ -309,14 +305,15 @@ def _export(folder: Path, out: Path, base: str, notes: list[str]) -> dict:
 def _fit(model, pairs: TrainingPairs, options: TrainOptions, query_prefix: str, passage_prefix: str,
          work: Path, progress: Progress | None) -> tuple[list[list[float]], int]:
     """Run sentence-transformers' trainer; ``(loss history [[step, loss], ...], steps)``."""
+    # the training stack: optional (torch installs only), seconds of imports
     import datasets
     import transformers
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     try:  # sentence-transformers >= 6
-        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss  # as above
     except ImportError:  # 3.x - 5.x
-        from sentence_transformers.losses import MultipleNegativesRankingLoss
-    from transformers.trainer_callback import PrinterCallback, TrainerCallback
+        from sentence_transformers.losses import MultipleNegativesRankingLoss  # as above
+    from transformers.trainer_callback import PrinterCallback, TrainerCallback  # as above
 
     model.max_seq_length = options.max_seq
     table = datasets.Dataset.from_dict(pairs.columns(query_prefix, passage_prefix))
@@ -340,7 +337,7 @@ def _fit(model, pairs: TrainingPairs, options: TrainOptions, query_prefix: str, 
         data_seed=options.seed, batch_sampler="no_duplicates", save_strategy="no", report_to="none",
         logging_strategy="steps", logging_steps=log_every, disable_tqdm=True, use_cpu=True,
         dataloader_num_workers=0)
-    import torch
+    import torch  # optional: the training stack
 
     threads = torch.get_num_threads()
     if options.threads:

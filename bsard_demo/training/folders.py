@@ -5,19 +5,24 @@ Shared by fine-tuning (:mod:`.finetune`), the query adapter (:mod:`.adapter`) an
 trained model: its folder holds a :data:`METADATA_FILE` with a ``"kind"``."""
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import importlib.metadata
+import json
 import platform
+import shlex
 import shutil
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .. import settings
+from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
 from ..dataset import DataError, parse_splits
+from ..retrievers.encoder_base import file_sha256, read_json_record
 
 #: The record written into every trained model's folder.
 METADATA_FILE = "bsard_training.json"
@@ -79,8 +84,6 @@ def base_record(kind: str, dataset, *, spec: str | None, split: str, questions_u
     """The first fields of a trained model's record: format, ``kind``, when, and what it was fitted
     on (``dataset``'s name, ``spec``, the ``split`` with its fingerprint, the corpus' fingerprint); ``split`` may
     name several splits (``"train,synthetic"``): the fingerprint is then their union's, in that order."""
-    import datetime as _dt
-
     questions = dataset.questions_of(split)
     return {"format": METADATA_FORMAT, "kind": kind,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -120,12 +123,6 @@ def finish_folder(tmp: Path, out: Path, metadata: dict, started: float, *, weigh
     ``weights`` files, its dev figure (``dev()``, when given: the folder is readable by then) and
     its total seconds since ``started`` (``time.perf_counter()``), then move it into place at
     ``out`` (whole or not at all)."""
-    import json
-    import time
-
-    from .. import cache
-    from ..retrievers.encoder_base import file_sha256
-
     metadata["weights_sha256"] = {name: file_sha256(tmp / name) for name in weights}
 
     def write() -> None:
@@ -177,8 +174,6 @@ class TrainResult:
 
     def commands(self) -> list[str]:
         """``run`` lines that use the model: dense alone, and fused with BM25."""
-        import shlex
-
         data = ["--data", str(self.data)] if self.data is not None else []
         enc = ["--encoder", str(self.out)]
         if self.metadata.get("kind") == "ranker":
@@ -261,8 +256,6 @@ def models_folder() -> Path:
 def read_metadata(folder: str | Path) -> dict:
     """The :data:`METADATA_FILE` of a model folder. Raises :class:`ValueError` when it is
     missing, too large or not a JSON object."""
-    from ..retrievers.encoder_base import read_json_record
-
     return read_json_record(Path(folder) / METADATA_FILE, _MAX_METADATA_BYTES)
 
 
@@ -304,8 +297,6 @@ def trained_for_corpus(corpus_sha256: str, folder: str | Path | None = None) -> 
     (:func:`articles_fingerprint`), as ``--encoder`` takes them, by kind (``"adapter"``,
     ``"ranker"``): the active index bundle's models first (by name), then the folders of
     ``folder`` (default :func:`models_folder`) by path, each in name order."""
-    from .. import cache
-
     found: dict[str, list[str]] = {"adapter": [], "ranker": []}
     for bundle in cache.active_bundles():
         for model in getattr(bundle, "model_list", lambda: [])():

@@ -10,6 +10,7 @@ Settings: :data:`CHOSEN` of :data:`CONFIGS`, by 5-fold CV on frlaw-dev train (do
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 import time
@@ -21,8 +22,13 @@ import numpy as np
 
 from .. import settings
 from ..dataset import DataError, Dataset, parse_splits
+from ..evaluation import evaluate
+from ..retrievers import RetrieverSpec, build_retriever
+from ..retrievers.adapter import AdapterSettings, adapt, fit_adapter, read_adapter
 from ..retrievers.base import DEFAULT_DEPTH, Progress, Step, report_progress
-from ..retrievers.neighbours import fold as fold_text
+from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+from ..retrievers.encoder_base import normalize_rows
+from ..retrievers.neighbours import fold as fold_text, labelled_questions
 from ..retrievers.ranker import (
     CANDIDATES,
     KIND,
@@ -33,6 +39,8 @@ from ..retrievers.ranker import (
     feature_names,
     question_features,
 )
+from ..retrievers.structure import StructureSettings, graph_of
+from ..retrievers.trees import TreeEnsemble
 from . import folders
 from .dev import DEV_SPLIT, dev_asked, fitted_on_dev
 from .folders import TrainResult, prepare_out
@@ -62,7 +70,7 @@ def fit_lambdarank(matrices: Sequence[np.ndarray], labels: Sequence[np.ndarray],
     """A fitted ``lightgbm.LGBMRanker`` over questions' feature matrices and 0/1 labels (one group
     each). :class:`DataError` when lightgbm is not installed."""
     try:
-        import lightgbm as lgb
+        import lightgbm as lgb  # optional: train --ranker only; serving uses retrievers/trees.py
     except ImportError:
         raise DataError("train --ranker needs LightGBM (pip install lightgbm); serving the folder does not") from None
     model = lgb.LGBMRanker(**{**BASE, **config})
@@ -129,9 +137,6 @@ def _arrays(hits, row: dict) -> tuple[np.ndarray, np.ndarray]:
 def _adapter_runs(options: RankerOptions, texts, gold, dense, row: dict, depth: int, progress):
     """Each question's adapter run (over ``dense``, the base's retriever) from an adapter fitted on
     the other folds (:func:`fold_of`), with the settings of ``options.adapter``'s record."""
-    from ..retrievers.adapter import AdapterSettings, adapt, fit_adapter, read_adapter
-    from ..retrievers.encoder_base import normalize_rows
-
     _, record = read_adapter(options.adapter)
     if record["base"]["name"] != "use":
         raise ValueError(f"{options.adapter}: the learned ranker reads an adapter on use, not on "
@@ -155,9 +160,6 @@ def _adapter_runs(options: RankerOptions, texts, gold, dense, row: dict, depth: 
 def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | None = None):
     """``(systems, texts, gold, runs, votes)``: the split's labelled questions, each system's run of
     each (system -> list of (rows, scores)), out-of-fold or leave-one-out, and the neighbours' votes."""
-    from ..retrievers import RetrieverSpec, build_retriever
-    from ..retrievers.neighbours import labelled_questions
-
     texts, gold = labelled_questions(dataset, options.split)
     systems = ["bm25", "use"] + (["adapter"] if options.adapter else []) + ["neighbours"]
     row = {str(a): i for i, a in enumerate(dataset.articles["id"])}
@@ -176,8 +178,6 @@ def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | 
 def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | None = None) -> TrainResult:
     """Fit and write the ranker folder ``options.out``. Raises :class:`ValueError` (settings, the
     adapter folder) and :class:`~bsard_demo.dataset.DataError` (data, output folder, no lightgbm)."""
-    from ..retrievers.structure import StructureSettings, graph_of
-
     t0 = time.perf_counter()
     settings.prepare_runtime()
     if options.config not in CONFIGS:
@@ -208,7 +208,6 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
     report_progress(progress, 0, 1, Step("fitting_ranker"))
     model = fit_lambdarank(matrices, labels, CONFIGS[options.config])
     fit_seconds = time.perf_counter() - t_fit
-    from ..retrievers.trees import TreeEnsemble
 
     ensemble = TreeEnsemble.from_lightgbm(model.booster_)
     sample = np.vstack(matrices[: min(20, len(matrices))])
@@ -248,10 +247,6 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
 def ranker_dev(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *, cache_root: Path | None = None,
                progress: Progress | None = None) -> dict:
     """R@100 and MAP@100 on ``split`` of the ranker ``folder``, exactly as ``run`` + ``evaluate``."""
-    from ..evaluation import evaluate
-    from ..retrievers import RetrieverSpec, build_retriever
-    from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
-
     ranker = build_retriever(RetrieverSpec("ranker", {"model": str(folder)}), dataset, cache_root=cache_root,
                              progress=progress)
     questions = dataset.questions(split)
@@ -264,8 +259,6 @@ def ranker_dev(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *, cache_
 
 
 def _version(name: str) -> str:
-    import importlib.metadata
-
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:

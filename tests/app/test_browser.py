@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from _app_helpers import sample_run_trec
-from bench.browser import (
+from _browser import (
     REPO,
     STEP_MS,
     ask,

@@ -1,6 +1,6 @@
 """Hostile data in a real browser: ``streamlit run app.py`` over the hostile local dataset of
 ``tests/_hostile_data.py`` (``BSARD_DATA`` = a folder whose very name is markup), driven by
-Debian's Chromium through Playwright (helpers in ``bench/browser.py``).
+Debian's Chromium through Playwright (helpers in ``tests/_browser.py``).
 
 Every payload would set ``window.__xss`` if it ran; the tests read that variable in the page,
 look for elements a payload would create, check that the payloads are visible as text and that
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from test_browser import ARTIFACTS
 
+from _browser import STEP_MS, ask, browser_context, choose, scroll_to, serve_app, table_cells, wait_idle
 from _hostile_data import (
     BOLD_MD,
     CATEGORY,
@@ -30,7 +31,6 @@ from _hostile_data import (
     run_trec,
     write_dataset,
 )
-from bench.browser import STEP_MS, ask, browser_context, choose, scroll_to, serve_app, table_cells, wait_idle
 
 #: Elements or attributes that exist only if a payload was parsed as markup (the one script of the
 #: app's own, render.COPY_SCRIPT, is marked ``data-bsard="copy"``).

@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from bench.browser import (
+from _browser import (
     HIT_IDS_JS,
     RESULTS_READY_JS,
     STEP_MS,

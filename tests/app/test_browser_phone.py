@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from bench.browser import METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, chromium_options, serve_app, wait_idle
+from _browser import METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, chromium_options, serve_app, wait_idle
 
 PHONE = {"width": 390, "height": 844}
 QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
@@ -48,7 +48,8 @@ def phone(server, tmp_path_factory):
 
 
 def _screenshot(page, name: str) -> None:
-    """Into ``test-artifacts/`` (the README's phone screenshots, of frlaw-dev: bench/screenshots_answers.py)."""
+    """Into ``test-artifacts/`` (the README's phone screenshots, of frlaw-dev: bench/screenshots_answers.py
+    at 7ebdb43)."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 

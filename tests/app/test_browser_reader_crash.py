@@ -14,7 +14,7 @@ import pytest
 from test_browser import ARTIFACTS
 
 from _app_helpers import sample_run_trec
-from bench.browser import (
+from _browser import (
     STEP_MS,
     AppServer,
     ServerError,

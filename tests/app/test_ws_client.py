@@ -1,4 +1,4 @@
-"""The browserless load client (``bench/ws_client.py``) against a real ``streamlit run app.py`` on
+"""The browserless load client (``tests/_ws_client.py``) against a real ``streamlit run app.py`` on
 the bundled sample: it speaks Streamlit's websocket protocol, reads the hit cards and the Score
 page's metrics, and its checks catch a wrong answer. No timing is asserted (figures: bench/)."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from bench.browser import free_port, serve_app
-from bench.ws_client import ProtocolError, Visitor, check_columns, score_visit, search_visit
+from _browser import free_port, serve_app
+from _ws_client import ProtocolError, Visitor, check_columns, score_visit, search_visit
 from bsard_demo.cli.main import main
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.sources import load_sample

@@ -1,12 +1,12 @@
-"""The fuzz harness's quick mode (bench/fuzz_runs.py, issue 21): seeded hostile files of every
-format, each read in a child; none may abort, hang, escape or end in ``internal_error``. A failing
-case is saved as bytes under bench/out/fuzz-failures/ and named in the failure (keep it in
-tests/runs/hostile/ once fixed). The long mode and its figures: docs/reliability.md."""
+"""The fuzz harness's quick mode (tests/_fuzz.py; its long mode is bench/fuzz_runs.py, issue 21):
+seeded hostile files of every format, each read in a child; none may abort, hang, escape or end
+in ``internal_error``. A failing case is saved as bytes under bench/out/fuzz-failures/ and named in the failure
+(keep it in tests/runs/hostile/ once fixed). The long mode and its figures: docs/reliability.md."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.fuzz_runs import dataset_cases, parquet_cases, run_cases, text_cases
+from _fuzz import dataset_cases, parquet_cases, run_cases, text_cases
 
 HOSTILE = Path(__file__).parent / "hostile"
 SAVED = Path(__file__).resolve().parents[2] / "bench" / "out" / "fuzz-failures"

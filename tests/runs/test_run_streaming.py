@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bench.bench_memory import COLD_WORKER
+from _cold_read import COLD_WORKER
 from bsard_demo.runs import Entry, ProblemList, Run, decode, read_run_bytes, read_run_path
 from bsard_demo.runs.columns import Columns
 from bsard_demo.runs.fields import ArrayFields, KeyIndex, TokenFields, positions

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bench.fuzz_runs import _bases
+from _fuzz import parquet_bases
 from bsard_demo.runs import read_run_bytes, read_run_path, sandbox
 from bsard_demo.runs.decode import Source, open_content
 from bsard_demo.runs.problems import ProblemList
@@ -36,10 +36,10 @@ def same(a, b) -> None:
         assert a.run.rankings == b.run.rankings and a.run.scores == b.run.scores
 
 
-@pytest.mark.parametrize("i", range(len(_bases())))
+@pytest.mark.parametrize("i", range(len(parquet_bases())))
 @pytest.mark.parametrize("compress", [False, True])
 def test_a_good_file_reads_as_in_the_process(i, compress):
-    data = _bases()[i]
+    data = parquet_bases()[i]
     data = gzip.compress(data, mtime=0) if compress else data
     kw = {"qids": [str(q) for q in range(12)], "corpus_ids": [str(d) for d in range(250)], "k": 10}
     same(read_run_bytes(data, "r.parquet", **kw), read_run_bytes(data, "r.parquet", isolation=None, **kw))
@@ -47,7 +47,7 @@ def test_a_good_file_reads_as_in_the_process(i, compress):
 
 def test_a_path_is_read_by_the_child_itself(tmp_path):
     path = tmp_path / "run.parquet"
-    path.write_bytes(_bases()[1])
+    path.write_bytes(parquet_bases()[1])
     same(read_run_path(path), read_run_path(path, isolation=None))
 
 
@@ -69,7 +69,7 @@ def test_a_file_that_aborts_pyarrow_is_one_error_and_the_reader_lives(path):
     assert problem.code == "reader_crashed" and problem.severity == "error"
     assert path.name in problem.message and "damaged or hostile" in problem.message
     assert "parquet::" not in problem.message and "Traceback" not in problem.message
-    assert read_run_bytes(_bases()[0], "after.parquet").ok  # the next file is read as usual
+    assert read_run_bytes(parquet_bases()[0], "after.parquet").ok  # the next file is read as usual
 
 
 def test_the_aborting_files_really_abort_an_unprotected_reader():
@@ -142,7 +142,7 @@ def probe(tmp_path_factory):
     def read(name: str, isolation: Isolation = PROBE_LIMITS) -> RunFile:
         (folder / name).write_bytes(b"PAR1")
         problems = ProblemList()
-        content, _ = open_content(Source(data=_bases()[0]), ProblemList())
+        content, _ = open_content(Source(data=parquet_bases()[0]), ProblemList())
         content.source = Source(path=folder / name)
         parsed = parse_parquet_isolated(content, "probe.parquet", problems, isolation, server)
         assert parsed.columns is None and parsed.format == "parquet"
@@ -170,7 +170,7 @@ def test_a_child_that_hangs_is_stopped_at_the_time_limit(probe):
 def test_a_dead_fork_server_is_started_again():
     server = ForkServer()
     try:
-        content, _ = open_content(Source(data=_bases()[0]), ProblemList())
+        content, _ = open_content(Source(data=parquet_bases()[0]), ProblemList())
         assert parse_parquet_isolated(content, "a", ProblemList(), Isolation(), server).columns is not None
         server.proc.kill()
         server.proc.wait()
@@ -209,7 +209,7 @@ def test_warm_for_starts_the_server_for_parquet_or_gzip_only_and_never_opens_a_f
     os.mkfifo(fifo)  # opening it for reading would block until a writer came
     sandbox.warm_for([tmp_path / "run.trec", fifo, tmp_path / "missing.parquet", tmp_path])
     assert calls == []
-    (tmp_path / "run.parquet").write_bytes(_bases()[0])
+    (tmp_path / "run.parquet").write_bytes(parquet_bases()[0])
     (tmp_path / "run.trec.gz").write_bytes(gzip.compress(b"1 Q0 a 1 2.0 t\n"))
     for name in ("run.parquet", "run.trec.gz"):
         sandbox.warm_for([fifo, tmp_path / name])
@@ -220,7 +220,7 @@ def test_at_most_two_children_read_at_once_and_each_is_the_first_oom_victim(prob
     import threading
 
     assert sandbox.CHILDREN_AT_ONCE == 2
-    data = _bases()[0]
+    data = parquet_bases()[0]
     running, most = [0], [0]
     lock = threading.Lock()
     real = sandbox._parse_in_child

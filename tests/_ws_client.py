@@ -14,10 +14,11 @@ by the rerun). A button press is a rerun whose ``widget_states`` hold the button
 path) with the readers the checks need: the hit cards' article ids per column, the server
 search time shown, error elements, a button's id, a data frame by column name.
 :func:`search_visit` and :func:`score_visit` are the two visits of the load benches
-(``bench/load_ws.py``), each returning a :class:`Visit` with its timing and its failures.
+(``bench/load_ws.py``, ``bench/faults.py``; tested by tests/app/test_ws_client.py), each returning a
+:class:`Visit` with its timing and its failures.
 
-Imports only the standard library, ``websockets`` (installed with streamlit), pyarrow and
-streamlit's protobuf modules; never ``tests/``.
+Test support, imported by name (``from _ws_client import Visitor``). Imports only the standard
+library, ``websockets`` (installed with streamlit), pyarrow and streamlit's protobuf modules.
 """
 from __future__ import annotations
 
