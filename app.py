@@ -10,7 +10,7 @@ from bsard_demo import settings
 
 settings.prepare_runtime()  # before any page loads faiss, torch or tokenizers (a user's own values win)
 
-from bsard_demo.app import hosting_ui, ui  # noqa: E402
+from bsard_demo.app import hosting_ui, sidebar, ui  # noqa: E402
 
 hosting_ui.tune_process()  # once per process: memory handed back when idle, glibc's arenas capped, BLAS on 1 thread
 
@@ -35,10 +35,10 @@ if unknown:
 
 data = None
 with ui.guard("chargement des données"):
-    data = ui.active_data()
-    ui.sidebar_data(data)
-    ui.fallback_banner(data)
-    ui.fictional_notice(data)
+    data = sidebar.active_data()
+    sidebar.sidebar_data(data)
+    sidebar.fallback_banner(data)
+    sidebar.fictional_notice(data)
     hosting_ui.show_bundle_notices(data)  # the index bundle (BSARD_INDEX), activated once per process
 st.session_state["active_data"] = data
 

@@ -52,7 +52,7 @@ def median_ms(values) -> str:
 
 
 def main(argv=None) -> int:
-    from bsard_demo.app.score_page import score_files
+    from bsard_demo.app.score_uploads import score_files
     from bsard_demo.evaluation import scoring
     from bsard_demo.runs import sandbox
     from bsard_demo.sources import load_sample

@@ -1,61 +1,86 @@
 """Score page: upload run files (or build a built-in system's run), validate them, score them against a
-split, compare them; wiring only (the decisions are in bsard_demo.app.score_page)."""
+split, compare them; wiring only (the decisions are in bsard_demo.app.score_page
+and its section modules)."""
 from functools import partial
 
 import streamlit as st
 
 from bsard_demo import settings
-from bsard_demo.app import ui
+from bsard_demo.app import score_ui, ui
 from bsard_demo.app.builds import builtin_models, offered
 from bsard_demo.app.charts import (
     ab_scatter,
     category_breakdown,
     metric_bars,
     metric_label_fr,
+    misses_ab,
+    misses_bars,
     per_question_distribution,
     recall_curve_chart,
 )
 from bsard_demo.app.highlight import md_escape, query_terms
+from bsard_demo.app.naming import strip_paths
 from bsard_demo.app.render import question_box, upload_refused_notice
-from bsard_demo.app.score_page import (
-    DD_QID,
-    DD_RUN,
-    DISTANCES_LABEL,
-    MAX_FILES,
-    NDCG_HELP,
-    PQ_FILTER,
-    QUERY_TEXT_FR,
+from bsard_demo.app.score_anchors import NOTES_FR, beside_frame, figure_columns
+from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun, builtin_run
+from bsard_demo.app.score_builtins import baseline_specs
+from bsard_demo.app.score_compare import (
     SELECTION,
-    BuiltinRun,
     ab_view,
-    article_text_html,
-    baseline_specs,
-    builtin_run,
     chart_clicked,
     chart_key,
-    ci_frame,
     comparison,
-    curve_frame,
-    display_metrics,
+    permutation_caption,
+    significant_label,
+)
+from bsard_demo.app.score_drill import (
+    DD_QID,
+    DD_RUN,
+    PQ_FILTER,
+    article_reference,
+    article_text_html,
     drill_down,
-    filter_categories,
     gold_ranks_frame,
     is_long,
+)
+from bsard_demo.app.score_misses import (
+    MISSES_HELP,
+    class_labels,
+    misses_frame,
+    nearest_notes,
+    question_line,
+    totals_line,
+)
+from bsard_demo.app.score_page import (
+    builtin_downloads,
+    categories,
+    compares,
+    default_split,
+    metrics_caption,
+    split_uploads,
+    table_downloads,
+)
+from bsard_demo.app.score_systems import system_captions
+from bsard_demo.app.score_tables import (
+    NDCG_HELP,
+    RPREC_HELP,
+    ci_frame,
+    curve_frame,
+    display_metrics,
+    filter_categories,
+    measure_headers,
     metrics_frame,
-    permutation_caption,
-    prepare_reader,
-    problems_frame,
     score_tables,
     shown_metrics,
-    significant_label,
-    to_csv_bytes,
-    too_many_files,
 )
-from bsard_demo.app.state import display_name
+from bsard_demo.app.score_uploads import DISTANCES_LABEL, MAX_FILES, prepare_reader, problems_frame, too_many_files
+from bsard_demo.app.search_model import first_visit
 from bsard_demo.dataset import DataError
-from bsard_demo.evaluation import DEFAULT_KS, render_table
+from bsard_demo.evaluation import DEFAULT_KS
+from bsard_demo.evaluation.measures import is_measure_column
 from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
 from bsard_demo.retrievers.neighbours import NEIGHBOURS
+from bsard_demo.runs import quote
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
@@ -83,15 +108,18 @@ COMPARISON_LABELS = {
 PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie", "question": "texte",
                        "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
 BUILD_ERRORS = (DataError, ValueError, OSError)
+MISSES_K = "misses_k"  # session: the cut-off of the misses' chart, A-vs-B chart and drill-down line
 
 
-def _specs(menu, rankers=()) -> dict:
-    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry)
-    and the learned rankers fitted on this corpus."""
+def _specs(data, menu, rankers=()) -> dict:
+    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry),
+    the learned rankers fitted on this corpus and the Search page's first visitor's system (the one
+    resolver of retrievers/defaults.py, as run --retriever default)."""
     models = builtin_models(menu)
+    first = first_visit(data.dataset, menu, rankers=rankers, stored=lambda target: ui.dense_stored(data, target))
     return baseline_specs(models={o.key: o.target for o in models},
                           neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
-                          adapters=[o.key for o in models if o.adapter], rankers=rankers)
+                          adapters=[o.key for o in models if o.adapter], rankers=rankers, first=first)
 
 
 def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
@@ -101,7 +129,7 @@ def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
     try:
         retriever = ui.retriever(data, specs[label], label)
     except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
-        st.error(f"Système intégré « {md_escape(label)} » indisponible : {md_escape(exc)}")
+        st.error(f"Système intégré « {md_escape(label)} » indisponible : {md_escape(strip_paths(str(exc)))}")
         return None
     update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
     try:
@@ -118,10 +146,12 @@ def _builtins(data, split: str) -> BuiltinRun:
                 "déposé. Un index déjà construit (ou fourni dans un paquet d'index) rend le calcul immédiat ; sinon "
                 "sa construction s'affiche.")
     menu = ui.encoder_menu(data)  # once per rerun: it lists $BSARD_MODELS and the bundle's models
-    specs = _specs(menu, ui.rankers_here(data))
+    rankers = ui.rankers_here(data)
+    specs = _specs(data, menu, rankers)
     label = st.selectbox("Système intégré", list(specs), key="builtin_system", placeholder="Choisir…")
-    for option in builtin_models(menu):
-        st.caption(md_escape(option.label))
+    if label in specs:  # what the chosen system runs, each model by its own record
+        for line in system_captions(specs[label], builtin_models(menu), score_ui.ranker_captions(rankers)):
+            st.caption(md_escape(line))
     query_text = st.radio("Texte des questions", QUERY_TEXTS, index=QUERY_TEXTS.index(DEFAULT_QUERY_TEXT),
                           format_func=QUERY_TEXT_FR.get, key="builtin_query_text",
                           help="`--query-text` de `python -m bsard_demo run` : l'article BSARD interroge avec la "
@@ -142,8 +172,8 @@ def page() -> None:
     data = ui.current_data()
     ds = data.dataset
     st.title("Évaluer des runs")
-    st.caption("Déposez les classements produits par vos systèmes : l'application les valide, calcule R@k, MAP, MRR "
-               "et nDCG@10, et compare les systèmes question par question.")
+    st.caption("Déposez les classements produits par vos systèmes : l'application les valide, calcule R@k, MAP, "
+               "R-Précision, nDCG@10 et MRR, et compare les systèmes question par question.")
     if not ds.split_names:
         st.warning("Ce jeu de données n'a aucun split de questions : rien à évaluer.")
         return
@@ -151,47 +181,48 @@ def page() -> None:
     left, right = st.columns([3, 2], gap="large")
     with right:
         splits = ds.split_names
-        split = st.selectbox("Split de questions évalué", splits, index=splits.index("test") if "test" in splits else 0,
+        split = st.selectbox("Split de questions évalué", splits, index=default_split(splits),
                              key="score_split", persist_state="session", placeholder="Choisir…",
                              format_func=lambda s: f"{s} ({len(ds.questions(s))} questions)")
         builtin = _builtins(data, split)
     with left:
         uploads = st.file_uploader(f"Fichiers de run (jusqu'à {MAX_FILES} fichiers de "
-                                   f"{ui.upload_limit_bytes() // 2**20} Mo chacun)",
+                                   f"{score_ui.upload_limit_bytes() // 2**20} Mo chacun)",
                                    accept_multiple_files=True, key="runs")
-        st.html(upload_refused_notice(ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
-        uploads = list(uploads or [])
+        st.html(upload_refused_notice(score_ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
+        uploads, ignored = split_uploads(list(uploads or []))
         lower = [st.checkbox(f"« {md_escape(u.name)} » : {DISTANCES_LABEL} (plus petit = meilleur)",
                              key=f"lower_{u.file_id}",
                              help="`--lower-is-better` : les articles sont classés par score croissant (égalités "
-                                  "comme pour des similarités).") for u in uploads[:MAX_FILES]]
+                                  "comme pour des similarités).") for u in uploads]
         with st.expander("Formats acceptés et conventions"):
             st.markdown(FORMATS_HELP)
 
-    if len(uploads) > MAX_FILES:  # the extra files are not read (their bytes stay untouched)
-        st.warning(too_many_files([md_escape(u.name) for u in uploads[MAX_FILES:]]), icon=":material/warning:")
+    if ignored:  # the extra files are not read (their bytes stay untouched)
+        st.warning(too_many_files([md_escape(u.name) for u in ignored]), icon=":material/warning:")
     built = builtin.built()
-    files = [(u.name, u.getvalue()) for u in uploads[:MAX_FILES]]
+    files = [(u.name, u.getvalue()) for u in uploads]
     if not files and not built:
         st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer ce système intégré » pour voir la "
                 "page fonctionner sans fichier.")
         return
 
-    board = ui.scoreboard(data, split, files, lower, built)
+    board = score_ui.scoreboard(data, split, files, lower, built)
+    stamp = score_ui.stamp(data, split, board, files, lower, built)
+    misses = score_ui.misses(data, split, board, files, lower, built)
     _validation(board)
     evaluations = board.evaluations
     if not evaluations:
         st.warning("Aucun run utilisable : corrigez les erreurs signalées ci-dessus puis déposez à nouveau le fichier.")
         return
     tables = score_tables(board, ds.questions(split))
-    _metrics(board, data, split, tables)
-    _charts(board, tables)
-    _per_question(board, ds, split, tables)
-    if len(evaluations) >= 2:
+    _metrics(board, data, split, tables, stamp)
+    k = _charts(board, tables, misses)
+    _per_question(board, ds, split, tables, misses, k)
+    if compares(board):
         _comparison(board)
-    for i, (name, _, blob) in enumerate(built):
-        st.download_button(f"Télécharger le run intégré « {md_escape(name)} » (TREC)", blob,
-                           file_name=f"integre_{i + 1}_{split}.trec", mime="text/plain", key=f"dl_builtin_{i}")
+    for d in builtin_downloads(built, split):
+        st.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime, key=d.key)
 
 
 def _validation(board) -> None:
@@ -216,38 +247,42 @@ def _validation(board) -> None:
                                             "problème": st.column_config.TextColumn("problème", width="large")})
 
 
-def _metrics(board, data, split, tables) -> None:
+def _metrics(board, data, split, tables, stamp) -> None:
     st.header("Mesures", anchor=False)
     table = metrics_frame(board)
-    st.caption(f"{md_escape(display_name(data))} · split {md_escape(split)} · {len(board.qrels)} questions · "
-               "valeurs en %, identiques à `python -m bsard_demo evaluate`"
-               + (" · lignes « published » : résultats publiés (Louis & Spanakis, ACL 2022)"
-                  if board.published else ""))
+    st.caption(metrics_caption(score_ui.dataset_label(data), split, board))
     shown = display_metrics(table)
-    config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in shown.columns if "@" in c}
-    if "nDCG@10" in config:
-        config["nDCG@10"] = st.column_config.NumberColumn("nDCG@10", format="%.2f", help=NDCG_HELP)
+    helps = {"nDCG@10": NDCG_HELP, "R-Prec": RPREC_HELP}
+    config = {c: st.column_config.NumberColumn(c, format="%.2f", help=helps.get(c)) for c in measure_headers(shown)}
     st.dataframe(shown, width="stretch", column_config=config)
-    st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles).", help=NDCG_HELP)
-    plain = tables.metrics  # downloads: the CLI's own rows (no published rows)
+    st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles) ; R-Prec : la précision "
+               "au rang R (R = nombre d'articles pertinents), le « MRP » des travaux récents.", help=NDCG_HELP)
     row = st.container(horizontal=True)
-    row.download_button("Mesures (CSV)", render_table(plain, "csv"), file_name=f"mesures_{split}.csv", mime="text/csv")
-    row.download_button("Mesures (Markdown)", render_table(plain, "markdown"), file_name=f"mesures_{split}.md",
-                       mime="text/markdown")
-    row.download_button("Mesures (LaTeX)", render_table(plain, "latex"), file_name=f"mesures_{split}.tex",
-                       mime="application/x-tex")
-    row.download_button("Par question (CSV)", to_csv_bytes(tables.per_question), file_name=f"par_question_{split}.csv",
-                       mime="text/csv")
+    for d in table_downloads(tables, split, stamp):
+        row.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime, key=d.key)
+    if board.published:
+        _state_of_the_art(tables, board)
 
 
-def _charts(board, tables) -> None:
+def _state_of_the_art(tables, board) -> None:
+    st.subheader("Vos runs et l'état de l'art publié (BSARD, split test)", anchor=False)
+    table = beside_frame(tables.metrics, board.ks)
+    config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in figure_columns(table)}
+    config["lu dans"] = st.column_config.TextColumn("lu dans", width="medium")
+    st.dataframe(table, width="stretch", column_config=config)
+    st.caption("  \n".join(NOTES_FR) + "  \nLe même tableau : `python -m bsard_demo anchors` ; "
+               "`python -m bsard_demo evaluate --anchors` l'imprime sous vos runs.")
+
+
+def _charts(board, tables, misses) -> int:
     st.header("Graphiques", anchor=False)
     metrics = shown_metrics(board)
     per_q = tables.per_question
     metric = st.columns([1, 2])[0].selectbox("Mesure des graphiques « par catégorie » et « par question »", metrics,
                                              key="chart_metric", persist_state="session", placeholder="Choisir…",
                                              format_func=metric_label_fr)
-    t1, t2, t3, t4 = st.tabs(["Mesures (IC 95 %)", "Rappel@k", "Par catégorie", "Par question"])
+    t1, t2, t3, t4, t5 = st.tabs(["Mesures (IC 95 %)", "Rappel@k", "Par catégorie", "Par question",
+                                  "Articles manqués"])
     with t1:
         st.altair_chart(metric_bars(ci_frame(board, metrics)), width="stretch")
         st.caption("Barres : moyenne sur les questions ; traits : intervalle de confiance à 95 % (bootstrap, 2 000 "
@@ -260,25 +295,36 @@ def _charts(board, tables) -> None:
     with t4:
         st.altair_chart(per_question_distribution(per_q, metric), width="stretch")
         st.caption("Nombre de questions par tranche de valeur ; 0 (rien trouvé) et 1 (parfait) ont leur propre barre.")
+    with t5:
+        k = st.columns([1, 2])[0].selectbox("Articles manqués dans le top k", list(board.ks), key=MISSES_K,
+                                            index=list(board.ks).index(min(board.ks)), format_func=lambda v: f"top {v}")
+        if misses is None:
+            st.info("Placer les articles manqués demande le corpus d'articles, que ce jeu de données n'a pas.")
+        else:
+            frame = misses_frame(misses, k)
+            st.altair_chart(misses_bars(frame, class_labels()), width="stretch")
+            st.caption(md_escape(totals_line(frame, k)) + "  \n" + MISSES_HELP)
+    return k
 
 
-def _per_question(board, ds, split, tables) -> None:
+def _per_question(board, ds, split, tables, misses, k) -> None:
     st.header("Par question", anchor=False)
     table = tables.per_question_text
-    categories = sorted(c for c in table["category"].unique() if c) if "category" in table else []
-    chosen = st.multiselect("Filtrer par catégorie", categories, key=PQ_FILTER, placeholder="toutes les catégories")
+    chosen = st.multiselect("Filtrer par catégorie", categories(table), key=PQ_FILTER,
+                            placeholder="toutes les catégories")
     shown = filter_categories(table, chosen)
-    config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns if "@" in c}
+    config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns
+              if is_measure_column(c)}
     config.update({c: st.column_config.Column(label) for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
     config["question"] = st.column_config.TextColumn("texte", width="medium")
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=320)
     st.caption("Cliquez sur un en-tête pour trier.")
-    if len(board.evaluations) >= 2:
-        _a_versus_b(board, tables)
-    _drill_down(board, ds, split, table, shown)
+    if compares(board):
+        _a_versus_b(board, tables, misses, k)
+    _drill_down(board, ds, split, table, shown, misses, k)
 
 
-def _a_versus_b(board, tables) -> None:
+def _a_versus_b(board, tables, misses, k) -> None:
     st.subheader("Run A contre run B, question par question", anchor=False)
     runs = list(board.evaluations)
     c1, c2, c3 = st.columns(3)
@@ -295,9 +341,12 @@ def _a_versus_b(board, tables) -> None:
                 f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")
     st.caption("Un point par question ; au-dessus de la diagonale, B fait mieux. Cliquez sur un point pour examiner "
                "la question ci-dessous (cerclée) ; des questions de mêmes valeurs se superposent.")
+    if misses is not None:
+        st.markdown(f"**Où tombent les articles pertinents que A et B manquent** (top {k})")
+        st.altair_chart(misses_ab(misses_frame(misses, k, [a, b]), class_labels()), width="stretch")
 
 
-def _drill_down(board, ds, split, table, shown) -> None:
+def _drill_down(board, ds, split, table, shown, misses, k) -> None:
     st.subheader("Examiner une question", anchor=False)
     runs = list(board.evaluations)
     qids = list(dict.fromkeys(shown["qid"]))
@@ -314,6 +363,11 @@ def _drill_down(board, ds, split, table, shown) -> None:
     st.html(question_box(dd.question, ()))
     st.caption(f"Catégorie : {md_escape(dd.category or '—')}"
                + ("" if dd.in_run else " · question absente du run (score 0)"))
+    notes = {}
+    if misses is not None and run_name in misses:
+        st.caption(md_escape(question_line(misses[run_name], qid, k)))
+        nearest = set(misses[run_name].question_lines(qid, k)["nearest_id"].dropna())
+        notes = nearest_notes(misses[run_name], qid, k, {a: article_reference(ds, a) for a in nearest})
     st.markdown("**Articles pertinents et leur rang dans chaque run** (— : absent du classement)")
     st.dataframe(gold_ranks_frame(dd, usable), hide_index=True, width="stretch")
     if ds.articles is None:
@@ -323,7 +377,8 @@ def _drill_down(board, ds, split, table, shown) -> None:
         for g in dd.gold:
             st.markdown(f"**{md_escape(g.reference or 'Article ' + g.article_id)}** · id {md_escape(g.article_id)}"
                         + (" · rang " + str(g.rank) if g.rank is not None else " · absent du run")
-                        + f" dans « {md_escape(run_name)} »")
+                        + f" dans « {md_escape(run_name)} »"
+                        + (f" · {md_escape(notes[g.article_id])}" if g.article_id in notes else ""))
             if not g.text:
                 st.caption("Article absent du corpus.")
                 continue
@@ -334,8 +389,9 @@ def _drill_down(board, ds, split, table, shown) -> None:
                     # escaped: as above, the whole text
                     st.html(article_text_html(g.text, terms, max_chars=None))
     st.markdown(f"**Premiers articles du run « {md_escape(run_name)} »** ({len(dd.top)})")
-    st.dataframe([{"rang": r.rank, "article": r.article_id, "score": r.score, "référence": r.reference,
-                   "pertinent": r.gold} for r in dd.top], hide_index=True, width="stretch")
+    st.dataframe([{"rang": r.rank, "article": quote(r.article_id, marks=False),  # a 40 MB id: 80 characters shown
+                   "score": r.score, "référence": r.reference, "pertinent": r.gold} for r in dd.top],
+                 hide_index=True, width="stretch")
 
 
 def _comparison(board) -> None:

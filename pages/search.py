@@ -1,8 +1,9 @@
 """Search page: one question, one or more retrievers side by side, hits with highlights, passages
 and why-lines, the already answered questions closest to it, and the results to take away. The
-URL holds the search (bsard_demo.app.search_links): opening a link reproduces it. Sections:
+URL holds the search (bsard_demo.app.link_codec): opening a link reproduces it. Sections:
 menus, question inputs, system inputs, link, pending builds, similar questions, columns,
-downloads; their logic is in bsard_demo.app (search_page, answers, passages, render)."""
+downloads; what it decides is bsard_demo.app.search_model's, their logic in bsard_demo.app (search_page,
+link_codec, link_policy, link_widgets, answers, passages, render)."""
 from dataclasses import dataclass
 
 import streamlit as st
@@ -21,51 +22,40 @@ from bsard_demo.app.answers import (
     similar_questions,
     with_why_lines,
 )
-from bsard_demo.app.builds import (
-    SLOW_ENCODERS,
-    builtin_models,
-    dense_index_stored,
-    first_build_note,
-    offered,
-    slow_parts,
-    unavailable_note,
-)
+from bsard_demo.app.builds import SLOW_ENCODERS, offered, unavailable_note
+from bsard_demo.app.first_builds import dense_index_stored, first_build_note, slow_parts
 from bsard_demo.app.highlight import md_escape, query_terms
-from bsard_demo.app.passages import group_passages, section_context
-from bsard_demo.app.render import COPY_SCRIPT, entry_card, missed_list, question_box, similar_panel
-from bsard_demo.app.search_links import (
+from bsard_demo.app.link_codec import (
     FUSIONS,
     MAX_K,
     MAX_QUESTION_CHARS,
     MAX_RRF_K,
     MAX_WEIGHT,
-    WIDGET_KEYS,
     LinkChoices,
-    default_hybrid_encoders,
-    default_structure,
-    first_visitor_here,
-    hybrid_systems,
     link_params,
     parse_link,
+    share_url,
+)
+from bsard_demo.app.link_widgets import (
+    WIDGET_KEYS,
+    hybrid_systems,
     query_params_dict,
     same_params,
+    setting_key,
     settings_from_state,
-    share_url,
     should_apply,
     state_from_settings,
     weight_key,
 )
-from bsard_demo.app.search_page import (
-    Examples,
-    article_codes,
-    build_columns,
-    column_specs,
-    examples_of,
-    kind_label,
-    run_search,
-)
+from bsard_demo.app.passages import group_passages, section_context
+from bsard_demo.app.render import COPY_SCRIPT, entry_card, missed_list, question_box, similar_panel
+from bsard_demo.app.search_examples import Examples, examples_of
+from bsard_demo.app.search_model import link_choices
+from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
 from bsard_demo.app.state import is_built
-from bsard_demo.retrievers import RetrieverSpec
+from bsard_demo.retrievers import RetrieverSpec, retriever_kinds
+from bsard_demo.retrievers.kinds import DENSE
+from bsard_demo.retrievers.registry import BASE_PART, menu_kinds
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
@@ -131,15 +121,8 @@ def _menus(data) -> Menus:
     targets = {o.key: o.target for o in menu}
     # what a first visitor (or a link without systems) sees: one rule (retrievers/defaults.py), as
     # run --retriever default
-    here = [o for o in builtin_models(menu) if o.this_corpus]
-    adapters = [o.key for o in here if o.adapter]
-    hybrid_parts = default_hybrid_encoders(keys, [o.key for o in here if not o.adapter], adapters)
-    rankers = ui.rankers_here(data)
-    stored = [e for e in dict.fromkeys([hybrid_parts[0], "use"]) if e in targets and ui.dense_stored(data, targets[e])]
-    visitor = first_visitor_here(keys, dense=stored, rankers=rankers, use_stored="use" in stored)
-    choices = LinkChoices(codes=frozenset(article_codes(ds)), encoders=keys, examples=examples.texts,
-                          systems=visitor.systems, hybrid_encoders=visitor.hybrid_encoders or hybrid_parts,
-                          structure=default_structure(), ranker=rankers[0] if rankers else None)
+    choices = link_choices(ds, options, codes=article_codes(ds), examples=examples.texts, rankers=ui.rankers_here(data),
+                           stored=lambda target: ui.dense_stored(data, target))
     return Menus(examples, options, keys, {o.key: o.label for o in menu}, targets, {o.key for o in menu if o.adapter},
                  choices)
 
@@ -184,9 +167,18 @@ def _system_inputs(m: Menus) -> None:
                        "(use, e5, minilm) 0,5, modèle entraîné (trained:…, bundle:…) 1, comme `run --retriever hybrid` "
                        "; 1 partout : fusion simple.")
             _weights_inputs(hybrid_systems(settings))
+        _kind_settings()
         note = unavailable_note(m.options)
         if note:
             st.caption(md_escape(note))
+
+
+def _kind_settings() -> None:
+    """A registered kind's own settings (:class:`~bsard_demo.retrievers.registry.Setting`), one menu each."""
+    for name in menu_kinds(with_model=True):
+        for setting in retriever_kinds()[name].settings:
+            st.selectbox(setting.words or setting.param, list(setting.choices), key=setting_key(setting.param),
+                         persist_state="session")
 
 
 def _link(settings, choices: LinkChoices, link_box) -> str:
@@ -218,7 +210,7 @@ def _ready_specs(data, specs: dict) -> dict:
     registry, confirmed = ui.index_registry(), st.session_state.get(CONFIRMED, set())
 
     def ready(encoder: str) -> bool:
-        return (encoder in confirmed or is_built(registry, data, RetrieverSpec("dense", {"encoder": encoder}))
+        return (encoder in confirmed or is_built(registry, data, RetrieverSpec(DENSE.name, {"encoder": encoder}))
                 or dense_index_stored(ds.articles, encoder))
 
     waiting = slow_parts(specs, ready)
@@ -299,11 +291,11 @@ def _downloads(question: str, results: list, link: str) -> None:
 
 
 def _why_labels(retriever, hybrid_labels: list[str]) -> list[str]:
-    """The why-line names of a column's parts: the learned ranker's input systems, else the hybrid's."""
-    from bsard_demo.retrievers.ranker import RankerRetriever
-
-    if isinstance(retriever, RankerRetriever):
-        return [part_label(s, ("adapter",)) for s in retriever.systems]
+    """The why-line names of a column's parts: the input systems a retriever names itself (the learned
+    ranker's), else the hybrid's."""
+    systems = getattr(retriever, "systems", None)
+    if systems:
+        return [part_label(s, ("adapter",)) for s in systems]
     return hybrid_labels
 
 
@@ -315,7 +307,7 @@ def _results(data, settings, m: Menus, link: str) -> None:
     specs = column_specs(settings.systems, encoder=settings.encoder, fusion=settings.fusion,
                          rrf_k=float(settings.rrf_k), alpha=settings.alpha, hybrid_encoders=settings.hybrid_encoders,
                          weights=settings.weights, targets=m.targets, structure=settings.structure,
-                         ranker=m.choices.ranker)
+                         ranker=m.choices.ranker, settings=dict(settings.options))
     specs = _ready_specs(data, specs)
     if not specs:
         return
@@ -335,7 +327,7 @@ def _results(data, settings, m: Menus, link: str) -> None:
     _question_captions(settings, example, gold)
     results = run_search(retrievers, ds, question, settings.k, gold=gold, code=settings.code, reference=reference)
     counts = _similar(ds, question, retrievers, results)
-    parts = [part_label(p, m.adapters) for p in ["bm25", *dict.fromkeys(settings.hybrid_encoders)]]
+    parts = [part_label(p, m.adapters) for p in [BASE_PART, *dict.fromkeys(settings.hybrid_encoders)]]
     results = [with_why_lines(r, _why_labels(retrievers[r.name], parts), counts) for r in results]
     shown_k = min(settings.k, len(ds.articles))
     for column, result in zip(st.columns(len(results), gap="medium"), results):

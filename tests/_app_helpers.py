@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from bsard_demo.app.state import ALLOW_FOLDERS_ENV
+from bsard_demo.app.data_words import ALLOW_FOLDERS_ENV
 from bsard_demo.sources import load_sample
 
 CLI_ENV = {"HF_HUB_OFFLINE": "1"}
@@ -18,12 +18,12 @@ TIMEOUT = 120
 def set_app_env(monkeypatch, cache: Path, data: str, *, stored_hybrid: bool = False) -> Path:
     """The app's environment for one test: ``BSARD_DATA=data``, ``BSARD_CACHE=cache`` (made if
     needed), offline, no ``BSARD_ALLOW_FOLDERS`` (a test that needs it sets it), cwd the repo.
-    A first visitor sees BM25 alone unless ``stored_hybrid`` (``search_links.SHOW_STORED_HYBRID``):
+    A first visitor sees BM25 alone unless ``stored_hybrid`` (``link_policy.SHOW_STORED_HYBRID``):
     many tests share one cache, where an earlier test's embeddings would otherwise add the
     hybrid to later tests' pages."""
-    from bsard_demo.app import search_links
+    from bsard_demo.app import link_policy
 
-    monkeypatch.setattr(search_links, "SHOW_STORED_HYBRID", stored_hybrid)
+    monkeypatch.setattr(link_policy, "SHOW_STORED_HYBRID", stored_hybrid)
     cache.mkdir(exist_ok=True)
     monkeypatch.setenv("BSARD_DATA", data)
     monkeypatch.setenv("BSARD_CACHE", str(cache))

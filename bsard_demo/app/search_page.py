@@ -7,19 +7,15 @@ Conventions: docs/design.md, 'bsard_demo/app/search_page.py'.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
-
-import pandas as pd
 
 from ..dataset import Dataset, hierarchy
 from ..evaluation.metrics import compute_metrics
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Retriever
-from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, FusionError
-from ..retrievers.neighbours import NEIGHBOURS
-from ..retrievers.registry import hybrid_spec
+from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K
+from ..retrievers.registry import ColumnChoice, menu_kinds, retriever_kinds
 
 NEW = "nouveau"
 BREADCRUMB_SEPARATOR = " › "
@@ -146,7 +142,8 @@ def article_codes(dataset: Dataset) -> list[str]:
     """The distinct non-empty codes of the corpus, sorted."""
     if dataset.articles is None or "code" not in dataset.articles:
         return []
-    return sorted({c for c in dataset.articles["code"] if str(c).strip()})
+    codes = dataset.memo("article_codes", lambda: sorted({c for c in dataset.articles["code"] if str(c).strip()}))
+    return list(codes)  # once per dataset object: a walk of 29k articles at every visit before
 
 
 def run_search(retrievers: Mapping[str, Retriever], dataset: Dataset, question: str, k: int, *,
@@ -217,162 +214,56 @@ def missed_gold(gold: Sequence[str], ranking: Sequence[str], k: int, dataset: Da
     return out
 
 
-def example_questions(dataset: Dataset, split: str = "test") -> pd.DataFrame:
-    """The split's questions with labels: columns ``id, question, category, article_ids``
-    (questions with an empty text dropped), in split order."""
-    if split not in dataset.splits:
-        return pd.DataFrame(columns=["id", "question", "category", "article_ids"])
-    q = dataset.questions(split)
-    q = q[q["question"].str.strip() != ""]
-    return q[["id", "question", "category", "article_ids"]].reset_index(drop=True)
-
-
-
 class _KindLabels(Mapping[str, str]):
-    """The systems menu: every kind of the registry offered as a column
-    (:func:`~bsard_demo.retrievers.registry.retriever_kinds`), in its order, by the page's word for
-    it (a kind without one shows its name)."""
+    """The systems menu: every kind of the registry offered always
+    (:func:`~bsard_demo.retrievers.registry.menu_kinds`), in its order, by its registered label."""
 
-    WORDS = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybride"}
-
-    def _kinds(self) -> list[str]:
-        from ..retrievers.registry import retriever_kinds
-
-        return [name for name, kind in retriever_kinds().items() if kind.column]
-
-    def __getitem__(self, kind: str) -> str:
-        if kind not in self._kinds():
-            raise KeyError(kind)
-        return self.WORDS.get(kind, kind)
+    def __getitem__(self, name: str) -> str:
+        if name not in menu_kinds():
+            raise KeyError(name)
+        return retriever_kinds()[name].label
 
     def __iter__(self):
-        return iter(self._kinds())
+        return iter(menu_kinds())
 
     def __len__(self) -> int:
-        return len(self._kinds())
+        return len(menu_kinds())
 
 
 #: The systems menu, kind -> label: read from the registry at each use.
 KIND_LABELS: Mapping[str, str] = _KindLabels()
-#: The column of the neighbours retriever, chosen as the dense column's "encoder".
-NEIGHBOURS_COLUMN = "Questions voisines (train)"
-#: The learned ranker's system (offered when a ranker folder fitted on the corpus is at hand).
-RANKER_LABEL = "Classement appris"
-STRUCTURE_WORDS = " + structure du code"
 
 
-def kind_label(kind: str) -> str:
-    """The systems menu's word for ``kind`` (:data:`KIND_LABELS`, and the ranker's)."""
-    return RANKER_LABEL if kind == "ranker" else KIND_LABELS.get(kind, kind)
-#: The page's words for a fusion (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label`).
-FUSION_WORDS = {"rrf": "RRF", "weighted": "pondéré", "alpha": "α"}
-
-
-def hybrid_column(encoders: Sequence[str], *, fusion: str = DEFAULT_FUSION, rrf_k: float = DEFAULT_RRF_K,
-                  alpha: float = DEFAULT_ALPHA, weights: Sequence[float] | None = None,
-                  targets: Mapping[str, str] | None = None, structure: bool = False) -> tuple[str, RetrieverSpec]:
-    """``(label, spec)`` of a hybrid column fusing BM25 with a dense part per encoder (keys,
-    mapped to what the dense retriever takes by ``targets``; default: the key itself). The spec
-    is :func:`~bsard_demo.retrievers.registry.hybrid_spec`'s, so a column with the default
-    settings is the CLI's ``run --retriever hybrid``.
-
-    ``fusion="rrf"``: reciprocal rank fusion with constant ``rrf_k`` and ``weights`` (one per
-    system, BM25 first; ``None``: the product's defaults, BM25 1, a built-in zero-shot encoder
-    0.5, any other 1); ``"weighted"``: min-max normalised scores, ``alpha`` the weight of BM25
-    when there are two systems and no ``weights``, else ``weights`` (default all 1). The label
-    (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label` in :data:`FUSION_WORDS`) shows the
-    weights unless all are 1. Raises :class:`ValueError` on an unknown fusion, no encoder, or a
-    wrong number of weights (checked by :meth:`~bsard_demo.retrievers.hybrid.FusionConfig.validate`).
-    ``structure``: with the code's structure re-scoring (:mod:`bsard_demo.retrievers.structure`)."""
-    encoders = list(dict.fromkeys(encoders))
-    if not encoders:
-        raise ValueError("a hybrid needs at least one dense encoder")
-    n = 1 + len(encoders)
-    targets = targets or {}
-    by_alpha = FusionConfig(fusion, weights=weights).takes_alpha(n)
-    try:
-        spec = hybrid_spec([targets.get(e, e) for e in encoders], method=fusion,
-                           rrf_k=float(rrf_k) if fusion == "rrf" else None,
-                           weights=None if weights is None else [float(w) for w in weights],
-                           alpha=float(alpha) if by_alpha else None, structure=True if structure else None)
-    except FusionError as exc:
-        if exc.code == "weight_count":  # the systems by the page's keys, not the models' folders
-            raise ValueError(f"{exc.params['given']} weights for {n} systems (BM25, {', '.join(encoders)})") from None
-        raise
-    label = FusionConfig.from_options(spec.options, n).label(n, FUSION_WORDS)
-    return f"Hybride {label} ({' + '.join(encoders)}){STRUCTURE_WORDS if structure else ''}", spec
+def kind_label(name: str) -> str:
+    """The systems menu's word for the kind ``name`` (its registered label; an unknown name as it is)."""
+    found = retriever_kinds().get(name)
+    return found.label if found is not None else name
 
 
 def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DEFAULT_FUSION,
                  rrf_k: float = DEFAULT_RRF_K, alpha: float = DEFAULT_ALPHA,
                  hybrid_encoders: Sequence[str] | None = None,
                  weights: Sequence[float] | None = None, targets: Mapping[str, str] | None = None,
-                 structure: bool = False, ranker: str | None = None) -> dict[str, RetrieverSpec]:
-    """One :class:`RetrieverSpec` per chosen kind, keyed by its French column label.
-
-    The dense column uses ``encoder``; the hybrid fuses BM25 with ``hybrid_encoders`` (default:
-    ``[encoder]``), see :func:`hybrid_column`. ``targets`` maps an encoder key to what the dense
-    retriever takes (a trained model's folder); ``structure``: the hybrid's structure re-scoring;
-    ``ranker``: the learned ranker's ``--encoder`` (its column needs it)."""
-    targets = targets or {}
+                 structure: bool = False, ranker: str | None = None,
+                 settings: Mapping[str, str] | None = None) -> dict[str, RetrieverSpec]:
+    """One :class:`RetrieverSpec` per chosen kind, keyed by its French column label: each kind's
+    own column (:meth:`~bsard_demo.retrievers.registry.RetrieverKind.column_of`) of what the page
+    chose (:class:`~bsard_demo.retrievers.registry.ColumnChoice`: the dense ``encoder``, the
+    hybrid's ``hybrid_encoders``, default ``[encoder]``, and fusion; ``targets`` maps an encoder key
+    to what the dense retriever takes, e.g. a trained model's folder; ``ranker``: the learned
+    model offered here; ``settings``: a registered kind's link settings). A kind the menu does
+    not offer raises :class:`ValueError`."""
+    choice = ColumnChoice(encoder=encoder, hybrid_encoders=hybrid_encoders, fusion=fusion, rrf_k=rrf_k, alpha=alpha,
+                          weights=weights, targets=targets or {}, structure=structure, model=ranker,
+                          settings=settings or {})
+    offered = menu_kinds(with_model=True)
     out: dict[str, RetrieverSpec] = {}
-    for kind in dict.fromkeys(kinds):
-        if kind == "bm25":
-            out["BM25"] = RetrieverSpec("bm25")
-        elif kind == "dense" and targets.get(encoder, encoder) == NEIGHBOURS:
-            out[NEIGHBOURS_COLUMN] = RetrieverSpec("neighbours")  # not an encoder: its own retriever
-        elif kind == "dense":
-            out[f"Dense ({encoder})"] = RetrieverSpec("dense", {"encoder": targets.get(encoder, encoder)})
-        elif kind == "hybrid":
-            label, spec = hybrid_column(hybrid_encoders or [encoder], fusion=fusion, rrf_k=rrf_k, alpha=alpha,
-                                        weights=weights, targets=targets, structure=structure)
-            out[label] = spec
-        elif kind == "ranker":
-            if not ranker:
-                raise ValueError("no learned ranker is offered here (train --ranker writes one)")
-            out[f"{RANKER_LABEL} ({Path(ranker).name})"] = RetrieverSpec("ranker", {"model": ranker})
-        elif kind in KIND_LABELS:  # a kind registered with its defaults only
-            out[KIND_LABELS[kind]] = RetrieverSpec(kind)
-        else:
-            raise ValueError(f"unknown retriever kind {kind!r}; choose {', '.join(KIND_LABELS)}")
+    for name in dict.fromkeys(kinds):
+        if name not in offered:
+            raise ValueError(f"unknown retriever kind {name!r}; choose {', '.join(KIND_LABELS)}")
+        label, spec = retriever_kinds()[name].column_of(choice)
+        out[label] = spec
     return out
-
-
-@dataclass(frozen=True)
-class ExampleGold:
-    """The labels of the chosen example question, while the question box still holds its text."""
-
-    qid: str
-    split: str
-    category: str
-    article_ids: list[str]
-
-
-@dataclass
-class Examples:
-    """The example questions offered on the Search page: those of ``split`` (None: no split)."""
-
-    split: str | None
-    frame: pd.DataFrame
-    texts: dict[str, str] = field(default_factory=dict)  # qid -> question text
-    labels: dict[str, str] = field(default_factory=dict)  # qid -> the selectbox line
-
-    def gold_for(self, chosen: str | None, question: str) -> ExampleGold | None:
-        """The labels of example ``chosen`` when ``question`` is its text (stripped), else None."""
-        if chosen is None or not self.split or self.texts.get(chosen, "").strip() != question:
-            return None
-        row = self.frame[self.frame["id"] == chosen].iloc[0]
-        return ExampleGold(str(chosen), self.split, str(row["category"] or ""), list(row["article_ids"]))
-
-
-def examples_of(dataset: Dataset) -> Examples:
-    """The example questions of ``dataset``: its ``test`` split, else its first split."""
-    split = "test" if "test" in dataset.splits else (dataset.split_names[0] if dataset.split_names else None)
-    frame = example_questions(dataset, split) if split else example_questions(dataset)
-    texts = dict(zip(frame["id"], frame["question"]))
-    labels = {row.id: f"n° {row.id} · {row.category or 'sans catégorie'} · {row.question[:110]}"
-              for row in frame.itertuples()}
-    return Examples(split, frame, texts, labels)
 
 
 def build_columns(specs: Mapping[str, RetrieverSpec], build: Callable[[str, RetrieverSpec], Retriever]

@@ -13,23 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Generic, Hashable, TypeVar
 
-from .. import settings
 from ..dataset import DataError, Dataset
-from ..retrievers import Retriever, RetrieverSpec, build_retriever
+from ..retrievers import Retriever, RetrieverSpec, build_retriever, retriever_kinds
 from ..retrievers.base import Progress
-from ..retrievers.registry import hybrid_parts, make_hybrid
-from ..sources import DataUnavailable, default_spec, load_dataset
+from ..sources import default_spec, load_dataset
+from .data_words import failure_detail, fallback_reason, source_kind, spec_name
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 FAILURE_TTL_S = 300.0
-SOURCE_LABELS = {"hub": "BSARD (hub Hugging Face)", "sample": "Échantillon fictif (démo)", "local": "Dossier local"}
-FICTIONAL_NOTICE = ("Échantillon de démonstration : ces articles sont FICTIFS, inventés pour montrer "
-                    "l'application. Ce ne sont pas des textes de loi belges ; ne vous y fiez pas.")
-
-FICTIONAL_SHORT = "Articles FICTIFS : échantillon de démonstration, pas du droit belge."
-
-
 class BuildOnce(Generic[T]):
     """A keyed memo that builds each value at most once, even under concurrent callers.
 
@@ -84,42 +76,6 @@ class FailureMemo:
         self._items.pop(key, None)
 
 
-def source_kind(spec: str) -> str:
-    """``"hub"``, ``"sample"`` or ``"local"`` for a spec."""
-    return spec if spec in ("hub", "sample") else "local"
-
-
-ALLOW_FOLDERS_ENV = settings.ALLOW_FOLDERS
-FOLDERS_DISABLED = ("Dossier local désactivé sur ce serveur. Pour l'activer, démarrez l'application avec "
-                    "`BSARD_DATA=/chemin/du/dossier` (ce dossier seul) ou `BSARD_ALLOW_FOLDERS=1` (tout dossier "
-                    "lisible par le serveur : à réserver à un usage local).")
-
-
-@dataclass(frozen=True)
-class FolderAccess:
-    """Which local folders visitors may load: any (``free``), else only ``fixed`` (the folder
-    named by ``BSARD_DATA``), else none."""
-
-    free: bool = False
-    fixed: str | None = None
-
-    @property
-    def offered(self) -> bool:
-        return self.free or self.fixed is not None
-
-    def allows(self, spec: str) -> bool:
-        """Whether ``spec`` may be loaded (``"hub"`` and ``"sample"`` always may)."""
-        return source_kind(spec) != "local" or self.free or spec == self.fixed
-
-
-def folder_access(config: settings.Settings | None = None) -> FolderAccess:
-    """The folder policy from ``BSARD_ALLOW_FOLDERS`` (``1``, ``true`` or ``yes``) and
-    ``BSARD_DATA`` of ``config`` (default: :func:`bsard_demo.settings.current`)."""
-    config = settings.current() if config is None else config
-    data = config.data
-    return FolderAccess(config.allow_folders, data if data and source_kind(data) == "local" else None)
-
-
 def data_key(spec: str) -> tuple:
     """What identifies the content behind ``spec`` (see the module conventions)."""
     if spec in ("hub", "sample"):
@@ -148,47 +104,9 @@ class ActiveData:
         return data_key(self.spec)
 
 
-def spec_name(spec: str) -> str:
-    """French name of a dataset spec: the source label, plus the folder for a local one."""
-    kind = source_kind(spec)
-    return SOURCE_LABELS[kind] if kind != "local" else f"{SOURCE_LABELS['local']} : {spec}"
-
-
 def display_name(data: ActiveData) -> str:
     """French name of the active dataset (:func:`spec_name` of what was loaded)."""
     return spec_name(data.spec)
-
-
-#: The French words for :attr:`~bsard_demo.sources.DataUnavailable.cause`, shown in the banner.
-HUB_CAUSES = {
-    "offline": "hub injoignable et aucune copie en cache local",
-    "timeout": "le hub n'a pas répondu à temps",
-    "damaged": "fichiers reçus incomplets ou endommagés",
-}
-
-
-def hub_cause(error: Exception) -> str | None:
-    """The French cause of a hub failure, ``None`` when the error does not name a known one."""
-    return HUB_CAUSES.get(getattr(error, "cause", None))
-
-
-def fallback_reason(requested: str, error: DataError, kept: str = "sample") -> str:
-    """The French banner shown when ``requested`` could not be loaded and ``kept`` is used instead."""
-    if source_kind(requested) == "hub":
-        cause = hub_cause(error)
-        what = "Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face" + (f" ({cause})" if cause else "")
-    else:
-        what = f"Le dossier « {requested} » n'a pas pu être chargé"
-    instead = ("l'échantillon fictif fourni avec elle" if kept == "sample"
-               else f"le jeu de données déjà chargé ({spec_name(kept)})")
-    return f"{what} : l'application utilise {instead}."
-
-
-def failure_detail(error: Exception) -> str:
-    """The loader's message for the banner (its ``advice`` code is not worded here)."""
-    if isinstance(error, DataUnavailable):
-        return error.detail
-    return str(error)
 
 
 def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None,
@@ -248,24 +166,15 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
                   notice: Callable[[str], None] | None = None) -> Retriever:
     """The retriever ``spec`` over the active dataset, built once per process.
 
-    A hybrid is composed from its parts' registry entries (so BM25 and dense indexes are shared
-    with the single-retriever columns) and is itself cheap to make.
+    A kind made of parts (a hybrid, a learned ranker: :attr:`~bsard_demo.retrievers.RetrieverKind.parts`)
+    is assembled from its parts' registry entries, so their BM25 and dense indexes are shared with
+    the other columns, and is itself cheap to make.
     """
-    if spec.kind == "hybrid":
-        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in hybrid_parts(spec)]
-        size = len(data.dataset.articles) if data.dataset.articles is not None else None
-        return registry.get((data.key, spec.key()),
-                            _logged(f"hybrid index over {data.spec}", lambda: make_hybrid(
-                                spec, built, corpus_size=size, articles=data.dataset.articles)))
-    if spec.kind == "ranker" and not is_built(registry, data, spec):  # its inputs shared with the other columns
-        from ..retrievers.ranker import build_ranker, part_specs
-        from ..retrievers.registry import ranker_folder
-
-        folder = ranker_folder(spec.options.get("model", ""))
-        parts = [RetrieverSpec(*part) for part in part_specs(folder).values()]
-        built = {p.key(): get_retriever(registry, data, p, progress=progress, notice=notice) for p in parts}
-        return registry.get((data.key, spec.key()), _logged(f"ranker over {data.spec}", lambda: build_ranker(
-            data.dataset, folder, build=lambda part: built[RetrieverSpec(*part).key()])))
+    kind = retriever_kinds()[spec.kind]
+    if kind.parts is not None and not is_built(registry, data, spec):
+        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in kind.parts(spec)]
+        return registry.get((data.key, spec.key()), _logged(f"{spec.kind} over {data.spec}",
+                                                            lambda: kind.assemble(spec, built, data.dataset)))
     return registry.get((data.key, spec.key()),
                         _logged(f"{spec.kind} index over {data.spec}",
                                 lambda: build_retriever(spec, data.dataset, progress=progress, notice=notice)))
@@ -273,45 +182,3 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
 
 def is_built(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec) -> bool:
     return (data.key, spec.key()) in registry
-
-
-#: The French words of a build's :class:`~bsard_demo.progress.Step`, by kind; a cache step's by
-#: kind and entry (the cache kind: ``bm25s``, ``dense``); a parameter in parentheses follows (engine, encoder).
-STEP_FR = {
-    "analysing_articles": "analyse des articles",
-    "indexing": "indexation",
-    "embedding_articles": "encodage des articles",
-    "embedding_questions": "encodage des questions",
-    "searching_questions": "recherche des questions",
-    "fitting_adapter": "ajustement de l'adaptateur des questions",
-    "fitting_ranker": "ajustement du classement appris",
-}
-ENTRY_STEP_FR = {
-    ("saving", "bm25s"): "enregistrement de l'index BM25",
-    ("saving", "dense"): "enregistrement des plongements",
-    ("loaded_cached", "bm25s"): "index BM25 chargé depuis le cache",
-    ("loaded_cached", "dense"): "plongements chargés depuis le cache",
-    ("loaded_bundle", "bm25s"): "index BM25 chargé",
-    ("loaded_bundle", "dense"): "plongements chargés",
-}
-#: Where a ``loaded_bundle`` step loaded from.
-FROM_BUNDLE_FR = " depuis les index préconstruits"
-
-
-def progress_text(message: str) -> str:
-    """French wording of a library progress message: a :class:`~bsard_demo.progress.Step` from
-    its kind and parameters (an unknown kind keeps its English words); any other text as it is."""
-    kind, params = getattr(message, "kind", None), getattr(message, "params", {})
-    if kind in STEP_FR:
-        detail = params.get("engine") or params.get("encoder")
-        return STEP_FR[kind] + (f" ({detail})" if detail else "")
-    words = ENTRY_STEP_FR.get((kind, params.get("entry")))
-    if words is None:
-        return str(message)
-    subject = params.get("subject")
-    return words + (f" ({subject})" if subject else "") + (FROM_BUNDLE_FR if kind == "loaded_bundle" else "")
-
-
-def progress_fraction(done: int, total: int) -> float:
-    """``done / total`` clipped to [0, 1] (0 when ``total`` is not positive)."""
-    return 0.0 if total <= 0 else min(1.0, max(0.0, done / total))

@@ -14,13 +14,14 @@ from pathlib import Path
 from ..dataset import DataError
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..retrievers.hybrid import FUSION_METHODS
+from ..retrievers.registry import retriever_kinds
 from ..sources import load_dataset
 from ..tuning import DEFAULT_MEASURE, TuneOptions, fusion_grid, tune
 from ..tuning.bm25 import B_GRID, K1_GRID
 from ..tuning.fusion import ALPHA_GRID, RRF_KS, WEIGHT_GRID
 from ..tuning.result import TuneTarget
 from .common import TqdmProgress, activate_index, data_spec, fail, say
-from .retrieval import _common_arguments, spec_from_args
+from .retrieval import add_retriever_arguments, spec_from_args
 
 
 def add_tune_parser(subparsers) -> argparse.ArgumentParser:
@@ -30,7 +31,7 @@ def add_tune_parser(subparsers) -> argparse.ArgumentParser:
         description="Grid-search BM25's k1 x b (the BSARD paper's grid: k1 0..8 step 0.5, b 0..1 step 0.1) or a "
                     "hybrid's fusion (RRF k and weights, weighted alpha) on a split's questions, scored by one measure "
                     "exactly as run + evaluate would; print the best settings and the run command that uses them.")
-    _common_arguments(p)
+    add_retriever_arguments(p)
     p.add_argument("--split", default="train", help="question split to tune on (default: train)")
     p.add_argument("--measure", default=DEFAULT_MEASURE,
                    help=f"figure to maximise: recall@K, map@K, mrr@K or ndcg@10 (default {DEFAULT_MEASURE})")
@@ -59,9 +60,11 @@ def add_tune_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     """Handler of ``tune``; returns the exit code."""
-    if args.retriever not in ("bm25", "hybrid"):
-        return fail("tune", f"a {args.retriever} retriever has no settings to grid-search; tune --retriever bm25 "
-                            "or hybrid (fine-tune an encoder with the train command)")
+    chosen = retriever_kinds().get(args.retriever)
+    if chosen is None or not chosen.tunable:
+        tunable = " or ".join(k.name for k in retriever_kinds().values() if k.tunable)
+        return fail("tune", f"a {args.retriever} retriever has no settings to grid-search; tune --retriever {tunable} "
+                            "(fine-tune an encoder with the train command)")
     if getattr(args, "structure", None):
         return fail("tune", "--structure is not searched by tune (its settings are decided by "
                             "bench/structure_cv.py); tune the fusion without it")
@@ -69,10 +72,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         TuneTarget.parse(args.measure)
         spec = spec_from_args(args)
         fusions = None
-        if args.retriever == "hybrid":
-            from ..retrievers.registry import hybrid_parts
-
-            fusions = fusion_grid(len(hybrid_parts(spec)), methods=args.fusions, rrf_ks=args.rrf_k_values,
+        if chosen.parts is not None:  # a fusion of parts: its fusion is searched
+            fusions = fusion_grid(len(chosen.parts(spec)), methods=args.fusions, rrf_ks=args.rrf_k_values,
                                   weight_grid=args.weight_values, alphas=args.alpha_values)
         options = TuneOptions(retriever=args.retriever, data=args.data, split=args.split, measure=args.measure,
                               spec=spec, with_description=args.with_description,
@@ -81,7 +82,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         dataset = load_dataset(data_spec(args))
     except (DataError, ValueError) as exc:
         return fail("tune", exc)
-    activate_index(args, "tune", dataset)  # --index / $BSARD_INDEX (from _common_arguments)
+    activate_index(args, "tune", dataset)  # --index / $BSARD_INDEX (from add_retriever_arguments)
     progress = TqdmProgress(enabled=not args.no_progress)
     try:
         result = tune(options, dataset, progress=progress, notice=lambda m: say("tune", f"note: {m}"))

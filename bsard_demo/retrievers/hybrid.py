@@ -4,13 +4,21 @@ scores are exactly rounded sums and ties follow the run convention (:func:`order
 same in every process. :class:`FusionConfig` declares a fusion apart from who runs it: its
 :meth:`~FusionConfig.validate` is the one check, its :meth:`~FusionConfig.label` the one label.
 
+The parts of one search run together (:func:`run_together`: numpy, FAISS and onnxruntime release the GIL) and a
+part's ranking for a question is kept a little while (:func:`part_search`), so the columns of one page that share a
+part (BM25 and ``use`` in a hybrid and in a learned ranker) search and encode the question once.
+
 The formulas, defaults and ordering: docs/design.md, 'bsard_demo/retrievers/hybrid.py'.
 """
 from __future__ import annotations
 
 import math
+import threading
+import weakref
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence, TypeVar
 
 from .base import DEFAULT_DEPTH, Hit, Retriever, clip_k
 
@@ -26,6 +34,66 @@ DEFAULT_ALPHA = 0.5
 DEFAULT_NORMALISATION = "minmax"
 #: How :meth:`FusionConfig.label` words a fusion (a front end passes its own words).
 LABEL_WORDS = {"rrf": "rrf", "weighted": "weighted {normalisation}", "alpha": "alpha"}
+
+
+T = TypeVar("T")
+#: Threads that run the parts of one search together, shared by every search of the process: a
+#: hybrid has 2-4 parts; more threads would only queue behind the GIL.
+PART_THREADS = 4
+#: Part rankings kept (:func:`part_search`): a page's columns share parts within one visit, so a
+#: few pages' worth is enough (each entry is one part's ranking of one question, <= depth hits).
+PART_MEMO_ENTRIES = 64
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_worker = threading.local()
+_memo: OrderedDict = OrderedDict()
+_memo_lock = threading.Lock()
+
+
+def _run_in_pool(call: Callable[[], T]) -> T:
+    _worker.busy = True  # a part that is itself a hybrid runs its own parts in this thread (no pool deadlock)
+    try:
+        return call()
+    finally:
+        _worker.busy = False
+
+
+def run_together(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """``[call() for call in calls]``, the calls running at once: the first in this thread, the
+    others on a small shared pool (:data:`PART_THREADS`); the results in order, each the same as
+    run alone. Inside a pool thread the calls run one after another (never waiting on the pool)."""
+    global _pool
+    if len(calls) < 2 or getattr(_worker, "busy", False):
+        return [call() for call in calls]
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(PART_THREADS, thread_name_prefix="bsard-parts")
+    futures = [_pool.submit(_run_in_pool, call) for call in calls[1:]]
+    first = calls[0]()
+    return [first, *(f.result() for f in futures)]
+
+
+def part_search(retriever: Retriever, question: str, depth: int) -> list[Hit]:
+    """``retriever``'s ranking of ``question`` to ``depth``, computed once for the last
+    :data:`PART_MEMO_ENTRIES` (retriever, question, depth): a page whose columns share a part
+    searches it (and encodes the question) once. Keyed by the retriever object (weakly: a
+    retriever dropped by the app is not kept alive); a fresh list each call."""
+    try:
+        key = (weakref.ref(retriever), str(question), int(depth))
+        hash(key)
+    except TypeError:  # a retriever that cannot be weakly referenced or hashed: not kept
+        return retriever.search_many([question], depth)[0]
+    with _memo_lock:
+        hits = _memo.get(key)
+        if hits is not None:
+            _memo.move_to_end(key)
+            return list(hits)
+    hits = retriever.search_many([question], depth)[0]
+    with _memo_lock:
+        _memo[key] = tuple(hits)
+        while len(_memo) > PART_MEMO_ENTRIES:
+            _memo.popitem(last=False)
+    return list(hits)
 
 
 def order_hits(scores: dict[str, float], limit: int | None = None) -> list[Hit]:
@@ -289,11 +357,12 @@ class HybridRetriever:
         own ranking (searched as deep as the fusion searches it), so a front end can say which
         parts put a hit where (:func:`first_ranks`)."""
         k = clip_k(k, self.corpus_size)
-        rankings = [r.search_many([question], self._depth(k))[0] for r in self.retrievers]
+        depth = self._depth(k)
+        rankings = run_together([lambda r=r: part_search(r, question, depth) for r in self.retrievers])
         return self.fuse(rankings, k), rankings
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
         k = clip_k(k, self.corpus_size)
         depth = self._depth(k)
-        per_retriever = [r.search_many(list(questions), depth) for r in self.retrievers]
+        per_retriever = run_together([lambda r=r: r.search_many(list(questions), depth) for r in self.retrievers])
         return [self.fuse([runs[i] for runs in per_retriever], k) for i in range(len(questions))]

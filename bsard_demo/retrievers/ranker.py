@@ -16,6 +16,7 @@ import numpy as np
 
 from ..dataset import DataError
 from .base import Hit, clip_k
+from .hybrid import part_search, run_together
 
 SYSTEMS = ("bm25", "use", "adapter", "neighbours")
 #: RRF weights of the fused score (the product's defaults: BM25 1, a zero-shot encoder or an
@@ -255,11 +256,10 @@ class RankerRetriever:
         return (np.array([self._row[h.article_id] for h in hits], dtype=np.int64),
                 np.array([h.score for h in hits], dtype=np.float64))
 
-    def _features(self, question: str, part_hits: Mapping[str, Sequence[Hit]]):
+    def _features(self, question: str, part_hits: Mapping[str, Sequence[Hit]], votes=(None, None)):
         """``(rows, X)`` of :func:`question_features` for ``question``: ``part_hits``, every system's
-        ranking to the depth, and the neighbours' votes."""
+        ranking to the depth, and the neighbours' ``votes`` (:meth:`_votes`)."""
         runs = {s: self._arrays(hits) for s, hits in part_hits.items()}
-        votes = self.parts["neighbours"].votes(question) if "neighbours" in self.parts else (None, None)
         return question_features(runs, graph=self.graph, structure=self.structure, prior=self.prior,
                                  lengths=self.lengths, votes=votes[0], votes_sim=votes[1], systems=self.systems,
                                  candidates=self.candidates, depth=self.depth)
@@ -268,12 +268,20 @@ class RankerRetriever:
         """:meth:`search` with each input system's own ranking (in :attr:`systems` order), so a
         front end can say where each put a hit."""
         k = clip_k(k, self.size)
-        part_hits = {s: r.search(question, min(self.depth, self.size)) for s, r in self.parts.items()}
-        rows, X = self._features(question, part_hits)
+        depth = min(self.depth, self.size)
+        # the input systems and the neighbours' votes at once (run_together), each part's ranking
+        # shared with the page's other columns (part_search)
+        *found, votes = run_together([*(lambda r=r: part_search(r, question, depth) for r in self.parts.values()),
+                                      lambda: self._votes(question)])
+        part_hits = dict(zip(self.parts, found))
+        rows, X = self._features(question, part_hits, votes)
         if not len(rows):
             return [], list(part_hits.values())
         rows, score = ranked_rows(rows, X, self.ensemble.predict(X), self.systems)
         return [Hit(self.article_ids[r], float(v)) for r, v in zip(rows[:k], score[:k])], list(part_hits.values())
+
+    def _votes(self, question: str):
+        return self.parts["neighbours"].votes(question) if "neighbours" in self.parts else (None, None)
 
     def search(self, question: str, k: int = 100) -> list[Hit]:
         return self.search_parts(question, k)[0]

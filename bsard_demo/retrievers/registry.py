@@ -1,8 +1,12 @@
 """Build any retriever from a small declarative spec (:class:`RetrieverSpec`, used by the CLI and the app), and the
-one list of the kinds of retriever (:func:`register`, :func:`retriever_kinds`): the CLI's ``--retriever`` choices and
-help, the Search page's systems menu and the README's list read it. A new retriever is its module plus one
-:func:`register` call at the end of this one. :func:`hybrid_spec` builds a hybrid spec from simple arguments, with
-the product's default fusion (RRF k = 60, zero-shot dense parts weighted 0.5: :func:`default_weights`).
+one list of the kinds of retriever (:func:`register`, :func:`retriever_kinds`). A kind is whole where it is
+registered (:class:`RetrieverKind`): its build, its parts (shared builds, why-lines), its command-line flags both
+ways (``run``/``index``/``tune``'s arguments -> spec, spec -> the ``run`` line ``tune`` prints), its French menu
+label and Search column, its link settings and whether ``tune`` searches it. The front ends (cli/, app/, tuning/,
+pages/) read these and name no kind (tests/test_layout.py). The built-in kinds register in :mod:`.kinds`; a new
+kind is its module plus one :func:`register` call (tests/retrievers/test_registry_kinds.py registers a toy one).
+:func:`hybrid_spec` builds a hybrid spec from simple arguments, with the product's default fusion (RRF k = 60,
+zero-shot dense parts weighted 0.5: :func:`default_weights`).
 
 Every kind's options and defaults: docs/design.md, 'bsard_demo/retrievers/registry.py'.
 """
@@ -14,17 +18,17 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from ..dataset import DataError, Dataset
+from .adapter import is_adapter_folder
 from .base import Progress, Retriever
-from .bm25 import BM25Retriever, BM25Settings
+from .encoder_base import bundled_model
+from .encoders import DEFAULT_ENCODER, ENCODER_CHOICES
 from .hybrid import DEFAULT_ALPHA, DEFAULT_DEPTH, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, HybridRetriever
-from .neighbours import NEIGHBOURS, NeighboursRetriever, options_of
+from .neighbours import NEIGHBOURS
+from .structure import StructureRetriever, StructureSettings, graph_of
 
-_BM25_OPTIONS = frozenset(BM25Settings.__dataclass_fields__)
-_DENSE_OPTIONS = frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"})
-_NEIGHBOURS_OPTIONS = frozenset({"split", "n"})
-_RANKER_OPTIONS = frozenset({"model"})
-_HYBRID_OPTIONS = frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth",
-                             "structure"})
+#: The kind of a hybrid's first part, and its name among the hybrid's systems (``--weights``
+#: and the Search page's weights name it first).
+BASE_PART = "bm25"
 
 
 class Builder(Protocol):
@@ -33,18 +37,135 @@ class Builder(Protocol):
 
 
 @dataclass(frozen=True)
+class Flag:
+    """One command-line flag a kind brings to ``run``, ``index`` and ``tune``: ``names`` and
+    ``keywords`` as :meth:`argparse.ArgumentParser.add_argument` takes them, ``group`` the help
+    section it is listed in (``None``: with the command's own options). A flag is *given* when its
+    value is not its default (:attr:`default`); a kind that does not :attr:`~RetrieverKind.takes`
+    it refuses it."""
+
+    names: tuple[str, ...]
+    keywords: Mapping[str, Any] = field(default_factory=dict)
+    group: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.keywords.get("dest") or self.names[0].lstrip("-").replace("-", "_")
+
+    @property
+    def default(self) -> Any:
+        return self.keywords.get("default")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A setting of a kind a Search link and the page's widgets carry (beside the built-in
+    kinds' own, :mod:`bsard_demo.app.link_codec`): the spec option ``option``, its link parameter
+    ``param``, its ``default`` and the values a link may hold (``choices``, as text); ``words``:
+    the page's French name of it."""
+
+    option: str
+    param: str
+    default: str
+    choices: tuple[str, ...]
+    words: str = ""
+
+
+@dataclass(frozen=True)
+class ColumnChoice:
+    """What the Search page's widgets chose for its columns (the page's words: encoder keys,
+    mapped to what a dense retriever takes by ``targets``), handed to each kind's
+    :attr:`~RetrieverKind.column`."""
+
+    encoder: str = "use"
+    hybrid_encoders: Sequence[str] | None = None
+    fusion: str = DEFAULT_FUSION
+    rrf_k: float = DEFAULT_RRF_K
+    alpha: float = DEFAULT_ALPHA
+    weights: Sequence[float] | None = None
+    targets: Mapping[str, str] = field(default_factory=dict)
+    structure: bool = False
+    model: str | None = None  # the learned model offered here (a kind with ``offered="with_model"``)
+    settings: Mapping[str, str] = field(default_factory=dict)  # link parameter -> value (:class:`Setting`)
+
+    def target(self, key: str) -> str:
+        return self.targets.get(key, key)
+
+
+def _default_column(kind: "RetrieverKind", choice: ColumnChoice) -> tuple[str, "RetrieverSpec"]:
+    """A kind without a column of its own: its label, its spec with its :attr:`~RetrieverKind.settings`."""
+    options = {s.option: choice.settings.get(s.param, s.default) for s in kind.settings}
+    return kind.label, RetrieverSpec(kind.name, options)
+
+
+@dataclass(frozen=True)
 class RetrieverKind:
-    """One kind of retriever: ``name`` (the spec's kind, ``--retriever NAME``), a one-line
-    ``summary`` (``run --help``, the README's list), the ``options`` its spec takes, and ``build``
-    (``build(spec, dataset, cache_root=, progress=, notice=)``, the corpus checked already).
-    ``column``: the Search page offers it as a column of its own (neighbours is offered as an
-    "encoder" of the dense column instead)."""
+    """One kind of retriever, whole: every front end reads it and names no kind.
+
+    - ``name`` (the spec's kind, ``--retriever NAME``), a one-line ``summary`` (``run --help``,
+      the README's list), the ``options`` its spec takes, and ``build``
+      (``build(spec, dataset, cache_root=, progress=, notice=)``, the corpus checked already);
+      a kind made of ``parts`` (``parts(spec)``: the part specs) is built from them by ``assemble``
+      (``assemble(spec, built_parts, dataset)``) instead, so the app shares the parts' indexes
+      with the other columns (:mod:`bsard_demo.app.state`) and names the parts in its why-lines.
+    - The command line: ``flags`` it brings (added once, in registration order), ``takes`` the
+      flags it reads (its own and other kinds': their ``dest``), ``from_args(values)`` the spec of
+      those values (``None``: the kind with its defaults), ``to_flags(spec, notes)`` the ``run``
+      flags that build ``spec`` (``tune``'s printed command; a setting with no flag is a line of
+      ``notes``); ``tunable``: ``tune`` grid-searches it.
+    - The Search page (French): ``label`` its menu word (default: its name), ``offered``
+      ``"always"`` (the systems menu and the Score page's built-ins), ``"with_model"`` (only when
+      a model of its kind is at hand: :attr:`ColumnChoice.model`) or ``"never"`` (reached another
+      way: neighbours is an "encoder" of the dense column); ``column(choice)`` its column's label
+      and spec (default: the label, its spec with ``settings`` as chosen); ``settings`` the
+      :class:`Setting` a link carries for it; ``link_params`` the page's own link parameters its
+      column reads (the dense encoder, the hybrid's fusion: :mod:`bsard_demo.app.link_codec`), written
+      in a link only when the kind is among its systems."""
 
     name: str
     summary: str
     options: frozenset[str]
-    build: Builder
-    column: bool = True
+    build: Builder | None = None
+    parts: Callable[["RetrieverSpec"], list["RetrieverSpec"]] | None = None
+    assemble: Callable[["RetrieverSpec", list[Retriever], Dataset], Retriever] | None = None
+    flags: tuple[Flag, ...] = ()
+    takes: frozenset[str] = frozenset()
+    from_args: Callable[[Mapping[str, Any]], "RetrieverSpec"] | None = None
+    to_flags: Callable[["RetrieverSpec", list[str]], list[str]] | None = None
+    tunable: bool = False
+    label: str = ""
+    offered: str = "always"
+    column: Callable[[ColumnChoice], tuple[str, "RetrieverSpec"]] | None = None
+    settings: tuple[Setting, ...] = ()
+    link_params: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+        if (self.build is None) == (self.parts is None or self.assemble is None):
+            raise ValueError(f"a retriever kind {self.name!r} is built by build, or by parts and assemble")
+        if self.offered not in ("always", "with_model", "never"):
+            raise ValueError(f"offered: always, with_model or never, not {self.offered!r}")
+        if self.settings and self.column is not None:
+            raise ValueError(f"{self.name}: a kind with its own column reads its settings there")
+        if self.settings and not {s.option for s in self.settings} <= self.options:
+            raise ValueError(f"{self.name}: a setting's option is not one of the kind's options")
+
+    def spec_of(self, values: Mapping[str, Any]) -> "RetrieverSpec":
+        """The spec of the command line's ``values`` (flag dest -> value)."""
+        return self.from_args(values) if self.from_args is not None else RetrieverSpec(self.name)
+
+    def flags_of(self, spec: "RetrieverSpec", notes: list[str]) -> list[str]:
+        """The ``run`` flags after ``--retriever NAME`` that build ``spec``."""
+        if self.to_flags is not None:
+            return self.to_flags(spec, notes)
+        if spec.options:
+            notes.append(f"{self.name} option(s) {', '.join(sorted(spec.options))} are not run options")
+        return []
+
+    def column_of(self, choice: ColumnChoice) -> tuple[str, "RetrieverSpec"]:
+        """The Search page's column of this kind for ``choice``: ``(label, spec)``."""
+        return self.column(choice) if self.column is not None else _default_column(self, choice)
 
 
 _KINDS: dict[str, RetrieverKind] = {}
@@ -66,6 +187,31 @@ def unregister(name: str) -> None:
 def retriever_kinds() -> dict[str, RetrieverKind]:
     """The registered kinds by name, in registration order."""
     return dict(_KINDS)
+
+
+def kind(name: str) -> RetrieverKind:
+    """The registered kind ``name`` (:class:`ValueError` naming the kinds when there is none)."""
+    if name not in _KINDS:
+        raise ValueError(f"unknown retriever {name!r}; choose {', '.join(_KINDS)}")
+    return _KINDS[name]
+
+
+def menu_kinds(with_model: bool = False) -> list[str]:
+    """The kinds the Search page's systems menu offers, in registration order: those offered
+    always, and with ``with_model`` those offered when a model of theirs is at hand."""
+    wanted = ("always", "with_model") if with_model else ("always",)
+    return [k.name for k in _KINDS.values() if k.offered in wanted]
+
+
+def link_params_of(kinds: Sequence[str]) -> frozenset[str]:
+    """The link parameters the registered ``kinds`` read (their ``link_params`` and settings')."""
+    found = [_KINDS[k] for k in kinds if k in _KINDS]
+    return frozenset(p for k in found for p in (*k.link_params, *(s.param for s in k.settings)))
+
+
+def kind_settings() -> dict[str, Setting]:
+    """Every registered kind's :class:`Setting` by its link parameter."""
+    return {s.param: s for k in _KINDS.values() for s in k.settings}
 
 
 def kinds_markdown() -> str:
@@ -128,8 +274,6 @@ NEIGHBOURS_WEIGHT = 0.5
 def parse_encoders(value: str | Sequence[str] | None) -> list[str]:
     """Encoder names from ``"use,e5"`` or a list; ``None`` or empty: the default encoder.
     Raises :class:`ValueError` on an empty item or a repeated encoder."""
-    from .encoders import DEFAULT_ENCODER, ENCODER_CHOICES
-
     if value is None:
         return [DEFAULT_ENCODER]
     items = value.split(",") if isinstance(value, str) else list(value)
@@ -177,8 +321,6 @@ def default_weights(encoders: Sequence[str], method: str = DEFAULT_FUSION) -> li
     the weighted fusion all 1 (equal weights, ``alpha`` 0.5 for two systems). A query adapter
     (:mod:`.adapter`: a folder, or a model of the active bundle) weighs as the built-in encoder it
     adapts."""
-    from .encoders import ENCODER_CHOICES
-
     if method != "rrf":
         return [1.0] * (1 + len(encoders))
     def weight(name: str) -> float:
@@ -190,22 +332,18 @@ def default_weights(encoders: Sequence[str], method: str = DEFAULT_FUSION) -> li
     return [1.0] + [weight(e) for e in encoders]
 
 
-def _model_folder(name: str) -> Path | None:
+def model_folder(name: str) -> Path | None:
     """The folder ``--encoder NAME`` names: a path that exists, else a model of the active index
     bundle (``None``: neither, or an empty name)."""
-    from .encoder_base import _bundled_model
-
     key = str(name or "").strip()
     if not key:
         return None
     path = Path(key).expanduser()
-    return path if path.exists() else _bundled_model(key)
+    return path if path.exists() else bundled_model(key)
 
 
 def _is_adapter(name: str) -> bool:
-    from .adapter import is_adapter_folder
-
-    folder = _model_folder(name)
+    folder = model_folder(name)
     return folder is not None and is_adapter_folder(folder)
 
 
@@ -236,7 +374,7 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
     (A hybrid spec written by hand without ``weights``, such as ``RetrieverSpec("hybrid")``,
     keeps meaning equal weights.)"""
     names = parse_encoders(encoders)
-    systems = ["bm25", *names]
+    systems = [BASE_PART, *names]
     fusion = FusionConfig(method, rrf_k=DEFAULT_RRF_K if rrf_k is None else rrf_k, weights=parse_weights(weights),
                           alpha=alpha, normalisation=normalisation,
                           depth=DEFAULT_DEPTH if depth is None else depth).validate(len(systems), systems)
@@ -245,7 +383,7 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
     if fusion.takes_alpha(len(systems)) and fusion.alpha is None:
         fusion = replace(fusion, alpha=DEFAULT_ALPHA)
     options: dict[str, Any] = {
-        "retrievers": [RetrieverSpec("bm25", dict(bm25_options or {}))]
+        "retrievers": [RetrieverSpec(BASE_PART, dict(bm25_options or {}))]
         + [RetrieverSpec("neighbours") if name == NEIGHBOURS
            else RetrieverSpec("dense", {**dict(dense_options or {}), "encoder": name}) for name in names],
         **fusion.spec_options(),
@@ -255,8 +393,6 @@ def hybrid_spec(encoders: str | Sequence[str] | None = None, *, method: str = DE
     if depth is not None:
         options["depth"] = int(depth)
     if structure is not None and structure is not False:
-        from .structure import StructureSettings
-
         options["structure"] = StructureSettings.from_options({} if structure is True else structure).as_dict()
     return RetrieverSpec("hybrid", options)
 
@@ -270,8 +406,6 @@ def system_labels(spec: RetrieverSpec) -> list[str]:
 def part_name(part: RetrieverSpec) -> str:
     """A hybrid part as ``--encoder`` and the UI name it: ``bm25``, a dense part's encoder, or
     :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`."""
-    from .encoders import DEFAULT_ENCODER
-
     if part.kind == "dense":
         return str(part.options.get("encoder") or DEFAULT_ENCODER)
     return NEIGHBOURS if part.kind == "neighbours" else part.kind
@@ -287,7 +421,12 @@ def build_retriever(spec: RetrieverSpec, dataset: Dataset, *, cache_root: Path |
         raise DataError(f"{dataset.name}: no article corpus (articles.csv), so nothing to search")
     if len(dataset.articles) == 0:
         raise DataError(f"{dataset.name}: the article corpus is empty")
-    return _KINDS[spec.kind].build(spec, dataset, cache_root=cache_root, progress=progress, notice=notice)
+    kind = _KINDS[spec.kind]
+    if kind.build is not None:
+        return kind.build(spec, dataset, cache_root=cache_root, progress=progress, notice=notice)
+    built = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice)
+             for p in kind.parts(spec)]
+    return kind.assemble(spec, built, dataset)
 
 
 def hybrid_parts(spec: RetrieverSpec) -> list[RetrieverSpec]:
@@ -307,65 +446,6 @@ def make_hybrid(spec: RetrieverSpec, parts: Sequence[Retriever], corpus_size: in
     structure = spec.options.get("structure")
     if structure is None:
         return hybrid
-    from .structure import StructureRetriever, StructureSettings, graph_of
-
     if articles is None:
         raise ValueError("a hybrid with structure re-scoring needs the corpus' articles (make_hybrid(..., articles=))")
     return StructureRetriever(hybrid, graph_of(articles), StructureSettings.from_options(structure))
-
-
-# --------------------------------------------------------------------------- the kinds
-
-def _build_bm25(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
-    return BM25Retriever.build(dataset.articles, BM25Settings(**spec.options), **context)
-
-
-def _build_dense(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
-    from .dense import DenseRetriever  # imported late: pulls in the encoders
-
-    kwargs = {name: value for name, value in spec.options.items() if value is not None}
-    return DenseRetriever.build(dataset.articles, **context, **kwargs)
-
-
-def _build_neighbours(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
-    return NeighboursRetriever.build(dataset, **options_of(spec.options))
-
-
-def _build_hybrid(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
-    built = [build_retriever(p, dataset, **context) for p in hybrid_parts(spec)]
-    return make_hybrid(spec, built, corpus_size=len(dataset.articles), articles=dataset.articles)
-
-
-def ranker_folder(model: str) -> Path:
-    """The folder of a learned ranker given as ``--encoder``: a path, or the name of a model of
-    the active index bundle. :class:`ValueError` when it is neither."""
-    from .ranker import is_ranker_folder
-
-    key = str(model or "").strip()
-    if not key:
-        raise ValueError("--retriever ranker needs its folder: --encoder DIR (written by train --ranker)")
-    folder = _model_folder(key)
-    if folder is None or not is_ranker_folder(folder):
-        raise ValueError(f"{key}: not a learned ranker's folder (train --ranker writes one) nor a ranker of the "
-                         "active index bundle")
-    return folder
-
-
-def _build_ranker(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
-    from .ranker import build_ranker
-
-    return build_ranker(dataset, ranker_folder(spec.options.get("model", "")),
-                        build=lambda part: build_retriever(RetrieverSpec(*part), dataset, **context))
-
-
-register(RetrieverKind("bm25", "BM25 over each article's text with its reference and headers (the default)",
-                       _BM25_OPTIONS, _build_bm25))
-register(RetrieverKind("dense", "a dense encoder: `use`, `e5`, `minilm`, a sentence-transformers model or folder, "
-                                "a query adapter", _DENSE_OPTIONS, _build_dense))
-register(RetrieverKind("neighbours", "the articles cited by the most similar questions of the `train` split",
-                       _NEIGHBOURS_OPTIONS, _build_neighbours, column=False))
-register(RetrieverKind("hybrid", "BM25 fused with dense and/or neighbours parts (reciprocal rank fusion, or a "
-                                 "weighted sum)", _HYBRID_OPTIONS, _build_hybrid))
-register(RetrieverKind("ranker", "a learned ranker (LambdaRank trees, `train --ranker`) over BM25, `use`, the adapter, "
-                                 "the neighbours and the code's structure: `--encoder DIR`", _RANKER_OPTIONS,
-                       _build_ranker, column=False))  # the Search page offers it when it has a ranker folder

@@ -16,12 +16,14 @@ from ..dataset import Dataset
 from ..retrievers.base import Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..retrievers.bm25 import BM25Settings
-from ..retrievers.registry import RetrieverSpec
+from ..retrievers.kinds import BM25
+from ..retrievers.registry import RetrieverSpec, retriever_kinds
 from .bm25 import B_GRID, K1_GRID, TermMatrix, tune_bm25
 from .fusion import ALPHA_GRID, RRF_KS, WEIGHT_GRID, FusionSetting, fusion_grid, tune_hybrid
 from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, run_command
 
-KINDS = ("bm25", "hybrid")
+#: The kinds ``tune`` searches (their registration's ``tunable``): BM25's k1 x b, a fusion's settings.
+KINDS = tuple(k.name for k in retriever_kinds().values() if k.tunable)
 
 __all__ = ["ALPHA_GRID", "B_GRID", "DEFAULT_MEASURE", "K1_GRID", "KINDS", "RRF_KS", "WEIGHT_GRID", "FusionSetting",
            "TuneTarget", "TermMatrix", "TuneOptions", "TuneResult", "fusion_grid", "run_command", "tune", "tune_bm25",
@@ -32,7 +34,7 @@ __all__ = ["ALPHA_GRID", "B_GRID", "DEFAULT_MEASURE", "K1_GRID", "KINDS", "RRF_K
 class TuneOptions:
     """What ``python -m bsard_demo tune`` passes (parsed options), for :func:`tune`."""
 
-    retriever: str = "bm25"
+    retriever: str = BM25.name
     data: str | None = None
     split: str = "train"
     measure: str = DEFAULT_MEASURE
@@ -49,10 +51,10 @@ def tune(options: TuneOptions, dataset: Dataset, progress: Progress | None = Non
     """The ``tune`` command without its parsing and printing: BM25 or hybrid by ``options``."""
     if options.retriever not in KINDS:
         raise ValueError(f"tune handles {' or '.join(KINDS)}, not {options.retriever!r}")
-    if options.retriever == "bm25":
-        spec = options.spec or RetrieverSpec("bm25")
-        if spec.kind != "bm25":
-            raise ValueError(f"a bm25 tuning needs a bm25 spec, not {spec.kind}")
+    if options.retriever == BM25.name:
+        spec = options.spec or RetrieverSpec(BM25.name)
+        if spec.kind != BM25.name:
+            raise ValueError(f"a {BM25.name} tuning needs a {BM25.name} spec, not {spec.kind}")
         return tune_bm25(dataset, options.split, measure=options.measure, settings=BM25Settings(**spec.options),
                          k1_grid=options.k1_grid, b_grid=options.b_grid, with_description=options.with_description,
                          data=options.data, progress=progress)

@@ -17,8 +17,9 @@ from ..retrievers.base import Hit, Progress, id_ranks, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..retrievers.bm25 import BM25Settings
 from ..retrievers.bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
+from ..retrievers.kinds import BM25
 from ..retrievers.registry import RetrieverSpec
-from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, _as_measure, _pick_best, _split_questions, run_command
+from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, as_measure, pick_best, run_command, split_questions
 
 #: The BSARD paper's grid (Louis & Spanakis, 2022, section 5.1): k1 from 0 to 8 by 0.5, b from 0
 #: to 1 by 0.1. Written as exact quotients so that ``--b 0.3`` on a command line is the same float.
@@ -131,7 +132,7 @@ def tune_bm25(dataset: Dataset, split: str = "train", *, measure: str | TuneTarg
     Raises :class:`~bsard_demo.dataset.DataError` (no corpus, unknown split, nothing labelled)
     and :class:`ValueError` (bad measure or grid values)."""
     t0 = time.perf_counter()
-    m = _as_measure(measure)
+    m = as_measure(measure)
     start = settings or BM25Settings()
     if start.engine != "bm25s":
         raise ValueError("tuning reproduces the bm25s engine (the default); rank_bm25 ranks the same")
@@ -141,7 +142,7 @@ def tune_bm25(dataset: Dataset, split: str = "train", *, measure: str | TuneTarg
         raise ValueError("give at least one k1 and one b")
     for k1, b in product(k1_grid, b_grid):
         BM25Settings(k1=k1, b=b)  # raises on out-of-range values
-    qids, texts, qrels = _split_questions(dataset, split, with_description)
+    qids, texts, qrels = split_questions(dataset, split, with_description)
     stages: dict[str, float] = {}
     if matrix is None:
         matrix = TermMatrix.build(dataset.articles, start, progress=progress)
@@ -167,14 +168,14 @@ def tune_bm25(dataset: Dataset, split: str = "train", *, measure: str | TuneTarg
     grid_rows = rows[:len(k1_grid) * len(b_grid)]
     grid = pd.DataFrame(grid_rows)
     start_row = next(r for r in rows if (r["k1"], r["b"]) == (start.k1, start.b))
-    best = _pick_best(grid_rows, m.name,
+    best = pick_best(grid_rows, m.name,
                       lambda r: (((r["k1"] - start.k1) / 0.5) ** 2 + ((r["b"] - start.b) / 0.1) ** 2, r["k1"], r["b"]))
     if start_row[m.name] > best[m.name]:  # an off-grid start that beats the whole grid
         best = start_row
     best_settings = replace(start, k1=best["k1"], b=best["b"])
-    spec = RetrieverSpec("bm25", _bm25_options(best_settings))
+    spec = RetrieverSpec(BM25.name, _bm25_options(best_settings))
     command, notes = run_command(spec, data, with_description=with_description)
-    return TuneResult(kind="bm25", measure=m.name, dataset=dataset.name, split=split, questions=len(qids), grid=grid,
+    return TuneResult(kind=BM25.name, measure=m.name, dataset=dataset.name, split=split, questions=len(qids), grid=grid,
                       setting_columns=("k1", "b"), best={"k1": best["k1"], "b": best["b"]}, best_value=best[m.name],
                       start={"k1": start.k1, "b": start.b}, start_value=start_row[m.name], spec=spec, command=command,
                       seconds=time.perf_counter() - t0, notes=notes, stages=stages)

@@ -16,8 +16,10 @@ from ..dataset import Dataset
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Progress, id_ranks, rank_all, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, search_all
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, FUSION_METHODS, FusionConfig
+from ..retrievers.kind_flags import fmt
+from ..retrievers.kinds import HYBRID
 from ..retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, hybrid_spec
-from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, _as_measure, _fmt, _split_questions, run_command
+from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, as_measure, run_command, split_questions
 
 #: RRF constants searched for a hybrid (60 is Cormack et al.'s and the product's default).
 RRF_KS: tuple[float, ...] = (10.0, 20.0, 30.0, 60.0, 100.0)
@@ -54,7 +56,7 @@ class FusionSetting:
 
     def row(self) -> dict:
         return {"method": self.method, "rrf_k": self.rrf_k,
-                "weights": ",".join(_fmt(w) for w in self.weights) if self.weights is not None else "",
+                "weights": ",".join(fmt(w) for w in self.weights) if self.weights is not None else "",
                 "alpha": self.alpha}
 
 
@@ -176,9 +178,9 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
     :func:`fusion_grid`). ``parts``: already built retrievers of the spec's parts, to reuse.
     Each part is built (or loaded from the index cache) and searched once, to the hybrid's depth."""
     t0 = time.perf_counter()
-    m = _as_measure(measure)
+    m = as_measure(measure)
     spec = spec or hybrid_spec()  # the product's default hybrid (RRF k=60, USE weighted 0.5)
-    if spec.kind != "hybrid":
+    if spec.kind != HYBRID.name:
         raise ValueError(f"tune_hybrid tunes a hybrid retriever, not {spec.kind}")
     part_specs = hybrid_parts(spec)
     n = len(part_specs)
@@ -188,7 +190,7 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
     start = FusionSetting.of(FusionConfig.from_options(spec.options, n).validate(n))
     for s in settings:
         s.config().validate(n)  # the product's checks of a fusion
-    qids, texts, qrels = _split_questions(dataset, split, with_description)
+    qids, texts, qrels = split_questions(dataset, split, with_description)
     if parts is None:
         parts = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice)
                  for p in part_specs]
@@ -236,9 +238,10 @@ def tune_hybrid(dataset: Dataset, split: str = "train", *, spec: RetrieverSpec |
     if by_setting[start][m.name] > top:
         best_setting = start
     options = {key: value for key, value in spec.options.items() if key not in ("method", "rrf_k", "weights", "alpha")}
-    best_spec = RetrieverSpec("hybrid", {**options, "retrievers": part_specs, **best_setting.options()})
+    best_spec = RetrieverSpec(HYBRID.name, {**options, "retrievers": part_specs, **best_setting.options()})
     command, notes = run_command(best_spec, data, with_description=with_description)
-    return TuneResult(kind="hybrid", measure=m.name, dataset=dataset.name, split=split, questions=len(qids), grid=grid,
+    return TuneResult(kind=HYBRID.name, measure=m.name, dataset=dataset.name, split=split, questions=len(qids),
+                      grid=grid,
                       setting_columns=("method", "rrf_k", "weights", "alpha"), best=_clean(best_setting.row()),
                       best_value=by_setting[best_setting][m.name], start=_clean(start.row()),
                       start_value=by_setting[start][m.name], spec=best_spec, command=command,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,15 +11,13 @@ from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from ..analyzer import DEFAULT_FIELDS, TEXT_ONLY
 from ..dataset import DataError, Dataset
 from ..evaluation import measures
 from ..evaluation.aggregate import evaluate
-from ..retrievers.base import DEFAULT_DEPTH
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts
-from ..retrievers.bm25 import BM25Settings
-from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_NORMALISATION, DEFAULT_RRF_K, FusionConfig
-from ..retrievers.registry import RetrieverSpec, default_weights, hybrid_parts, part_name
+from ..retrievers.kind_flags import fmt
+from ..retrievers.kinds import BM25
+from ..retrievers.registry import RetrieverSpec, kind
 
 DEFAULT_MEASURE = "recall@100"
 
@@ -49,7 +46,7 @@ class TuneTarget(measures.Measure):
         return {c: means[c] for c in self.columns}
 
 
-def _as_measure(measure: str | TuneTarget) -> TuneTarget:
+def as_measure(measure: str | TuneTarget) -> TuneTarget:
     return measure if isinstance(measure, TuneTarget) else TuneTarget.parse(measure)
 
 
@@ -83,7 +80,7 @@ class TuneResult:
     stages: dict[str, float] = field(default_factory=dict)
 
     def settings_text(self, settings: Mapping[str, object]) -> str:
-        return " ".join(f"{k}={_fmt(v)}" for k, v in settings.items())
+        return " ".join(f"{k}={fmt(v)}" for k, v in settings.items())
 
     def summary(self) -> str:
         """A few lines for a terminal: best settings, their figure against the starting one, and
@@ -105,10 +102,10 @@ class TuneResult:
         """The grid as Markdown: for BM25 a k1 × b table of the measure, else one row per setting."""
         head = (f"{self.kind} tuned on {self.dataset}, split {self.split}, {self.questions} questions; "
                 f"{self.measure} (best: {self.settings_text(self.best)} = {self.best_value:.4f})\n\n")
-        if self.kind == "bm25":
+        if self.kind == BM25.name:
             pivot = self.grid.pivot(index="k1", columns="b", values=self.measure)
             cols = list(pivot.columns)
-            out = ["| k1 \\ b | " + " | ".join(_fmt(c) for c in cols) + " |",
+            out = ["| k1 \\ b | " + " | ".join(fmt(c) for c in cols) + " |",
                    "|---:|" + "---:|" * len(cols)]
             for k1, row in pivot.iterrows():
                 cells = []
@@ -117,25 +114,25 @@ class TuneResult:
                     if k1 == self.best["k1"] and c == self.best["b"]:
                         text = f"**{text}**"
                     cells.append(text)
-                out.append(f"| {_fmt(k1)} | " + " | ".join(cells) + " |")
+                out.append(f"| {fmt(k1)} | " + " | ".join(cells) + " |")
             return head + "\n".join(out) + "\n"
         cols = list(self.grid.columns)
         out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         for _, row in self.grid.iterrows():
-            out.append("| " + " | ".join(_fmt(row[c]) if c in self.setting_columns else f"{row[c]:.4f}" for c in cols)
+            out.append("| " + " | ".join(fmt(row[c]) if c in self.setting_columns else f"{row[c]:.4f}" for c in cols)
                        + " |")
         return head + "\n".join(out) + "\n"
 
     def chart(self):
         """An Altair chart of the grid: a k1 × b heatmap (BM25), RRF k × weight heatmaps and an α
         curve (hybrid); the best setting is outlined."""
-        import altair as alt
+        import altair as alt  # imported late: only tune --out draws (altair: 1.3 s to import, -X importtime here)
 
         m = self.measure
         tooltip = [alt.Tooltip(c, type="nominal") for c in self.setting_columns] + [
             alt.Tooltip(c, type="quantitative", format=".4f")
             for c in self.grid.columns if c not in self.setting_columns]
-        if self.kind == "bm25":
+        if self.kind == BM25.name:
             data = self.grid.assign(best=[(r.k1 == self.best["k1"] and r.b == self.best["b"])
                                           for r in self.grid.itertuples()])
             base = alt.Chart(data).encode(x=alt.X("b:O", title="b"),
@@ -198,55 +195,16 @@ class TuneResult:
                 "stages": {k: round(v, 3) for k, v in self.stages.items()}, "notes": self.notes}
 
 
-def _fmt(value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 # ---------------------------------------------------------------------------- the command
 
 def run_command(spec: RetrieverSpec, data: str | None = None, *, split: str = "test", out: str = "run.trec",
                 with_description: bool = DEFAULT_WITH_DESCRIPTION) -> tuple[str | None, list[str]]:
     """``(command line, notes)``: the ``python -m bsard_demo run`` line that builds ``spec`` over
-    ``data`` and writes ``split``'s run to ``out``; ``None`` (and a note) when a setting of
-    ``spec`` has no ``run`` option."""
+    ``data`` and writes ``split``'s run to ``out`` (the flags are its kind's:
+    :meth:`~bsard_demo.retrievers.registry.RetrieverKind.flags_of`); ``None`` (and a note) when a
+    setting of ``spec`` has no ``run`` option."""
     notes: list[str] = []
-    args = ["python", "-m", "bsard_demo", "run", "--retriever", spec.kind]
-    if spec.kind == "bm25":
-        args += _bm25_args(spec.options, notes)
-    elif spec.kind == "dense":
-        args += _dense_args([spec], notes)
-    elif spec.kind == "neighbours":
-        _dense_args([spec], notes)  # its options are not run options
-    else:
-        parts = hybrid_parts(spec)
-        if parts[0].kind != "bm25" or any(p.kind not in ("dense", "neighbours") for p in parts[1:]):
-            notes.append("run's hybrid is BM25 followed by dense encoders and neighbours; this one is "
-                         + " + ".join(p.kind for p in parts))
-        else:
-            args += _bm25_args(parts[0].options, notes) + _dense_args(parts[1:], notes)
-        f = FusionConfig.from_options(spec.options, len(parts))  # absent options at their defaults
-        if f.method != DEFAULT_FUSION:
-            args += ["--fusion", f.method]
-        if f.method == "rrf" and float(f.rrf_k) != DEFAULT_RRF_K:
-            args += ["--rrf-k", _fmt(float(f.rrf_k))]
-        if f.method == "rrf":
-            # a spec without weights means equal weights, but run's default is default_weights
-            effective = f.weights_for(len(parts))
-            encoders = [part_name(p) for p in parts[1:]]
-            if effective != default_weights(encoders):
-                args += ["--weights", ",".join(_fmt(w) for w in effective)]
-        elif f.weights is not None:
-            args += ["--weights", ",".join(_fmt(float(w)) for w in f.weights)]
-        elif f.alpha is not None and float(f.alpha) != DEFAULT_ALPHA:  # a weighted fusion of two parts
-            args += ["--alpha", _fmt(float(f.alpha))]
-        if f.normalisation != DEFAULT_NORMALISATION:
-            notes.append(f"normalisation {f.normalisation!r} is not a run option")
-        if int(f.depth) != DEFAULT_DEPTH:
-            notes.append(f"fusion depth {f.depth} is not a run option")
+    args = ["python", "-m", "bsard_demo", "run", "--retriever", spec.kind, *kind(spec.kind).flags_of(spec, notes)]
     if data is not None:
         args += ["--data", str(data)]
     if split != "test":
@@ -257,41 +215,9 @@ def run_command(spec: RetrieverSpec, data: str | None = None, *, split: str = "t
     return (None if notes else shlex.join(args)), notes
 
 
-def _bm25_args(options: Mapping[str, object], notes: list[str]) -> list[str]:
-    s = BM25Settings(**options)
-    args = []
-    if s.k1 != 1.0:
-        args += ["--k1", _fmt(s.k1)]
-    if s.b != 0.6:
-        args += ["--b", _fmt(s.b)]
-    if s.method != "lucene":
-        args += ["--bm25-method", s.method]
-    if s.fields == TEXT_ONLY:
-        args.append("--no-headers")
-    elif s.fields != DEFAULT_FIELDS:
-        notes.append(f"BM25 fields {'+'.join(s.fields)} are not a run option")
-    if not s.stem:
-        args.append("--no-stem")
-    if not s.stopwords or not s.keep_numbers or s.engine != "bm25s":
-        notes.append("BM25 stop words / numbers / engine settings are not run options")
-    return args
-
-
-def _dense_args(parts: Sequence[RetrieverSpec], notes: list[str]) -> list[str]:
-    encoders = []
-    for p in parts:
-        extra = sorted(set(p.options) - ({"encoder"} if p.kind == "dense" else set()))
-        if extra:
-            notes.append(f"{p.kind} option(s) {', '.join(extra)} are not run options")
-        encoders.append(part_name(p))
-    if encoders == ["use"]:
-        return []
-    return ["--encoder", ",".join(encoders)]
-
-
 # ------------------------------------------------------------------------------ helpers
 
-def _split_questions(dataset: Dataset, split: str, with_description: bool) -> tuple[list[str], list[str], dict]:
+def split_questions(dataset: Dataset, split: str, with_description: bool) -> tuple[list[str], list[str], dict]:
     """Labelled questions of ``split``: ids, searched texts, qrels. Raises DataError if none."""
     if dataset.articles is None or len(dataset.articles) == 0:
         raise DataError(f"{dataset.name}: no article corpus (articles.csv), so nothing to tune on")
@@ -309,7 +235,7 @@ def _split_questions(dataset: Dataset, split: str, with_description: bool) -> tu
 
 
 
-def _pick_best(rows: list[dict], measure: str, distance: Callable[[dict], tuple]) -> dict:
+def pick_best(rows: list[dict], measure: str, distance: Callable[[dict], tuple]) -> dict:
     """The row with the highest ``measure``; ties go to the smallest ``distance``."""
     top = max(r[measure] for r in rows)
     return min((r for r in rows if r[measure] == top), key=distance)

@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
-from bsard_demo.app.state import ALLOW_FOLDERS_ENV
+from bsard_demo.app.data_words import ALLOW_FOLDERS_ENV
 from bsard_demo.evaluation.metrics import compute_metrics
 from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
@@ -37,7 +37,8 @@ def hit_cards(at: AppTest) -> list[str]:
 
 
 def metrics_df(at: AppTest):
-    frames = [d.value for d in at.dataframe if "R@100" in d.value.columns]
+    frames = [d.value for d in at.dataframe
+              if "R@100" in d.value.columns and "Hit@100 (MTEB v1)" not in d.value.columns]  # not the anchors
     assert len(frames) == 1
     return frames[0]
 
@@ -80,7 +81,7 @@ def test_sidebar_shows_the_sample_and_its_fictional_notice_on_every_page():
 
 def test_unreachable_hub_falls_back_to_the_sample_with_the_reason(monkeypatch):
     from bsard_demo import sources
-    from bsard_demo.app import ui
+    from bsard_demo.app import sidebar
 
     def unreachable(spec):
         if spec == "hub":  # the real loader, with the hub unreachable and nothing cached
@@ -89,14 +90,14 @@ def test_unreachable_hub_falls_back_to_the_sample_with_the_reason(monkeypatch):
         return sources.load_dataset(spec)
 
     monkeypatch.delenv("BSARD_DATA")
-    monkeypatch.setattr(ui, "load_uncached", unreachable)
-    ui.failure_memo().forget(("hub",))
+    monkeypatch.setattr(sidebar, "load_uncached", unreachable)
+    sidebar.failure_memo().forget(("hub",))
     at = start()
     banner = " ".join(i.value for i in at.info)
     assert "hub Hugging Face" in banner and "échantillon fictif" in banner
     assert "hub is unreachable and the file is not in the local cache" in banner.replace("\\", "")
     assert any("FICTIFS" in w.value for w in at.main.warning)
-    ui.failure_memo().forget(("hub",))
+    sidebar.failure_memo().forget(("hub",))
 
 
 def small_folder(folder: Path) -> Path:
@@ -152,11 +153,13 @@ def test_the_folder_named_by_bsard_data_is_the_only_one_offered(tmp_path, monkey
     radio = at.sidebar.radio(key="data_choice")
     assert radio.options == SOURCES + ["Dossier local"] and radio.value == "local"
     assert not at.sidebar.text_input  # no path to type
-    assert any(str(folder) in unmd(c.value) for c in at.sidebar.caption)
+    # named, not shown by its path: the server chose it (a public page shows no path of the server)
+    assert any(folder.name in unmd(c.value) for c in at.sidebar.caption)
+    assert not any(str(folder.parent) in unmd(c.value) for c in [*at.sidebar.caption, *at.sidebar.markdown])
     at.session_state["data_spec"] = str(small_folder(tmp_path / "autre"))  # another folder: refused
     at.run()
     side = unmd(" ".join(m.value for m in at.sidebar.markdown))
-    assert f"Dossier local : {folder}**" in side and "autre" not in side  # the default stays
+    assert f"Dossier local : {folder.name}**" in side and "autre" not in side  # the default stays
     at.sidebar.radio(key="data_choice").set_value("sample").run()
     assert "Échantillon fictif" in " ".join(m.value for m in at.sidebar.markdown)
     at.sidebar.radio(key="data_choice").set_value("local").run()
@@ -274,7 +277,7 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
     assert cli["systeme_b.trec.gz"]["missing_questions"] == 2
     assert list(table.columns[:7]) == ["R@100", "R@200", "R@500", "MAP@100", "R-Prec", "nDCG@10", "MRR@100"]
     # charts (4 + the A-vs-B scatter), per-question table, drill-down, comparison and downloads are all there
-    assert len(at.get("vega_lite_chart")) == 5
+    assert len(at.get("vega_lite_chart")) == 7  # + where misses land, per run and for A against B
     assert [h.value for h in at.header] == ["Validation des fichiers", "Mesures", "Graphiques", "Par question",
                                             "Comparaison deux à deux"]
     comparison = [d.value for d in at.dataframe if "run A" in d.value.columns]
@@ -286,7 +289,7 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
 
 
 def test_at_most_ten_files_are_scored_the_others_are_not_read():
-    from bsard_demo.app.score_page import MAX_FILES
+    from bsard_demo.app.score_uploads import MAX_FILES
 
     assert MAX_FILES == 10
     at = start("pages/score.py")
@@ -362,7 +365,8 @@ def test_unreadable_and_oversized_uploads_get_a_clear_message():
 def test_builtin_retriever_scores_like_the_cli(tmp_path):
     """The built-in BM25 run is rendered from the service's Scoreboard of that Run (equal to its
     TREC file and to the CLI's ``run`` file: tests/app/test_search_logic.py)."""
-    from bsard_demo.app.score_page import baseline_specs, builtin_run
+    from bsard_demo.app.score_builtin_runs import builtin_run
+    from bsard_demo.app.score_builtins import baseline_specs
 
     at = start("pages/score.py")
     at.button(key="builtin").click().run()
@@ -379,12 +383,12 @@ def test_builtin_retriever_scores_like_the_cli(tmp_path):
 
 
 def test_unexpected_error_shows_a_short_french_message(monkeypatch, runs):
-    import bsard_demo.app.score_page
+    import bsard_demo.app.score_tables
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(bsard_demo.app.score_page, "ci_frame", broken)
+    monkeypatch.setattr(bsard_demo.app.score_tables, "ci_frame", broken)
     at = start("pages/score.py")
     at.file_uploader(key="runs").upload("systeme_a.trec", runs["a"].read_bytes()).run()
     assert not at.exception
@@ -421,3 +425,11 @@ def test_real_bsard_test_split_adds_the_published_rows(monkeypatch, real_bsard_d
     assert table.loc["BM25 (published)", "R@100"] == 51.33
     assert f"{table.loc['synth.trec', 'R@100']:.2f}" == f"{100 * expected['recall@100']:.2f}"
     assert f"{table.loc['synth.trec', 'MAP@100']:.2f}" == f"{100 * expected['map@100']:.2f}"
+    # the published state of the art beside the run: recall in recall columns, MTEB v1's hit rate apart
+    beside = next(d.value for d in at.dataframe if "Hit@100 (MTEB v1)" in d.value.columns)
+    assert beside.loc["synth.trec", "R@100"] == table.loc["synth.trec", "R@100"]
+    assert beside.loc["BM25", "R@100"] == 51.33 and beside.loc["BM25", "source"] == "publié"
+    e5 = beside.loc["intfloat/multilingual-e5-large"]
+    assert e5["Hit@100 (MTEB v1)"] == 63.06 and e5[["R@100", "R@200", "R@500"]].isna().all()
+    assert beside.loc["QABISAR", ["R@100", "Hit@100 (MTEB v1)"]].isna().all()  # listed, no figure read
+    assert any("mteb#2906" in c.value for c in at.caption)

@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bsard_demo import sources
-from bsard_demo.app import state as app_state, ui
+from bsard_demo.app import data_words, sidebar, state as app_state
 from bsard_demo.sources import DataUnavailable, load_sample
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,11 +43,11 @@ def offline_env(monkeypatch, tmp_path, tmp_path_factory):
     before and after (a hub dataset loaded here must not leak into other tests)."""
     import huggingface_hub.constants
 
-    from bsard_demo.app import search_links
+    from bsard_demo.app import link_policy
 
     # the cache below is shared by this file's tests: embeddings one of them builds must not add the
     # hybrid to a later test's first page (as _app_helpers.set_app_env does for the other app tests)
-    monkeypatch.setattr(search_links, "SHOW_STORED_HYBRID", False)
+    monkeypatch.setattr(link_policy, "SHOW_STORED_HYBRID", False)
     cache = tmp_path_factory.getbasetemp() / "hub-faults-cache"
     cache.mkdir(exist_ok=True)
     monkeypatch.delenv("BSARD_DATA", raising=False)
@@ -57,8 +57,8 @@ def offline_env(monkeypatch, tmp_path, tmp_path_factory):
     monkeypatch.chdir(REPO)
 
     def reset():
-        ui.failure_memo().forget(("hub",))
-        ui._load.clear()
+        sidebar.failure_memo().forget(("hub",))
+        sidebar.clear_loaded()
 
     reset()
     yield
@@ -182,7 +182,8 @@ def test_choosing_the_hub_offline_keeps_the_current_folder(monkeypatch, tmp_path
                       "cache local) : l'application utilise le jeu de données déjà chargé (Dossier local : "
                       f"{tmp_path}).\nRaison : {message}"], banner
     side = " ".join(unmd(m.value) for m in at.sidebar.markdown)
-    assert f"Dossier local : {tmp_path}" in side and "30 articles" in side and "3 questions (test)" in side
+    assert f"Dossier local : {tmp_path.name}" in side and str(tmp_path.parent) not in side
+    assert "30 articles" in side and "3 questions (test)" in side
     assert not any("FICTIFS" in w.value for w in at.warning)
     # the folder is still what the pages use
     at.text_area(key="question").input(QUESTION).run()
@@ -229,9 +230,9 @@ def test_open_data_keeps_the_dataset_the_session_had():
 def test_hub_cause_and_the_message_shown(message, cause, french):
     error = DataUnavailable(message, cause)
     assert str(error) == message and error.advice == "other_source"  # the advice is the CLI's to word
-    found = app_state.hub_cause(error)
+    found = data_words.hub_cause(error)
     assert (found is None) if french is None else (french in found)
-    reason = app_state.fallback_reason("hub", error)
+    reason = data_words.fallback_reason("hub", error)
     assert reason.startswith("Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face"
                              + (f" ({found})" if found else " :"))
-    assert app_state.failure_detail(error) == message
+    assert data_words.failure_detail(error) == message

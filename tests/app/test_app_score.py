@@ -10,8 +10,12 @@ import re
 import pytest
 
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
-from bsard_demo.app.score_page import DD_QID, NDCG_HELP, RANK_PREFIX, SELECTION, BuiltinRun, score_files
-from bsard_demo.app.search_page import NEIGHBOURS_COLUMN
+from bsard_demo.app.score_builtin_runs import BuiltinRun
+from bsard_demo.app.score_compare import SELECTION
+from bsard_demo.app.score_drill import DD_QID, RANK_PREFIX
+from bsard_demo.app.score_tables import NDCG_HELP
+from bsard_demo.app.score_uploads import score_files
+from bsard_demo.retrievers.kinds import NEIGHBOURS_COLUMN
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample
 
@@ -197,3 +201,33 @@ def test_distances_toggle_scores_like_the_similarities():
     assert list(after.loc["dist.trec"].iloc[:6]) == list(after.loc["sim.trec"].iloc[:6])
     problems = " ".join(" ".join(d.value["code"]) for d in at.dataframe if "code" in d.value.columns)
     assert "scores_ascending" not in problems
+
+
+def test_the_pages_downloads_carry_the_stamp_evaluate_writes(tmp_path, monkeypatch, capsys):
+    """Every table the page offers for download is stamped, and its stamp is the one ``evaluate`` writes
+    for the same file (``stamps A B`` would find no difference); under the stamp, the CLI's table."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    from bsard_demo.cli.main import main
+    from bsard_demo.evaluation.stamp import read_stamp, stamp_differences, strip_stamp
+
+    offered = {}
+    real = DeltaGenerator.download_button
+
+    def recording(self, label, data, *args, **kwargs):
+        offered[kwargs.get("file_name")] = data.decode("utf-8") if isinstance(data, bytes) else data
+        return real(self, label, data, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    run = tmp_path / "systeme_a.trec"
+    run.write_text(sample_run_trec(seed=3))
+    at = start("pages/score.py")
+    at.file_uploader(key="runs").upload(run.name, run.read_bytes()).run()
+    assert_clean(at)
+    assert set(offered) == {"mesures_test.csv", "mesures_test.md", "mesures_test.tex", "par_question_test.csv"}
+    assert main(["evaluate", str(run), "--data", "sample", "--format", "csv"]) == 0
+    cli = capsys.readouterr().out
+    for name, text in offered.items():
+        stamp = read_stamp(text)
+        assert stamp is not None and stamp_differences(stamp, read_stamp(cli)) == [], name
+    assert strip_stamp(offered["mesures_test.csv"]) == strip_stamp(cli)

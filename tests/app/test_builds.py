@@ -9,18 +9,20 @@ import json
 import pytest
 
 from bsard_demo.app.builds import (
-    BSARD_ARTICLES,
     SLOW_ENCODERS,
     TRAINED_PREFIX,
-    BuildEta,
-    dense_index_stored,
     encoder_options,
-    eta_seconds,
-    first_build_note,
     offered,
-    slow_parts,
     trained_label,
     unavailable_note,
+)
+from bsard_demo.app.first_builds import (
+    BSARD_ARTICLES,
+    BuildEta,
+    dense_index_stored,
+    eta_seconds,
+    first_build_note,
+    slow_parts,
 )
 from bsard_demo.app.french import duration
 from bsard_demo.app.search_page import column_specs

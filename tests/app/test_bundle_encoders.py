@@ -5,35 +5,28 @@ torch, the one rule for a first visitor's systems and hybrid encoder, links that
 model (round trip, fallback note) and its default weight."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bsard_demo.app import search_links
+from bsard_demo.app import link_policy
 from bsard_demo.app.builds import (
     BUNDLE_PREFIX,
     TRAINED_PREFIX,
+    EncoderOption,
     bundle_label,
     encoder_options,
     offered,
     recorded_figure,
     unavailable_note,
 )
-from bsard_demo.app.score_page import STRUCTURE_LABEL, baseline_specs
-from bsard_demo.app.search_links import (
-    DEFAULT_SYSTEMS,
-    LinkChoices,
-    SearchSettings,
-    default_hybrid_encoder,
-    first_visitor_here,
-    link_params,
-    parse_link,
-    settings_from_state,
-    state_from_settings,
-    weight_key,
-)
+from bsard_demo.app.link_codec import LinkChoices, SearchSettings, link_params, parse_link
+from bsard_demo.app.link_policy import DEFAULT_SYSTEMS, default_hybrid_encoder, first_visitor_here
+from bsard_demo.app.link_widgets import settings_from_state, state_from_settings, weight_key
+from bsard_demo.app.score_builtins import STRUCTURE_LABEL, baseline_specs
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.bundles import BundleModel
 from bsard_demo.retrievers.structure import StructureSettings
+from bsard_demo.sources import load_sample
 from bsard_demo.training import METADATA_FILE, list_trained_models
 
 SHA = "ab" * 32
@@ -125,31 +118,37 @@ def test_recorded_figures_read_leniently():
 def test_the_default_hybrid_is_the_bundled_model_trained_on_this_corpus(monkeypatch):
     keys = ["use", "e5", "bundle:statute-minilm"]
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"]) == "use"  # off by default (docs/effectiveness.md)
-    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", True)
+    monkeypatch.setattr(link_policy, "PREFER_BUNDLED_MODEL", True)
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"]) == "bundle:statute-minilm"
     assert default_hybrid_encoder(keys, []) == "use"
     assert default_hybrid_encoder(keys, ["bundle:not-offered"]) == "use"
     assert default_hybrid_encoder(["e5"], []) == "e5"
-    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", False)
+    monkeypatch.setattr(link_policy, "PREFER_BUNDLED_MODEL", False)
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"]) == "use"
 
 
 def test_a_first_visitor_sees_the_best_system_decided_on_train_that_needs_no_build(monkeypatch):
-    from bsard_demo.app import search_links
+    from bsard_demo.app import link_policy
 
-    keys = ("use", "bundle:a", "neighbours")
-    first = first_visitor_here  # the one rule (retrievers/defaults.py) on the page's menu
-    assert first(keys, rankers=["r"], dense=["bundle:a"], use_stored=True).systems == ("bm25", "ranker")
-    assert first(keys, rankers=["r"], use_stored=False).systems == ("bm25", "hybrid")  # no build
-    got = first(keys, dense=["bundle:a"], use_stored=True)
+    ds = load_sample()
+    adapter = EncoderOption("bundle:a", "a", "a", bundled=True, this_corpus=True, adapter=True)
+    menu = [EncoderOption("use", "use", "use"), adapter, EncoderOption("neighbours", "n", "neighbours")]
+
+    def first(options, rankers=(), stored=()):  # the one rule (retrievers/defaults.py) on the page's menu
+        return first_visitor_here(ds, options, rankers=rankers, stored=set(stored).__contains__)
+
+    assert first(menu, rankers=["r"], stored=["a", "use"]).systems == ("bm25", "ranker")
+    assert first(menu, rankers=["r"]).systems == ("bm25", "hybrid")  # no build
+    got = first(menu, stored=["a", "use"])
     assert (got.systems, got.hybrid_encoders, got.structure) == (("bm25", "hybrid"), ("bundle:a", "neighbours"), True)
-    assert first(keys, dense=["use"], use_stored=True).hybrid_encoders == ("use", "neighbours")
-    assert first(keys, use_stored=False).hybrid_encoders == ("neighbours",)  # neighbours need no encoding
-    assert first(keys[:2], use_stored=False).systems == DEFAULT_SYSTEMS == ("bm25",)  # nothing but BM25 at once
-    assert first(keys[:2], dense=["use"], use_stored=True).hybrid_encoders == ("use",)  # no labelled questions
-    assert first(keys, dense=["bundle:not-offered"], use_stored=True).hybrid_encoders == ("neighbours",)
-    monkeypatch.setattr(search_links, "SHOW_STORED_HYBRID", False)
-    assert first(keys, rankers=["r"], use_stored=True).systems == ("bm25",)
+    assert first(menu, stored=["use"]).hybrid_encoders == ("use", "neighbours")
+    assert first(menu).hybrid_encoders == ("neighbours",)  # neighbours need no encoding
+    assert first(menu[:2]).systems == DEFAULT_SYSTEMS == ("bm25",)  # nothing but BM25 at once
+    assert first(menu[:2], stored=["use"]).hybrid_encoders == ("use",)  # no labelled questions
+    not_offered = replace(menu[1], available=False)
+    assert first([menu[0], not_offered, menu[2]], stored=["a"]).hybrid_encoders == ("neighbours",)
+    monkeypatch.setattr(link_policy, "SHOW_STORED_HYBRID", False)
+    assert first(menu, rankers=["r"], stored=["use"]).systems == ("bm25",)
     choices = LinkChoices(encoders=("use", "bundle:m"), systems=("bm25", "hybrid"), hybrid_encoders=("bundle:m",))
     first = settings_from_state({}, choices)  # the page's state initialisation
     assert first.systems == ("bm25", "hybrid") and first.hybrid_encoders == ("bundle:m",) and first.encoder == "use"
@@ -208,15 +207,15 @@ def test_the_default_hybrid_is_the_bundled_adapter_fitted_on_this_corpus(monkeyp
     keys = ["use", "bundle:statute-minilm", "bundle:use-adapter"]
     # on by default (docs/effectiveness.md, "Query-side adapter"), and before a fine-tuned model
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"], ["bundle:use-adapter"]) == "bundle:use-adapter"
-    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", True)
+    monkeypatch.setattr(link_policy, "PREFER_BUNDLED_MODEL", True)
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"], ["bundle:use-adapter"]) == "bundle:use-adapter"
     assert default_hybrid_encoder(keys, ["bundle:statute-minilm"], ["bundle:not-offered"]) == "bundle:statute-minilm"
-    monkeypatch.setattr(search_links, "PREFER_BUNDLED_ADAPTER", False)
+    monkeypatch.setattr(link_policy, "PREFER_BUNDLED_ADAPTER", False)
     assert default_hybrid_encoder(keys, [], ["bundle:use-adapter"]) == "use"
 
 
 def test_the_default_hybrid_adds_the_neighbours_when_offered():
-    from bsard_demo.app.search_links import default_hybrid_encoders
+    from bsard_demo.app.link_policy import default_hybrid_encoders
 
     keys = ["use", "bundle:use-adapter", "neighbours"]
     assert default_hybrid_encoders(keys, [], ["bundle:use-adapter"]) == ("bundle:use-adapter", "neighbours")

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
 from _tiny_corpus import without_bundle
 from bsard_demo import bundles, cache
-from bsard_demo.app import hosting, hosting_ui, ui
+from bsard_demo.app import hosting, hosting_ui, score_uploads
 from bsard_demo.app.hosting import LARGE_UPLOAD_BYTES, WAIT_NOTICE, UploadSlot, setup_bundle
 from bsard_demo.retrievers import bm25 as bm25_module
 from bsard_demo.retrievers.bm25 import BM25Retriever
@@ -279,7 +279,8 @@ def test_slot_count_setting():
 
 
 def test_constants_match_the_scoreboard_cache():
-    assert (hosting_ui.SCORED_REMEMBERED, hosting_ui.SCORED_TTL_S) == (ui.SCOREBOARD_ENTRIES, ui.SCOREBOARD_TTL_S)
+    assert (hosting_ui.SCORED_REMEMBERED, hosting_ui.SCORED_TTL_S) == \
+        (score_uploads.SCOREBOARD_ENTRIES, score_uploads.SCOREBOARD_TTL_S)
     assert 3 * 2**20 < LARGE_UPLOAD_BYTES < 29 * 10**6
 
 

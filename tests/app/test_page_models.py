@@ -7,9 +7,11 @@ import pandas as pd
 import pytest
 
 from _app_helpers import sample_run_trec
-from bsard_demo.app import score_page
-from bsard_demo.app.score_page import score_files, score_tables, to_csv_bytes
-from bsard_demo.app.search_page import build_columns, column_specs, examples_of
+from bsard_demo.app import score_tables as score_table_module
+from bsard_demo.app.score_tables import score_tables, to_csv_bytes
+from bsard_demo.app.score_uploads import score_files
+from bsard_demo.app.search_examples import examples_of
+from bsard_demo.app.search_page import build_columns, column_specs
 from bsard_demo.dataset import Dataset
 from bsard_demo.evaluation.report import metrics_table, per_question_table
 from bsard_demo.sources import load_sample
@@ -73,13 +75,13 @@ def test_per_question_table_is_computed_once(sample, monkeypatch):
     board = score_files(files, sample, "test")
     questions = sample.questions("test")
     calls = []
-    real = score_page.per_question_table
+    real = score_table_module.per_question_table
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(score_page, "per_question_table", counting)
+    monkeypatch.setattr(score_table_module, "per_question_table", counting)
     tables = score_tables(board, questions)
     assert len(calls) == 1
     expected = per_question_table(board.evaluations, questions)

@@ -9,13 +9,25 @@ import pytest
 
 from _app_helpers import sample_run_trec
 from bsard_demo.app import charts
+from bsard_demo.app.score_builtin_runs import BuiltinRun, builtin_name
+from bsard_demo.app.score_builtins import baseline_specs
+from bsard_demo.app.score_compare import OUTCOMES, SELECTION, ab_view, chart_clicked, chart_key, comparison, picked_qid
 
 # Wrapped by hand (isort skips it): one name a line would repeat test_search_logic.py's imports line for line.
-from bsard_demo.app.score_page import (ABSENT, DD_QID, DD_RUN, OUTCOMES, PQ_FILTER, RANK_PREFIX, SELECTION,  # isort: skip
-                                       BuiltinRun, ab_view, article_text_html, baseline_specs, builtin_name,
-                                       chart_clicked, chart_key, comparison, drill_down, gold_ranks_frame, is_long,
-                                       open_question, picked_qid, problems_frame, score_files, score_tables,
-                                       shown_metrics)
+from bsard_demo.app.score_drill import (
+    ABSENT,
+    DD_QID,
+    DD_RUN,
+    PQ_FILTER,
+    RANK_PREFIX,
+    article_text_html,
+    drill_down,
+    gold_ranks_frame,
+    is_long,
+    open_question,
+)
+from bsard_demo.app.score_tables import score_tables, shown_metrics
+from bsard_demo.app.score_uploads import problems_frame, score_files
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.evaluation.stats import compare_measure
 from bsard_demo.runs import Run

@@ -82,9 +82,9 @@ def columns(at: AppTest) -> list[str]:
 
 
 def test_a_first_visitor_gets_bm25_and_the_bundled_models_hybrid_built_from_nothing(served, monkeypatch):
-    from bsard_demo.app import search_links
+    from bsard_demo.app import link_policy
 
-    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", True)  # the rule when enabled (off by default)
+    monkeypatch.setattr(link_policy, "PREFER_BUNDLED_MODEL", True)  # the rule when enabled (off by default)
     at = app(served)
     assert at.multiselect(key="kinds").value == ["bm25", "hybrid"]
     assert at.multiselect(key="hybrid_encoders").value == [KEY]
@@ -103,9 +103,9 @@ def test_a_first_visitor_gets_bm25_and_the_bundled_models_hybrid_built_from_noth
 
 
 def test_a_link_names_the_bundled_model_and_one_this_server_lacks_falls_back(served, monkeypatch):
-    from bsard_demo.app import search_links
+    from bsard_demo.app import link_policy
 
-    monkeypatch.setattr(search_links, "PREFER_BUNDLED_MODEL", True)  # the fallback is the default hybrid's encoder
+    monkeypatch.setattr(link_policy, "PREFER_BUNDLED_MODEL", True)  # the fallback is the default hybrid's encoder
     at = app(served, {"q": QUESTION, "systems": "dense", "enc": KEY})
     assert columns(at) == [f"Dense ({KEY})"]
     # a model this server does not carry: the default hybrid's encoder (the bundled model) instead
@@ -121,8 +121,9 @@ def test_the_score_page_offers_the_bundled_models_runs(served):
     assert_clean(at)
     options = at.selectbox(key="builtin_system").options
     assert options[-2:] == [f"Dense ({KEY})", HYBRID]  # after the built-in systems (and neighbours when offered)
-    assert any(c.value.replace("\\", "").startswith(f"{NAME} — minilm affiné sur frlaw") for c in at.main.caption)
     at.selectbox(key="builtin_system").select(HYBRID).run()
+    # the chosen system is captioned with the model it runs
+    assert any(c.value.replace("\\", "").startswith(f"{NAME} — minilm affiné sur frlaw") for c in at.main.caption)
     at.button(key="builtin").click().run()
     assert_clean(at)
     names = [str(i) for d in at.dataframe if "R@100" in d.value.columns for i in d.value.index]
@@ -151,9 +152,9 @@ def test_without_a_bundle_the_hybrid_of_use_shows_once_its_embeddings_are_in_the
 
 
 def test_by_default_a_first_visitor_gets_the_zero_shot_hybrid_not_the_bundled_model(served):
-    from bsard_demo.app import search_links
+    from bsard_demo.app import link_policy
 
-    assert search_links.PREFER_BUNDLED_MODEL is False  # decided on frlaw-dev (docs/effectiveness.md)
+    assert link_policy.PREFER_BUNDLED_MODEL is False  # decided on frlaw-dev (docs/effectiveness.md)
     at = app(served)
     assert at.multiselect(key="hybrid_encoders").value == ["use"]
     assert any(o.startswith(NAME) for o in at.selectbox(key="encoder").options)  # still offered

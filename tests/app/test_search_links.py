@@ -1,4 +1,4 @@
-"""Shareable links of the Search page (bsard_demo.app.search_links), without Streamlit: a search
+"""Shareable links of the Search page (bsard_demo.app.link_codec, link_widgets), without Streamlit: a search
 and its URL parameters round-trip, both list forms are read, every invalid value falls back to
 its default with a note, and the page's widget values map to the same search."""
 from __future__ import annotations
@@ -11,9 +11,10 @@ from hypothesis import given, strategies as st
 from bsard_demo.retrievers.registry import hybrid_spec
 
 # Wrapped by hand (isort skips it): one name a line would repeat pages/search.py's imports line for line.
-from bsard_demo.app.search_links import (DEFAULT_K, DEFAULT_RRF_K, MAX_QUESTION_CHARS, LinkChoices, SearchSettings,  # isort: skip
-                                         link_params, link_query, parse_link, same_params, settings_from_state,
-                                         share_url, should_apply, state_from_settings, weight_key)
+from bsard_demo.app.link_codec import (DEFAULT_K, DEFAULT_RRF_K, MAX_QUESTION_CHARS, LinkChoices, SearchSettings,  # isort: skip
+                                       link_params, link_query, parse_link, share_url)
+from bsard_demo.app.link_widgets import (same_params, settings_from_state, should_apply,  # isort: skip
+                                         state_from_settings, weight_key)
 
 CODES = ("Code civil", "Code <script>alert(1)</script>", "Code, virgule & co")
 ENCODERS = ("use", "e5", "minilm", "trained:mon modèle", "trained:a,b")

@@ -14,7 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
-from bsard_demo.app.search_links import LinkChoices, parse_link, same_params
+from bsard_demo.app.link_codec import LinkChoices, parse_link
+from bsard_demo.app.link_widgets import same_params
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_dataset, load_sample
@@ -130,7 +131,8 @@ def _parse(link: str) -> dict:
 
 
 def _choices(ds) -> LinkChoices:
-    from bsard_demo.app.search_page import article_codes, examples_of
+    from bsard_demo.app.search_examples import examples_of
+    from bsard_demo.app.search_page import article_codes
 
     return LinkChoices(codes=article_codes(ds), encoders=("use", "e5", "minilm"), examples=examples_of(ds).texts)
 

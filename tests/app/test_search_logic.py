@@ -13,13 +13,26 @@ from _app_helpers import sample_run_trec
 from bsard_demo.app.render import missed_list
 
 # Wrapped by hand (isort skips it): one name a line would repeat app/ui.py's and test_score_page_model.py's imports.
-from bsard_demo.app.score_page import (builtin_name, builtin_run, builtin_run_text, comparison, curve_frame,  # isort: skip
-                                       display_metrics, drill_down, filter_categories, metrics_frame,
-                                       per_question_frame, problems_frame, score_files)
-from bsard_demo.app.search_page import (NEW, article_codes, column_specs, example_questions, filter_by_code,  # isort: skip
+from bsard_demo.app.score_builtin_runs import builtin_name, builtin_run, builtin_run_text
+from bsard_demo.app.score_compare import comparison
+from bsard_demo.app.score_drill import drill_down
+from bsard_demo.app.score_tables import (
+    curve_frame,
+    display_metrics,
+    filter_categories,
+    metrics_frame,
+    per_question_frame,
+)
+from bsard_demo.app.score_uploads import problems_frame, score_files
+from bsard_demo.app.search_examples import example_questions
+
+from bsard_demo.app.search_page import (NEW, article_codes, column_specs, filter_by_code,  # isort: skip
                                         missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
+from bsard_demo.app.data_words import source_kind
+from bsard_demo.app.progress_words import progress_fraction, progress_text
+
 from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary, display_name,  # isort: skip
-                                  get_retriever, is_built, open_data, progress_fraction, progress_text, source_kind)
+                                  get_retriever, is_built, open_data)
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
 from bsard_demo.evaluation.report import metrics_table, render_table

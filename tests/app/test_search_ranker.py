@@ -126,3 +126,27 @@ def test_the_score_page_runs_the_ranker_as_a_builtin(server):
     names = [str(i) for d in at.dataframe if "R@100" in d.value.columns for i in d.value.index]
     assert f"{label} intégré" in names
 
+
+
+def test_the_score_page_describes_the_ranker_by_its_own_record(server):
+    """The built-in « Classement appris » is captioned with the ranker's record (its name, fingerprint and own
+    dev figure), not with the record of the adapter it uses, and no caption names a folder of this machine."""
+    import json
+
+    from bsard_demo.app.builds import recorded_figure
+    from bsard_demo.app.naming import digests_fingerprint
+
+    ranker, _ = server
+    root = ranker.parent.parent
+    record = json.loads((ranker / "bsard_training.json").read_text(encoding="utf-8"))
+    at = visit()
+    at.switch_page("pages/score.py").run()
+    at.selectbox(key="builtin_system").select("Classement appris (sample-ranker)").run()
+    assert_clean(at)
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    (line,) = [c for c in captions if c.startswith("sample-ranker — classement appris")]
+    assert f"empreinte {digests_fingerprint(record['weights_sha256'])}" in line
+    figure = recorded_figure(record["evaluation"])
+    assert figure and figure in line
+    assert not any("adaptateur" in c for c in captions)
+    assert not any(str(root) in c for c in captions + [m.value for m in at.sidebar.markdown])

@@ -14,7 +14,8 @@ import pytrec_eval
 from scipy import stats
 
 from _app_helpers import CLI_ENV, sample_run_trec
-from bsard_demo.app.score_page import comparison, score_files
+from bsard_demo.app.score_compare import comparison
+from bsard_demo.app.score_uploads import score_files
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation.report import PAIR_FIELDS
 from bsard_demo.evaluation.stamp import strip_stamp

@@ -227,7 +227,7 @@ def test_hybrid_options_make_the_same_spec_as_the_library():
                                                       "to fuse several, use --retriever hybrid --encoder use,e5"),
     (["--retriever", "dense", "--weights", "1,1"], "--weights applies to --retriever hybrid, not dense"),
     (["--retriever", "bm25", "--encoder", "e5", "--rrf-k", "10"],
-     "--encoder and --rrf-k apply to --retriever dense or hybrid"),
+     "--encoder and --rrf-k apply to --retriever hybrid, not bm25"),
     (["--retriever", "hybrid", "--encoder", "use,e5", "--weights", "1,0.5"],
      "2 weight(s) for 3 systems (bm25, use, e5)"),
     (["--retriever", "hybrid", "--weights", "1,x"], "weights must be finite numbers >= 0"),

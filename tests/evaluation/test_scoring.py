@@ -117,7 +117,7 @@ def test_compare_renders_the_scoreboard_with_the_one_settings(sample, files, cap
 
 
 def test_the_pages_caption_is_formatted_from_the_settings():
-    from bsard_demo.app.score_page import permutation_caption, significant_label
+    from bsard_demo.app.score_compare import permutation_caption, significant_label
 
     text = permutation_caption()
     assert ("(10\u202f000 tirages, graine 0, p = (1 + #{|T*| ≥ |T|}) / (1 + 10\u202f000), "

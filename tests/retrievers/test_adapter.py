@@ -308,7 +308,7 @@ def test_an_index_bundle_carries_the_adapter_and_serves_it_with_nothing_built(fi
     """The hosted demo's way: the bundle holds BM25, the base's article embeddings and the adapter's
     two files; a server with an empty cache ranks as the folder does, building nothing."""
     from bsard_demo import bundles, cache
-    from bsard_demo.app.search_links import default_hybrid_weights
+    from bsard_demo.app.link_policy import default_hybrid_weights
     from bsard_demo.bundles import open_bundle
     from bsard_demo.cli.main import main
     from bsard_demo.retrievers import bm25 as bm25_module, encoders
@@ -376,7 +376,7 @@ def test_in_a_hybrid_an_adapter_weighs_as_its_base(fitted):
 def test_the_page_key_of_an_adapter_weighs_as_its_base(fitted, monkeypatch):
     """The Search page's keys (``trained:NAME``) weigh as their folders: its link, its weight inputs and
     its column agree (the load client found a link saying w=1,1,0.5 over a column fused at 1,0.5,0.5)."""
-    from bsard_demo.app.search_links import default_hybrid_weights
+    from bsard_demo.app.link_policy import default_hybrid_weights
 
     monkeypatch.setenv("BSARD_MODELS", str(fitted["root"]))
     assert default_hybrid_weights("rrf", ["trained:sample-use-adapter", "neighbours"]) == (1.0, 0.5, 0.5)

@@ -1,14 +1,11 @@
 """Fusion arithmetic (checked by hand), the hybrid retriever, and the retriever registry."""
 from __future__ import annotations
 
-import sys
-import types
-
 import pandas as pd
 import pytest
 
 from bsard_demo.dataset import DataError, Dataset
-from bsard_demo.retrievers import Hit, Retriever, RetrieverSpec, build_retriever
+from bsard_demo.retrievers import Hit, Retriever, RetrieverSpec, build_retriever, kinds
 from bsard_demo.retrievers.bm25 import BM25Retriever
 from bsard_demo.retrievers.hybrid import HybridRetriever, reciprocal_rank_fusion, weighted_fusion
 
@@ -135,7 +132,8 @@ DATASET = Dataset(name="tiny", kind="local", articles=ARTICLES, splits={"test": 
 
 @pytest.fixture
 def fake_dense(monkeypatch):
-    """Stand-in for bsard_demo.retrievers.dense: records how DenseRetriever.build is called."""
+    """Stand-in for the dense kind's retriever (bsard_demo.retrievers.kinds builds it): records how
+    DenseRetriever.build is called."""
     calls = []
 
     class DenseRetriever:
@@ -148,9 +146,7 @@ def fake_dense(monkeypatch):
                           "notice": notice, **other})
             return Fixed(f"dense {encoder}", H(("4", 0.9), ("2", 0.8), ("1", 0.1), ("3", 0.0)))
 
-    module = types.ModuleType("bsard_demo.retrievers.dense")
-    module.DenseRetriever = DenseRetriever
-    monkeypatch.setitem(sys.modules, "bsard_demo.retrievers.dense", module)
+    monkeypatch.setattr(kinds, "DenseRetriever", DenseRetriever)
     return calls
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bsard_demo.app.score_page import DISTANCES_LABEL, PROBLEM_HINTS as PAGE_HINTS
+from bsard_demo.app.score_uploads import DISTANCES_LABEL, PROBLEM_HINTS as PAGE_HINTS
 from bsard_demo.cli.common import PROBLEM_HINTS as CLI_HINTS
 from bsard_demo.evaluation import evaluate
 from bsard_demo.runs import Run, read_run_bytes

@@ -1,8 +1,9 @@
-"""Shareable links of the Search page (``pages/search.py``): a search as URL parameters
-(:data:`LINK_PARAMS`), and back (:func:`parse_link`, which never raises); and what a first visitor sees
-(:func:`first_visitor_here`, :func:`default_hybrid_encoders`: the rule of :mod:`bsard_demo.retrievers.defaults`).
+"""Shareable links of the Search page (``pages/search.py``): a search as URL parameters (:data:`LINK_PARAMS`),
+and back (:func:`parse_link`, which never raises, each value not valid here replaced by its default with a French
+note). Only the codec: what a link without a setting means is :mod:`.link_policy`'s, the widgets are
+:mod:`.link_widgets`'.
 
-Conventions: docs/design.md, 'bsard_demo/app/search_links.py'.
+Conventions: docs/design.md, 'bsard_demo/app/search_links.py' (the module this one was split from).
 """
 from __future__ import annotations
 
@@ -13,26 +14,9 @@ from typing import Collection, Mapping, Sequence
 
 from ..retrievers import hybrid
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, FUSION_METHODS, FusionConfig, FusionError
-from ..retrievers.registry import default_weights
-from .search_page import KIND_LABELS
+from ..retrievers.registry import kind_settings, link_params_of, menu_kinds
+from .link_policy import DEFAULT_SYSTEMS, default_hybrid_weights
 
-DEFAULT_SYSTEMS = ("bm25",)
-#: Whether the default hybrid fuses BM25 with the index bundle's fine-tuned model trained on this
-#: corpus (when the bundle carries one) rather than with ``use``. Off: with the fine-tuning recipe
-#: of the time, BM25 + the trained MiniLM gave 70.83 R@100 against 72.20 for BM25 + use on
-#: frlaw-dev's test sub-corpus (docs/effectiveness.md, "Defaults decided from these figures"); a
-#: bundle's model may have been trained with any recipe, so it is offered and labelled, not chosen
-#: for the visitor (a query adapter is: :data:`PREFER_BUNDLED_ADAPTER`).
-PREFER_BUNDLED_MODEL = False
-#: Whether the default hybrid fuses BM25 with a query adapter fitted on this corpus (the index
-#: bundle's, else one of ``$BSARD_MODELS``: :func:`bsard_demo.app.builds.builtin_models`) rather
-#: than with ``use``. On: on frlaw-dev's train split (5-fold
-#: cross-validation), BM25 + the use adapter gave 59.27 R@100 and 22.29 MAP@100 against 55.01 and
-#: 18.81 for BM25 + use (docs/effectiveness.md, "Query-side adapter").
-PREFER_BUNDLED_ADAPTER = True
-#: Whether a first visitor sees more than BM25: the system of the one rule (:func:`first_visitor_here`), which
-#: never needs a build. Off, BM25 alone (the app tests that share one cache turn it off).
-SHOW_STORED_HYBRID = True
 DEFAULT_K, MAX_K = 10, 100
 MAX_QUESTION_CHARS = 2000
 #: The fusions a link may hold (:data:`bsard_demo.retrievers.hybrid.FUSION_METHODS`).
@@ -81,6 +65,12 @@ class SearchSettings:
     weights: tuple[float, ...] | None = None
     example: str | None = None
     structure: bool = False
+    #: A registered kind's own settings (:class:`~bsard_demo.retrievers.registry.Setting`), by link parameter.
+    options: tuple[tuple[str, str], ...] = ()
+
+    def reads(self, param: str) -> bool:
+        """Whether a system of this search reads the link parameter ``param`` (its kind's)."""
+        return param in link_params_of(self.systems)
 
     @property
     def uses_alpha(self) -> bool:
@@ -96,10 +86,11 @@ class SearchSettings:
         """The same search with the settings its systems do not use reset to their defaults
         (``default_hybrid``: the hybrid's encoders, default ``(default_encoder,)``; and no example
         without a question: a link's example fills an absent question)."""
-        s, hybrid = self, "hybrid" in self.systems
+        s, hybrid = self, self.reads("henc")
         if not s.question.strip():
             s = replace(s, example=None)
-        if "dense" not in s.systems:
+        s = replace(s, options=tuple(sorted((p, v) for p, v in s.options if s.reads(p))))
+        if not s.reads("enc"):
             s = replace(s, encoder=default_encoder)
         if not hybrid:
             return replace(s, hybrid_encoders=tuple(default_hybrid or (default_encoder,)), fusion=DEFAULT_FUSION,
@@ -129,8 +120,9 @@ class LinkChoices:
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The systems a link may hold here: the menu's kinds, and ``ranker`` when one is offered."""
-        return (*KIND_LABELS, *(("ranker",) if self.ranker else ()))
+        """The systems a link may hold here: the menu's kinds, and those offered with a model (the learned
+        ranker) when one is offered (:attr:`ranker`)."""
+        return tuple(menu_kinds(with_model=self.ranker is not None))
 
     @property
     def default_encoder(self) -> str:
@@ -141,86 +133,6 @@ class LinkChoices:
         """The hybrid's encoders by default: :attr:`hybrid_encoders` offered here, else the default encoder."""
         chosen = tuple(e for e in self.hybrid_encoders if e in self.encoders)
         return chosen or (self.default_encoder,)
-
-
-def default_hybrid_encoder(encoders: Sequence[str], bundled: Sequence[str] = (), adapters: Sequence[str] = ()) -> str:
-    """The encoder of a first visitor's hybrid: the first of ``adapters`` (the keys of the query
-    adapters fitted on the active corpus and offered here, the index bundle's first) when
-    :data:`PREFER_BUNDLED_ADAPTER`, else the first of ``bundled`` (its models trained on the active
-    corpus) when :data:`PREFER_BUNDLED_MODEL`, else ``use`` when offered, else the first encoder
-    offered."""
-    if PREFER_BUNDLED_ADAPTER:
-        for key in adapters:
-            if key in encoders:
-                return key
-    if PREFER_BUNDLED_MODEL:
-        for key in bundled:
-            if key in encoders:
-                return key
-    if "use" in encoders or not encoders:
-        return "use"
-    return encoders[0]
-
-
-def default_hybrid_encoders(encoders: Sequence[str], bundled: Sequence[str] = (),
-                            adapters: Sequence[str] = ()) -> tuple[str, ...]:
-    """The hybrid's parts after BM25 when a visitor picks it: :func:`default_hybrid_encoder`, and
-    the neighbours part with it when offered (decided on frlaw-dev train, leave-one-out: BM25 +
-    adapter + neighbours 62.19 R@100 against 59.27 without, BM25 + use + neighbours 60.06 against
-    55.01; docs/effectiveness.md, "Query-side adapter", "Label transfer from training questions")."""
-    from ..retrievers.neighbours import NEIGHBOURS
-
-    first = default_hybrid_encoder(encoders, bundled, adapters)
-    return (first, NEIGHBOURS) if NEIGHBOURS in encoders else (first,)
-
-
-def default_structure() -> bool:
-    """Whether the hybrid re-scores with the code's structure by default: yes (decided on frlaw-dev
-    train for every base: +4.2 to +5.8 R@100; docs/effectiveness.md, "Structure-aware re-scoring"),
-    unless :data:`SHOW_STORED_HYBRID` is off (the first visitor's defaults of the app tests)."""
-    return SHOW_STORED_HYBRID
-
-
-def first_visitor_here(encoders: Sequence[str], *, dense: Sequence[str] = (), rankers: Sequence[str] = (),
-                       use_stored: bool = False):
-    """What a first visitor sees (and a link without ``systems``):
-    :func:`bsard_demo.retrievers.defaults.first_visitor` of the page's menu (``encoders``: its
-    keys; ``dense``: the hybrid's preferred encoder, :func:`default_hybrid_encoder`, when its
-    embeddings are stored; ``rankers``: the rankers fitted on this corpus; ``use_stored``:
-    ``use``'s embeddings are stored), so ``run --retriever default`` ranks as its best column;
-    BM25 alone when :data:`SHOW_STORED_HYBRID` is off."""
-    from ..retrievers.defaults import FirstVisitor, first_visitor
-    from ..retrievers.neighbours import NEIGHBOURS
-
-    if not SHOW_STORED_HYBRID:
-        return FirstVisitor(DEFAULT_SYSTEMS)
-    return first_visitor(rankers=rankers, dense=[e for e in dense if e in encoders and e != NEIGHBOURS],
-                         use_stored=use_stored and "use" in encoders, neighbours=NEIGHBOURS in encoders)
-
-
-def default_hybrid_weights(fusion: str, hybrid_encoders: Sequence[str]) -> tuple[float, ...]:
-    """A hybrid's weights when none are given, BM25 first: the CLI's (``run --retriever
-    hybrid``), :func:`~bsard_demo.retrievers.registry.default_weights` (RRF: BM25 1, a built-in
-    zero-shot encoder 0.5, a query adapter its base's 0.5, a trained model 1; weighted: all 1),
-    read for what each page key stands for (:func:`weight_target`), as the columns are built."""
-    return tuple(default_weights([weight_target(e) for e in hybrid_encoders], fusion))
-
-
-def weight_target(key: str) -> str:
-    """What :func:`~bsard_demo.retrievers.registry.default_weights` is given for the page's encoder
-    ``key``: a bundled model (``bundle:NAME``) by its name, as ``--encoder NAME``; a trained one
-    (``trained:NAME``) by its folder in ``$BSARD_MODELS``; any other key as it is. (Given the key
-    itself, an adapter read as "a trained model, 1": the link and the weight inputs said 1 while
-    the column fused it at 0.5.)"""
-    from .builds import BUNDLE_PREFIX, TRAINED_PREFIX
-
-    if key.startswith(BUNDLE_PREFIX):
-        return key[len(BUNDLE_PREFIX):]
-    if key.startswith(TRAINED_PREFIX):
-        from ..training import models_folder
-
-        return str(models_folder() / key[len(TRAINED_PREFIX):])
-    return key
 
 
 def _number_text(x: float) -> str:
@@ -237,9 +149,9 @@ def link_params(settings: SearchSettings, default_encoder: str = "use") -> dict[
     out["k"] = str(s.k)
     if s.code:
         out["code"] = s.code
-    if "dense" in s.systems:
+    if s.reads("enc"):
         out["enc"] = s.encoder
-    if "hybrid" in s.systems:
+    if s.reads("henc"):
         out["henc"] = list(s.hybrid_encoders)
         out["struct"] = "1" if s.structure else "0"
         out["fusion"] = s.fusion
@@ -249,6 +161,7 @@ def link_params(settings: SearchSettings, default_encoder: str = "use") -> dict[
             out["alpha"] = _number_text(s.alpha)
         elif s.weights is not None:
             out["w"] = [_number_text(w) for w in s.weights]
+    out.update(s.options)
     if s.example:
         out["ex"] = s.example
     return out
@@ -324,10 +237,25 @@ class _LinkReader:
         return good or default
 
     def unknown_names(self) -> None:
-        unknown = [n for n in self.params if n not in LINK_PARAMS and n not in _STREAMLIT_PARAMS]
+        unknown = [n for n in self.params
+                   if n not in LINK_PARAMS and n not in _STREAMLIT_PARAMS and n not in kind_settings()]
         if unknown:
             self.notes.append("Paramètre(s) inconnu(s) ignoré(s) : " + ", ".join(f"« {_shown(n)} »" for n in unknown)
                               + ".")
+
+    def options(self) -> tuple[tuple[str, str], ...]:
+        """The registered kinds' settings the link holds (:func:`~bsard_demo.retrievers.registry.kind_settings`)."""
+        out = []
+        for param, setting in kind_settings().items():
+            value = self.single(param)
+            if value is None:
+                continue
+            if value not in setting.choices:
+                self.notes.append(f"{param}=« {_shown(value)} » inconnu (choix : {', '.join(setting.choices)}) : "
+                                  f"{setting.default} est pris.")
+                value = setting.default
+            out.append((param, value))
+        return tuple(sorted(out))
 
     def question_and_example(self, examples: Mapping[str, str]) -> tuple[str, str | None]:
         question = self.single("q") or ""
@@ -413,91 +341,5 @@ def parse_link(params: Mapping[str, str | Sequence[str]], choices: LinkChoices) 
     structure = read.flag("struct", choices.structure)
     settings = SearchSettings(question=question, systems=systems, k=k, code=code, encoder=encoder[0],
                               hybrid_encoders=hybrid_encoders, fusion=fusion, rrf_k=rrf_k, alpha=float(alpha),
-                              weights=weights, example=example, structure=structure)
+                              weights=weights, example=example, structure=structure, options=read.options())
     return settings, read.notes
-
-
-def query_params_dict(query_params) -> dict[str, list[str]]:
-    """``{name: [values]}`` of a Streamlit ``st.query_params`` (or any mapping with ``get_all``)."""
-    return {name: list(query_params.get_all(name)) for name in query_params}
-
-
-def same_params(a: Mapping[str, str | Sequence[str]], b: Mapping[str, str | Sequence[str]]) -> bool:
-    """Whether two parameter mappings hold the same values (a lone value equals a list of it)."""
-    def norm(m):
-        return {k: [v] if isinstance(v, str) else list(v) for k, v in m.items()}
-    return norm(a) == norm(b)
-
-
-# --------------------------------------------------------------------------- the page's widgets
-
-#: Session-state keys of the Search page's widgets, by setting.
-WIDGET_KEYS = {"question": "question", "systems": "kinds", "k": "top_k", "code": "code", "encoder": "encoder",
-               "hybrid_encoders": "hybrid_encoders", "fusion": "fusion", "rrf_k": "rrf_k", "alpha": "alpha",
-               "example": "example_qid", "structure": "hybrid_structure"}
-
-
-def weight_key(system: str) -> str:
-    """Session-state key of a hybrid system's weight (``"bm25"`` or an encoder key)."""
-    return f"weight:{system}"
-
-
-def hybrid_systems(settings: SearchSettings) -> list[str]:
-    """The hybrid's systems in weight order: BM25, then its encoders."""
-    return ["bm25", *settings.hybrid_encoders]
-
-
-def state_from_settings(settings: SearchSettings, encoders: Sequence[str] = ()) -> dict[str, object]:
-    """The widget values showing ``settings``. Every weight is set (its default for the fusion
-    of ``settings`` unless ``settings`` has one for it), those of the other ``encoders`` too, so
-    no earlier weight survives a link."""
-    s = settings
-    state: dict[str, object] = {WIDGET_KEYS["question"]: s.question, WIDGET_KEYS["systems"]: list(s.systems),
-                                WIDGET_KEYS["k"]: s.k, WIDGET_KEYS["code"]: s.code, WIDGET_KEYS["encoder"]: s.encoder,
-                                WIDGET_KEYS["hybrid_encoders"]: list(s.hybrid_encoders),
-                                WIDGET_KEYS["fusion"]: s.fusion,
-                                WIDGET_KEYS["rrf_k"]: s.rrf_k, WIDGET_KEYS["alpha"]: s.alpha,
-                                WIDGET_KEYS["example"]: s.example, WIDGET_KEYS["structure"]: s.structure}
-    for system in dict.fromkeys(["bm25", *encoders, *s.hybrid_encoders]):
-        state[weight_key(system)] = 1.0 if system == "bm25" else default_hybrid_weights(s.fusion, [system])[1]
-    if s.weights is not None:
-        for system, w in zip(hybrid_systems(s), s.weights):
-            state[weight_key(system)] = float(w)
-    return state
-
-
-def settings_from_state(state: Mapping[str, object], choices: LinkChoices) -> SearchSettings:
-    """The search the widgets show, every value checked against ``choices`` (a value no longer
-    valid, e.g. a code of another dataset, becomes its default; no hybrid encoder: the default
-    one). ``weights`` is ``None`` when they are the defaults (:func:`default_hybrid_weights`)."""
-    def get(name, default):
-        value = state.get(WIDGET_KEYS[name])
-        return default if value is None else value
-
-    offered = list(choices.encoders)
-    default = choices.default_encoder
-    systems = tuple(k for k in dict.fromkeys(get("systems", list(choices.systems))) if k in choices.kinds)
-    code = get("code", None)
-    encoder = get("encoder", default)
-    hybrid = (tuple(e for e in dict.fromkeys(get("hybrid_encoders", list(choices.default_hybrid))) if e in offered)
-              or choices.default_hybrid)
-    example = get("example", None)
-    s = SearchSettings(
-        question=str(get("question", "")), systems=systems, k=int(get("k", DEFAULT_K)),
-        code=code if code in choices.codes else None, encoder=encoder if encoder in offered else default,
-        hybrid_encoders=hybrid,
-        fusion=get("fusion", DEFAULT_FUSION) if get("fusion", DEFAULT_FUSION) in FUSIONS else DEFAULT_FUSION,
-        rrf_k=int(get("rrf_k", DEFAULT_RRF_K)), alpha=float(get("alpha", DEFAULT_ALPHA)),
-        example=example if example in choices.examples else None, structure=bool(get("structure", choices.structure)))
-    if s.uses_alpha:
-        return s
-    defaults = default_hybrid_weights(s.fusion, s.hybrid_encoders)
-    weights = tuple(float(state.get(weight_key(system), default) or 0.0)
-                    for system, default in zip(hybrid_systems(s), defaults))
-    return replace(s, weights=None if weights == defaults else weights)
-
-
-def should_apply(current: Mapping[str, str | Sequence[str]], written: Mapping[str, str | Sequence[str]] | None) -> bool:
-    """Whether the page must take its settings from the URL: it holds a search (not empty: a
-    visit from the other page comes back without one) that this session did not write itself."""
-    return bool(current) and (written is None or not same_params(current, written))

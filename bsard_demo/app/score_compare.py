@@ -1,0 +1,118 @@
+"""The Score page's comparisons: run A against run B question by question (the scatter, its click
+that opens a question's drill-down) and the pairwise significance table, with the function and
+settings of ``python -m bsard_demo compare`` (:data:`bsard_demo.evaluation.stats.STATS`), so the
+page's numbers are the CLI's.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Mapping, MutableMapping
+
+import pandas as pd
+
+from ..evaluation.scoring import Scoreboard
+from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, compare_measure, win_tie_loss
+from . import french
+from .score_drill import open_question
+
+
+def comparison(board: Scoreboard, metric: str, *, settings: StatsSettings = STATS):
+    """:func:`bsard_demo.evaluation.stats.compare_measure` of the usable runs on ``metric``: the function
+    and settings (:data:`bsard_demo.evaluation.stats.STATS`) of ``python -m bsard_demo compare``, so the
+    page's numbers are the CLI's."""
+    return compare_measure({n: ev.per_question for n, ev in board.evaluations.items()}, metric,
+                           n_resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha)
+
+
+def significant_label(settings: StatsSettings = STATS) -> str:
+    """The comparison table's header of ``significant``: ``significatif (α = 0,05)``."""
+    return f"significatif (α = {french.decimal(settings.alpha)})"
+
+
+def permutation_caption(settings: StatsSettings = STATS) -> str:
+    """The French caption under the comparison table, stating ``settings`` (resamples, seed, alpha)."""
+    n = french.integer(settings.resamples)
+    return (f"Test de permutation apparié ({n} tirages, graine {settings.seed}, p = (1 + #{{|T*| ≥ |T|}}) / (1 + {n}), "
+            f"exact quand 2^m ≤ {n}) et test t apparié (scipy), p-valeurs corrigées par Holm sur toutes les paires ; "
+            f"« significatif » : p permutation (Holm) < {french.decimal(settings.alpha)}. « A gagne / égalités / A "
+            "perd » : nombre de questions où A fait mieux, pareil ou moins bien que B. Les mêmes nombres que "
+            "`python -m bsard_demo compare`.")
+
+
+#: Outcome of a question in the A-vs-B view (wins, ties, losses of A, as
+#: :func:`bsard_demo.evaluation.stats.win_tie_loss`).
+OUTCOMES = ("A meilleur", "égalité", "B meilleur")
+#: The A-vs-B chart's point selection (its name in the Vega-Lite spec and in the selection state).
+SELECTION = "question"
+
+
+@dataclass(frozen=True)
+class ABView:
+    """Run A against run B on one measure, question by question: ``points`` has one row per
+    question (``qid, category, question, run_a, run_b, a, b, outcome``, split order), ``wins`` /
+    ``ties`` / ``losses`` are those of :func:`bsard_demo.evaluation.stats.win_tie_loss` (A above, equal to,
+    below B), the comparison table's counts."""
+
+    a: str
+    b: str
+    metric: str
+    points: pd.DataFrame
+    wins: int
+    ties: int
+    losses: int
+
+
+def ab_view(board: Scoreboard, per_question_text: pd.DataFrame, a: str, b: str, metric: str) -> ABView:
+    """The A-vs-B view of runs ``a`` and ``b`` (two different usable runs) on ``metric``; the counts
+    are :func:`bsard_demo.evaluation.stats.win_tie_loss` of their per-question values, as in :func:`comparison`."""
+    if a == b:
+        raise ValueError("choose two different runs for A and B")
+    evs = board.evaluations
+    values_a = evs[a].per_question[metric]
+    wins, ties, losses = win_tie_loss(values_a.to_numpy(dtype=float),
+                                      evs[b].per_question[metric].reindex(values_a.index).to_numpy(dtype=float))
+    cols = ["qid", "category", "question"]
+    left = per_question_text[per_question_text["run"] == a][[c for c in cols if c in per_question_text] + [metric]]
+    right = per_question_text[per_question_text["run"] == b][["qid", metric]]
+    points = left.rename(columns={metric: "a"}).merge(right.rename(columns={metric: "b"}), on="qid", how="left")
+    for c in ("category", "question"):
+        if c not in points:
+            points[c] = ""
+    d = points["a"] - points["b"]
+    points["outcome"] = [OUTCOMES[0] if x > TIE_TOL else OUTCOMES[2] if x < -TIE_TOL else OUTCOMES[1] for x in d]
+    points.insert(3, "run_a", a)
+    points.insert(4, "run_b", b)
+    points = points[["qid", "category", "question", "run_a", "run_b", "a", "b", "outcome"]].reset_index(drop=True)
+    return ABView(a, b, metric, points, wins, ties, losses)
+
+
+def picked_qid(state, name: str = SELECTION) -> str | None:
+    """The question id clicked in the A-vs-B chart: ``state`` is its selection state
+    (``{"selection": {name: [{"qid": …}, …]}}``, empty when nothing is selected)."""
+    try:
+        points = state["selection"][name]
+    except (KeyError, TypeError):
+        return None
+    if not isinstance(points, (list, tuple)):  # {} before any click
+        return None
+    for p in points:
+        if isinstance(p, Mapping) and p.get("qid") is not None:
+            return str(p["qid"])
+    return None
+
+
+def chart_key(view: ABView, current: str | None) -> str:
+    """The A-vs-B chart's widget key: a new one whenever the runs, the measure or the question the
+    drill-down shows change, so the chart's old selection is cleared and any click counts."""
+    return "ab_chart_" + hashlib.sha256(repr((view.a, view.b, view.metric, current)).encode()).hexdigest()[:12]
+
+
+def chart_clicked(session: MutableMapping, chart_key: str, view: ABView) -> None:
+    """The A-vs-B chart's ``on_select`` callback: open the clicked question's drill-down (run A)."""
+    qid = picked_qid(session.get(chart_key))
+    if qid is None:
+        return
+    cats = dict(zip(view.points["qid"], view.points["category"]))
+    if qid in cats:
+        open_question(session, qid, run=view.a, category=cats[qid])

@@ -1,0 +1,125 @@
+"""The Score page's drill-down: one question seen through one run (its gold articles with their rank
+in every run, the run's first articles, the articles' text), and the session keys of its widgets,
+which the A-vs-B chart sets (:func:`open_question`).
+
+An article's text is shown up to :data:`ARTICLE_PREVIEW` characters, the rest behind an expander.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, MutableMapping
+
+import pandas as pd
+
+from ..dataset import Dataset
+from ..evaluation import gold_ranks
+from ..runs import Run
+from .highlight import highlight_html
+
+#: Session keys of the drill-down widgets (a click on the A-vs-B chart sets them).
+DD_QID, DD_RUN, PQ_FILTER = "dd_qid", "dd_run", "pq_categories"
+
+
+def open_question(session: MutableMapping, qid: str, *, run: str | None = None, category: str | None = None) -> None:
+    """Show question ``qid`` (as seen by ``run``) in the drill-down: set its widgets' state, and
+    clear the category filter when it hides that question's ``category``."""
+    chosen = session.get(PQ_FILTER) or []
+    if chosen and category not in chosen:
+        session[PQ_FILTER] = []
+    session[DD_QID] = qid
+    if run is not None:
+        session[DD_RUN] = run
+
+
+@dataclass(frozen=True)
+class GoldRow:
+    article_id: str
+    reference: str
+    rank: int | None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class TopRow:
+    rank: int
+    article_id: str
+    score: float | None
+    reference: str
+    gold: bool
+
+
+@dataclass(frozen=True)
+class DrillDown:
+    """One question seen through one run."""
+
+    qid: str
+    question: str
+    category: str
+    gold: list[GoldRow]
+    top: list[TopRow]
+    in_run: bool
+
+
+def drill_down(dataset: Dataset, split: str, qid: str, run: Run, top: int = 20) -> DrillDown:
+    """The question, its gold articles with their rank in ``run`` (``None`` when absent) and the
+    run's ``top`` first articles; references come from the corpus when it is loaded ("" else)."""
+    q = dataset.questions(split)
+    row = q[q["id"] == qid]
+    if row.empty:
+        raise KeyError(f"no question {qid!r} in split {split!r}")
+    row = row.iloc[0]
+    gold_ids = list(row["article_ids"])
+    ranking = run.get(qid, ())
+    ranks = gold_ranks(gold_ids, ranking)
+    gold_set = set(gold_ids)
+    return DrillDown(
+        qid=qid, question=str(row["question"]), category=str(row["category"]),
+        gold=[GoldRow(a, article_reference(dataset, a), ranks[a], _text(dataset, a)) for a in gold_ids],
+        top=[TopRow(i, doc, score if score == score else None, article_reference(dataset, doc), doc in gold_set)
+             for i, (doc, score) in enumerate(run.scored(qid)[:top], 1)],
+        in_run=qid in run,
+    )
+
+
+def article_reference(dataset: Dataset, article_id: str) -> str:
+    """An article's reference in the corpus ("" when it is not there or the corpus is not loaded)."""
+    art = dataset.article(article_id)
+    return "" if art is None else str(art.get("reference", "") or "")
+
+
+def _text(dataset: Dataset, article_id: str) -> str:
+    art = dataset.article(article_id)
+    return "" if art is None else str(art.get("article", "") or "")
+
+
+#: Column of :func:`gold_ranks_frame` holding a run's ranks; "—" marks an article absent from the run.
+RANK_PREFIX, ABSENT = "rang · ", "—"
+
+
+def gold_ranks_frame(dd: DrillDown, runs: Mapping[str, Run]) -> pd.DataFrame:
+    """The gold articles of a drill-down with their rank in every run: columns ``article``,
+    ``référence``, then ``rang · <run>`` per run (in order; ``—`` when the article is not in that
+    run's ranking, whatever its depth)."""
+    rows = []
+    ranked = {name: gold_ranks([g.article_id for g in dd.gold], run.get(dd.qid, ())) for name, run in runs.items()}
+    for g in dd.gold:
+        row = {"article": g.article_id, "référence": g.reference}
+        for name, ranks in ranked.items():
+            row[RANK_PREFIX + name] = ABSENT if ranks[g.article_id] is None else str(ranks[g.article_id])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["article", "référence"] + [RANK_PREFIX + n for n in runs])
+
+
+#: Characters of an article shown before "…" (the whole text is behind an expander).
+ARTICLE_PREVIEW = 500
+
+
+def article_text_html(text: str, terms=(), *, max_chars: int | None = ARTICLE_PREVIEW) -> str:
+    """An article's text as an escaped HTML fragment (``<div class="bsard-text">``, the
+    question's terms in ``<mark>``), cut after about ``max_chars`` characters (None: whole)."""
+    return f'<div class="bsard-text">{highlight_html(text, terms, max_chars=max_chars)}</div>'
+
+
+def is_long(text: str, max_chars: int = ARTICLE_PREVIEW) -> bool:
+    """Whether :func:`article_text_html` shortens ``text``."""
+    return len(text or "") > max_chars

