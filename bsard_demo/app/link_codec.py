@@ -3,7 +3,7 @@ and back (:func:`parse_link`, which never raises, each value not valid here repl
 note). Only the codec: what a link without a setting means is :mod:`.link_policy`'s, the widgets are
 :mod:`.link_widgets`'.
 
-Conventions: docs/design.md, 'bsard_demo/app/search_links.py' (the module this one was split from).
+Conventions: docs/design.md, 'bsard_demo/app/link_codec.py'.
 """
 from __future__ import annotations
 
