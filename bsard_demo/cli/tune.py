@@ -66,8 +66,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return fail("tune", f"a {args.retriever} retriever has no settings to grid-search; tune --retriever {tunable} "
                             "(fine-tune an encoder with the train command)")
     if getattr(args, "structure", None):
-        return fail("tune", "--structure is not searched by tune (its settings are decided by "
-                            "bench/structure_cv.py); tune the fusion without it")
+        return fail("tune", "--structure is not searched by tune (its settings were decided on frlaw-dev train: "
+                            "docs/effectiveness.md, 'Structure re-scoring'); tune the fusion without it")
     try:
         TuneTarget.parse(args.measure)
         spec = spec_from_args(args)
