@@ -261,6 +261,7 @@ def test_an_unknown_path_runs_the_default_page_without_streamlits_modal(monkeypa
         pages_manager = Manager()
 
     monkeypatch.setattr(runner, "get_script_run_ctx", lambda: Ctx)
+    monkeypatch.setattr(ui, "get_script_run_ctx", lambda: Ctx)  # ui imports the name at its top
     manager = Ctx.pages_manager
     known = ["", "search", "score"]
     for page_hash, name, expected in (("", "nulle-part", "nulle-part"), ("", "search", None), ("", "", None),
