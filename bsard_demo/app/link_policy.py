@@ -65,7 +65,7 @@ def default_hybrid_encoders(encoders: Sequence[str], bundled: Sequence[str] = ()
 
 def default_structure() -> bool:
     """Whether the hybrid re-scores with the code's structure by default: yes (decided on frlaw-dev
-    train for every base: +4.2 to +5.8 R@100; docs/effectiveness.md, "Structure-aware re-scoring"),
+    train for every base: +4.2 to +5.8 R@100; docs/effectiveness.md, "Structure re-scoring (`run --structure`)"),
     unless :data:`SHOW_STORED_HYBRID` is off (the first visitor's defaults of the app tests)."""
     return SHOW_STORED_HYBRID
 
