@@ -24,6 +24,14 @@ def real_bsard(real_bsard_dir):
     return load_dataset(real_bsard_dir, need_corpus=False)
 
 
+@pytest.fixture(scope="module")
+def sample():
+    """The bundled fictional sample dataset, once per test module (a file may define its own)."""
+    from bsard_demo.sources import load_sample
+
+    return load_sample()
+
+
 # Property tests: in CI, a fixed sequence of examples (a new random example must not turn CI red
 # on its own; failures found locally are replayed from the example database) and no database
 # written into the checkout.

@@ -19,16 +19,17 @@ from .common import fail, one_line
 MAX_BYTES = 64 * 1024 * 1024
 #: The exit code of stamps that differ (1 is the CLI's "a bug", 2 unusable input).
 DIFFERENT = 3
+#: ``stamps --help``'s description.
+DESCRIPTION = ("Read the reproducibility stamp of two result files (evaluate/compare output in JSON, CSV, Markdown or "
+               "LaTeX, or a Score page download) and say what differs: dataset, its revision and file hashes, split, "
+               "k values, measures, bsard-demo version, and runs of the same name made from other files. Exit 0: "
+               f"same provenance; {DIFFERENT}: they differ; 2: a file has no stamp.")
 
 
 def add_stamps_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``stamps``: compare the reproducibility stamps of two result files."""
-    p = subparsers.add_parser(
-        "stamps", help="say what differs between the reproducibility stamps of two result files",
-        description="Read the reproducibility stamp of two result files (evaluate/compare output in JSON, CSV, "
-                    "Markdown or LaTeX, or a Score page download) and say what differs: dataset, its revision and "
-                    "file hashes, split, k values, measures, bsard-demo version, and runs of the same name made "
-                    f"from other files. Exit 0: same provenance; {DIFFERENT}: they differ; 2: a file has no stamp.")
+    p = subparsers.add_parser("stamps", help="say what differs between the reproducibility stamps of two result files",
+                              description=DESCRIPTION)
     p.add_argument("first", metavar="A", help="a result file")
     p.add_argument("second", metavar="B", help="another result file")
     p.set_defaults(func=cmd_stamps)

@@ -14,12 +14,6 @@ from bsard_demo.app.search_examples import examples_of
 from bsard_demo.app.search_page import build_columns, column_specs
 from bsard_demo.dataset import Dataset
 from bsard_demo.evaluation.report import metrics_table, per_question_table
-from bsard_demo.sources import load_sample
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_sample()
 
 
 def test_examples_come_from_test_then_the_first_split(sample):

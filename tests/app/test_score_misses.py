@@ -8,12 +8,6 @@ from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
 from bsard_demo.app.score_misses import CLASS_FR, class_labels, misses_frame, nearest_notes, question_line
 from bsard_demo.app.score_uploads import score_files
 from bsard_demo.evaluation.misses import CLASSES, board_misses, misses_table
-from bsard_demo.sources import load_sample
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_sample()
 
 
 @pytest.fixture(scope="module")

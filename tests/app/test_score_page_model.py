@@ -31,12 +31,6 @@ from bsard_demo.app.score_uploads import problems_frame, score_files
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.evaluation.stats import compare_measure
 from bsard_demo.runs import Run
-from bsard_demo.sources import load_sample
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_sample()
 
 
 @pytest.fixture(scope="module")

@@ -39,12 +39,7 @@ from bsard_demo.evaluation.report import metrics_table, render_table
 from bsard_demo.evaluation.scoring import unique_names
 from bsard_demo.retrievers import Hit, RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
-from bsard_demo.sources import DataUnavailable, load_sample
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_sample()
+from bsard_demo.sources import DataUnavailable
 
 
 class FakeRetriever:

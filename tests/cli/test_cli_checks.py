@@ -8,12 +8,6 @@ import random
 import pytest
 
 from bsard_demo.cli.main import main
-from bsard_demo.sources import load_sample
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_sample()
 
 
 def perfect(qrels, corpus_ids, depth=100, seed=0, shift=0) -> str:

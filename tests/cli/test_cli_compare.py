@@ -27,11 +27,6 @@ KEYS = ["dataset", "split", "questions", "measure", "runs", "pairs", "permutatio
 
 
 @pytest.fixture(scope="module")
-def sample():
-    return load_sample()
-
-
-@pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """Three TREC runs over the sample's test split: two random ones (the second without its first
     three questions) and one that ranks the gold articles of most questions first."""

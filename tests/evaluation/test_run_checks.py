@@ -3,7 +3,6 @@ page use them (one function for both)."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from bsard_demo.dataset import Dataset
 from bsard_demo.evaluation.checks import (
@@ -15,12 +14,6 @@ from bsard_demo.evaluation.checks import (
     problem_record,
 )
 from bsard_demo.runs import read_run_bytes
-from bsard_demo.sources import load_sample
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_sample()
 
 
 def trec(rankings) -> bytes:

@@ -17,12 +17,6 @@ from bsard_demo.evaluation.scoring import Limits, RunSource, score_runs, unique_
 from bsard_demo.evaluation.stamp import read_stamp, sha256_file, strip_stamp
 from bsard_demo.evaluation.stats import STATS, StatsSettings, compare_measure
 from bsard_demo.runs import read_run_bytes
-from bsard_demo.sources import load_sample
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_sample()
 
 
 @pytest.fixture(scope="module")

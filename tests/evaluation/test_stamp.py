@@ -26,14 +26,9 @@ from bsard_demo.evaluation.stamp import (
     strip_stamp,
 )
 from bsard_demo.runs import Run
-from bsard_demo.sources import load_hub, load_sample
+from bsard_demo.sources import load_hub
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
-
-
-@pytest.fixture(scope="module")
-def sample():
-    return load_sample()
 
 
 @pytest.fixture()
