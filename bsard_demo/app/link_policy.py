@@ -83,9 +83,12 @@ def first_visitor_here(dataset, options: Sequence[EncoderOption], *, rankers: Se
         return FirstVisitor(DEFAULT_SYSTEMS)
     menu = offered(options)
     key_of = {o.target: o.key for o in menu}
-    adapters = [o.target for o in builtin_models(menu) if o.this_corpus and o.adapter] if PREFER_BUNDLED_ADAPTER else []
-    facts = gather(dataset, trained=lambda: {TRAINED_ADAPTERS: adapters, TRAINED_RANKERS: list(rankers)}, stored=stored,
-                   offered=key_of.__contains__, neighbours=NEIGHBOURS in key_of)
+    ours = [o for o in builtin_models(menu) if o.this_corpus]
+    # the preferred dense parts, in the order of default_hybrid_encoder: adapters, then (when preferred) other models
+    preferred = ([o.target for o in ours if o.adapter] if PREFER_BUNDLED_ADAPTER else []) + \
+        ([o.target for o in ours if not o.adapter] if PREFER_BUNDLED_MODEL else [])
+    facts = gather(dataset, trained=lambda: {TRAINED_ADAPTERS: preferred, TRAINED_RANKERS: list(rankers)},
+                   stored=stored, offered=key_of.__contains__, neighbours=NEIGHBOURS in key_of)
     return facts.first_visitor().keyed(lambda target: key_of.get(target, target))
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from _onnx_model import exported_model
 from bsard_demo import training
+from bsard_demo.cli import export_onnx as export_onnx_cli
 from bsard_demo.cli.main import main
 from bsard_demo.retrievers import encoders as E
 from bsard_demo.retrievers.onnx_encoder import MODEL_FILE, RECORD_FILE, OnnxEncoder, read_record
@@ -88,7 +89,7 @@ def test_export_errors_are_one_line(model_dir, tmp_path, capsys, monkeypatch):
     (busy / "keep.txt").write_text("mine")
     assert "holds no ONNX export" in one_line_failure(capsys, ["export-onnx", str(model_dir), "--out", str(busy)])
     assert (busy / "keep.txt").read_text() == "mine"
-    monkeypatch.setattr(E, "torch_available", lambda: False)
+    monkeypatch.setattr(export_onnx_cli, "torch_available", lambda: False)  # the name the command calls
     assert "needs torch" in one_line_failure(capsys, ["export-onnx", str(model_dir)])
 
 

@@ -21,6 +21,7 @@ from hypothesis import Phase, given, settings, strategies as st
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation import evaluate
 from bsard_demo.evaluation.metrics import gold_positions, rprec_from_positions
+from bsard_demo.evaluation.stamp import strip_stamp
 from bsard_demo.runs.run import Entry, Run
 
 
@@ -152,8 +153,8 @@ def test_real_bsard_labels_in_every_output_format(tmp_path, real_bsard_dir, real
         assert main(args) == 0
         outputs[fmt] = capsys.readouterr().out
     js = json.loads(outputs["json"])["runs"]
-    rows = {r["run"]: r for r in csv.DictReader(io.StringIO(outputs["csv"]))}
-    per_q = list(csv.DictReader(open(tmp_path / "pq.csv")))
+    rows = {r["run"]: r for r in csv.DictReader(io.StringIO(strip_stamp(outputs["csv"])))}
+    per_q = list(csv.DictReader(io.StringIO(strip_stamp((tmp_path / "pq.csv").read_text()))))
 
     def cells(text: str, sep: str) -> dict[str, dict[str, str]]:
         lines = [ln for ln in text.splitlines() if sep in ln and "---" not in ln and "midrule" not in ln]
