@@ -191,7 +191,7 @@ def page() -> None:
                                    accept_multiple_files=True, key="runs")
         st.html(upload_refused_notice(score_ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
         uploads, ignored = split_uploads(list(uploads or []))
-        lower = [st.checkbox(f"« {md_escape(u.name)} » : {DISTANCES_LABEL} (plus petit = meilleur)",
+        lower = [st.checkbox(f"« {md_escape(quote(u.name, marks=False))} » : {DISTANCES_LABEL} (plus petit = meilleur)",
                              key=f"lower_{u.file_id}",
                              help="`--lower-is-better` : les articles sont classés par score croissant (égalités "
                                   "comme pour des similarités).") for u in uploads]
@@ -199,9 +199,9 @@ def page() -> None:
             st.markdown(FORMATS_HELP)
 
     if ignored:  # the extra files are not read (their bytes stay untouched)
-        st.warning(too_many_files([md_escape(u.name) for u in ignored]), icon=":material/warning:")
+        st.warning(too_many_files([md_escape(quote(u.name, marks=False)) for u in ignored]), icon=":material/warning:")
     built = builtin.built()
-    files = [(u.name, u.getvalue()) for u in uploads]
+    files = [(quote(u.name, marks=False), u.getvalue()) for u in uploads]  # a client-given name, bounded once
     if not files and not built:
         st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer ce système intégré » pour voir la "
                 "page fonctionner sans fichier.")

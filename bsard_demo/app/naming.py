@@ -10,9 +10,9 @@ import hashlib
 import re
 from typing import Any, Mapping
 
-#: An absolute path in a text, at its start or after a space, a bracket, a quote, ``=``, ``,`` or ``;``:
+#: An absolute path in a text, at its start or after a space, a bracket, a quote, ``=``, ``,``, ``;`` or ``:``:
 #: ``/a/b``, ``~/a``, ``C:\\a`` (not a URL's ``//host/x``, not ``models/x``, not a tag's ``</b``).
-_PATH = re.compile(r"(?<![^\s(\"'«\[=,;])(?:~|[A-Za-z]:)?(?:[/\\][\w.+@~-]+)+[/\\]?")
+_PATH = re.compile(r"(?<![^\s(\"'«\[=,;:])(?:~|[A-Za-z]:)?(?:[/\\][\w.+@~-]+)+[/\\]?")
 FINGERPRINT_HEX = 12
 
 

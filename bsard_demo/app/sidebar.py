@@ -12,7 +12,7 @@ from ..dataset import Dataset
 from . import french, hosting_ui, menus
 from .data_words import FICTIONAL_NOTICE, FICTIONAL_SHORT, FOLDERS_DISABLED, SOURCE_LABELS, folder_access, source_kind
 from .highlight import md_escape
-from .naming import public_name
+from .naming import public_name, strip_paths
 from .state import ActiveData, FailureMemo, data_key, dataset_summary, load_uncached, open_data
 
 DATA_KEY = "data_spec"          # session: the requested dataset spec (None = default)
@@ -60,8 +60,9 @@ def fictional_notice(data: ActiveData, *, short: bool = False, where=st) -> None
 
 def fallback_banner(data: ActiveData) -> None:
     if data.fallback_reason:
-        st.info(md_escape(data.fallback_reason) + "  \n" + "Raison : " + md_escape(data.detail or ""),
-                icon=":material/info:")
+        # a public page names no path of the server (a folder's last part stays: strip_paths)
+        st.info(md_escape(strip_paths(data.fallback_reason)) + "  \n" + "Raison : "
+                + md_escape(strip_paths(data.detail or "")), icon=":material/info:")
 
 
 def sidebar_data(data: ActiveData) -> None:

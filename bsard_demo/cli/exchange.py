@@ -56,7 +56,11 @@ def add_export_run_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_export_qrels(args: argparse.Namespace) -> int:
     ds = load_dataset(data_spec(args), need_corpus=False)
     qrels = ds.qrels(args.split)
-    write_text_atomic(args.out, qrels_bytes(qrels, args.format))
+    try:
+        data = qrels_bytes(qrels, args.format)
+    except ValueError as exc:
+        return fail("export-qrels", str(exc))
+    write_text_atomic(args.out, data)
     labelled = sum(1 for gold in qrels.values() if gold)
     say("export-qrels", f"{labelled} question(s) of split {args.split}, {sum(map(len, qrels.values()))} relevant "
                         f"article(s), written to {args.out} ({args.format})"
@@ -74,7 +78,11 @@ def cmd_export_run(args: argparse.Namespace) -> int:
                        f"{p.text(PROBLEM_HINTS)}"), file=sys.stderr)
     if rf.run is None:
         return fail("export-run", f"{rf.name} has errors and was not written")
-    write_text_atomic(args.out, run_bytes(rf.run, args.format, tag=args.tag, rank_scores=args.rank_scores))
+    try:
+        data = run_bytes(rf.run, args.format, tag=args.tag, rank_scores=args.rank_scores)
+    except ValueError as exc:
+        return fail("export-run", str(exc))
+    write_text_atomic(args.out, data)
     ties = 0 if args.rank_scores else tied_questions(rf.run)
     say("export-run", f"{len(rf.run)} question(s) written to {args.out} ({args.format})"
         + (f"; {ties} question(s) have tied scores, which ranx orders in no fixed way (trec_eval and bsard-demo: "

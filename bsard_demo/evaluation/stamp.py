@@ -48,7 +48,9 @@ CONVENTIONS = ("every question of the split with a relevant article counts, a qu
                "ties by article id descending as strings (trec_eval); an article listed twice keeps its best "
                "position; values are trec_eval's on the run cut to its top k")
 _SNAPSHOT = re.compile(r"(?:^|/)snapshots/([0-9a-f]{40})/")
-_LINE = re.compile(r"^(?:# |<!-- |% )stamp\.([a-z_]+) = (.*?)(?: -->)?\s*$")
+#: A stamp's comment line up to its value; the value is the rest (a Markdown comment's `` -->`` taken off in
+#: :func:`_stamp_line`: a lazy group before an optional suffix backtracked quadratically on long blank runs).
+_LINE = re.compile(r"^(?:# |<!-- |% )stamp\.([a-z_]+) = ")
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -209,6 +211,17 @@ def _ascii_json(value) -> str:
     return json.dumps(value, ensure_ascii=True, sort_keys=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def _stamp_line(line: str) -> tuple[str, str] | None:
+    """``(field, JSON text)`` of a stamp comment line, else ``None``."""
+    m = _LINE.match(line)
+    if m is None:
+        return None
+    value = line[m.end():].rstrip()
+    if line.startswith("<!-- "):
+        value = value.removesuffix("-->").rstrip()
+    return m.group(1), value
+
+
 def read_stamp(text: str) -> dict | None:
     """The stamp of an export (JSON key or comment lines), or ``None`` when it has none."""
     text = text.lstrip("\ufeff")  # a byte-order mark an editor may have added
@@ -216,20 +229,20 @@ def read_stamp(text: str) -> dict | None:
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, an integer past Python's digit limit, deep nesting
             return None
         stamp = obj.get("stamp") if isinstance(obj, dict) else None
         return stamp if isinstance(stamp, dict) else None
     stamp = {}
     for line in text.splitlines():
-        m = _LINE.match(line)
-        if m is None:
+        found = _stamp_line(line)
+        if found is None:
             if stamp:
                 break  # the block is over
             continue
         try:
-            stamp[m.group(1)] = json.loads(m.group(2))
-        except json.JSONDecodeError:
+            stamp[found[0]] = json.loads(found[1])
+        except (ValueError, RecursionError):
             continue
     return stamp or None
 
@@ -239,7 +252,7 @@ def strip_stamp(text: str) -> str:
     what a CSV reader reads when a cell may hold ``#`` (``pandas.read_csv(comment="#")`` would cut it)."""
     lines = text.splitlines(keepends=True)
     n = 0
-    while n < len(lines) and _LINE.match(lines[n].rstrip("\r\n")):
+    while n < len(lines) and _stamp_line(lines[n].rstrip("\r\n")) is not None:
         n += 1
     return "".join(lines[n:])
 
@@ -255,34 +268,40 @@ def stamp_differences(a: Mapping, b: Mapping) -> list[str]:
             out.append(f"{label}: {_show(x)} vs {_show(y)}")
 
     differ("stamp format", a.get("stamp"), b.get("stamp"))
-    da, db = a.get("dataset") or {}, b.get("dataset") or {}
+    da, db = _mapping(a.get("dataset")), _mapping(b.get("dataset"))
     for key in ("name", "kind", "revision", "labels_sha256"):
         differ(f"dataset {key}", da.get(key), db.get(key))
-    ha, hb = da.get("sha256") or {}, db.get("sha256") or {}
+    ha, hb = _mapping(da.get("sha256")), _mapping(db.get("sha256"))
     for name in sorted(set(ha) | set(hb)):
-        differ(f"dataset file {name} sha256", ha.get(name), hb.get(name))
+        differ(f"dataset file {_show(name)} sha256", ha.get(name), hb.get(name))
     differ("split", a.get("split"), b.get("split"))
     differ("k values", a.get("ks"), b.get("ks"))
-    va, vb = a.get("bsard_demo") or {}, b.get("bsard_demo") or {}
+    va, vb = _mapping(a.get("bsard_demo")), _mapping(b.get("bsard_demo"))
     differ("bsard-demo version", va.get("version"), vb.get("version"))
     differ("bsard-demo commit", va.get("commit"), vb.get("commit"))
-    ma, mb = a.get("measures") or {}, b.get("measures") or {}
+    ma, mb = _mapping(a.get("measures")), _mapping(b.get("measures"))
     for column in sorted(set(ma) & set(mb)):
-        differ(f"measure {column}", ma[column], mb[column])
+        differ(f"measure {_show(column)}", ma[column], mb[column])
     only = sorted(set(ma) ^ set(mb))
     if only:
-        out.append(f"measures in one file only: {', '.join(only)}")
+        more = f" and {len(only) - 5} more" if len(only) > 5 else ""
+        out.append(f"measures in one file only: {', '.join(_show(c) for c in only[:5])}{more}")
     differ("conventions", a.get("conventions"), b.get("conventions"))
-    ra, rb = a.get("runs") or {}, b.get("runs") or {}
+    ra, rb = _mapping(a.get("runs")), _mapping(b.get("runs"))
     for name in sorted(set(ra) & set(rb)):
         if ra[name] != rb[name]:
-            out.append(f"run {name}: another file (sha256 {_show(ra[name])} vs {_show(rb[name])})")
+            out.append(f"run {_show(name)}: another file (sha256 {_show(ra[name])} vs {_show(rb[name])})")
     for label, runs, other in (("first", ra, rb), ("second", rb, ra)):
         only = sorted(set(runs) - set(other))
         if only:
             more = f" and {len(only) - 5} more" if len(only) > 5 else ""
             out.append(f"runs in the {label} file only: {', '.join(_show(n) for n in only[:5])}{more}")
     return out
+
+
+def _mapping(value) -> Mapping:
+    """A stamp field that should be an object: itself, or ``{}`` when a file holds anything else."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _show(value) -> str:

@@ -17,6 +17,7 @@ import io
 import json
 from typing import Mapping
 
+from .problems import quote
 from .run import Run
 from .write import format_run
 
@@ -74,10 +75,21 @@ def _parquet(records, score_type: str) -> bytes:
     return sink.getvalue()
 
 
+def _check_trec_ids(records) -> None:
+    """TREC's lines are split on blanks: an id holding one (a JSON or CSV run may) would write a
+    file that reads back otherwise. :class:`ValueError` naming the first such id, quoted bounded."""
+    for q, d, _ in records:
+        for kind, value in (("question", q), ("article", d)):
+            if any(ch.isspace() for ch in str(value)):
+                raise ValueError(f"TREC cannot hold the {kind} id {quote(str(value))} (it has a blank or a line "
+                                 "break): choose --format ranx or parquet")
+
+
 def qrels_bytes(qrels: Mapping[str, frozenset[str]], fmt: str) -> bytes:
     """The qrels as TREC qrels (``q_id 0 doc_id 1``), ranx JSON or parquet (``q_id, doc_id, score``)."""
     records = qrels_records(qrels)
     if fmt == "trec":
+        _check_trec_ids(records)
         return "".join(f"{q} 0 {d} {r}\n" for q, d, r in records).encode("utf-8")
     if fmt == "ranx":
         return (json.dumps(_grouped(records), ensure_ascii=False) + "\n").encode("utf-8")
@@ -96,5 +108,6 @@ def run_bytes(run: Run, fmt: str, *, tag: str = "bsard-demo", rank_scores: bool 
     if fmt == "ranx":
         return (json.dumps(grouped, ensure_ascii=False) + "\n").encode("utf-8")
     if fmt == "trec":
+        _check_trec_ids(records)
         return format_run(list(grouped), [list(d.items()) for d in grouped.values()], "trec", tag).encode("utf-8")
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(EXCHANGE_FORMATS)}")

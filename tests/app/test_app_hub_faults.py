@@ -180,7 +180,7 @@ def test_choosing_the_hub_offline_keeps_the_current_folder(monkeypatch, tmp_path
     banner = banners(at)
     assert banner == ["Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face (hub injoignable et aucune copie en "
                       "cache local) : l'application utilise le jeu de données déjà chargé (Dossier local : "
-                      f"{tmp_path}).\nRaison : {message}"], banner
+                      f"{tmp_path.name}).\nRaison : {message}"], banner  # the server's folder by its last part
     side = " ".join(unmd(m.value) for m in at.sidebar.markdown)
     assert f"Dossier local : {tmp_path.name}" in side and str(tmp_path.parent) not in side
     assert "30 articles" in side and "3 questions (test)" in side

@@ -82,3 +82,9 @@ def test_the_sidebar_names_the_bundle_and_the_fixed_folder_without_paths():
 
 def test_markup_is_not_taken_for_a_path():
     assert strip_paths("<script>x</script> <b>y</b>") == "<script>x</script> <b>y</b>"
+
+
+def test_a_path_after_a_colon_is_named_by_its_last_part_and_a_url_stays():
+    assert strip_paths("failed:/srv/a/b (/home/app/.cache/x/articles.csv: not a CSV)") == \
+        "failed:b (articles.csv: not a CSV)"
+    assert strip_paths("see https://huggingface.co/x/y at 10:30") == "see https://huggingface.co/x/y at 10:30"

@@ -170,3 +170,36 @@ def test_differences_name_each_field():
     assert "runs in the first file only: x" in lines and "runs in the second file only: y" in lines
     long = stamp_differences({**a, "split": "s" * 5000, "runs": {f"r{i}" * 50: "0" * 64 for i in range(1000)}}, a)
     assert max(map(len, long)) < 1000 and "and 995 more" in long[-2]
+
+
+# -- hostile stamps (a review of issue 30): never a crash, never a slow read, every quote bounded --------------
+
+@pytest.mark.parametrize("text", [
+    '{"stamp": {"ks": ' + "1" * 5000 + "}}",  # past Python's integer-digit limit
+    "[" * 100_000 + "]" * 100_000,  # nesting past the recursion limit
+    "# stamp.ks = " + "1" * 5000 + "\n",
+])
+def test_a_stamp_that_does_not_parse_is_no_stamp(text):
+    assert read_stamp(text) in (None, {})
+
+
+def test_a_long_blank_run_is_read_in_linear_time():
+    # the old pattern's lazy group before an optional suffix backtracked quadratically (7 s at 40,000 blanks)
+    text = "# stamp.ks = [100]" + " " * 200_000 + "\n# stamp.split = " + " " * 200_000 + "x\nrun\n"
+    assert read_stamp(text) == {"ks": [100]}
+    assert strip_stamp("<!-- stamp.split = \"test\" -->\n| a |\n") == "| a |\n"
+
+
+@pytest.mark.parametrize("field, value", [("dataset", [1]), ("bsard_demo", "x"), ("runs", ["a"]),
+                                          ("dataset", {"sha256": [{}]}), ("measures", ["x", 1])])
+def test_fields_of_the_wrong_type_compare_as_empty(field, value):
+    good = {"stamp": "bsard-demo-stamp/1", "runs": {"a": "0" * 64}, "measures": {"rprec": "Rprec"}}
+    assert isinstance(stamp_differences({**good, field: value}, good), list)
+
+
+def test_every_quoted_name_of_a_difference_is_bounded():
+    long = "x" * 100_000
+    a = {"runs": {long: "a"}, "measures": {long: "R@100", "m": "a"}, "dataset": {"sha256": {long: "a"}}}
+    b = {"runs": {long: "b"}, "measures": {long: "R@200", "n": "a"}, "dataset": {"sha256": {long: "b"}}}
+    lines = stamp_differences(a, b)
+    assert len(lines) >= 4 and max(map(len, lines)) < 300, [len(x) for x in lines]

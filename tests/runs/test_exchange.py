@@ -180,3 +180,12 @@ def test_export_run_refuses_a_broken_run(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "not written" in err and not (tmp_path / "x.trec").exists()
     assert main(["export-run", str(bad), "--format", "trec", "--out", str(tmp_path / "x"), "--tag", "a b"]) == 2
+
+
+def test_trec_refuses_an_id_with_a_blank_and_writes_nothing(tmp_path, capsys):
+    run = tmp_path / "blank.json"
+    run.write_text('{"q 1": {"d 1": 1.0}, "q2\\nq3": {"a": 1}}')
+    out = tmp_path / "r.trec"
+    assert main(["export-run", str(run), "--format", "trec", "--out", str(out)]) == 2
+    assert "TREC cannot hold the question id 'q 1'" in capsys.readouterr().err and not out.exists()
+    assert main(["export-run", str(run), "--format", "ranx", "--out", str(tmp_path / "r.json")]) == 0
