@@ -717,10 +717,7 @@ def test_the_kind_name_check_can_fail(tmp_path):
 
 #: Modules of other areas that still reach into runs/ internals (issue 28.4): they move to ``bsard_demo.runs``'
 #: public names (``warm``, ``RUN_FORMATS``); this list only shrinks.
-RUNS_INTERNALS_KNOWN = {"bsard_demo/cli/evaluate.py": {"bsard_demo.runs.sandbox"},
-                        "bsard_demo/cli/retrieval.py": {"bsard_demo.runs.write"},
-                        "bsard_demo/app/score_page.py": {"bsard_demo.runs.sandbox"},
-                        "bsard_demo/app/score_uploads.py": {"bsard_demo.runs.sandbox"}}
+RUNS_INTERNALS_KNOWN: dict[str, set[str]] = {}
 
 
 def runs_internals(path: Path, public: set[str], root: Path = REPO) -> set[str]:

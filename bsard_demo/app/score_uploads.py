@@ -14,7 +14,7 @@ import pandas as pd
 from ..dataset import Dataset
 from ..evaluation import DEFAULT_KS
 from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
-from ..runs import ProblemList, Run, sandbox
+from ..runs import ProblemList, Run, warm
 from . import french
 
 SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
@@ -86,7 +86,7 @@ def scoreboard_key(data_key: Hashable, split: str, files: Sequence[tuple[str, by
 def prepare_reader() -> None:
     """Start the child-process reader of parquet uploads (:mod:`bsard_demo.runs.sandbox`) while
     the visitor picks files, so the first upload does not wait for pyarrow to load (idempotent)."""
-    sandbox.keep_warm()
+    warm()
 
 
 def problems_frame(problems: ProblemList) -> pd.DataFrame:

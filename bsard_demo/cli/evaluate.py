@@ -30,7 +30,7 @@ from ..evaluation.report import (
 )
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..evaluation.stamp import board_stamp, stamp_export
-from ..runs import sandbox
+from ..runs import warm
 from ..sources import load_dataset
 from .anchors import anchors_text
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
@@ -158,7 +158,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     its Scoreboard's problems: unless ``quiet`` (JSON output), each problem is one line on
     stderr and a file whose single problem is an error gets one line ``…; not scored``. With
     ``with_corpus`` the articles are loaded and the runs kept, to place the misses (``evaluate --misses``)."""
-    sandbox.warm_for(paths)  # a parquet file is decoded in a child: its fork server loads meanwhile
+    warm(paths)  # a parquet file is decoded in a child: its fork server loads meanwhile
     try:
         ds = load_dataset(data_spec(args), need_corpus=with_corpus)
     except DataError as exc:

@@ -18,8 +18,7 @@ from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS, question_texts, ranked_pairs, run_tag, search_all
 from ..retrievers.defaults import CHOICE as DEFAULT, CHOICE_HELP, default_spec
 from ..retrievers.registry import Flag, kind, retriever_kinds
-from ..runs import format_run, write_text_atomic
-from ..runs.write import RUN_FORMATS
+from ..runs import RUN_FORMATS, format_run, write_text_atomic
 from ..sources import load_dataset
 from .common import TqdmProgress, activate_index, add_data_argument, add_index_argument, data_spec, fail, say
 from .export import add_export_arguments, check_export_arguments, export_and_push, wants_export
