@@ -207,9 +207,7 @@ def page() -> None:
                 "page fonctionner sans fichier.")
         return
 
-    board = score_ui.scoreboard(data, split, files, lower, built)
-    stamp = score_ui.stamp(data, split, board, files, lower, built)
-    misses = score_ui.misses(data, split, board, files, lower, built)
+    board, stamp, misses = score_ui.scoreboard(data, split, files, lower, built)
     _validation(board)
     evaluations = board.evaluations
     if not evaluations:
@@ -365,9 +363,9 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
                + ("" if dd.in_run else " · question absente du run (score 0)"))
     notes = {}
     if misses is not None and run_name in misses:
-        st.caption(md_escape(question_line(misses[run_name], qid, k)))
-        nearest = set(misses[run_name].question_lines(qid, k)["nearest_id"].dropna())
-        notes = nearest_notes(misses[run_name], qid, k, {a: article_reference(ds, a) for a in nearest})
+        lines = misses[run_name].question_lines(qid, k)  # one filter of the run's misses, read three ways
+        st.caption(md_escape(question_line(lines, k)))
+        notes = nearest_notes(lines, k, {a: article_reference(ds, a) for a in set(lines["nearest_id"].dropna())})
     st.markdown("**Articles pertinents et leur rang dans chaque run** (— : absent du classement)")
     st.dataframe(gold_ranks_frame(dd, usable), hide_index=True, width="stretch")
     if ds.articles is None:

@@ -50,9 +50,9 @@ def totals_line(frame: pd.DataFrame, k: int) -> str:
             + " ; ".join(f"{run} {french.integer(int(n))}" for run, n in zip(totals["run"], totals["missed"])) + ".")
 
 
-def question_line(misses: Misses, qid: str, k: int) -> str:
-    """The drill-down's line for question ``qid`` at ``k`` (plain text: escape it to render)."""
-    lines = misses.question_lines(qid, k)
+def question_line(lines: pd.DataFrame, k: int) -> str:
+    """The drill-down's line for one question at ``k``, from its missed articles ``lines``
+    (:meth:`~bsard_demo.evaluation.misses.Misses.question_lines`; plain text: escape it to render)."""
     if not len(lines):
         return f"Aucun article pertinent manqué dans le top {k}."
     counts = lines["class"].value_counts()
@@ -60,11 +60,12 @@ def question_line(misses: Misses, qid: str, k: int) -> str:
     return f"Articles pertinents manqués dans le top {k} : {len(lines)} — " + ", ".join(parts) + "."
 
 
-def nearest_notes(misses: Misses, qid: str, k: int, references: Mapping[str, str]) -> dict[str, str]:
-    """For each gold article of ``qid`` missed at ``k``: where it lands, and the nearest retrieved article
-    (its reference from ``references`` when known, else its id) with its rank (plain text)."""
+def nearest_notes(lines: pd.DataFrame, k: int, references: Mapping[str, str]) -> dict[str, str]:
+    """For each gold article of one question missed at ``k`` (its ``lines``, as :func:`question_line`'s):
+    where it lands, and the nearest retrieved article (its reference from ``references`` when known,
+    else its id) with its rank (plain text)."""
     notes = {}
-    for row in misses.question_lines(qid, k).to_dict("records"):
+    for row in lines.to_dict("records"):
         note = f"manqué dans le top {k} : {CLASS_FR[row['class']]}"
         nearest, rank = row["nearest_id"], row["nearest_rank"]
         if isinstance(nearest, str) and nearest and not pd.isna(rank):

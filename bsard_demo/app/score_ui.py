@@ -30,17 +30,30 @@ def _scoreboard(key: tuple, _dataset: Dataset, _files: tuple, split: str, limit:
     return score_files(list(_files), _dataset, split, limit_bytes=limit, lower_is_better=lower, runs=list(_runs))
 
 
-def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], lower_is_better=(), built=()):
-    """:func:`bsard_demo.app.score_uploads.score_files` of the uploads ``files`` and the built-in
-    runs ``built`` (:meth:`bsard_demo.app.score_builtin_runs.BuiltinRun.built`: name, Run, TREC bytes),
-    memoised by :func:`bsard_demo.app.score_uploads.scoreboard_key`."""
+def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], lower_is_better=(),
+               built=()) -> tuple:
+    """``(board, stamp, misses)`` of the uploads ``files`` and the built-in runs ``built``
+    (:meth:`bsard_demo.app.score_builtin_runs.BuiltinRun.built`: name, Run, TREC bytes), each kept per
+    process under one :func:`bsard_demo.app.score_uploads.scoreboard_key` (the files hashed once a run):
+    the board (:func:`bsard_demo.app.score_uploads.score_files`), the downloads' reproducibility stamp
+    (:func:`bsard_demo.evaluation.stamp.board_stamp` of the board's sources) and where each usable run
+    misses (:func:`bsard_demo.evaluation.misses.board_misses`; ``None`` when the dataset has no articles
+    to place them in)."""
     limit = upload_limit_bytes()
     key = scoreboard_key(data.key, split, files, built, limit, lower_is_better)
     lower = key[-1]
+    runs = tuple((name, run) for name, run, _ in built)
     blobs = list(files) + [(name, blob) for name, _, blob in built]
     with hosting_ui.large_upload_slot(blobs, key):  # one large scoring at a time per process
-        return _scoreboard(key, data.dataset, tuple(files), split, limit, lower,
-                           tuple((name, run) for name, run, _ in built))
+        board = _scoreboard(key, data.dataset, tuple(files), split, limit, lower, runs)
+    stamp = _stamp(key, board, tuple(files), lower, runs)
+    misses = None
+    if data.dataset.articles is not None:
+        try:
+            misses = _misses(key, board)
+        except DataError:
+            pass
+    return board, stamp, misses
 
 
 @st.cache_resource(show_spinner=False, max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
@@ -48,30 +61,10 @@ def _stamp(key: tuple, _board, _files: tuple, lower: tuple, _runs: tuple) -> dic
     return board_stamp(_board, run_sources(list(_files), lower, list(_runs)))
 
 
-def stamp(data: ActiveData, split: str, board, files: list[tuple[str, bytes]], lower_is_better=(), built=()) -> dict:
-    """The reproducibility stamp of the downloads (:func:`bsard_demo.evaluation.stamp.board_stamp` of
-    the board's sources: the uploads' bytes, the built-in runs), computed once per scoreboard."""
-    key = scoreboard_key(data.key, split, files, built, upload_limit_bytes(), lower_is_better)
-    return _stamp(key, board, tuple(files), key[-1], tuple((name, run) for name, run, _ in built))
-
-
 @st.cache_resource(show_spinner="Où tombent les articles manqués…", max_entries=SCOREBOARD_ENTRIES,
                    ttl=SCOREBOARD_TTL_S)
 def _misses(key: tuple, _board) -> dict:  # noqa: ARG001 - key is the cache key
     return board_misses(_board)
-
-
-def misses(data: ActiveData, split: str, board, files: list[tuple[str, bytes]], lower_is_better=(),
-           built=()) -> dict | None:
-    """Where each usable run misses (:func:`bsard_demo.evaluation.misses.board_misses`), once per
-    scoreboard; ``None`` when the dataset has no articles to place them in."""
-    if data.dataset.articles is None:
-        return None
-    key = scoreboard_key(data.key, split, files, built, upload_limit_bytes(), lower_is_better)
-    try:
-        return _misses(key, board)
-    except DataError:
-        return None
 
 
 def dataset_label(data: ActiveData) -> str:

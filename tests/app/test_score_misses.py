@@ -37,8 +37,9 @@ def test_the_drill_down_line_counts_what_the_top_k_leaves_out(board, sample):
     checked = 0
     for qid, gold in board.qrels.items():
         left_out = set(gold) - set(list(run.get(qid, ()))[:10])
-        line = question_line(misses["a.trec"], qid, 10)
-        notes = nearest_notes(misses["a.trec"], qid, 10, {})
+        lines = misses["a.trec"].question_lines(qid, 10)
+        line = question_line(lines, 10)
+        notes = nearest_notes(lines, 10, {})
         assert set(notes) == left_out
         if left_out:
             assert line.startswith(f"Articles pertinents manqués dans le top 10 : {len(left_out)} — ")
