@@ -46,7 +46,8 @@ def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], low
     blobs = list(files) + [(name, blob) for name, _, blob in built]
     with hosting_ui.large_upload_slot(blobs, key):  # one large scoring at a time per process
         board = _scoreboard(key, data.dataset, tuple(files), split, limit, lower, runs)
-    stamp = _stamp(key, board, tuple(files), lower, runs)
+    # a built-in run is stamped by the TREC file the page offers for it (the bytes `evaluate` would hash)
+    stamp = _stamp(key, board, tuple(files) + tuple((name, blob) for name, _, blob in built), lower)
     misses = None
     if data.dataset.articles is not None:
         try:
@@ -57,8 +58,8 @@ def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], low
 
 
 @st.cache_resource(show_spinner=False, max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
-def _stamp(key: tuple, _board, _files: tuple, lower: tuple, _runs: tuple) -> dict:  # noqa: ARG001 - key: cache key
-    return board_stamp(_board, run_sources(list(_files), lower, list(_runs)))
+def _stamp(key: tuple, _board, _files: tuple, lower: tuple) -> dict:  # noqa: ARG001 - key: cache key
+    return board_stamp(_board, run_sources(list(_files), lower))
 
 
 @st.cache_resource(show_spinner="Où tombent les articles manqués…", max_entries=SCOREBOARD_ENTRIES,

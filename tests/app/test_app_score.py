@@ -231,3 +231,33 @@ def test_the_pages_downloads_carry_the_stamp_evaluate_writes(tmp_path, monkeypat
         stamp = read_stamp(text)
         assert stamp is not None and stamp_differences(stamp, read_stamp(cli)) == [], name
     assert strip_stamp(offered["mesures_test.csv"]) == strip_stamp(cli)
+
+
+def test_a_builtin_run_is_stamped_by_the_trec_file_the_page_offers(monkeypatch):
+    """The stamp names a built-in run by the sha256 of the TREC file offered for it (what ``evaluate``
+    would stamp for that download), not of another rendering of the same run."""
+    import hashlib
+
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+
+    from bsard_demo.evaluation.stamp import read_stamp
+
+    offered = {}
+    real = DeltaGenerator.download_button
+
+    def recording(self, label, data, *args, **kwargs):
+        offered[kwargs.get("file_name")] = data if isinstance(data, bytes) else data.encode("utf-8")
+        return real(self, label, data, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    main_button = st.download_button  # the run downloads are drawn by st.download_button itself
+    monkeypatch.setattr(st, "download_button", lambda label, data, *a, **kw: (
+        offered.__setitem__(kw.get("file_name"), data), main_button(label, data, *a, **kw))[1])
+    at = start("pages/score.py")
+    at.selectbox(key="builtin_system").select("BM25").run()
+    at.button(key="builtin").click().run()
+    assert_clean(at)
+    [trec] = [data for name, data in offered.items() if name.endswith(".trec")]
+    stamp = read_stamp(offered["mesures_test.csv"].decode("utf-8"))
+    assert stamp["runs"] == {"BM25 intégré": hashlib.sha256(trec).hexdigest()}
