@@ -39,13 +39,10 @@ from .scoring import Scoreboard
 WINDOW = 3
 #: The classes of a miss, nearest first.
 CLASSES: tuple[str, ...] = ("section", "chapter", "book", "code", "elsewhere", "unknown")
-#: English and French labels of :data:`CLASSES` (tables of the CLI and the Score page).
+#: English labels of :data:`CLASSES` (the CLI's tables; the Score page words them in French, app/score_misses.py).
 CLASS_LABELS: dict[str, str] = {
     "section": f"same section (within {WINDOW} articles)", "chapter": "same chapter", "book": "same book/act",
     "code": "same code", "elsewhere": "elsewhere", "unknown": "not in the corpus"}
-CLASS_LABELS_FR: dict[str, str] = {
-    "section": f"même section (à {WINDOW} articles au plus)", "chapter": "même chapitre", "book": "même livre/titre",
-    "code": "même code", "elsewhere": "ailleurs", "unknown": "absent du corpus"}
 #: The header columns each level of :data:`CLASSES` compares (``section`` is the graph's whole path).
 LEVELS: dict[str, tuple[str, ...]] = {
     "chapter": ("code", "book", "part", "act", "chapter"),

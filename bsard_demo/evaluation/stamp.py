@@ -30,6 +30,7 @@ import weakref
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..cache import sha256_file as cache_sha256_file
 from ..dataset import Dataset
 from ..runs import Run
 from .measures import Measure
@@ -64,12 +65,8 @@ def sha256_file(path: str | Path) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _file_digest(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:  # noqa: ARG001 - size and mtime: the memo's key
+    return cache_sha256_file(Path(path))
 
 
 def hub_revision(path: str | Path) -> str | None:
