@@ -14,6 +14,7 @@ from pathlib import Path
 from ..dataset import DataError, parse_splits
 from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
+from ..retrievers.ranker import INPUTS as RANKER_INPUTS, SYSTEMS as RANKER_SYSTEMS
 from ..sources import load_dataset
 from ..training import AdapterOptions, TrainOptions, train, train_adapter
 from ..training.adapter import DEFAULT_ADAPTER_BASE
@@ -77,6 +78,10 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--ranker-config", default=None, choices=tuple(RANKER_CONFIGS),
                    help=f"--ranker: LightGBM settings (default {RANKER_CHOSEN}, chosen by 5-fold CV on frlaw-dev "
                         "train)")
+    p.add_argument("--ranker-inputs", default=None, metavar="NAME[,NAME...]",
+                   help=f"--ranker: its input systems, among {', '.join(RANKER_INPUTS)} (bm25 always; adapter with "
+                        f"--ranker-adapter); default {','.join(RANKER_SYSTEMS)} (adapter when --ranker-adapter is "
+                        "given). e5 runs through ONNX Runtime and needs the corpus' e5 embeddings (built once)")
     p.add_argument("--folds", type=int, default=None,
                    help="--ranker: folds of the adapter's out-of-fold runs (default 5)")
     defaults = AdapterSettings()
@@ -165,7 +170,7 @@ _FINE_TUNING_ONLY = {"epochs": DEFAULT_EPOCHS, "batch": DEFAULT_BATCH, "max_seq"
                      "seed": DEFAULT_SEED, "lr": DEFAULT_LR, "warmup": DEFAULT_WARMUP, "threads": None,
                      "with_description": DEFAULT_WITH_DESCRIPTION}
 _ADAPTER_ONLY = {f"adapter_{name}": getattr(AdapterSettings(), name) for name in ("steps", "lr", "tau", "lam")}
-_RANKER_ONLY = {"ranker_adapter": None, "ranker_config": RANKER_CHOSEN, "folds": 5}
+_RANKER_ONLY = {"ranker_adapter": None, "ranker_config": RANKER_CHOSEN, "ranker_inputs": None, "folds": 5}
 
 
 def _cmd_ranker(args: argparse.Namespace) -> int:
@@ -174,11 +179,12 @@ def _cmd_ranker(args: argparse.Namespace) -> int:
     given += ["--base"] * (args.base is not None) + ["--no-onnx"] * (not args.onnx)
     if given:
         return fail("train", f"{', '.join(given)} do(es) not apply to --ranker (its options: --ranker-adapter, "
-                             "--ranker-config, --folds, --seed)")
+                             "--ranker-inputs, --ranker-config, --folds, --seed)")
     options = RankerOptions(out=args.out, adapter=args.ranker_adapter, split=args.split, data=args.data,
                             folds=args.folds if args.folds is not None else 5,
                             seed=args.seed if args.seed is not None else 0,
                             config=args.ranker_config or RANKER_CHOSEN, evaluate=args.evaluate,
+                            systems=args.ranker_inputs,
                             overwrite=args.overwrite,
                             cache_root=Path(args.cache_dir).expanduser() if args.cache_dir else None)
     return _fit_and_say(args, lambda dataset, progress: train_ranker(options, dataset, progress=progress))

@@ -18,10 +18,13 @@ from ..dataset import DataError
 from .base import Hit, clip_k
 from .hybrid import part_search, run_together
 
+#: Every system a ranker can read: its record names those it was fitted on (``bm25`` always among them).
+INPUTS = ("bm25", "use", "adapter", "neighbours", "e5")
+#: What ``train --ranker`` fits on by default (the adapter's when one is given).
 SYSTEMS = ("bm25", "use", "adapter", "neighbours")
 #: RRF weights of the fused score (the product's defaults: BM25 1, a zero-shot encoder or an
 #: adapter 0.5, neighbours 0.5) and its k.
-FUSION_WEIGHTS = {"bm25": 1.0, "use": 0.5, "adapter": 0.5, "neighbours": 0.5}
+FUSION_WEIGHTS = {"bm25": 1.0, "use": 0.5, "adapter": 0.5, "neighbours": 0.5, "e5": 0.5}
 FUSION_K = 60.0
 #: Articles taken from each system (and from the structure-rescored fusion) as candidates.
 CANDIDATES = 200
@@ -185,9 +188,9 @@ def read_record(folder) -> tuple[dict, Path | None]:
     folder = Path(folder)
     record = read_kind_record(folder, RECORD_FILE, KIND, "a learned ranker's", _MAX_RECORD_BYTES)
     systems = record.get("systems")
-    if not isinstance(systems, list) or not systems or any(s not in SYSTEMS for s in systems) \
+    if not isinstance(systems, list) or not systems or any(s not in INPUTS for s in systems) \
             or "bm25" not in systems or len(set(systems)) != len(systems):
-        raise ValueError(f"{folder}: the record's systems {systems!r} are not a list of {', '.join(SYSTEMS)} "
+        raise ValueError(f"{folder}: the record's systems {systems!r} are not a list of {', '.join(INPUTS)} "
                          "with bm25")
     if record.get("features") != feature_names(systems):
         raise ValueError(f"{folder}: the record's features are not this version's for {', '.join(systems)}; "
@@ -298,10 +301,16 @@ def part_specs(model) -> dict[str, tuple[str, dict]]:
 
 
 def _specs(record: dict, adapter: Path | None) -> dict[str, tuple[str, dict]]:
-    specs = {"bm25": ("bm25", {}), "use": ("dense", {"encoder": "use"}),
-             "adapter": ("dense", {"encoder": str(adapter)}),
-             "neighbours": ("neighbours", {"split": str(record.get("split") or "train")})}
-    return {s: specs[s] for s in record["systems"]}
+    return {s: input_spec(s, split=str(record.get("split") or "train"), adapter=adapter) for s in record["systems"]}
+
+
+def input_spec(system: str, *, split: str = "train", adapter: Path | str | None = None) -> tuple[str, dict]:
+    """The ``(kind, options)`` of one input system (:data:`INPUTS`): BM25 and ``use`` with their defaults,
+    ``e5`` through ONNX Runtime (no torch to serve), the ``adapter`` folder, the neighbours of ``split``."""
+    return {"bm25": ("bm25", {}), "use": ("dense", {"encoder": "use"}),
+            "e5": ("dense", {"encoder": "e5", "backend": "onnx"}),
+            "adapter": ("dense", {"encoder": str(adapter)}),
+            "neighbours": ("neighbours", {"split": split})}[system]
 
 
 class RankerFolder:

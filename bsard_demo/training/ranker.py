@@ -31,12 +31,15 @@ from ..retrievers.encoder_base import normalize_rows
 from ..retrievers.neighbours import fold as fold_text, labelled_questions
 from ..retrievers.ranker import (
     CANDIDATES,
+    INPUTS,
     KIND,
     RECORD_FILE,
+    SYSTEMS,
     TREES_FILE,
     article_lengths,
     citation_counts,
     feature_names,
+    input_spec,
     question_features,
 )
 from ..retrievers.structure import StructureSettings, graph_of
@@ -90,6 +93,28 @@ class RankerOptions:
     overwrite: bool = False
     data: str | None = None
     cache_root: Path | None = None
+    #: The input systems, comma-separated names of :data:`~..retrievers.ranker.INPUTS`; None: the default
+    #: :data:`~..retrievers.ranker.SYSTEMS` (without ``adapter`` when no adapter folder is given).
+    systems: str | None = None
+
+
+def ranker_systems(options: RankerOptions) -> list[str]:
+    """The input systems ``options`` asks for, in :data:`~..retrievers.ranker.INPUTS` order. Raises
+    :class:`ValueError` with one line naming every problem (an unknown name, no ``bm25``, an ``adapter`` without
+    its folder or a folder without ``adapter``)."""
+    if options.systems is None:
+        return [s for s in SYSTEMS if s != "adapter" or options.adapter]
+    asked = [s.strip() for s in str(options.systems).split(",") if s.strip()]
+    problems = [f"{s!r} is not one of {', '.join(INPUTS)}" for s in asked if s not in INPUTS][:5]
+    if "bm25" not in asked:
+        problems.append("bm25 must be among them")
+    if "adapter" in asked and not options.adapter:
+        problems.append("adapter needs --ranker-adapter DIR")
+    if options.adapter and "adapter" not in asked:
+        problems.append("--ranker-adapter is given but adapter is not among them")
+    if problems:
+        raise ValueError(f"--ranker-inputs: {'; '.join(problems)}")
+    return [s for s in INPUTS if s in asked]
 
 
 def fold_of(n: int, folds: int, seed: int) -> np.ndarray:
@@ -161,17 +186,17 @@ def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | 
     """``(systems, texts, gold, runs, votes)``: the split's labelled questions, each system's run of
     each (system -> list of (rows, scores)), out-of-fold or leave-one-out, and the neighbours' votes."""
     texts, gold = labelled_questions(dataset, options.split)
-    systems = ["bm25", "use"] + (["adapter"] if options.adapter else []) + ["neighbours"]
+    systems = ranker_systems(options)
     row = {str(a): i for i, a in enumerate(dataset.articles["id"])}
     depth = min(DEFAULT_DEPTH, len(dataset.articles))
-    built = {name: build_retriever(spec, dataset, cache_root=options.cache_root, progress=progress)
-             for name, spec in (("bm25", RetrieverSpec("bm25")), ("use", RetrieverSpec("dense", {"encoder": "use"})),
-                                ("neighbours", RetrieverSpec("neighbours", {"split": options.split})))}
-    runs = {name: [_arrays(h, row) for h in built[name].search_many(texts, depth)]
-            for name in ("bm25", "use", "neighbours")}
-    if options.adapter:
+    searched = [s for s in systems if s != "adapter"]
+    needed = searched + (["use"] if "adapter" in systems and "use" not in systems else [])
+    built = {name: build_retriever(RetrieverSpec(*input_spec(name, split=options.split)), dataset,
+                                   cache_root=options.cache_root, progress=progress) for name in needed}
+    runs = {name: [_arrays(h, row) for h in built[name].search_many(texts, depth)] for name in searched}
+    if "adapter" in systems:
         runs["adapter"] = _adapter_runs(options, texts, gold, built["use"], row, depth, progress)
-    votes = [built["neighbours"].votes(t) for t in texts]
+    votes = [built["neighbours"].votes(t) if "neighbours" in built else (None, None) for t in texts]
     return systems, texts, gold, runs, votes
 
 
@@ -184,6 +209,7 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
         raise ValueError(f"--ranker-config {options.config!r}: choose {', '.join(CONFIGS)}")
     if int(options.folds) < 2:
         raise ValueError(f"--folds must be at least 2, not {options.folds}")
+    ranker_systems(options)  # refused before anything is read or written
     folders.check_fit_data(dataset, options.split, "the ranker ranks the corpus' articles")
     options.split = ",".join(parse_splits(options.split))
     if options.adapter is not None:

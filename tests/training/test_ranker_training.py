@@ -127,3 +127,48 @@ def test_a_dataset_without_the_training_split_gives_one_line(trained, tmp_path, 
                  str(cache_dir), "--out", str(tmp_path / "r.trec"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "train" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_ranker_inputs_are_checked_all_at_once_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "ranker"
+    capsys.readouterr()
+    assert main(["train", "--ranker", "--ranker-inputs", "use,bert,adapter,sparse", "--data", "sample",
+                 "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert all(part in err for part in ("'bert' is not one of", "'sparse'", "bm25 must be among them",
+                                        "adapter needs --ranker-adapter"))
+    assert not out.exists()
+    assert main(["train", "--ranker", "--ranker-adapter", str(tmp_path), "--ranker-inputs", "bm25,use",
+                 "--data", "sample", "--out", str(out), "--no-progress"]) == 2
+    assert "--ranker-adapter is given but adapter is not among them" in capsys.readouterr().err
+    assert main(["train", "--adapter", "--ranker-inputs", "bm25", "--data", "sample", "--out", str(out),
+                 "--no-progress"]) == 2
+    assert "--ranker-inputs" in capsys.readouterr().err
+
+
+def test_a_ranker_of_other_inputs_trains_serves_and_names_its_parts(trained, tmp_path, capsys):
+    """Inputs are the record's: a ranker over BM25 and the neighbours alone needs no embeddings, its run equals
+    the library's; a record naming e5 serves it through ONNX Runtime (no torch)."""
+    from bsard_demo.retrievers import RetrieverSpec, build_retriever
+    from bsard_demo.retrievers.ranker import RECORD_FILE, feature_names, part_specs
+    from bsard_demo.sources import load_dataset
+
+    _, _, cache_dir = trained
+    out = tmp_path / "bm25-neighbours"
+    assert main(["train", "--ranker", "--ranker-inputs", "neighbours,bm25", "--folds", "2", "--data", "sample",
+                 "--out", str(out), "--cache-dir", str(cache_dir), "--no-progress", "--no-evaluate"]) == 0
+    record = json.loads((out / RECORD_FILE).read_text())
+    assert record["systems"] == ["bm25", "neighbours"] and record["adapter"] is None
+    assert list(part_specs(out)) == ["bm25", "neighbours"]
+    run = tmp_path / "r.trec"
+    assert main(["run", "--retriever", "ranker", "--encoder", str(out), "--data", "sample", "--split", "test",
+                 "--cache-dir", str(cache_dir), "--out", str(run), "--no-progress"]) == 0
+    ds = load_dataset("sample")
+    ranker = build_retriever(RetrieverSpec("ranker", {"model": str(out)}), ds, cache_root=cache_dir)
+    first = ds.questions("test").iloc[0]
+    lines = [ln.split() for ln in run.read_text().splitlines() if ln.split()[0] == str(first["id"])]
+    assert [ln[2] for ln in lines] == [h.article_id for h in ranker.search(str(first["question"]), len(lines))]
+    record |= {"systems": ["bm25", "neighbours", "e5"], "features": feature_names(["bm25", "neighbours", "e5"])}
+    (out / RECORD_FILE).write_text(json.dumps(record))
+    assert part_specs(out)["e5"] == ("dense", {"encoder": "e5", "backend": "onnx"})
