@@ -116,7 +116,8 @@ def _specs(data, menu, rankers=()) -> dict:
     the learned rankers fitted on this corpus and the Search page's first visitor's system (the one
     resolver of retrievers/defaults.py, as run --retriever default)."""
     models = builtin_models(menu)
-    first = first_visit(data.dataset, menu, rankers=rankers, stored=lambda target: ui.dense_stored(data, target))
+    first = first_visit(data.dataset, menu, rankers=rankers,
+                        stored=lambda target, backend="auto": ui.dense_stored(data, target, backend))
     return baseline_specs(models={o.key: o.target for o in models},
                           neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
                           adapters=[o.key for o in models if o.adapter], rankers=rankers, first=first)

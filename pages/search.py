@@ -122,7 +122,7 @@ def _menus(data) -> Menus:
     # what a first visitor (or a link without systems) sees: one rule (retrievers/defaults.py), as
     # run --retriever default
     choices = link_choices(ds, options, codes=article_codes(ds), examples=examples.texts, rankers=ui.rankers_here(data),
-                           stored=lambda target: ui.dense_stored(data, target))
+                           stored=lambda target, backend="auto": ui.dense_stored(data, target, backend))
     return Menus(examples, options, keys, {o.key: o.label for o in menu}, targets, {o.key for o in menu if o.adapter},
                  choices)
 

