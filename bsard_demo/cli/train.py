@@ -70,7 +70,8 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
                         "--lr, --warmup, --seed, --threads and --with-description apply to it")
     method.add_argument("--ranker", dest="method", action="store_const", const="ranker",
                         help="fit the learned ranker (LightGBM LambdaRank, needs lightgbm to fit, numpy to serve) over "
-                             "BM25, use, the query adapter --ranker-adapter, the neighbours and the code's structure; "
+                             "BM25, use, the query adapter --ranker-adapter, the neighbours, e5 (--ranker-inputs) and "
+                             "the code's structure; "
                              "its folder is --retriever ranker's --encoder DIR")
     p.add_argument("--ranker-adapter", default=None, metavar="DIR",
                    help="--ranker: the query adapter folder (train's default) whose runs it reads; each training "

@@ -171,7 +171,7 @@ HYBRID = register(RetrieverKind(
     tunable=True, label="Hybride", column=_hybrid_column,
     link_params=("henc", "struct", "fusion", "rrfk", "alpha", "w")))
 RANKER = register(RetrieverKind(
-    "ranker", "a learned ranker (LambdaRank trees, `train --ranker`) over BM25, `use`, the adapter, the neighbours and "
-              "the code's structure: `--encoder DIR`", frozenset({"model"}), parts=_ranker_parts,
+    "ranker", "a learned ranker (LambdaRank trees, `train --ranker`) over BM25, `use`, the adapter, the neighbours, "
+              "`e5` and the code's structure: `--encoder DIR`", frozenset({"model"}), parts=_ranker_parts,
     assemble=_assemble_ranker, takes=frozenset({"encoder"}), from_args=ranker_from_args, to_flags=ranker_flags,
     label=RANKER_LABEL, offered="with_model", column=_ranker_column))
