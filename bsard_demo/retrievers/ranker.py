@@ -34,19 +34,11 @@ CANDIDATES = 200
 DEPTH = 1000
 _PER_SYSTEM = ("score", "rank", "norm", "gap")
 _STRUCTURE = ("sibling", "section_best", "cited_by", "position", "section_size", "relative_position")
-#: The columns a ranker fitted since issue 31 adds (its record lists them; a folder fitted before has none and is
-#: served as it was): ``log(1 + q)``, ``q`` the training questions citing an article of its section, of its branch
-#: (:data:`~.structure.BRANCH_LEVELS`), both leave-one-out on train as the prior. +2.29 R@100 and +1.81 MAP@100 in
-#: 5-fold CV on frlaw-dev train (docs/effectiveness.md, "Learned ranker, issue 31"; how many systems rank an
-#: article in their top 10 / 100 added +0.33 / +0.42 more, under the noise: left out).
-GROUPS = ("section_prior", "branch_prior")
 
 
-def feature_names(systems: Sequence[str] = SYSTEMS, groups: bool = False) -> list[str]:
-    """The feature columns of a ranker over ``systems``, with the :data:`GROUPS` columns when ``groups``."""
+def feature_names(systems: Sequence[str] = SYSTEMS) -> list[str]:
     return ([f"{s}_{f}" for s in systems for f in _PER_SYSTEM] + ["votes", "votes_sim", "prior", "fused_score",
-                                                                   "fused_rank", *_STRUCTURE, "length"]
-            + (list(GROUPS) if groups else []))
+                                                                   "fused_rank", *_STRUCTURE, "length"])
 
 
 FEATURES = feature_names()
@@ -68,16 +60,13 @@ def rrf_rows(runs: Mapping[str, tuple[np.ndarray, np.ndarray]], n_articles: int)
 def question_features(runs: Mapping[str, tuple[np.ndarray, np.ndarray]], *, graph, structure, prior: np.ndarray,
                       lengths: np.ndarray, votes: np.ndarray | None = None, votes_sim: np.ndarray | None = None,
                       systems: Sequence[str] = SYSTEMS, candidates: int = CANDIDATES,
-                      depth: int = DEPTH, group_priors: tuple[np.ndarray, np.ndarray] | None = None,
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      depth: int = DEPTH) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, X)``: one question's candidate corpus rows (ascending) and their feature matrix
     (columns :func:`feature_names` of ``systems``). ``runs``: system -> (rows, scores), best
     first (-1 padded); a system of ``systems`` absent from ``runs`` gives missing values.
     ``graph``: the corpus' :class:`~.structure.ArticleGraph`; ``structure``: the
     :class:`~.structure.StructureSettings` whose re-scoring of the fusion adds candidates;
-    ``prior``, ``lengths`` (and ``votes``, ``votes_sim`` when given): arrays over the corpus; ``group_priors``:
-    the section's and the branch's citation counts of each article (arrays over the corpus), which add the
-    :data:`GROUPS` columns (``feature_names(systems, groups=True)``)."""
+    ``prior``, ``lengths`` (and ``votes``, ``votes_sim`` when given): arrays over the corpus."""
     from .structure import rescore_rows
 
     n = len(graph)
@@ -117,8 +106,6 @@ def question_features(runs: Mapping[str, tuple[np.ndarray, np.ndarray]], *, grap
     position = graph.position[rows]
     columns += [sib[rows], section_best(graph, head, head_scores, rows), ref[rows], position, size,
                 position / np.maximum(size - 1, 1), lengths[rows]]
-    if group_priors is not None:
-        columns += [np.log1p(group_priors[0][rows]), np.log1p(group_priors[1][rows])]
     return rows, np.column_stack(columns).astype(np.float64)
 
 
@@ -142,21 +129,12 @@ def section_best(graph, head: np.ndarray, scores: np.ndarray, rows: np.ndarray) 
     return np.where(holder[sec] == rows, second[sec], best[sec])
 
 
-def citation_counts(labels: Sequence[np.ndarray], n_articles: int, groups: np.ndarray | None = None) -> np.ndarray:
-    """How many of the questions (``labels``: each one's distinct corpus rows) cite each article, or, with
-    ``groups`` (each article's group: its section, its branch), an article of each group (``n_articles``: how
-    many groups then)."""
+def citation_counts(labels: Sequence[np.ndarray], n_articles: int) -> np.ndarray:
+    """How many of the questions (``labels``: each one's distinct corpus rows) cite each article."""
     counts = np.zeros(n_articles)
     for rows in labels:
-        rows = np.asarray(rows, dtype=np.int64)
-        np.add.at(counts, np.unique(rows if groups is None else groups[rows]), 1.0)
+        np.add.at(counts, np.unique(np.asarray(rows, dtype=np.int64)), 1.0)
     return counts
-
-
-def group_priors(labels: Sequence[np.ndarray], graph) -> tuple[np.ndarray, np.ndarray]:
-    """Each article's section and branch citation counts over the questions ``labels`` (arrays over the corpus)."""
-    return (citation_counts(labels, graph.n_sections, graph.section)[graph.section],
-            citation_counts(labels, graph.n_branches, graph.branch)[graph.branch])
 
 
 def article_lengths(articles) -> np.ndarray:
@@ -216,7 +194,7 @@ def read_record(folder) -> tuple[dict, Path | None]:
             or "bm25" not in systems or len(set(systems)) != len(systems):
         raise ValueError(f"{folder}: the record's systems {systems!r} are not a list of {', '.join(INPUTS)} "
                          "with bm25")
-    if record.get("features") not in (feature_names(systems), feature_names(systems, groups=True)):
+    if record.get("features") != feature_names(systems):
         raise ValueError(f"{folder}: the record's features are not this version's for {', '.join(systems)}; "
                          "train the ranker again")
     adapter = None
@@ -262,10 +240,8 @@ class RankerRetriever:
 
     def __init__(self, parts: Mapping[str, object], ensemble, *, article_ids: Sequence[str], graph, structure,
                  prior: np.ndarray, lengths: np.ndarray, name: str, systems: Sequence[str] = SYSTEMS,
-                 candidates: int = CANDIDATES, depth: int = DEPTH,
-                 group_priors: tuple[np.ndarray, np.ndarray] | None = None):
+                 candidates: int = CANDIDATES, depth: int = DEPTH):
         self.systems = tuple(systems)
-        self.group_priors = group_priors  # the GROUPS columns' counts, for a ranker fitted with them
         missing = [s for s in self.systems if s not in parts]
         if missing:
             raise ValueError(f"the learned ranker needs the {', '.join(missing)} system(s)")
@@ -291,7 +267,7 @@ class RankerRetriever:
         runs = {s: self._arrays(hits) for s, hits in part_hits.items()}
         return question_features(runs, graph=self.graph, structure=self.structure, prior=self.prior,
                                  lengths=self.lengths, votes=votes[0], votes_sim=votes[1], systems=self.systems,
-                                 candidates=self.candidates, depth=self.depth, group_priors=self.group_priors)
+                                 candidates=self.candidates, depth=self.depth)
 
     def search_parts(self, question: str, k: int = 100) -> tuple[list[Hit], list[list[Hit]]]:
         """:meth:`search` with each input system's own ranking (in :attr:`systems` order), so a
@@ -372,10 +348,7 @@ def build_ranker(dataset, model, *, build: Callable[[object], object]):
         raise DataError(f"the learned ranker {folder.name} needs the labelled questions of split '{split}' of "
                         f"{dataset.name} (its neighbours and citation prior): none cites an article of the corpus")
     parts = {s: build(spec) for s, spec in _specs(record, adapter).items()}
-    graph = graph_of(dataset.articles)
-    groups = group_priors(labels, graph) if record["features"] == feature_names(record["systems"], groups=True) \
-        else None
-    ranker = RankerRetriever(parts, ensemble, article_ids=dataset.articles["id"], graph=graph, group_priors=groups,
+    ranker = RankerRetriever(parts, ensemble, article_ids=dataset.articles["id"], graph=graph_of(dataset.articles),
                            structure=StructureSettings.from_options(record.get("structure") or {}),
                            prior=citation_counts(labels, len(dataset.articles)),
                            lengths=article_lengths(dataset.articles), name=f"ranker {folder.name}",

@@ -20,9 +20,6 @@ from .base import Hit, clip_k, id_ranks, rank_all
 
 #: The header columns of the schema, from the widest to the narrowest.
 HEADER_COLUMNS = ("code", "book", "part", "act", "chapter", "section", "subsection")
-#: Header levels of an article's branch (code, book, part, act on frlaw-dev: 443 branches for 7,181 sections), the
-#: coarser unit of the learned ranker's branch prior (:mod:`.ranker`).
-BRANCH_LEVELS = 4
 #: The widest sibling window the graph precomputes.
 MAX_WINDOW = 4
 _MENTION = re.compile(r"\barticles?\s+((?:[A-Z]{1,2}\.?\s?\*{0,2}\s?)?\d+(?:[-‑]\d+)*)", re.IGNORECASE)
@@ -110,11 +107,6 @@ class ArticleGraph:
             # an article without any header is a section of its own
             self.section[i] = index.setdefault(key if any(key) else ("\x00", str(i)), len(index))
         self.n_sections = len(index)
-        # the article's branch: its first BRANCH_LEVELS header levels (an article without headers: its own)
-        branches: dict[tuple[str, ...], int] = {}
-        self.branch = np.array([branches.setdefault(key[:BRANCH_LEVELS] if any(key) else ("\x00", str(i)),
-                                                    len(branches)) for i, key in enumerate(keys)], dtype=np.int64)
-        self.n_branches = len(branches)
         self.section_size = np.bincount(self.section, minlength=self.n_sections)
         self.position = np.zeros(n, dtype=np.int64)
         members: list[list[int]] = [[] for _ in range(self.n_sections)]

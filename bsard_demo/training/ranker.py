@@ -139,12 +139,10 @@ def folds_by_text(texts: Sequence[str], folds: int, seed: int) -> np.ndarray:
     return fold_of(int(groups.max()) + 1 if len(groups) else 0, folds, seed)[groups]
 
 
-def left_out_priors(gold: Sequence[np.ndarray], texts: Sequence[str], n_articles: int,
-                    units: np.ndarray | None = None):
+def left_out_priors(gold: Sequence[np.ndarray], texts: Sequence[str], n_articles: int):
     """Each question's citation prior (:func:`~..retrievers.ranker.citation_counts` over the training questions)
-    without its own labels nor those of its same-text twins (leave-one-out across splits), one at a time; with
-    ``units`` (each article's section or branch, ``n_articles`` of them), counted by unit."""
-    prior_all = citation_counts(gold, n_articles, units)
+    without its own labels nor those of its same-text twins (leave-one-out across splits), one at a time."""
+    prior_all = citation_counts(gold, n_articles)
     groups = same_text_groups(texts)
     members: dict[int, list[int]] = {}
     for i, g in enumerate(groups):
@@ -152,18 +150,8 @@ def left_out_priors(gold: Sequence[np.ndarray], texts: Sequence[str], n_articles
     for g in groups:
         prior = prior_all.copy()
         for j in members[int(g)]:
-            rows = np.asarray(gold[j], dtype=np.int64)
-            prior[np.unique(rows if units is None else units[rows])] -= 1
+            prior[np.unique(gold[j])] -= 1
         yield prior
-
-
-def left_out_group_priors(gold: Sequence[np.ndarray], texts: Sequence[str], graph):
-    """Each question's :func:`~..retrievers.ranker.group_priors` (section and branch counts of each article),
-    leave-one-out as :func:`left_out_priors`."""
-    sections = left_out_priors(gold, texts, graph.n_sections, graph.section)
-    branches = left_out_priors(gold, texts, graph.n_branches, graph.branch)
-    for section, branch in zip(sections, branches):
-        yield section[graph.section], branch[graph.branch]
 
 
 def _arrays(hits, row: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -236,11 +224,10 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
     lengths = article_lengths(dataset.articles)
     matrices, labels = [], []
     # leave-one-out: a question's own labels (and its same-text twins') are not in its prior
-    for i, (prior, groups) in enumerate(zip(left_out_priors(gold, texts, len(dataset.articles)),
-                                            left_out_group_priors(gold, texts, graph))):
+    for i, prior in enumerate(left_out_priors(gold, texts, len(dataset.articles))):
         rows, X = question_features({s: runs[s][i] for s in systems}, graph=graph, structure=structure,
                                     prior=prior, lengths=lengths, votes=votes[i][0], votes_sim=votes[i][1],
-                                    systems=systems, group_priors=groups)
+                                    systems=systems)
         matrices.append(X)
         labels.append(np.isin(rows, gold[i]).astype(np.int32))
     t_fit = time.perf_counter()
@@ -267,7 +254,7 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
                                        questions_used=len(texts))
         metadata |= {
             "base": {"name": "lightgbm lambdarank"}, "split": options.split,
-            "systems": systems, "features": feature_names(systems, groups=True), "structure": structure.as_dict(),
+            "systems": systems, "features": feature_names(systems), "structure": structure.as_dict(),
             "candidates": CANDIDATES, "depth": DEFAULT_DEPTH, "adapter": adapter_record,
             "settings": {"config": options.config, **BASE, **CONFIGS[options.config]},
             "pairs": int(sum(len(y) for y in labels)), "positives": int(sum(int(y.sum()) for y in labels)),

@@ -86,35 +86,3 @@ def test_sibling_and_section_columns_follow_the_fusion():
 
 def test_citation_counts():
     assert citation_counts([np.array([1, 1, 2]), np.array([2])], 4).tolist() == [0, 1, 2, 0]
-
-
-def test_the_issue_31_columns_count_the_questions_citing_the_section_and_the_branch():
-    """``group_priors`` adds GROUPS: the section's and the branch's citation counts (log 1 + q); without it the
-    columns are the earlier ranker's."""
-    from bsard_demo.retrievers.ranker import GROUPS, group_priors
-
-    labels = [np.array([0, 1]), np.array([2]), np.array([3, 9])]  # sections a, a, a, b, d
-    section, branch = group_priors(labels, GRAPH)
-    assert section.tolist() == [2, 2, 2, 1, 1, 1, 0, 0, 0, 1]  # questions citing an article of the section
-    assert GRAPH.n_branches == 1 and branch.tolist() == [3] * 10  # one code: every question cites it
-    rows, X = features(candidates=10, group_priors=(section, branch))
-    names = feature_names(groups=True)
-    plain = features(candidates=10)[1]
-    assert X.shape[1] == plain.shape[1] + len(GROUPS) and np.array_equal(X[:, :plain.shape[1]], plain, equal_nan=True)
-    col = {name: X[:, j] for j, name in enumerate(FEATURES + list(GROUPS))}
-    assert names[-len(GROUPS):] == list(GROUPS)
-    at = {int(r): i for i, r in enumerate(rows)}
-    assert col["section_prior"][at[4]] == pytest.approx(np.log1p(1)) and col["section_prior"][at[7]] == 0
-    assert col["branch_prior"][at[4]] == pytest.approx(np.log1p(3))
-
-
-def test_citation_counts_by_unit_and_left_out():
-    from bsard_demo.training.ranker import left_out_group_priors
-
-    assert citation_counts([np.array([1, 2]), np.array([5])], GRAPH.n_sections, GRAPH.section).tolist() == \
-        [1, 1, 0, 0]
-    labels = [np.array([0, 1]), np.array([2]), np.array([3])]
-    left = list(left_out_group_priors(labels, ["q1", "q2", "Q1 "], GRAPH))  # "Q1 " is q1's same-text twin
-    # each twin leaves out both twins' sections (a of q1, b of its twin): a is cited by q2 alone, b by nobody
-    assert left[0][0][0] == left[2][0][0] == 1 and left[0][0][3] == left[2][0][3] == 0
-    assert left[1][0][0] == 1 and left[1][0][3] == 1  # q2 leaves out its own a: q1's remains; b is the twin's

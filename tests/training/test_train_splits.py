@@ -104,8 +104,8 @@ def test_train_ranker_on_train_and_synthetic(data, tmp_path):
     pytest.importorskip("lightgbm")
     ds, out = data["dataset"], tmp_path / "ranker"
     assert main(["train", "--ranker", "--data", str(data["folder"]), "--train-splits", "train, synthetic",
-                 "--ranker-inputs", "bm25,use,neighbours", "--folds", "2", "--out", str(out), "--no-progress", "--no-evaluate",
-                 "--cache-dir", str(tmp_path / "cache")]) == 0
+                 "--ranker-inputs", "bm25,use,neighbours", "--folds", "2", "--out", str(out), "--no-progress",
+                 "--no-evaluate", "--cache-dir", str(tmp_path / "cache")]) == 0
     record = json.loads((out / METADATA_FILE).read_text())
     assert record["split"] == record["dataset"]["split"] == "train,synthetic"
     assert record["dataset"]["questions_used"] == len(labelled_questions(ds, "train,synthetic")[0])
