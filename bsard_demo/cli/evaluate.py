@@ -7,7 +7,6 @@ service) and renders its Scoreboard: every problem of a file on stderr, one line
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ import pandas as pd
 
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
+from ..evaluation.anchors import anchors_report
 from ..evaluation.checks import problem_code, problem_record
 from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
 from ..evaluation.report import (
@@ -215,10 +215,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     misses = board_misses(board) if args.misses else None
     if args.format == "json":
         report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems,
-                             misses=None if misses is None else misses_records(misses))
-        if anchors:
-            report = json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))},
-                                ensure_ascii=False, indent=2)
+                             misses=None if misses is None else misses_records(misses),
+                             anchors=anchors_report() if anchors else None)
         print(stamp_export(report, "json", stamp), end="")
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")
