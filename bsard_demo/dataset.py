@@ -238,6 +238,21 @@ class Dataset:
                          for name, f in zip(names, frames)], ignore_index=True)
         return out
 
+    def absent_splits(self, splits: str | Iterable[str]) -> list[str]:
+        """The names of ``splits`` (:func:`parse_splits`: ``"train,synthetic"``) this dataset lacks, in order."""
+        return [name for name in parse_splits(splits) if name not in self.splits]
+
+    def check_splits(self, splits: str | Iterable[str], need: str = "") -> str:
+        """The names of ``splits`` (:func:`parse_splits`) joined by commas (``"train,synthetic"``: the form a
+        model's record keeps), or :class:`DataError` naming every absent one (``need``: what needs them, said
+        first)."""
+        names = parse_splits(splits)
+        absent = self.absent_splits(names)
+        if absent:
+            raise DataError(f"{need}{': ' if need else ''}no split '{', '.join(absent)}' in {self.name} "
+                            f"(available: {', '.join(self.split_names) or 'none'})")
+        return ",".join(names)
+
     def qrels(self, split: str = "test") -> dict[str, frozenset[str]]:
         """Gold article ids per question id of ``split``."""
         if split not in self._qrels:
