@@ -99,6 +99,12 @@ PROBLEM_HINTS = {
 }
 
 
+def trec_word(text: str) -> bool:
+    """Whether ``text`` can stand as one field of a TREC line (a run's ``--tag``): not empty, and no blank
+    nor line break, on which TREC lines are split."""
+    return bool(text) and not any(ch.isspace() for ch in text)
+
+
 def error_text(error: BaseException | str) -> str:
     """The CLI's words for an error: its message, then (a :class:`DataError`) its advice."""
     if isinstance(error, str):

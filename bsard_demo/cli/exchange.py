@@ -15,7 +15,7 @@ import sys
 
 from ..runs import EXCHANGE_FORMATS, qrels_bytes, read_run_path, run_bytes, tied_questions, write_text_atomic
 from ..sources import load_dataset
-from .common import PROBLEM_HINTS, add_data_argument, data_spec, fail, one_line, say
+from .common import PROBLEM_HINTS, add_data_argument, data_spec, fail, one_line, say, trec_word
 
 FORMAT_HELP = ("trec (trec_eval, ir_measures, ranx), ranx (ranx's JSON {q_id: {doc_id: score}}) or parquet "
                "(columns q_id, doc_id, score, as ranx reads and writes them)")
@@ -70,7 +70,7 @@ def cmd_export_qrels(args: argparse.Namespace) -> int:
 
 
 def cmd_export_run(args: argparse.Namespace) -> int:
-    if any(ch.isspace() for ch in args.tag) or not args.tag:
+    if not trec_word(args.tag):
         return fail("export-run", "--tag takes one word (a TREC tag has no blanks)")
     rf = read_run_path(args.run, lower_is_better=args.lower_is_better)
     for p in rf.problems:
