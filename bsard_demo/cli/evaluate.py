@@ -17,7 +17,7 @@ import pandas as pd
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
 from ..evaluation.anchors import anchors_report
-from ..evaluation.checks import problem_code, problem_record
+from ..evaluation.checks import problem_record
 from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
 from ..evaluation.report import (
     FORMATS,
@@ -33,7 +33,7 @@ from ..evaluation.stamp import board_stamp, stamp_export
 from ..runs import warm
 from ..sources import load_dataset
 from .anchors import anchors_text
-from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
+from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, problem_line, say
 
 CONVENTIONS = """\
 conventions:
@@ -179,9 +179,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     for scored in out.board.runs:
         name, problems = scored.name, scored.file.problems
         out.problems[name] = [problem_record(p, PROBLEM_HINTS) for p in problems]
-        lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}"
-                          f"{f' [{problem_code(p)}]' if problem_code(p) else ''}: {p.text(PROBLEM_HINTS)}")
-                 for p in problems]
+        lines = [problem_line(name, p) for p in problems]
         if not scored.usable and len(lines) == 1 and not quiet:
             say(command, f"{lines[0]}; not scored")  # one problem: one line
             out.failed = True
