@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Callable, Generic, Hashable, TypeVar
 
 from ..dataset import DataError, Dataset
-from ..retrievers import Retriever, RetrieverSpec, build_retriever, retriever_kinds
+from ..retrievers import Retriever, RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
+from ..retrievers.registry import kind as retriever_kind
 from ..sources import default_spec, load_dataset
 from .data_words import failure_detail, fallback_reason, source_kind, spec_name
 
@@ -170,7 +171,7 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
     is assembled from its parts' registry entries, so their BM25 and dense indexes are shared with
     the other columns, and is itself cheap to make.
     """
-    kind = retriever_kinds()[spec.kind]
+    kind = retriever_kind(spec.kind)
     if kind.parts is not None and not is_built(registry, data, spec):
         built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in kind.parts(spec)]
         return registry.get((data.key, spec.key()), _logged(f"{spec.kind} over {data.spec}",
