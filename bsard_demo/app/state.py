@@ -18,7 +18,7 @@ from ..retrievers import Retriever, RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
 from ..retrievers.registry import kind as retriever_kind
 from ..sources import default_spec, load_dataset
-from .data_words import failure_detail, fallback_reason, source_kind, spec_name
+from .data_words import failure_detail, fallback_reason, source_kind
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -103,11 +103,6 @@ class ActiveData:
     @property
     def key(self) -> tuple:
         return data_key(self.spec)
-
-
-def display_name(data: ActiveData) -> str:
-    """French name of the active dataset (:func:`spec_name` of what was loaded)."""
-    return spec_name(data.spec)
 
 
 def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None,
