@@ -117,29 +117,12 @@ class Misses:
         missed = counts.pop("missed").replace(0, np.nan)
         return counts.div(missed, axis=0).fillna(0.0)
 
-    def summary(self) -> pd.DataFrame:
-        """Long form for charts: ``k, class, count, share`` (every k and class, zeros included)."""
-        counts, shares = self.counts().drop(columns="missed"), self.shares()
-        out = counts.stack().rename("count").to_frame().join(shares.stack().rename("share"))
-        out.index.names = ["k", "class"]
-        return out.reset_index()
-
     def question_lines(self, qid: str, k: int | None = None) -> pd.DataFrame:
         """:attr:`lines` of question ``qid`` (at ``k`` only, when given): the drill-down's line."""
         at = self.lines["qid"] == str(qid)
         if k is not None:
             at &= self.lines["k"] == int(k)
         return self.lines[at].reset_index(drop=True)
-
-    def per_question(self, k: int) -> pd.DataFrame:
-        """Missed gold articles of each question at ``k`` by class (index ``qid``, columns :data:`CLASSES`)."""
-        if k not in self.ks:
-            raise ValueError(f"k={k} was not computed; computed: {', '.join(map(str, self.ks))}")
-        at = self.lines[self.lines["k"] == k]
-        table = pd.crosstab(at["qid"], pd.Categorical(at["class"], categories=CLASSES), dropna=False)
-        table = table.reindex(columns=list(CLASSES), fill_value=0).astype(int)
-        table.index.name, table.columns.name = "qid", None
-        return table
 
 
 def where_misses_land(hierarchy: Hierarchy, qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]],
