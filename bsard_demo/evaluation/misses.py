@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import DataError
-from ..retrievers.structure import HEADER_COLUMNS, ArticleGraph, graph_of, section_keys
+from ..retrievers.structure import HEADER_COLUMNS, ArticleGraph, graph_of
 from .scoring import Scoreboard
 
 #: How many articles away in corpus order, within one section, a retrieved article makes a miss a near one.
@@ -63,32 +63,25 @@ class Hierarchy:
     def __init__(self, articles: pd.DataFrame, graph: ArticleGraph | None = None):
         self.graph = graph if graph is not None else graph_of(articles)
         present = [c for c in HEADER_COLUMNS if c in articles.columns]
-        paths = section_keys(articles)  # the present header columns, blanks stripped
+        paths = self.graph.section_paths  # per section: the present header columns, blanks stripped
         self.keys: dict[str, np.ndarray] = {}
         for level, columns in LEVELS.items():
             take = [present.index(c) for c in columns if c in present]
             own = [present.index(c) for c in _OWN[level] if c in present]
             prefixes = ["\x1f".join([p[i] for i in take]) if any(p[i] for i in own) else None for p in paths]
             codes, _ = pd.factorize(pd.Series(prefixes, dtype=object), use_na_sentinel=True)
-            self.keys[level] = codes.astype(np.int64)
+            self.keys[level] = codes.astype(np.int64)[self.graph.section]  # an article's: its section's
 
     @property
     def article_ids(self) -> list[str]:
         return self.graph.article_ids
 
 
-_HIERARCHIES: dict[int, tuple[ArticleGraph, Hierarchy]] = {}
-
-
 def hierarchy_of(articles: pd.DataFrame) -> Hierarchy:
-    """The :class:`Hierarchy` of ``articles``, built once per corpus (on :func:`graph_of`'s cache)."""
+    """The :class:`Hierarchy` of ``articles``, built once per corpus: kept with its graph, in :func:`graph_of`'s
+    cache."""
     graph = graph_of(articles)
-    held = _HIERARCHIES.get(id(graph))
-    if held is None or held[0] is not graph:
-        while len(_HIERARCHIES) >= 4:
-            _HIERARCHIES.pop(next(iter(_HIERARCHIES)))
-        held = _HIERARCHIES[id(graph)] = (graph, Hierarchy(articles, graph))
-    return held[1]
+    return graph.memo("hierarchy", lambda: Hierarchy(articles, graph))
 
 
 @dataclass
