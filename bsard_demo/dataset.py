@@ -213,7 +213,6 @@ class Dataset:
     fictional: bool = False
     files: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     _qrels: dict = field(default_factory=dict, repr=False, compare=False)
-    _article_pos: dict | None = field(default=None, repr=False, compare=False)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -289,9 +288,7 @@ class Dataset:
         return self._memo[key]
 
     def _article_index(self) -> dict[str, int]:
-        if self._article_pos is None:
-            self._article_pos = {a: i for i, a in enumerate(self.articles["id"])}
-        return self._article_pos
+        return self.memo("article_index", lambda: {a: i for i, a in enumerate(self.articles["id"])})
 
 
 def parse_splits(value: str | Iterable[str]) -> tuple[str, ...]:
