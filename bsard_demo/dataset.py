@@ -213,7 +213,6 @@ class Dataset:
     fictional: bool = False
     files: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     _qrels: dict = field(default_factory=dict, repr=False, compare=False)
-    _article_pos: dict | None = field(default=None, repr=False, compare=False)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -237,6 +236,21 @@ class Dataset:
         out = pd.concat([f.assign(split=name, key=[f"{name}:{q}" if many else q for q in f["id"]])
                          for name, f in zip(names, frames)], ignore_index=True)
         return out
+
+    def absent_splits(self, splits: str | Iterable[str]) -> list[str]:
+        """The names of ``splits`` (:func:`parse_splits`: ``"train,synthetic"``) this dataset lacks, in order."""
+        return [name for name in parse_splits(splits) if name not in self.splits]
+
+    def check_splits(self, splits: str | Iterable[str], need: str = "") -> str:
+        """The names of ``splits`` (:func:`parse_splits`) joined by commas (``"train,synthetic"``: the form a
+        model's record keeps), or :class:`DataError` naming every absent one (``need``: what needs them, said
+        first)."""
+        names = parse_splits(splits)
+        absent = self.absent_splits(names)
+        if absent:
+            raise DataError(f"{need}{': ' if need else ''}no split '{', '.join(absent)}' in {self.name} "
+                            f"(available: {', '.join(self.split_names) or 'none'})")
+        return ",".join(names)
 
     def qrels(self, split: str = "test") -> dict[str, frozenset[str]]:
         """Gold article ids per question id of ``split``."""
@@ -274,9 +288,7 @@ class Dataset:
         return self._memo[key]
 
     def _article_index(self) -> dict[str, int]:
-        if self._article_pos is None:
-            self._article_pos = {a: i for i, a in enumerate(self.articles["id"])}
-        return self._article_pos
+        return self.memo("article_index", lambda: {a: i for i, a in enumerate(self.articles["id"])})
 
 
 def parse_splits(value: str | Iterable[str]) -> tuple[str, ...]:

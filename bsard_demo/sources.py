@@ -193,12 +193,8 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
     end = None if deadline is None else time.monotonic() + deadline
     paths = {}
     for name in files:
-        def fetch(name: str = name) -> str:
-            return download(repo_id=HUB_REPO_ID, filename=name, repo_type="dataset",
-                            etag_timeout=timeout, local_files_only=not online)
         try:
-            left = None if end is None else max(0.5, end - time.monotonic())
-            paths[name] = Path(call_with_deadline(fetch, left))
+            paths[name] = _hub_file(download, name, online, timeout, end)
         except Exception as exc:  # noqa: BLE001 - any failure of the hub is "unavailable" to the user
             if not online:
                 reason, cause = "the hub is unreachable and the file is not in the local cache", "offline"
@@ -222,6 +218,17 @@ def load_hub(*, need_corpus: bool = True, download: Downloader | None = None, ti
                    files={name: str(path) for name, path in paths.items()})
 
 
+def _hub_file(download: Downloader, name: str, online: bool, timeout: float, end: float | None) -> Path:
+    """The local path of the hub file ``name`` (from the local cache only when not ``online``), given
+    by the ``end`` of the download's deadline (:func:`time.monotonic`; at least 0.5 s left for each
+    file) or :class:`TimeoutError`; ``download``'s own failures are raised as they come."""
+    def fetch() -> str:
+        return download(repo_id=HUB_REPO_ID, filename=name, repo_type="dataset",
+                        etag_timeout=timeout, local_files_only=not online)
+    left = None if end is None else max(0.5, end - time.monotonic())
+    return Path(call_with_deadline(fetch, left))
+
+
 def _optional_splits(download: Downloader, online: bool, timeout: float, end: float | None,
                      articles: pd.DataFrame | None, paths: dict[str, Path]) -> dict[str, pd.DataFrame]:
     """The splits of :data:`HUB_OPTIONAL_FILES` the hub gives: a file absent from the repository
@@ -230,13 +237,9 @@ def _optional_splits(download: Downloader, online: bool, timeout: float, end: fl
     goes into ``paths`` (the reproducibility stamp hashes it)."""
     out = {}
     for name in HUB_OPTIONAL_FILES:
-        def fetch(name: str = name) -> str:
-            return download(repo_id=HUB_REPO_ID, filename=name, repo_type="dataset",
-                            etag_timeout=timeout, local_files_only=not online)
         split = name[len("questions_"):-len(".csv")]
         try:
-            left = None if end is None else max(0.5, end - time.monotonic())
-            path = Path(call_with_deadline(fetch, left))
+            path = _hub_file(download, name, online, timeout, end)
             frame = normalize_questions(_read(path), source=f"hub {name}")
             _check_complete(articles, {split: frame})
         except Exception:  # noqa: BLE001 - optional: absent, unreachable, late or damaged, it is left out

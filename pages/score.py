@@ -3,6 +3,7 @@ split, compare them; wiring only (the decisions are in bsard_demo.app.score_page
 and its section modules)."""
 from functools import partial
 
+import pandas as pd
 import streamlit as st
 
 from bsard_demo import settings
@@ -49,6 +50,7 @@ from bsard_demo.app.score_misses import (
     misses_frame,
     nearest_notes,
     question_line,
+    runs_rows,
     totals_line,
 )
 from bsard_demo.app.score_page import (
@@ -216,8 +218,8 @@ def page() -> None:
         return
     tables = score_tables(board, ds.questions(split))
     _metrics(board, data, split, tables, stamp)
-    k = _charts(board, tables, misses)
-    _per_question(board, ds, split, tables, misses, k)
+    k, misses_shown = _charts(board, tables, misses)
+    _per_question(board, ds, split, tables, misses, k, misses_shown)
     if compares(board):
         _comparison(board)
     for d in builtin_downloads(built, split):
@@ -273,7 +275,8 @@ def _state_of_the_art(tables, board) -> None:
                "`python -m bsard_demo evaluate --anchors` l'imprime sous vos runs.")
 
 
-def _charts(board, tables, misses) -> int:
+def _charts(board, tables, misses) -> tuple[int, pd.DataFrame | None]:
+    """The charts; the misses' cut-off chosen, and the misses' chart data at it (``None`` without articles)."""
     st.header("Graphiques", anchor=False)
     metrics = shown_metrics(board)
     per_q = tables.per_question
@@ -297,16 +300,16 @@ def _charts(board, tables, misses) -> int:
     with t5:
         k = st.columns([1, 2])[0].selectbox("Articles manqués dans le top k", list(board.ks), key=MISSES_K,
                                             index=list(board.ks).index(min(board.ks)), format_func=lambda v: f"top {v}")
-        if misses is None:
+        frame = None if misses is None else misses_frame(misses, k)
+        if frame is None:
             st.info("Placer les articles manqués demande le corpus d'articles, que ce jeu de données n'a pas.")
         else:
-            frame = misses_frame(misses, k)
             st.altair_chart(misses_bars(frame, class_labels()), width="stretch")
             st.caption(md_escape(totals_line(frame, k)) + "  \n" + MISSES_HELP)
-    return k
+    return k, frame
 
 
-def _per_question(board, ds, split, tables, misses, k) -> None:
+def _per_question(board, ds, split, tables, misses, k, misses_shown) -> None:
     st.header("Par question", anchor=False)
     table = tables.per_question_text
     chosen = st.multiselect("Filtrer par catégorie", categories(table), key=PQ_FILTER,
@@ -319,11 +322,12 @@ def _per_question(board, ds, split, tables, misses, k) -> None:
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=320)
     st.caption("Cliquez sur un en-tête pour trier.")
     if compares(board):
-        _a_versus_b(board, tables, misses, k)
+        _a_versus_b(board, tables, misses_shown, k)
     _drill_down(board, ds, split, table, shown, misses, k)
 
 
-def _a_versus_b(board, tables, misses, k) -> None:
+def _a_versus_b(board, tables, misses_shown, k) -> None:
+    """Run A against run B; where their misses land, from the per-run chart's ``misses_shown`` (at ``k``)."""
     st.subheader("Run A contre run B, question par question", anchor=False)
     runs = list(board.evaluations)
     c1, c2, c3 = st.columns(3)
@@ -340,9 +344,9 @@ def _a_versus_b(board, tables, misses, k) -> None:
                 f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")
     st.caption("Un point par question ; au-dessus de la diagonale, B fait mieux. Cliquez sur un point pour examiner "
                "la question ci-dessous (cerclée) ; des questions de mêmes valeurs se superposent.")
-    if misses is not None:
+    if misses_shown is not None:
         st.markdown(f"**Où tombent les articles pertinents que A et B manquent** (top {k})")
-        st.altair_chart(misses_ab(misses_frame(misses, k, [a, b]), class_labels()), width="stretch")
+        st.altair_chart(misses_ab(runs_rows(misses_shown, [a, b]), class_labels()), width="stretch")
 
 
 def _drill_down(board, ds, split, table, shown, misses, k) -> None:

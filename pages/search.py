@@ -53,9 +53,9 @@ from bsard_demo.app.search_examples import Examples, examples_of
 from bsard_demo.app.search_model import link_choices
 from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
 from bsard_demo.app.state import is_built
-from bsard_demo.retrievers import RetrieverSpec, retriever_kinds
+from bsard_demo.retrievers import RetrieverSpec
 from bsard_demo.retrievers.kinds import DENSE
-from bsard_demo.retrievers.registry import BASE_PART, menu_kinds
+from bsard_demo.retrievers.registry import BASE_PART, kind as retriever_kind, menu_kinds
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
@@ -176,7 +176,7 @@ def _system_inputs(m: Menus) -> None:
 def _kind_settings() -> None:
     """A registered kind's own settings (:class:`~bsard_demo.retrievers.registry.Setting`), one menu each."""
     for name in menu_kinds(with_model=True):
-        for setting in retriever_kinds()[name].settings:
+        for setting in retriever_kind(name).settings:
             st.selectbox(setting.words or setting.param, list(setting.choices), key=setting_key(setting.param),
                          persist_state="session")
 

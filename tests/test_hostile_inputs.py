@@ -185,7 +185,7 @@ def test_mutated_valid_files_never_raise(data):
 @FUZZ
 @given(damaged_gzip())
 def test_damaged_gzip_never_raises(data):
-    rf = check(data, max_decompressed_bytes=4096)
+    rf = check(data, max_bytes=4096)
     assert rf.compressed == (data[:2] == b"\x1f\x8b")  # a flipped magic byte makes it plain bytes
 
 
@@ -328,7 +328,7 @@ def test_bomb_stopped_at_the_default_cap(tmp_path, kind):
 
 
 def test_bomb_under_a_small_cap_names_it():
-    rf = read_run_bytes(gzip.compress(b"1 Q0 a 1 1.0 t\n" * 200_000), "b.gz", max_decompressed_bytes=2 * 2**20)
+    rf = read_run_bytes(gzip.compress(b"1 Q0 a 1 1.0 t\n" * 200_000), "b.gz", max_bytes=2 * 2**20)
     assert [p.message for p in rf.problems] == [
         "the decompressed content is larger than the limit of 2.0 MB; decompression was stopped"]
 

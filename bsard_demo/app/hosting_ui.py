@@ -101,9 +101,26 @@ def show_bundle_notices(data: ActiveData) -> None:
     ds = data.dataset
     for level, text in bundle_notices(setup, data.key, ds.articles, ds.name):
         (st.warning if level == "warning" else st.info)(md_escape(strip_paths(text)), icon=":material/inventory_2:")
-    caption = bundle_caption(setup)
-    if caption and setup.serves(data.key, ds.articles, ds.name):
-        st.sidebar.caption(md_escape(public_caption(setup, caption)))
+    if setup.serves(data.key, ds.articles, ds.name):
+        st.sidebar.caption(sidebar_line(setup))
+
+
+#: The sidebar's bundle line, with the bundle it was made for: ``{"line": (bundle, line)}``.
+_SIDEBAR_LINE: dict = {}
+
+
+def sidebar_line(setup: BundleSetup) -> str | None:
+    """The sidebar's line about ``setup``'s bundle (:func:`~bsard_demo.app.hosting.bundle_caption` in
+    :func:`public_caption`'s words, escaped), ``None`` without one. Made once per bundle, not at every page
+    run (its files' fingerprint and the paths' scan): kept with the bundle object it describes, so another
+    bundle makes it anew."""
+    bundle = setup.bundle
+    if bundle is None:
+        return None
+    held = _SIDEBAR_LINE.get("line")
+    if held is None or held[0] is not bundle:
+        held = _SIDEBAR_LINE["line"] = (bundle, md_escape(public_caption(setup, bundle_caption(setup))))
+    return held[1]
 
 
 def public_caption(setup: BundleSetup, caption: str) -> str:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION
-from ..retrievers.registry import BASE_PART, kind_settings, retriever_kinds
+from ..retrievers.registry import BASE_PART, kind as retriever_kind, kind_settings
 from .link_codec import DEFAULT_K, DEFAULT_RRF_K, FUSIONS, LinkChoices, SearchSettings
 from .link_policy import default_hybrid_weights
 
@@ -59,7 +59,7 @@ def _options(state: Mapping[str, object], systems: Sequence[str]) -> tuple[tuple
     """The registered kinds' settings of ``systems`` the widgets show (a value not offered: its default)."""
     out = []
     for kind_name in systems:
-        for setting in retriever_kinds()[kind_name].settings:
+        for setting in retriever_kind(kind_name).settings:
             value = state.get(setting_key(setting.param))
             out.append((setting.param, value if value in setting.choices else setting.default))
     return tuple(sorted(out))

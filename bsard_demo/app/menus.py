@@ -59,7 +59,7 @@ def encoder_menu(data: ActiveData, setup: BundleSetup, corpus_sha256: Callable[[
 
 
 def dataset_label(data: ActiveData, access: FolderAccess) -> str:
-    """The active dataset's name as the pages show it (:func:`bsard_demo.app.state.spec_name`), a folder
+    """The active dataset's name as the pages show it (:func:`bsard_demo.app.data_words.spec_name`), a folder
     the server chose (``BSARD_DATA``) by its last component only: its path is the server's."""
     if source_kind(data.spec) == "local" and not access.free:
         return f"{SOURCE_LABELS['local']} : {public_name(data.spec)}"

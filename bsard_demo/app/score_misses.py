@@ -29,11 +29,11 @@ def class_labels() -> list[str]:
     return [CLASS_FR[c] for c in CLASSES]
 
 
-def misses_frame(misses: Mapping[str, Misses], k: int, runs: Sequence[str] | None = None) -> pd.DataFrame:
-    """Chart data at cut-off ``k``: one row per run (``runs``, default all, in order) and class, columns
-    ``run, class, order, count, share, missed`` (``share`` of that run's misses at k; every class present)."""
+def misses_frame(misses: Mapping[str, Misses], k: int) -> pd.DataFrame:
+    """Chart data at cut-off ``k``: one row per run (in order) and class, columns ``run, class, order,
+    count, share, missed`` (``share`` of that run's misses at k; every class present)."""
     rows = []
-    for name in runs if runs is not None else list(misses):
+    for name in misses:
         counts = misses[name].counts().loc[k]
         missed = int(counts["missed"])
         for order, cls in enumerate(CLASSES):
@@ -41,6 +41,12 @@ def misses_frame(misses: Mapping[str, Misses], k: int, runs: Sequence[str] | Non
             rows.append({"run": name, "class": CLASS_FR[cls], "order": order, "count": n,
                          "share": n / missed if missed else 0.0, "missed": missed})
     return pd.DataFrame(rows, columns=["run", "class", "order", "count", "share", "missed"])
+
+
+def runs_rows(frame: pd.DataFrame, runs: Sequence[str]) -> pd.DataFrame:
+    """The rows of ``runs`` (in that order) of a :func:`misses_frame`: the A-vs-B chart's data, read from the
+    per-run chart's frame instead of counted again."""
+    return pd.concat([frame[frame["run"] == name] for name in runs] or [frame.iloc[:0]], ignore_index=True)
 
 
 def totals_line(frame: pd.DataFrame, k: int) -> str:

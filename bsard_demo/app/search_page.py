@@ -15,7 +15,7 @@ from ..evaluation.metrics import compute_metrics
 from ..retrievers import RetrieverSpec
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Retriever
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K
-from ..retrievers.registry import ColumnChoice, menu_kinds, retriever_kinds
+from ..retrievers.registry import ColumnChoice, kind as retriever_kind, menu_kinds, retriever_kinds
 
 NEW = "nouveau"
 BREADCRUMB_SEPARATOR = " › "
@@ -221,7 +221,7 @@ class _KindLabels(Mapping[str, str]):
     def __getitem__(self, name: str) -> str:
         if name not in menu_kinds():
             raise KeyError(name)
-        return retriever_kinds()[name].label
+        return retriever_kind(name).label
 
     def __iter__(self):
         return iter(menu_kinds())
@@ -261,7 +261,7 @@ def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DE
     for name in dict.fromkeys(kinds):
         if name not in offered:
             raise ValueError(f"unknown retriever kind {name!r}; choose {', '.join(KIND_LABELS)}")
-        label, spec = retriever_kinds()[name].column_of(choice)
+        label, spec = retriever_kind(name).column_of(choice)
         out[label] = spec
     return out
 

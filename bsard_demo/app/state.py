@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Callable, Generic, Hashable, TypeVar
 
 from ..dataset import DataError, Dataset
-from ..retrievers import Retriever, RetrieverSpec, build_retriever, retriever_kinds
+from ..retrievers import Retriever, RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
+from ..retrievers.registry import kind as retriever_kind
 from ..sources import default_spec, load_dataset
-from .data_words import failure_detail, fallback_reason, source_kind, spec_name
+from .data_words import failure_detail, fallback_reason, source_kind
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -104,11 +105,6 @@ class ActiveData:
         return data_key(self.spec)
 
 
-def display_name(data: ActiveData) -> str:
-    """French name of the active dataset (:func:`spec_name` of what was loaded)."""
-    return spec_name(data.spec)
-
-
 def open_data(requested: str | None, load: Callable[[str], Dataset], failures: FailureMemo | None = None,
               fallback: str | None = None, default: str | None = None) -> ActiveData:
     """Load ``requested`` (default ``default``, else :func:`default_spec`) with ``load``; when it
@@ -170,7 +166,7 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
     is assembled from its parts' registry entries, so their BM25 and dense indexes are shared with
     the other columns, and is itself cheap to make.
     """
-    kind = retriever_kinds()[spec.kind]
+    kind = retriever_kind(spec.kind)
     if kind.parts is not None and not is_built(registry, data, spec):
         built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in kind.parts(spec)]
         return registry.get((data.key, spec.key()), _logged(f"{spec.kind} over {data.spec}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..evaluation.anchors import ANCHORS, LABELS, NOTES, anchors_records, figures_frame
+from ..evaluation.anchors import ANCHORS, LABELS, NOTES, anchors_report, figures_frame
 from ..evaluation.report import render_rows
 
 FORMATS = ("table", "json", "csv", "markdown", "latex")
@@ -32,7 +32,7 @@ def anchors_text(fmt: str = "table") -> str:
     ``table`` / ``markdown`` / ``latex`` (:data:`HEADER`, the paper by its authors; the notes follow the
     ``table``)."""
     if fmt == "json":
-        return json.dumps({"anchors": anchors_records(), "notes": list(NOTES)}, ensure_ascii=False, indent=2) + "\n"
+        return json.dumps(anchors_report(), ensure_ascii=False, indent=2) + "\n"
     if fmt == "csv":
         return figures_frame().to_csv(index=False)
     rows = [[a.system, LABELS.get(a.measure, a.measure), f"{a.value:.2f}" if a.shown else "not shown",

@@ -99,6 +99,21 @@ PROBLEM_HINTS = {
 }
 
 
+def trec_word(text: str) -> bool:
+    """Whether ``text`` can stand as one field of a TREC line (a run's ``--tag``): not empty, and no blank
+    nor line break, on which TREC lines are split."""
+    return bool(text) and not any(ch.isspace() for ch in text)
+
+
+def problem_line(name: str, problem, *, code: bool = True) -> str:
+    """A run file's problem (:class:`bsard_demo.runs.Problem`) as one line of stderr:
+    ``NAME[:LINE]: SEVERITY [CODE]: message`` with the hint in the CLI's words (:data:`PROBLEM_HINTS`);
+    without ``code`` (``export-run``), no ``[CODE]``."""
+    where = f":{problem.line}" if problem.line is not None else ""
+    shown = f" [{problem.code}]" if code and problem.code else ""
+    return one_line(f"{name}{where}: {problem.severity}{shown}: {problem.text(PROBLEM_HINTS)}")
+
+
 def error_text(error: BaseException | str) -> str:
     """The CLI's words for an error: its message, then (a :class:`DataError`) its advice."""
     if isinstance(error, str):

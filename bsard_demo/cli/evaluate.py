@@ -7,7 +7,6 @@ service) and renders its Scoreboard: every problem of a file on stderr, one line
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,8 @@ import pandas as pd
 
 from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
-from ..evaluation.checks import problem_code, problem_record
+from ..evaluation.anchors import anchors_report
+from ..evaluation.checks import problem_record
 from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
 from ..evaluation.report import (
     FORMATS,
@@ -33,7 +33,7 @@ from ..evaluation.stamp import board_stamp, stamp_export
 from ..runs import warm
 from ..sources import load_dataset
 from .anchors import anchors_text
-from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, say
+from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, problem_line, say
 
 CONVENTIONS = """\
 conventions:
@@ -179,9 +179,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     for scored in out.board.runs:
         name, problems = scored.name, scored.file.problems
         out.problems[name] = [problem_record(p, PROBLEM_HINTS) for p in problems]
-        lines = [one_line(f"{name}{f':{p.line}' if p.line is not None else ''}: {p.severity}"
-                          f"{f' [{problem_code(p)}]' if problem_code(p) else ''}: {p.text(PROBLEM_HINTS)}")
-                 for p in problems]
+        lines = [problem_line(name, p) for p in problems]
         if not scored.usable and len(lines) == 1 and not quiet:
             say(command, f"{lines[0]}; not scored")  # one problem: one line
             out.failed = True
@@ -215,10 +213,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     misses = board_misses(board) if args.misses else None
     if args.format == "json":
         report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems,
-                             misses=None if misses is None else misses_records(misses))
-        if anchors:
-            report = json.dumps({**json.loads(report), "anchors": json.loads(anchors_text("json"))},
-                                ensure_ascii=False, indent=2)
+                             misses=None if misses is None else misses_records(misses),
+                             anchors=anchors_report() if anchors else None)
         print(stamp_export(report, "json", stamp), end="")
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")

@@ -15,7 +15,7 @@ import sys
 
 from ..runs import EXCHANGE_FORMATS, qrels_bytes, read_run_path, run_bytes, tied_questions, write_text_atomic
 from ..sources import load_dataset
-from .common import PROBLEM_HINTS, add_data_argument, data_spec, fail, one_line, say
+from .common import add_data_argument, data_spec, fail, problem_line, say, trec_word
 
 FORMAT_HELP = ("trec (trec_eval, ir_measures, ranx), ranx (ranx's JSON {q_id: {doc_id: score}}) or parquet "
                "(columns q_id, doc_id, score, as ranx reads and writes them)")
@@ -70,12 +70,11 @@ def cmd_export_qrels(args: argparse.Namespace) -> int:
 
 
 def cmd_export_run(args: argparse.Namespace) -> int:
-    if any(ch.isspace() for ch in args.tag) or not args.tag:
+    if not trec_word(args.tag):
         return fail("export-run", "--tag takes one word (a TREC tag has no blanks)")
     rf = read_run_path(args.run, lower_is_better=args.lower_is_better)
     for p in rf.problems:
-        print(one_line(f"{rf.name}{f':{p.line}' if p.line is not None else ''}: {p.severity}: "
-                       f"{p.text(PROBLEM_HINTS)}"), file=sys.stderr)
+        print(problem_line(rf.name, p, code=False), file=sys.stderr)
     if rf.run is None:
         return fail("export-run", f"{rf.name} has errors and was not written")
     try:

@@ -9,7 +9,6 @@ order convention of :mod:`bsard_demo.runs.run`, so the file reads back with no p
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from ..retrievers.defaults import CHOICE as DEFAULT, CHOICE_HELP, default_spec
 from ..retrievers.registry import Flag, kind, retriever_kinds
 from ..runs import RUN_FORMATS, format_run, write_text_atomic
 from ..sources import load_dataset
-from .common import TqdmProgress, activate_index, add_data_argument, add_index_argument, data_spec, fail, say
+from .common import TqdmProgress, activate_index, add_data_argument, add_index_argument, data_spec, fail, say, trec_word
 from .export import add_export_arguments, check_export_arguments, export_and_push, wants_export
 
 
@@ -170,7 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.depth < 1:
         return fail("run", "--depth must be at least 1")
     fmt = args.format or ("json" if str(args.out).lower().endswith(".json") else "trec")
-    if args.tag is not None and (not args.tag.strip() or re.search(r"\s", args.tag)):
+    if args.tag is not None and not trec_word(args.tag):
         return fail("run", "--tag must be one word (no spaces)")
     progress = TqdmProgress(enabled=not args.no_progress)
     built = _build(args, "run", progress)

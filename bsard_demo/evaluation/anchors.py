@@ -131,6 +131,12 @@ def anchors_records(anchors: Sequence[Anchor] = ANCHORS) -> list[dict]:
     return [asdict(a) for a in anchors]
 
 
+def anchors_report() -> dict:
+    """The published results as ``anchors --format json`` prints them (and ``evaluate --format json
+    --anchors`` under its key ``anchors``): ``{"anchors": records, "notes": [...]}``."""
+    return {"anchors": anchors_records(), "notes": list(NOTES)}
+
+
 def figures_frame(anchors: Sequence[Anchor] = ANCHORS) -> pd.DataFrame:
     """One row per figure (:data:`COLUMNS`), the figures not read included with an empty value."""
     return pd.DataFrame(anchors_records(anchors), columns=list(COLUMNS))

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import DataError
-from ..retrievers.structure import HEADER_COLUMNS, ArticleGraph, graph_of, section_keys
+from ..retrievers.structure import HEADER_COLUMNS, ArticleGraph, graph_of
 from .scoring import Scoreboard
 
 #: How many articles away in corpus order, within one section, a retrieved article makes a miss a near one.
@@ -63,32 +63,25 @@ class Hierarchy:
     def __init__(self, articles: pd.DataFrame, graph: ArticleGraph | None = None):
         self.graph = graph if graph is not None else graph_of(articles)
         present = [c for c in HEADER_COLUMNS if c in articles.columns]
-        paths = section_keys(articles)  # the present header columns, blanks stripped
+        paths = self.graph.section_paths  # per section: the present header columns, blanks stripped
         self.keys: dict[str, np.ndarray] = {}
         for level, columns in LEVELS.items():
             take = [present.index(c) for c in columns if c in present]
             own = [present.index(c) for c in _OWN[level] if c in present]
             prefixes = ["\x1f".join([p[i] for i in take]) if any(p[i] for i in own) else None for p in paths]
             codes, _ = pd.factorize(pd.Series(prefixes, dtype=object), use_na_sentinel=True)
-            self.keys[level] = codes.astype(np.int64)
+            self.keys[level] = codes.astype(np.int64)[self.graph.section]  # an article's: its section's
 
     @property
     def article_ids(self) -> list[str]:
         return self.graph.article_ids
 
 
-_HIERARCHIES: dict[int, tuple[ArticleGraph, Hierarchy]] = {}
-
-
 def hierarchy_of(articles: pd.DataFrame) -> Hierarchy:
-    """The :class:`Hierarchy` of ``articles``, built once per corpus (on :func:`graph_of`'s cache)."""
+    """The :class:`Hierarchy` of ``articles``, built once per corpus: kept with its graph, in :func:`graph_of`'s
+    cache."""
     graph = graph_of(articles)
-    held = _HIERARCHIES.get(id(graph))
-    if held is None or held[0] is not graph:
-        while len(_HIERARCHIES) >= 4:
-            _HIERARCHIES.pop(next(iter(_HIERARCHIES)))
-        held = _HIERARCHIES[id(graph)] = (graph, Hierarchy(articles, graph))
-    return held[1]
+    return graph.memo("hierarchy", lambda: Hierarchy(articles, graph))
 
 
 @dataclass
@@ -117,29 +110,12 @@ class Misses:
         missed = counts.pop("missed").replace(0, np.nan)
         return counts.div(missed, axis=0).fillna(0.0)
 
-    def summary(self) -> pd.DataFrame:
-        """Long form for charts: ``k, class, count, share`` (every k and class, zeros included)."""
-        counts, shares = self.counts().drop(columns="missed"), self.shares()
-        out = counts.stack().rename("count").to_frame().join(shares.stack().rename("share"))
-        out.index.names = ["k", "class"]
-        return out.reset_index()
-
     def question_lines(self, qid: str, k: int | None = None) -> pd.DataFrame:
         """:attr:`lines` of question ``qid`` (at ``k`` only, when given): the drill-down's line."""
         at = self.lines["qid"] == str(qid)
         if k is not None:
             at &= self.lines["k"] == int(k)
         return self.lines[at].reset_index(drop=True)
-
-    def per_question(self, k: int) -> pd.DataFrame:
-        """Missed gold articles of each question at ``k`` by class (index ``qid``, columns :data:`CLASSES`)."""
-        if k not in self.ks:
-            raise ValueError(f"k={k} was not computed; computed: {', '.join(map(str, self.ks))}")
-        at = self.lines[self.lines["k"] == k]
-        table = pd.crosstab(at["qid"], pd.Categorical(at["class"], categories=CLASSES), dropna=False)
-        table = table.reindex(columns=list(CLASSES), fill_value=0).astype(int)
-        table.index.name, table.columns.name = "qid", None
-        return table
 
 
 def where_misses_land(hierarchy: Hierarchy, qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]],

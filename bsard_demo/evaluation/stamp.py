@@ -1,6 +1,6 @@
 """The reproducibility stamp of an export of results: what the figures were computed from, written
 into every CSV, JSON, Markdown and LaTeX output of ``evaluate`` and ``compare`` and into the Score
-page's downloads (:func:`stamp_board_export`, the one call a front end makes).
+page's downloads (:func:`board_stamp` once per board, then :func:`stamp_export` for each export).
 
 A stamp (:func:`build_stamp`) is a JSON object: ``stamp`` (its format, :data:`STAMP_FORMAT`),
 ``bsard_demo`` (version and, in a git checkout, the commit), ``dataset`` (name, kind, the hub
@@ -39,9 +39,9 @@ from .scoring import RunSource, Scoreboard
 
 #: The stamp's own format; a reader refuses nothing, but :func:`stamp_differences` names a change.
 STAMP_FORMAT = "bsard-demo-stamp/1"
-#: The formats that carry a stamp, and each one's comment syntax (prefix, suffix).
+#: The formats that carry a stamp as comment lines, and each one's comment syntax (prefix, suffix); JSON
+#: carries it under its key ``stamp``.
 COMMENTS = {"csv": ("# ", ""), "markdown": ("<!-- ", " -->"), "latex": ("% ", "")}
-STAMPED_FORMATS = ("json", *COMMENTS)
 #: The stamp's fields, in the order they are written.
 FIELDS = ("stamp", "bsard_demo", "dataset", "split", "ks", "runs", "measures", "conventions")
 #: How every figure is computed, whatever the measure (the CLI's ``evaluate --help`` says the same).
@@ -192,15 +192,6 @@ def stamp_export(text: str, fmt: str, stamp: Mapping) -> str:
     before, after = COMMENTS[fmt]
     lines = [f"{before}stamp.{key} = {_ascii_json(stamp[key])}{after}" for key in FIELDS if key in stamp]
     return "\n".join(lines) + "\n" + text
-
-
-def stamp_board_export(text: str, fmt: str, board: Scoreboard, sources: Sequence[RunSource],
-                       measures: Sequence[str] | None = None) -> str:
-    """The one call of a front end that offers a download (``fmt``: ``json``, ``csv``,
-    ``markdown``, ``latex``; others are returned unchanged): :func:`stamp_export` with
-    :func:`board_stamp`. A page offering several downloads may build :func:`board_stamp` once and
-    call :func:`stamp_export` for each (an upload's bytes are hashed on every call: ~0.2 s per 100 MB)."""
-    return stamp_export(text, fmt, board_stamp(board, sources, measures)) if fmt in STAMPED_FORMATS else text
 
 
 def _ascii_json(value) -> str:

@@ -77,7 +77,7 @@ def labelled_with_keys(dataset: Dataset, split: str) -> tuple[list[str], list[st
     """:func:`labelled_questions` with the questions' keys first (their ids; ``split:id`` over several splits,
     :meth:`bsard_demo.dataset.Dataset.questions_of`)."""
     names = parse_splits(split)
-    if dataset.articles is None or any(name not in dataset.splits for name in names):
+    if dataset.articles is None or dataset.absent_splits(names):
         return [], [], []
     position = {str(a): i for i, a in enumerate(dataset.articles["id"])}
     ids, texts, labels = [], [], []
@@ -127,13 +127,7 @@ class NeighboursRetriever:
         """Over ``dataset``'s articles, from the questions of ``split`` (a name, or several comma-separated:
         ``"train,synthetic"``) and their labels (articles outside the corpus are left out). :class:`DataError`
         when a split is absent or none of their questions cites an article of the corpus."""
-        names = parse_splits(split)
-        absent = [name for name in names if name not in dataset.splits]
-        if absent:
-            raise DataError(f"the neighbours retriever needs labelled training questions: no split "
-                            f"'{', '.join(absent)}' in {dataset.name} (available: "
-                            f"{', '.join(dataset.split_names) or 'none'})")
-        split = ",".join(names)
+        split = dataset.check_splits(split, "the neighbours retriever needs labelled training questions")
         ids, texts, labels = labelled_with_keys(dataset, split)
         if not texts:
             raise DataError(f"the neighbours retriever needs labelled training questions: no question of split "

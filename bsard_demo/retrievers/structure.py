@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
 from .. import cache
 from .base import Hit, clip_k, id_ranks, rank_all
+
+T = TypeVar("T")
 
 #: The header columns of the schema, from the widest to the narrowest.
 HEADER_COLUMNS = ("code", "book", "part", "act", "chapter", "section", "subsection")
@@ -102,10 +104,14 @@ class ArticleGraph:
         n = len(self.article_ids)
         keys = section_keys(articles)
         index: dict[tuple[str, ...], int] = {}
+        #: each section's header path (:func:`section_keys`), by section number; blank for a headerless article's
+        self.section_paths: list[tuple[str, ...]] = []
         self.section = np.empty(n, dtype=np.int64)
         for i, key in enumerate(keys):
             # an article without any header is a section of its own
-            self.section[i] = index.setdefault(key if any(key) else ("\x00", str(i)), len(index))
+            self.section[i] = s = index.setdefault(key if any(key) else ("\x00", str(i)), len(index))
+            if s == len(self.section_paths):
+                self.section_paths.append(key)
         self.n_sections = len(index)
         self.section_size = np.bincount(self.section, minlength=self.n_sections)
         self.position = np.zeros(n, dtype=np.int64)
@@ -128,6 +134,15 @@ class ArticleGraph:
         self._cite_flat = np.concatenate(self.cites).astype(np.int64) if lengths.sum() else np.zeros(0, dtype=np.int64)
         self._id_rank = id_ranks(self.article_ids)
         self.row_of = {a: i for i, a in enumerate(self.article_ids)}
+        self._memo: dict = {}
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per graph and ``key``: what other modules derive from the corpus' structure
+        (:func:`bsard_demo.evaluation.misses.hierarchy_of`) lives as long as the graph in :func:`graph_of`'s
+        cache, without a cache of its own."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def __len__(self) -> int:
         return len(self.article_ids)

@@ -77,7 +77,7 @@ class RunFile:
 
 def read_run_bytes(data: bytes, name: str, options: ReadOptions | None = None, **settings) -> RunFile:
     """Detect the format of ``data``, parse it and validate it; never raises. ``options`` (or
-    its fields as keywords, ``max_decompressed_bytes`` for ``max_bytes``): :class:`ReadOptions`."""
+    its fields as keywords): :class:`ReadOptions`."""
     data = data if isinstance(data, bytes) else bytes(data)
     opts = _options(options, settings)
     return _read_source(lambda: Source(data=data, limit=opts.max_bytes), str(name), opts)
@@ -121,8 +121,6 @@ def read_run(run: Run, name: str, options: ReadOptions | None = None, **settings
 
 
 def _options(options: ReadOptions | None, settings: dict) -> ReadOptions:
-    if "max_decompressed_bytes" in settings:
-        settings["max_bytes"] = settings.pop("max_decompressed_bytes")
     return replace(options or ReadOptions(), **settings)
 
 

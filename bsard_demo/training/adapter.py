@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import settings
 from ..analyzer import DEFAULT_FIELDS
-from ..dataset import DataError, Dataset, parse_splits
+from ..dataset import DataError, Dataset
 from ..retrievers.adapter import BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, fit_adapter
 from ..retrievers.base import Progress
 from ..retrievers.dense import DenseRetriever
@@ -50,8 +50,8 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
     base = str(options.base).strip().lower()
     if base not in BASES:
         raise ValueError(f"--adapter sits on a built-in encoder ({', '.join(BASES)}), not {options.base!r}")
-    folders.check_fit_data(dataset, options.split, "an adapter is fitted over the corpus' embeddings")
-    options.split = ",".join(parse_splits(options.split))  # "train,synthetic": fitted on their union
+    # "train,synthetic": fitted on their union
+    options.split = folders.check_fit_data(dataset, options.split, "an adapter is fitted over the corpus' embeddings")
     texts, gold = labelled_questions(dataset, options.split)
     questions = dataset.questions_of(options.split)
     if not texts:

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from ..dataset import DataError, parse_splits
+from ..dataset import DataError
 from ..retrievers.encoder_base import file_sha256, read_json_record
 
 #: The record written into every trained model's folder.
@@ -93,15 +93,13 @@ def base_record(kind: str, dataset, *, spec: str | None, split: str, questions_u
                         "articles_sha256": articles_fingerprint(dataset.articles)}}
 
 
-def check_fit_data(dataset, split: str, why: str) -> None:
+def check_fit_data(dataset, split: str, why: str) -> str:
     """:class:`~bsard_demo.dataset.DataError` unless ``dataset`` has articles (``why``: what needs
-    them) and the ``split`` to fit on (each of them, ``"train,synthetic"``)."""
+    them) and the ``split`` to fit on (each of them, ``"train,synthetic"``); the split names joined by
+    commas (:meth:`~bsard_demo.dataset.Dataset.check_splits`)."""
     if dataset.articles is None or not len(dataset.articles):
         raise DataError(f"{dataset.name} has no articles: {why}")
-    absent = [name for name in parse_splits(split) if name not in dataset.splits]
-    if absent:
-        raise DataError(f"no split '{', '.join(absent)}' in {dataset.name} (available: "
-                        f"{', '.join(dataset.split_names) or 'none'})")
+    return dataset.check_splits(split)
 
 
 @contextmanager

@@ -104,6 +104,20 @@ def ab_spec(at) -> dict:
     return json.loads(chart.proto.spec)
 
 
+def misses_rows(at) -> list[list[tuple]]:
+    """``(run, class, count, share)`` of each chart of where misses land, in page order: per run, then A
+    against B."""
+    import pyarrow as pa
+
+    out = []
+    for chart in at.get("vega_lite_chart"):
+        for data in chart.proto.datasets:  # the rows travel as Arrow data
+            rows = pa.ipc.open_stream(data.data.data).read_all().to_pandas()
+            if {"run", "class", "count", "share"} <= set(rows.columns):
+                out.append(list(rows[["run", "class", "count", "share"]].itertuples(index=False, name=None)))
+    return out
+
+
 def test_scatter_click_opens_the_drill_down(tmp_path):
     ds = load_sample()
     a, b = sample_run_trec(seed=21).encode(), sample_run_trec(seed=22, drop=4).encode()
@@ -129,6 +143,9 @@ def test_scatter_click_opens_the_drill_down(tmp_path):
     other = next(c for c in ds.questions("test")["category"] if c != q["category"])
     at.multiselect(key="pq_categories").select(other).run()
     at.selectbox(key="ab_a").select("b.trec").run()  # the drill-down then shows run A's ranking
+    per_run, pair = misses_rows(at)  # A against B: the per-run chart's rows of B (now A), then of A (now B)
+    assert pair == [r for r in per_run if r[0] == "b.trec"] + [r for r in per_run if r[0] == "a.trec"]
+    assert {r[0] for r in per_run} == {"a.trec", "b.trec"} and any(r[2] for r in pair)
     chart_click(at, q["id"])
     assert_clean(at)
     assert at.selectbox(key=DD_QID).value == q["id"] and at.selectbox(key="dd_run").value == "b.trec"

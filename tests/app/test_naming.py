@@ -88,3 +88,29 @@ def test_a_path_after_a_colon_is_named_by_its_last_part_and_a_url_stays():
     assert strip_paths("failed:/srv/a/b (/home/app/.cache/x/articles.csv: not a CSV)") == \
         "failed:b (articles.csv: not a CSV)"
     assert strip_paths("see https://huggingface.co/x/y at 10:30") == "see https://huggingface.co/x/y at 10:30"
+
+
+def test_the_sidebar_bundle_line_is_made_once_per_bundle(monkeypatch):
+    """The bundle line (a fingerprint of the bundle's files, the paths stripped) is made for the first page
+    run of a bundle only; another bundle object gets its own line."""
+    from types import SimpleNamespace
+
+    from bsard_demo.app import hosting_ui
+    from bsard_demo.app.highlight import md_escape
+    from bsard_demo.app.hosting import bundle_caption
+
+    def setup(label, digit):
+        corpus = SimpleNamespace(dataset="/srv/x/frlaw-dev", articles=3, fingerprint="f" * 64)
+        bundle = SimpleNamespace(label=label, manifest={"files": {"a": {"sha256": digit * 64}}}, entries={},
+                                 corpus=corpus, total_size=2**20)
+        return SimpleNamespace(bundle=bundle)
+
+    first, other = setup("/tmp/tmpzz/frlaw-bundle", "1"), setup("/tmp/tmpzz/other-bundle", "2")
+    expected = [md_escape(hosting_ui.public_caption(s, bundle_caption(s))) for s in (first, other)]
+    real, made = hosting_ui.files_fingerprint, []
+    monkeypatch.setattr(hosting_ui, "files_fingerprint", lambda files: made.append(files) or real(files))
+    monkeypatch.setattr(hosting_ui, "_SIDEBAR_LINE", {})
+    assert [hosting_ui.sidebar_line(first) for _ in range(3)] == [expected[0]] * 3 and len(made) == 1
+    assert "/srv" not in expected[0] and "/tmp" not in expected[0] and expected[0] != expected[1]
+    assert [hosting_ui.sidebar_line(other) for _ in range(2)] == [expected[1]] * 2 and len(made) == 2
+    assert hosting_ui.sidebar_line(SimpleNamespace(bundle=None)) is None

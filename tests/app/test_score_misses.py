@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
-from bsard_demo.app.score_misses import CLASS_FR, class_labels, misses_frame, nearest_notes, question_line
+from bsard_demo.app.score_misses import CLASS_FR, class_labels, misses_frame, nearest_notes, question_line, runs_rows
 from bsard_demo.app.score_uploads import score_files
 from bsard_demo.evaluation.misses import CLASSES, board_misses, misses_table
 
@@ -28,7 +28,11 @@ def test_the_chart_data_are_the_librarys_counts(board):
             assert row["count"] == table.loc[(row["run"], k), cls]
             assert row["share"] == pytest.approx(table.loc[(row["run"], k), f"{cls}_share"])
             assert row["missed"] == table.loc[(row["run"], k), "missed"]
-    assert list(misses_frame(misses, 10, ["b.trec"])["run"].unique()) == ["b.trec"]
+    frame = misses_frame(misses, 10)
+    for runs in (["b.trec"], ["b.trec", "a.trec"]):  # the A-vs-B chart's rows: those of the per-run chart
+        pair = runs_rows(frame, runs)
+        assert list(pair["run"].unique()) == runs and pair.index.tolist() == list(range(6 * len(runs)))
+        assert pair.equals(misses_frame({r: misses[r] for r in runs}, 10))  # what counting them again gives
 
 
 def test_the_drill_down_line_counts_what_the_top_k_leaves_out(board, sample):
@@ -80,8 +84,8 @@ def test_the_charts_draw_the_frame_with_the_legend_below(board):
 
     misses = board_misses(board)
     frame = misses_frame(misses, 10)
-    for chart in (misses_bars(frame, class_labels()), misses_ab(misses_frame(misses, 10, ["a.trec", "b.trec"]),
-                                                                class_labels())):
+    pair = runs_rows(frame, ["a.trec", "b.trec"])
+    for chart in (misses_bars(frame, class_labels()), misses_ab(pair, class_labels())):
         spec = chart.to_dict()
         (values,) = spec["datasets"].values()
         assert sorted((v["run"], v["class"], v["count"]) for v in values) == \

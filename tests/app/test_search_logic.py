@@ -28,10 +28,11 @@ from bsard_demo.app.search_examples import example_questions
 
 from bsard_demo.app.search_page import (NEW, article_codes, column_specs, filter_by_code,  # isort: skip
                                         missed_gold, rank_marker, run_search, search_depth, split_gold_by_code)
-from bsard_demo.app.data_words import source_kind
+from bsard_demo.app.data_words import FolderAccess, source_kind
+from bsard_demo.app.menus import dataset_label
 from bsard_demo.app.progress_words import progress_fraction, progress_text
 
-from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary, display_name,  # isort: skip
+from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary,  # isort: skip
                                   get_retriever, is_built, open_data)
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
@@ -295,8 +296,10 @@ def test_dataset_summary_and_names(sample):
     s = dataset_summary(sample)
     assert s == {"articles": len(sample.articles), "questions_test": len(sample.questions("test")),
                  "questions_train": len(sample.questions("train"))}
-    assert display_name(ActiveData(sample, "sample", "sample")) == "Échantillon fictif (démo)"
-    assert display_name(ActiveData(sample, "/data/bsard", "/data/bsard")) == "Dossier local : /data/bsard"
+    # the name the sidebar shows (menus.dataset_label): a folder a visitor typed, by its path
+    free = FolderAccess(free=True)
+    assert dataset_label(ActiveData(sample, "sample", "sample"), free) == "Échantillon fictif (démo)"
+    assert dataset_label(ActiveData(sample, "/data/bsard", "/data/bsard"), free) == "Dossier local : /data/bsard"
 
 
 #: The app's French of the library's progress messages as it was worded before steps had codes

@@ -118,14 +118,15 @@ def test_every_class_on_a_hand_made_corpus():
     assert counts.loc[1].to_dict() == {"missed": 8, "section": 1, "chapter": 1, "book": 1, "code": 1,
                                        "elsewhere": 3, "unknown": 1}
     assert m.shares().loc[1, "elsewhere"] == pytest.approx(3 / 8) and m.shares().sum(axis=1).tolist() == [1, 1, 1]
-    assert m.per_question(5).loc["q", "section"] == 3 and m.per_question(5).loc["m", "elsewhere"] == 1
+    # per question and class at k: the drill-down's line (the question's lines at k)
+    assert (m.question_lines("q", 5)["class"] == "section").sum() == 3
+    assert m.question_lines("m", 5)["class"].tolist() == ["elsewhere"]
     assert m.question_lines("m")["k"].tolist() == [1, 2, 5] and len(m.question_lines("q", 2)) == 7
     table = misses_table({"r": m})
     assert table.loc[("r", 2), "section"] == 2 and table.loc[("r", 2), "section_share"] == pytest.approx(2 / 8)
-    summary = m.summary()
-    assert len(summary) == 3 * len(CLASSES) and summary["count"].sum() == 24
-    with pytest.raises(ValueError, match="k=3"):
-        m.per_question(3)
+    assert table[list(CLASSES)].to_numpy().sum() == table["missed"].sum() == 24  # every k and class
+    assert table.loc[[("r", k) for k in (1, 2, 5)], [f"{c}_share" for c in CLASSES]].sum(axis=1).tolist() \
+        == pytest.approx([1, 1, 1])
 
 
 def test_levels_missing_from_the_corpus():

@@ -20,7 +20,6 @@ from bsard_demo.evaluation.stamp import (
     hub_revision,
     read_stamp,
     run_sha256,
-    stamp_board_export,
     stamp_differences,
     stamp_export,
     strip_stamp,
@@ -109,19 +108,20 @@ def test_every_format_reads_back_and_readers_skip_it(sample, run_file):
     assert read_stamp("\ufeff" + csv)["split"] == "test"
 
 
-def test_the_score_pages_one_call(sample, run_file):
-    """Uploads are hashed by their bytes, built-in runs by their TREC text."""
+def test_the_score_pages_stamp(sample, run_file):
+    """The Score page's stamp (score_ui: board_stamp once, then stamp_export for each download): uploads are
+    hashed by their bytes, built-in runs by their TREC text."""
     data = run_file.read_bytes()
     built = Run.from_rankings({"1": ["1", "2"]}, name="BM25")
     sources = [RunSource.upload("up.trec", data), RunSource.built("BM25", built)]
     board = score_runs(sample, "test", sources)
-    out = stamp_board_export("run,x\n", "csv", board, sources, ["recall@100"])
+    out = stamp_export("run,x\n", "csv", board_stamp(board, sources, ["recall@100"]))
     stamp = read_stamp(out)
     assert stamp["runs"] == {"up.trec": hashlib.sha256(data).hexdigest(),
                              "BM25": hashlib.sha256(built.to_trec().encode()).hexdigest()}
     assert stamp["measures"] == {"recall@100": "R@100"} and stamp["dataset"]["kind"] == "sample"
     assert stamp["dataset"]["sha256"]["articles.csv"]  # the sample's files, hashed
-    assert stamp_board_export("t\n", "table", board, sources) == "t\n"
+    assert stamp_export("t\n", "table", board_stamp(board, sources)) == "t\n"
     other = Run.from_rankings({"1": ["2", "1"]})
     assert run_sha256(other) != run_sha256(built) == stamp["runs"]["BM25"]  # each run its own digest
 

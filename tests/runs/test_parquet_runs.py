@@ -138,7 +138,7 @@ def test_truncated_damaged_and_huge_files_are_refused():
     rf = read_run_bytes(bytes(damaged), "r.parquet")
     assert not rf.ok and codes(rf) <= {"parquet_unreadable", "bad_id", "bad_score", "unknown_articles"} | codes(rf)
     big = pa.table({"qid": ["q"] * 50_000, "docid": [str(i) for i in range(50_000)], "score": [1.0] * 50_000})
-    rf = read_run_bytes(table_bytes(big, compression="zstd"), "big.parquet", max_decompressed_bytes=200_000)
+    rf = read_run_bytes(table_bytes(big, compression="zstd"), "big.parquet", max_bytes=200_000)
     assert [p.code for p in rf.problems] == ["parquet_too_large"] and "row group 1" in rf.problems.items[0].message
     empty = pa.table({"qid": pa.array([], pa.string()), "docid": pa.array([], pa.string()),
                       "score": pa.array([], pa.float64())})

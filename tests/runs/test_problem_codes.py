@@ -48,8 +48,8 @@ def _zeros_gzip(n: int) -> bytes:
 # One input (at least) per code of the reader: ``code -> [bytes or a callable(tmp_path) -> set of codes]``.
 BYTES_INPUTS: dict[str, list] = {
     "empty_file": [b"", gzip.compress(b"")],
-    "file_too_large": [(GOOD, {"max_decompressed_bytes": 10})],
-    "gzip_too_large": [(_zeros_gzip(2**20), {"max_decompressed_bytes": 2**16})],
+    "file_too_large": [(GOOD, {"max_bytes": 10})],
+    "gzip_too_large": [(_zeros_gzip(2**20), {"max_bytes": 2**16})],
     "gzip_truncated": [gzip.compress(GOOD * 50)[:40]],
     "gzip_corrupt": [gzip.compress(GOOD)[:-8] + b"\x00\x00\x00\x00" + gzip.compress(GOOD)[-4:]],
     "gzip_trailing_data": [gzip.compress(GOOD) + b"junk"],
@@ -60,7 +60,7 @@ BYTES_INPUTS: dict[str, list] = {
     "whitespace_only": [b" \n\t\r\n"],
     "html_page": [b"<!DOCTYPE html><html></html>", b"<?xml version='1.0'?><run/>"],
     "parquet_unreadable": [_PARQUET[: len(_PARQUET) // 2]],
-    "parquet_too_large": [(_BIG_PARQUET, {"max_decompressed_bytes": len(_BIG_PARQUET) + 10})],
+    "parquet_too_large": [(_BIG_PARQUET, {"max_bytes": len(_BIG_PARQUET) + 10})],
     "bad_column_type": [_parquet(qid=["1"], docid=[["a"]], score=[1.0])],
     # the child that decodes parquet: a file that aborts pyarrow, and limits no read can meet
     "reader_crashed": [(Path(__file__).parent / "hostile" / "abort-unencoded-byte-array.parquet").read_bytes()],

@@ -337,7 +337,7 @@ def test_gzip_bomb_is_stopped_at_the_cap_without_inflating_it():
     assert len(bomb) < 2**20
     tracemalloc.start()
     try:
-        rf = read(bomb, max_decompressed_bytes=2**20)
+        rf = read(bomb, max_bytes=2**20)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -346,8 +346,8 @@ def test_gzip_bomb_is_stopped_at_the_cap_without_inflating_it():
 
 
 def test_plain_file_above_the_cap():
-    assert_problem(read(GOOD, max_decompressed_bytes=100), "error", None, "above the limit of 100 bytes")
-    rf = read(gzip.compress(GOOD.encode()), max_decompressed_bytes=len(GOOD))
+    assert_problem(read(GOOD, max_bytes=100), "error", None, "above the limit of 100 bytes")
+    rf = read(gzip.compress(GOOD.encode()), max_bytes=len(GOOD))
     assert rf.ok  # exactly at the cap is fine
 
 
@@ -430,7 +430,7 @@ def test_paths(tmp_path):
     assert_same_run(rf, Run.from_scores(SCORES))
     big = tmp_path / "big.trec"
     big.write_text(GOOD)
-    assert_problem(read_run_path(big, max_decompressed_bytes=10), "error", None, "above the limit")
+    assert_problem(read_run_path(big, max_bytes=10), "error", None, "above the limit")
 
 
 def test_special_file_is_not_read():
@@ -484,7 +484,7 @@ def _never_raises(data: bytes, **kw) -> RunFile:
 @given(st.binary(max_size=300))
 def test_random_bytes_never_raise(data):
     _never_raises(data)
-    _never_raises(gzip.compress(data), max_decompressed_bytes=100)
+    _never_raises(gzip.compress(data), max_bytes=100)
 
 
 _token = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), min_size=0, max_size=6)

@@ -76,16 +76,16 @@ def test_the_reader_owns_the_size_limit(tmp_path):
         return f"trop gros : {size} > {limit}"
 
     data = b"1 Q0 a 1 1.0 t\n" * 100
-    assert [p.message for p in read_run_bytes(data, "r", max_decompressed_bytes=1000).problems] == [
+    assert [p.message for p in read_run_bytes(data, "r", max_bytes=1000).problems] == [
         "the file is 1.5 KB, above the limit of 1000 bytes"]
     assert [p.message
-            for p in read_run_bytes(data, "r", max_decompressed_bytes=1000, size_message=french).problems] == [
+            for p in read_run_bytes(data, "r", max_bytes=1000, size_message=french).problems] == [
         "trop gros : 1500 > 1000"]
     noise = gzip.compress(os.urandom(3000))  # incompressible: above the limit before inflating
-    rf = read_run_bytes(noise, "r.gz", max_decompressed_bytes=2000, size_message=french)
+    rf = read_run_bytes(noise, "r.gz", max_bytes=2000, size_message=french)
     assert rf.compressed and [p.message for p in rf.problems] == [f"trop gros : {len(noise)} > 2000"]
     path = tmp_path / "r.trec"
     path.write_bytes(data)
-    assert [p.message for p in read_run_path(path, max_decompressed_bytes=1000, size_message=french).problems] == [
+    assert [p.message for p in read_run_path(path, max_bytes=1000, size_message=french).problems] == [
         "trop gros : 1500 > 1000"]
-    assert read_run_bytes(data, "r", max_decompressed_bytes=1500).ok
+    assert read_run_bytes(data, "r", max_bytes=1500).ok
