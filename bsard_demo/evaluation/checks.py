@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from ..dataset import Dataset
 from ..runs import Problem, ProblemList, RunFile, percent as _pct
@@ -135,6 +134,8 @@ def check_ids_shifted(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str,
     better, worse = int(np.sum(rec > base)), int(np.sum(rec < base))
     if better == 0 or r1 < SHIFT_MIN_RECALL or r1 < SHIFT_RATIO * r0:
         return None
+    from scipy import stats  # ~1 s of imports a `run` or a Search page never needs: on first use
+
     p = float(stats.binomtest(better, better + worse, 0.5, alternative="greater").pvalue)
     if p >= SHIFT_P:
         return None

@@ -12,7 +12,6 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -76,6 +75,8 @@ def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, s
         raise ValueError("cannot bootstrap an empty sample")
     if len(x) == 1 or np.all(x == x[0]):
         return float(x[0]), float(x[0])
+    from scipy import stats  # ~1 s of imports a `run` or a Search page never needs
+
     res = stats.bootstrap((x,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
                           method="percentile", vectorized=True, rng=np.random.default_rng(seed))
     low, high = res.confidence_interval
@@ -133,6 +134,8 @@ def paired_t_test(a, b) -> float:
     mean = float(d.mean())
     if np.ptp(d) <= _CONSTANT_RTOL * max(abs(mean), np.abs(d).max()):
         return 1.0 if mean == 0 else 0.0
+    from scipy import stats  # imported on first use, as in bootstrap_ci
+
     p = float(stats.ttest_rel(x, y).pvalue)
     return min(1.0, max(0.0, p))
 
