@@ -221,3 +221,33 @@ def test_graph_of_fingerprints_a_frame_once_and_still_tells_an_edited_corpus():
     edited.loc[0, "section"] = "autre section"
     other = structure.graph_of(edited)
     assert graph.section[0] == graph.section[1] and other.section[0] != other.section[1]
+
+
+FIRST_GRAPH = """
+import gc
+import pandas as pd
+from bsard_demo import cache
+from bsard_demo.retrievers import structure
+hashed = []
+real = cache.fingerprint
+cache.fingerprint = lambda rows, settings: hashed.append(settings) or real(rows, settings)
+frame = pd.DataFrame({"id": ["1", "2", "3"], "reference": ["Art. 1", "Art. 2", "Art. 3"],
+                      "article": ["voir l'article 2", "texte", "article 1"], "code": ["C", "C", "C"]})
+graph = structure.graph_of(frame)
+assert hashed == [] and structure.graph_of(frame) is graph, hashed  # a cold start compares with nothing
+assert structure.graph_of(frame.copy()) is graph and len(hashed) == 2  # the second frame keys both
+edited = frame.copy()
+edited.loc[0, "article"] = "texte"
+assert structure.graph_of(edited) is not graph and len(hashed) == 3
+del frame, edited
+gc.collect()
+again = pd.DataFrame({"id": ["9"], "reference": ["Art. 9"], "article": ["x"], "code": ["D"]})
+assert len(structure.graph_of(again)) == 1
+"""
+
+
+def test_the_first_graph_of_a_process_is_fingerprinted_only_when_another_frame_comes():
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", FIRST_GRAPH], check=True)
