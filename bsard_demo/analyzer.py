@@ -15,6 +15,8 @@ from typing import Iterable, Mapping, Sequence
 
 import Stemmer
 
+from .dataset import frame_memo
+
 #: Bump when the analysis of any word changes: cached indexes are keyed on it.
 ANALYZER_VERSION = 1
 
@@ -184,7 +186,24 @@ def article_text(row: Mapping[str, object], fields: Sequence[str] = DEFAULT_FIEL
 
 
 def article_texts(articles, fields: Sequence[str] = DEFAULT_FIELDS) -> list[str]:
-    """:func:`article_text` of every row of an articles DataFrame, in row order."""
+    """:func:`article_text` of every row of an articles DataFrame, in row order. Memoised per frame
+    while :func:`~bsard_demo.dataset.keeping` is open (a command's or a page's builds: the corpus'
+    fingerprints and indexes read the same 29k texts)."""
+    fields = tuple(fields)
+    return list(frame_memo(articles, ("article_texts", fields), lambda: tuple(_texts(articles, fields)), keep=False))
+
+
+def _texts(articles, fields: Sequence[str]) -> list[str]:
     columns = [f for f in fields if f in articles.columns]
-    rows = zip(*(articles[c].tolist() for c in columns)) if columns else ([] for _ in range(len(articles)))
-    return [article_text(dict(zip(columns, values)), columns) for values in rows]
+    if not columns:
+        return [""] * len(articles)
+    out = []
+    for values in zip(*(articles[c].tolist() for c in columns)):
+        # article_text of the row, inline (a third of the time): non-empty values once, in order
+        seen: dict[str, None] = {}
+        for value in values:
+            text = "" if value is None or (isinstance(value, float) and value != value) else str(value).strip()
+            if text:
+                seen.setdefault(text, None)
+        out.append("\n".join(seen))
+    return out

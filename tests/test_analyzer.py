@@ -117,3 +117,32 @@ def test_settings_name_the_stemmer_and_word_lists(monkeypatch):
     assert A.settings() == s
     monkeypatch.setattr(module, "FRENCH_STOPWORDS", FRENCH_STOPWORDS - {"dans"})
     assert A.settings()["stopwords_digest"] != s["stopwords_digest"]
+
+
+cells = st.one_of(st.none(), st.just(float("nan")), st.just(""), st.just("  "),
+                  st.sampled_from(["a", " a ", "b", "Code"]),
+                  st.integers(0, 3), st.text(max_size=6))
+
+
+@settings(deadline=None)  # the first example imports pandas
+@given(rows=st.lists(st.fixed_dictionaries({"article": cells, "code": cells, "reference": cells}), max_size=6),
+       fields=st.lists(st.sampled_from(["article", "code", "reference", "missing"]), max_size=4))
+def test_article_texts_is_article_text_of_every_row(rows, fields):
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=["article", "code", "reference"], dtype=object)
+    columns = [f for f in fields if f in df.columns]
+    assert article_texts(df, fields) == [article_text(row, columns) for row in df.to_dict("records")]
+
+
+def test_article_texts_are_held_while_keeping_and_a_copy_is_handed_out():
+    import pandas as pd
+
+    from bsard_demo.dataset import keeping
+
+    df = pd.DataFrame({"id": ["1", "2"], "article": ["un", "deux"]})
+    with keeping():
+        first = article_texts(df)
+        first.append("changed by a caller")
+        assert article_texts(df) == ["un", "deux"]
+        assert article_texts(df, ("article", "id")) == ["un\n1", "deux\n2"]  # another key

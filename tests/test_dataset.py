@@ -7,7 +7,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bsard_demo.dataset import DataError, normalize_articles, normalize_questions, parse_article_ids, read_csv_table
+from bsard_demo.dataset import (
+    DataError,
+    frame_memo,
+    keeping,
+    normalize_articles,
+    normalize_questions,
+    parse_article_ids,
+    read_csv_table,
+)
 from bsard_demo.sources import HUB_REPO_ID, DataUnavailable, load_dataset, load_hub
 
 
@@ -188,3 +196,53 @@ def test_sample_dataset_is_complete_and_consistent():
                                       "Travail"}
     themes = set(ds.questions("test")["category"]) | set(ds.questions("train")["category"])
     assert len(themes) == 7
+
+
+# -- frame_memo: facts of a corpus frame, once per frame object --------------------------------
+
+def test_frame_memo_computes_once_per_frame_and_key_and_never_for_another_frame():
+    frame = pd.DataFrame({"id": ["1", "2"], "article": ["a", "b"]})
+    calls = []
+
+    def compute(tag):
+        return lambda: calls.append(tag) or f"{tag}{len(calls)}"
+
+    assert frame_memo(frame, "k", compute("k")) == frame_memo(frame, "k", compute("k")) == "k1"
+    assert frame_memo(frame, "other", compute("o")) == "o2"
+    assert frame_memo(frame.copy(), "k", compute("k")) == "k3"  # another frame, even with the same content
+    edited = frame.copy()
+    edited.loc[0, "article"] = "changed"
+    assert frame_memo(edited, "k", compute("k")) == "k4"
+    frame["extra"] = ["x", "y"]  # a column added: the frame's memo is dropped
+    assert frame_memo(frame, "k", compute("k")) == "k5"
+    assert frame_memo(frame.head(1), "k", compute("k")) == "k6"
+    assert frame_memo(["not", "a", "frame"], "k", compute("k")) == "k7"  # no shape: computed every time
+    assert frame_memo(["not", "a", "frame"], "k", compute("k")) == "k8"
+
+
+def test_frame_memo_does_not_keep_its_frame_alive():
+    import gc
+    import weakref
+
+    frame = pd.DataFrame({"id": ["1"]})
+    frame_memo(frame, "k", lambda: "value")
+    ref = weakref.ref(frame)
+    del frame
+    gc.collect()
+    assert ref() is None
+
+
+def test_frame_memo_holds_large_values_only_while_keeping():
+    frame = pd.DataFrame({"id": ["1"]})
+    calls = []
+
+    def texts():
+        calls.append(1)
+        return len(calls)
+
+    assert [frame_memo(frame, "texts", texts, keep=False) for _ in range(2)] == [1, 2]  # not held
+    with keeping():
+        with keeping():  # nested: held until the outer one closes
+            assert frame_memo(frame, "texts", texts, keep=False) == 3
+        assert frame_memo(frame, "texts", texts, keep=False) == 3
+    assert frame_memo(frame, "texts", texts, keep=False) == 4  # dropped when the last closed

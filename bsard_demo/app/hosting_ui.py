@@ -17,6 +17,7 @@ import streamlit as st
 from streamlit import runtime
 
 from .. import settings
+from ..dataset import keeping
 from .highlight import md_escape
 from .hosting import (
     ARENA_MAX,
@@ -242,6 +243,9 @@ def tune_process() -> None:
             log.warning("could not set OpenBLAS to one thread", exc_info=True)
 
 
-def page_running():
-    """Context manager around a page's run: no memory is handed back while one runs."""
-    return IDLE.running()
+@contextmanager
+def page_running() -> Iterator[None]:
+    """Context manager around a page's run: no memory is handed back while one runs, and the
+    corpus' texts are derived once for the builds of the pages running (:func:`bsard_demo.dataset.keeping`)."""
+    with IDLE.running(), keeping():
+        yield

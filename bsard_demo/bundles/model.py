@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import cache
-from ..dataset import ARTICLE_COLUMNS, DataError
+from ..dataset import ARTICLE_COLUMNS, DataError, frame_memo
 from ..retrievers.encoder_base import EncoderUnavailable
 from ..retrievers.onnx_encoder import OnnxEncoder
 
@@ -64,12 +64,15 @@ class CorpusId:
 def corpus_id(articles, dataset: str = "") -> CorpusId:
     """The :class:`CorpusId` of an articles DataFrame (dataset schema). Every column of
     :data:`~bsard_demo.dataset.ARTICLE_COLUMNS` present counts, so a corpus differing in any
-    text, header or id gets another fingerprint."""
-    columns = [c for c in ARTICLE_COLUMNS if c in articles.columns]
-    values = zip(*(articles[c].tolist() for c in columns))
-    rows = ("\x1f".join("" if v is None else str(v) for v in row) for row in values)
-    digest = cache.fingerprint(rows, {"columns": columns, "format": _CORPUS_FORMAT})
-    return CorpusId(digest, int(len(articles)), str(dataset))
+    text, header or id gets another fingerprint (memoised per frame:
+    :func:`~bsard_demo.dataset.frame_memo`)."""
+    def digest() -> str:
+        columns = [c for c in ARTICLE_COLUMNS if c in articles.columns]
+        values = zip(*(articles[c].tolist() for c in columns))
+        rows = ("\x1f".join("" if v is None else str(v) for v in row) for row in values)
+        return cache.fingerprint(rows, {"columns": columns, "format": _CORPUS_FORMAT})
+
+    return CorpusId(frame_memo(articles, ("corpus_id", _CORPUS_FORMAT), digest), int(len(articles)), str(dataset))
 
 
 # ---------------------------------------------------------------------------------- bundle

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..dataset import DataError
+from ..dataset import DataError, keeping
 from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS, question_texts, ranked_pairs, run_tag, search_all
 from ..retrievers.defaults import CHOICE as DEFAULT, CHOICE_HELP, default_spec
@@ -172,7 +172,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.tag is not None and not trec_word(args.tag):
         return fail("run", "--tag must be one word (no spaces)")
     progress = TqdmProgress(enabled=not args.no_progress)
-    built = _build(args, "run", progress)
+    with keeping():  # the corpus' 29k texts, read by its fingerprints and indexes, derived once
+        built = _build(args, "run", progress)
     if isinstance(built, int):
         return built
     dataset, retriever, _ = built
@@ -205,7 +206,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if refused is not None:
         return refused
     progress = TqdmProgress(enabled=not args.no_progress)
-    built = _build(args, "index", progress)
+    with keeping():  # as in cmd_run
+        built = _build(args, "index", progress)
     if isinstance(built, int):
         return built
     dataset, retriever, spec = built

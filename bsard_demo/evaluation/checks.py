@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from ..dataset import Dataset
 from ..runs import Problem, ProblemList, RunFile, percent as _pct
+from .stats import scipy_stats
 
 #: The finding codes, in the order :func:`check_run` reports them.
 CODES = ("wrong_split", "ids_shifted", "near_random")
@@ -135,7 +135,7 @@ def check_ids_shifted(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str,
     better, worse = int(np.sum(rec > base)), int(np.sum(rec < base))
     if better == 0 or r1 < SHIFT_MIN_RECALL or r1 < SHIFT_RATIO * r0:
         return None
-    p = float(stats.binomtest(better, better + worse, 0.5, alternative="greater").pvalue)
+    p = float(scipy_stats().binomtest(better, better + worse, 0.5, alternative="greater").pvalue)
     if p >= SHIFT_P:
         return None
     # the R@100 the run would have, every labelled question counted (missing ones score 0)

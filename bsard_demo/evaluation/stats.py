@@ -12,7 +12,14 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+
+def scipy_stats():
+    """:mod:`scipy.stats`, imported on first use (a test's p-value or interval), not with the package."""
+    # scipy.stats: ~1 s of imports that a cold `run` and a cold Search page never need (issue 29)
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,7 @@ def bootstrap_ci(values, *, confidence: float = 0.95, n_resamples: int = 2000, s
         raise ValueError("cannot bootstrap an empty sample")
     if len(x) == 1 or np.all(x == x[0]):
         return float(x[0]), float(x[0])
-    res = stats.bootstrap((x,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
+    res = scipy_stats().bootstrap((x,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
                           method="percentile", vectorized=True, rng=np.random.default_rng(seed))
     low, high = res.confidence_interval
     return float(low), float(high)
@@ -133,7 +140,7 @@ def paired_t_test(a, b) -> float:
     mean = float(d.mean())
     if np.ptp(d) <= _CONSTANT_RTOL * max(abs(mean), np.abs(d).max()):
         return 1.0 if mean == 0 else 0.0
-    p = float(stats.ttest_rel(x, y).pvalue)
+    p = float(scipy_stats().ttest_rel(x, y).pvalue)
     return min(1.0, max(0.0, p))
 
 

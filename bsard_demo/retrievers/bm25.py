@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, Analyzer, article_texts
+from ..dataset import frame_memo
 from .base import Hit, Progress, Step, clip_k, id_ranks, rank_all, report_progress
 from .bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
 
@@ -115,14 +116,13 @@ class BM25Retriever:
         if articles is None or len(articles) == 0:
             raise ValueError("no articles to index")
         ids = [str(a) for a in articles["id"]]
-        texts = article_texts(articles, settings.fields)
         if settings.engine == "rank_bm25":
-            return cls._build_okapi(ids, texts, settings, progress)
-        key = cache_key(ids, texts, settings)
+            return cls._build_okapi(ids, article_texts(articles, settings.fields), settings, progress)
+        key = stored_key(articles, ids, settings)
         return cache.load_or_build(
             CACHE_KIND, key, read=lambda folder: cls._read(folder, ids, settings),
-            build=lambda: cls(ids, settings,
-                              bm25s_index=_bm25s_index(cls._tokenize(texts, settings, progress), settings, progress)),
+            build=lambda: cls(ids, settings, bm25s_index=_bm25s_index(
+                cls._tokenize(article_texts(articles, settings.fields), settings, progress), settings, progress)),
             write=lambda retriever, folder: retriever._write(folder), what="BM25 index",
             use_cache=use_cache, root=cache_root, notice=notice, progress=progress)
 
@@ -137,8 +137,7 @@ class BM25Retriever:
             return False
         if settings.engine == "rank_bm25" or articles is None or len(articles) == 0:
             return False
-        ids = [str(a) for a in articles["id"]]
-        key = cache_key(ids, article_texts(articles, settings.fields), settings)
+        key = stored_key(articles, [str(a) for a in articles["id"]], settings)
         return cache.is_stored(CACHE_KIND, key, cache_root, what="BM25 index")
 
     @staticmethod
@@ -197,9 +196,20 @@ class BM25Retriever:
 
 def cache_key(ids: Sequence[str], texts: Sequence[str], settings: BM25Settings) -> str:
     """Fingerprint of the ids, the indexed texts, the settings and the analyzer/bm25s versions."""
-    meta = {**asdict(settings), **settings.analyzer().settings(), "bm25s": _bm25s().__version__,
+    return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), _key_settings(settings))
+
+
+def _key_settings(settings: BM25Settings) -> dict:
+    return {**asdict(settings), **settings.analyzer().settings(), "bm25s": _bm25s().__version__,
             "format": _CACHE_FORMAT}
-    return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
+
+
+def stored_key(articles, ids: Sequence[str], settings: BM25Settings) -> str:
+    """:func:`cache_key` of the frame ``articles`` (``ids``: its ids as text), memoised per frame
+    and settings (:func:`~bsard_demo.dataset.frame_memo`)."""
+    meta = json.dumps(_key_settings(settings), sort_keys=True, default=str)
+    return frame_memo(articles, ("bm25_cache_key", meta),
+                      lambda: cache_key(ids, article_texts(articles, settings.fields), settings))
 
 
 def _settings(settings: BM25Settings | None, overrides: dict) -> BM25Settings:

