@@ -20,9 +20,9 @@ from .hybrid import part_search, run_together
 
 #: Every system a ranker can read: its record names those it was fitted on (``bm25`` always among them).
 INPUTS = ("bm25", "use", "adapter", "neighbours", "e5")
-#: What ``train --ranker`` fits on by default (the adapter's when one is given): e5 added 1.48 R@100 and 0.85 MAP@100
-#: in 5-fold CV on frlaw-dev train (84.52 % of the gold among the candidates, was 82.46 %); without the adapter,
-#: 1.62 R@100 less (docs/effectiveness.md, "Learned ranker, issue 31").
+#: What ``train --ranker`` fits on by default (the adapter's when one is given): e5 added 2.12 R@100 and 1.10 MAP@100
+#: in 5-fold CV on frlaw-dev train (71.91 / 32.11; 84.52 % of the gold among the candidates, was 82.46 %); without
+#: the adapter, 2.50 R@100 less (docs/effectiveness.md, "Learned ranker, issue 31").
 SYSTEMS = ("bm25", "use", "adapter", "neighbours", "e5")
 #: RRF weights of the fused score (the product's defaults: BM25 1, a zero-shot encoder or an
 #: adapter 0.5, neighbours 0.5) and its k.
