@@ -1,7 +1,8 @@
 """The first visitor's system: one rule (:func:`first_visitor`) read by the Search page (its default columns) and by
 ``run --retriever default``, so a figure a script prints is the page's. Decided on frlaw-dev train (docs/
-effectiveness.md, "The first visitor's system"): the learned ranker (70.75 R@100 in 5-fold CV) when one fitted on
-this corpus is at hand and ``use``'s embeddings are stored; else BM25 + an adapter + neighbours + structure (67.96);
+effectiveness.md, "The first visitor's system"): the learned ranker (70.75 R@100 in 5-fold CV; with e5 among its
+inputs 71.91, "Learned ranker, issue 31") when one fitted on this corpus is at hand and the embeddings of its dense
+inputs are stored (:func:`inputs_stored`); else BM25 + an adapter + neighbours + structure (67.96);
 else BM25 + use + neighbours + structure (65.03); with no embeddings stored, BM25 + neighbours + structure (62.80)
 rather than BM25 alone (51.48); without labelled training questions, BM25 + use + structure or BM25 alone.
 
