@@ -176,9 +176,13 @@ class Analyzer:
 def article_text(row: Mapping[str, object], fields: Sequence[str] = DEFAULT_FIELDS) -> str:
     """What is indexed for one article: its non-empty ``fields`` in the given order, one per line;
     a value repeated in two fields is kept once. Missing fields count as empty."""
+    return _joined(row.get(f, "") for f in fields)
+
+
+def _joined(values: Iterable[object]) -> str:
+    """The non-empty ``values`` (stripped; None and NaN empty), each once, in order, one per line."""
     seen: dict[str, None] = {}
-    for f in fields:
-        value = row.get(f, "")
+    for value in values:
         text = "" if value is None or (isinstance(value, float) and value != value) else str(value).strip()
         if text:
             seen.setdefault(text, None)
@@ -197,13 +201,5 @@ def _texts(articles, fields: Sequence[str]) -> list[str]:
     columns = [f for f in fields if f in articles.columns]
     if not columns:
         return [""] * len(articles)
-    out = []
-    for values in zip(*(articles[c].tolist() for c in columns)):
-        # article_text of the row, inline (a third of the time): non-empty values once, in order
-        seen: dict[str, None] = {}
-        for value in values:
-            text = "" if value is None or (isinstance(value, float) and value != value) else str(value).strip()
-            if text:
-                seen.setdefault(text, None)
-        out.append("\n".join(seen))
-    return out
+    # article_text of each row, its values read column by column (no dict per row)
+    return [_joined(values) for values in zip(*(articles[c].tolist() for c in columns))]
