@@ -119,7 +119,7 @@ def _specs(data, menu, rankers=()) -> dict:
     resolver of retrievers/defaults.py, as run --retriever default)."""
     models = builtin_models(menu)
     first = first_visit(data.dataset, menu, rankers=rankers,
-                        stored=lambda target, backend="auto": ui.dense_stored(data, target, backend))
+                        stored=partial(ui.dense_stored, data))
     return baseline_specs(models={o.key: o.target for o in models},
                           neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
                           adapters=[o.key for o in models if o.adapter], rankers=rankers, first=first)

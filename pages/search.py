@@ -5,6 +5,7 @@ menus, question inputs, system inputs, link, pending builds, similar questions, 
 downloads; what it decides is bsard_demo.app.search_model's, their logic in bsard_demo.app (search_page,
 link_codec, link_policy, link_widgets, answers, passages, render)."""
 from dataclasses import dataclass
+from functools import partial
 
 import streamlit as st
 
@@ -122,7 +123,7 @@ def _menus(data) -> Menus:
     # what a first visitor (or a link without systems) sees: one rule (retrievers/defaults.py), as
     # run --retriever default
     choices = link_choices(ds, options, codes=article_codes(ds), examples=examples.texts, rankers=ui.rankers_here(data),
-                           stored=lambda target, backend="auto": ui.dense_stored(data, target, backend))
+                           stored=partial(ui.dense_stored, data))
     return Menus(examples, options, keys, {o.key: o.label for o in menu}, targets, {o.key for o in menu if o.adapter},
                  choices)
 

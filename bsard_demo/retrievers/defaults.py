@@ -135,7 +135,7 @@ def inputs_stored(ranker: str, stored: Callable[..., bool]) -> bool:
         specs = part_specs(ranker_folder(ranker))
     except (ValueError, OSError):
         return True
-    return all(stored(o["encoder"], *([o["backend"]] if o.get("backend", "auto") != "auto" else []))
+    return all(stored(o["encoder"], o.get("backend", "auto"))
                for system, (kind, o) in specs.items() if kind == "dense" and system not in ("use", "adapter"))
 
 
