@@ -23,7 +23,7 @@ from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.naming import strip_paths
 from bsard_demo.app.render import question_box, upload_refused_notice
 from bsard_demo.app.score_anchors import NOTES_FR, beside_frame, figure_columns
-from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun, builtin_run
+from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun
 from bsard_demo.app.score_builtins import baseline_specs
 from bsard_demo.app.score_compare import (
     SELECTION,
@@ -136,7 +136,7 @@ def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
         return None
     update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
     try:
-        return builtin_run(data.dataset, split, retriever, progress=update, query_text=query_text)
+        return score_ui.builtin(data, split, specs[label].key(), retriever, query_text, progress=update)
     finally:
         clear()
 

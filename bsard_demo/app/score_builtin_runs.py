@@ -89,16 +89,15 @@ class BuiltinRun:
         else:
             (session.get(cls.STORED) or {}).pop(name, None)
 
-    def settle(self, can_build: bool, build: Callable[[str, str], Run | None]) -> bool:
+    def settle(self, can_build: bool, build: Callable[[str, str], tuple[Run, bytes] | None]) -> bool:
         """Build the requested run if it is for this split, absent and can be built (``build(label,
-        query_text)`` returns its :func:`builtin_run`, or None when it failed); True when any run is
-        present."""
+        query_text)`` returns its :func:`builtin_run` and that run's :func:`builtin_run_text`, or None
+        when it failed); True when any run is present."""
         wanted = self.session.pop(self.WANTED, None)
         if wanted and wanted[0] == self.split and can_build and not self.has(wanted[1], wanted[2]):
-            run = build(wanted[1], wanted[2])
-            if run is not None:
+            made = build(wanted[1], wanted[2])
+            if made is not None:
                 stored = self._stored()
-                stored[builtin_name(wanted[1], wanted[2])] = {"key": self.key, "run": run,
-                                                              "bytes": builtin_run_text(run)}
+                stored[builtin_name(wanted[1], wanted[2])] = {"key": self.key, "run": made[0], "bytes": made[1]}
                 self.session[self.STORED] = stored
         return self.present

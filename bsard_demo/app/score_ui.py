@@ -1,19 +1,26 @@
-"""The Score page's Streamlit glue: the upload limit, and the scoreboards kept per process
-(:data:`~bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES`, an hour), one large scoring at a time
+"""The Score page's Streamlit glue: the upload limit, the scoreboards and the built-in runs kept per
+process (:data:`~bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES`, an hour), one large scoring at a time
 (:func:`bsard_demo.app.hosting_ui.large_upload_slot`).
 """
 from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
 
 import streamlit as st
 
 from ..dataset import DataError, Dataset
 from ..evaluation.misses import board_misses
 from ..evaluation.stamp import board_stamp
+from ..retrievers.base import Retriever
 from ..retrievers.kinds import RANKER_LABEL, ranker_folder
 from ..retrievers.ranker import read_record
+from ..runs import Run
 from . import hosting_ui, menus
 from .data_words import folder_access
 from .naming import public_name
+from .score_builtin_runs import builtin_run, builtin_run_text
 from .score_systems import ranker_caption
 from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
 from .state import ActiveData
@@ -66,6 +73,43 @@ def _stamp(key: tuple, _board, _files: tuple, lower: tuple) -> dict:  # noqa: AR
                    ttl=SCOREBOARD_TTL_S)
 def _misses(key: tuple, _board) -> dict:  # noqa: ARG001 - key is the cache key
     return board_misses(_board)
+
+
+def builtin(data: ActiveData, split: str, spec_key: str, retriever: Retriever, query_text: str,
+            progress=None) -> tuple[Run, bytes]:
+    """The built-in run of ``retriever`` (built from the spec whose
+    :meth:`~bsard_demo.retrievers.registry.RetrieverSpec.key` is ``spec_key``) over ``split``, and its TREC
+    file (:func:`~bsard_demo.app.score_builtin_runs.builtin_run`, ``builtin_run_text``), made once per
+    process: every visitor who asks for the same system gets the same run, and a visitor who asks while it
+    is being made waits for that one (a crowd's score visits were a third of its server CPU when each
+    session made its own: docs/benchmarks.md, "Per-visit cost"). ``progress`` shows the one build. The
+    last :data:`~bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES` runs are kept, each at most an hour.
+    (Not ``st.cache_resource``: it would replay the progress bar's element calls.)"""
+    key = (data.key, split, spec_key, query_text)
+    with _BUILTIN_LOCK:
+        building = _BUILDING.setdefault(key, threading.Lock())
+    try:
+        with building:
+            with _BUILTIN_LOCK:
+                kept = _BUILTIN.get(key)
+                if kept is not None and time.monotonic() - kept[0] < SCOREBOARD_TTL_S:
+                    _BUILTIN.move_to_end(key)
+                    return kept[1]
+            run = builtin_run(data.dataset, split, retriever, progress=progress, query_text=query_text)
+            made = (run, builtin_run_text(run))
+            with _BUILTIN_LOCK:
+                _BUILTIN[key] = (time.monotonic(), made)
+                while len(_BUILTIN) > SCOREBOARD_ENTRIES:
+                    _BUILTIN.popitem(last=False)
+            return made
+    finally:
+        with _BUILTIN_LOCK:
+            _BUILDING.pop(key, None)
+
+
+_BUILTIN: OrderedDict = OrderedDict()  # key -> (made at, (run, TREC bytes))
+_BUILDING: dict = {}  # key -> the lock of its one build
+_BUILTIN_LOCK = threading.Lock()
 
 
 def dataset_label(data: ActiveData) -> str:

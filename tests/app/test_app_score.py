@@ -278,3 +278,26 @@ def test_a_builtin_run_is_stamped_by_the_trec_file_the_page_offers(monkeypatch):
     [trec] = [data for name, data in offered.items() if name.endswith(".trec")]
     stamp = read_stamp(offered["mesures_test.csv"].decode("utf-8"))
     assert stamp["runs"] == {"BM25 intégré": hashlib.sha256(trec).hexdigest()}
+
+
+def test_a_builtin_run_is_made_once_per_process(monkeypatch):
+    """Two visitors who ask for the same built-in system get one run made once (score_ui.builtin): the
+    second visitor's click searches nothing and stores the very same run and TREC file."""
+    import bsard_demo.app.score_ui as score_ui
+
+    made = []
+    real = score_ui.builtin_run
+
+    def counting(*args, **kwargs):
+        made.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(score_ui, "builtin_run", counting)
+    stored = []
+    for _ in range(2):  # two sessions, one after the other
+        at = start("pages/score.py")
+        at.button(key="builtin").click().run()
+        assert_clean(at)
+        stored.append(at.session_state[BuiltinRun.STORED]["BM25 intégré"])
+    assert made in ([], ["test"])  # [] when an earlier test of this process made it
+    assert stored[0]["run"] is stored[1]["run"] and stored[0]["bytes"] is stored[1]["bytes"]

@@ -9,7 +9,7 @@ import pytest
 
 from _app_helpers import sample_run_trec
 from bsard_demo.app import charts
-from bsard_demo.app.score_builtin_runs import BuiltinRun, builtin_name
+from bsard_demo.app.score_builtin_runs import BuiltinRun, builtin_name, builtin_run_text
 from bsard_demo.app.score_builtins import baseline_specs
 from bsard_demo.app.score_compare import OUTCOMES, SELECTION, ab_view, chart_clicked, chart_key, comparison, picked_qid
 
@@ -53,7 +53,10 @@ def test_builtin_runs_protocol():
 
     def build(label, query_text):
         calls.append((label, query_text))
-        return None if label == "broken" else Run.from_scores({"1": {label: 1.0}}, tags=(query_text,))
+        if label == "broken":
+            return None
+        run = Run.from_scores({"1": {label: 1.0}}, tags=(query_text,))
+        return run, builtin_run_text(run)
 
     def files(runs):
         return [(name, run.rankings, blob) for name, run, blob in runs.built()]
