@@ -19,6 +19,7 @@ from ..retrievers.base import Progress
 from ..retrievers.registry import kind as retriever_kind
 from ..sources import default_spec, load_dataset
 from .data_words import failure_detail, fallback_reason, source_kind
+from .hosting import freeze_what_is_kept
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -148,12 +149,14 @@ def dataset_summary(dataset: Dataset) -> dict[str, int]:
 
 
 def _logged(what: str, build: Callable[[], T]) -> Callable[[], T]:
-    """``build`` that logs one line before it starts and one when it is done (with its duration)."""
+    """``build`` that logs one line before it starts and one when it is done (with its duration), then
+    sets what the process now keeps aside from Python's collector (:func:`~.hosting.freeze_what_is_kept`)."""
     def run() -> T:
         log.info("building %s", what)
         start = time.perf_counter()
         value = build()
         log.info("built %s in %.2f s", what, time.perf_counter() - start)
+        freeze_what_is_kept()
         return value
     return run
 

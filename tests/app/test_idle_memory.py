@@ -277,3 +277,29 @@ print(n, got)
     if n == "0":
         pytest.skip("this numpy is not built on OpenBLAS")
     assert got.strip() == "[1]"
+
+
+def test_what_is_kept_is_frozen_and_what_died_since_is_still_collected():
+    """freeze_what_is_kept sets the live objects aside from the collector, so a full collection no longer
+    walks them; give_back_memory thaws them first (a cycle that died after the freeze is collected) and
+    freezes again."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    node = Node()
+    node.self = node  # a cycle: only the collector frees it
+    collected = []
+    weakref.finalize(node, collected.append, "node")
+    try:
+        hosting.freeze_what_is_kept()
+        assert gc.get_freeze_count() > 0
+        del node
+        gc.collect()
+        assert collected == []  # frozen: a full collection does not see it
+        hosting.give_back_memory()
+        assert collected == ["node"] and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
