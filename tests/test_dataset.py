@@ -246,3 +246,21 @@ def test_frame_memo_holds_large_values_only_while_keeping():
             assert frame_memo(frame, "texts", texts, keep=False) == 3
         assert frame_memo(frame, "texts", texts, keep=False) == 3
     assert frame_memo(frame, "texts", texts, keep=False) == 4  # dropped when the last closed
+
+
+def test_a_row_holds_what_iloc_holds_and_a_replaced_dataset_has_its_own_memo():
+    import dataclasses
+
+    from bsard_demo.sources import load_sample
+
+    ds = load_sample()
+    a = ds.articles.copy()
+    a.loc[a.index[1], "section"] = None  # a blank header cell: NaN both ways
+    ds = dataclasses.replace(ds, articles=a)
+    for pos in range(len(a)):
+        want, got = a.iloc[pos].to_dict(), ds.row(pos)
+        assert list(got) == list(want)
+        assert all((pd.isna(want[c]) and pd.isna(got[c])) or got[c] == want[c] for c in want), pos
+    assert ds.article(str(a["id"].iloc[3])) == ds.row(3) and ds.article("no such id") is None
+    other = dataclasses.replace(ds, articles=a.iloc[::-1].reset_index(drop=True))  # its own rows, not ds's
+    assert other.row(0)["id"] == a["id"].iloc[-1] and ds.row(0)["id"] == a["id"].iloc[0]

@@ -105,13 +105,13 @@ def section_context(dataset: Dataset, members: Sequence[ShownHit], ranks: dict[s
     chosen = []
     for step, edge in ((-1, lo), (1, hi)):
         p, taken = edge + step, 0
-        while 0 <= p < len(a) and taken < around and hierarchy(a.iloc[p]) == crumbs:
+        while 0 <= p < len(a) and taken < around and hierarchy(dataset.row(p)) == crumbs:
             chosen.append(p)
             p, taken = p + step, taken + 1
-    chosen += [p for p in range(lo, hi + 1) if hierarchy(a.iloc[p]) == crumbs or p in positions]
+    chosen += [p for p in range(lo, hi + 1) if hierarchy(dataset.row(p)) == crumbs or p in positions]
     out = []
     for p in sorted(set(chosen)):
-        row = a.iloc[p]
+        row = dataset.row(p)
         doc, text = str(row["id"]), str(row.get("article", "") or "")
         out.append(ContextArticle(doc, str(row.get("reference", "") or ""), text[:chars], len(text) > chars,
                                   ranks.get(doc)))
