@@ -87,4 +87,4 @@ def rank_all(scores: np.ndarray, article_ids: Sequence[str], id_rank: np.ndarray
         candidates = np.arange(n)
     order = np.lexsort((-id_rank[rows[candidates]], -scores[candidates]))[:k]
     chosen = candidates[order]
-    return [Hit(article_ids[rows[j]], float(scores[j])) for j in chosen]
+    return [Hit(article_ids[r], v) for r, v in zip(rows[chosen].tolist(), scores[chosen].tolist())]  # exact floats
