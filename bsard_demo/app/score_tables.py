@@ -69,8 +69,8 @@ def ci_frame(board: Scoreboard, metrics: Sequence[str] | None = None, *, n_resam
              seed: int = 0) -> pd.DataFrame:
     """Per run and metric: mean and bootstrap 95 % interval (input of :func:`charts.metric_bars`)."""
     metrics = list(metrics or shown_metrics(board))
-    return metric_table_with_ci({n: ev.per_question for n, ev in board.evaluations.items()}, metrics,
-                                n_resamples=n_resamples, seed=seed)
+    return board.memo(("ci", tuple(metrics), n_resamples, seed), lambda: metric_table_with_ci(
+        {n: ev.per_question for n, ev in board.evaluations.items()}, metrics, n_resamples=n_resamples, seed=seed))
 
 
 def curve_frame(board: Scoreboard, max_k: int = 500) -> pd.DataFrame:

@@ -48,7 +48,11 @@ class Examples:
 
 
 def examples_of(dataset: Dataset) -> Examples:
-    """The example questions of ``dataset``: its ``test`` split, else its first split."""
+    """The example questions of ``dataset``: its ``test`` split, else its first split (once per dataset)."""
+    return dataset.memo("examples", lambda: _examples(dataset))
+
+
+def _examples(dataset: Dataset) -> Examples:
     split = "test" if "test" in dataset.splits else (dataset.split_names[0] if dataset.split_names else None)
     frame = example_questions(dataset, split) if split else example_questions(dataset)
     texts = dict(zip(frame["id"], frame["question"]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 
 from ..dataset import Dataset
 from ..runs import (
@@ -28,6 +28,8 @@ from ..runs import (
 from .aggregate import DEFAULT_KS, Evaluation, evaluate
 from .checks import SplitContext, check_run_file
 from .report import is_bsard_test
+
+T = TypeVar("T")
 
 #: The format a :class:`~bsard_demo.runs.Run` source is shown with (the layout it is written in).
 RUN_SOURCE_FORMAT = BUILT_FORMAT
@@ -98,6 +100,15 @@ class Scoreboard:
     qrels: Mapping[str, frozenset[str]]
     ks: tuple[int, ...]
     runs: list[ScoredRun] = field(default_factory=list)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per board and ``key``: a figure derived from the scores alone (the bootstrap
+        intervals of the Score page's chart, 2,000 draws a run), which a board kept per process would
+        otherwise recompute at every visit."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     @property
     def evaluations(self) -> dict[str, Evaluation]:

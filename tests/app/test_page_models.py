@@ -92,3 +92,18 @@ def test_score_tables_without_usable_runs(sample):
     board = score_files([("bad.trec", b"not a run")], sample, "test")
     tables = score_tables(board, sample.questions("test"))
     assert tables.per_question.empty and tables.per_question_text.empty and tables.metrics.empty
+
+
+def test_the_examples_and_a_boards_intervals_are_made_once(sample):
+    """Per dataset and per board, not per visit: the Search page's examples (examples_of) and the Score
+    chart's bootstrap intervals (ci_frame), each equal to a fresh computation."""
+    from bsard_demo.evaluation.stats import metric_table_with_ci
+
+    assert examples_of(sample) is examples_of(sample)
+    board = score_files([("run.trec", sample_run_trec().encode())], sample, "test")
+    first = score_table_module.ci_frame(board, ["recall@100"], n_resamples=200)
+    assert score_table_module.ci_frame(board, ["recall@100"], n_resamples=200) is first
+    fresh = metric_table_with_ci({n: ev.per_question for n, ev in board.evaluations.items()}, ["recall@100"],
+                                 n_resamples=200, seed=0)
+    pd.testing.assert_frame_equal(first, fresh)
+    assert score_table_module.ci_frame(board, ["map@100"], n_resamples=200) is not first  # another key
