@@ -128,6 +128,25 @@ def test_embeddings_are_unit_vectors(cache_dir):
     assert all(-1.0 - 1e-6 <= h.score <= 1.0 + 1e-6 for h in hits)
 
 
+def test_embeddings_are_the_index_rows_held_once_and_outlive_the_retriever():
+    """The retriever's embeddings are the FAISS index's own rows (not a second copy), read-only, and the
+    array keeps the index's memory alive after the retriever is gone."""
+    import gc
+
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((50, 8)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    r = DenseRetriever([str(i) for i in range(50)], emb, TableEncoder({"q": [1.0] * 8}))
+    rows = r.embeddings
+    assert not rows.flags.owndata and not rows.flags.writeable and not np.shares_memory(rows, emb)
+    np.testing.assert_array_equal(rows, emb)
+    del r
+    gc.collect()
+    churn = [np.full((50, 8), 7.0, dtype=np.float32) for _ in range(200)]  # would reuse freed memory
+    np.testing.assert_array_equal(rows, emb)
+    assert len(churn) == 200
+
+
 def test_long_articles_are_chunked_with_max_pooling(cache_dir):
     filler = " ".join(f"mot{i}" for i in range(20))
     corpus = [filler + " garantie locative restituée", "caution bancaire", "divorce tribunal"]
