@@ -42,17 +42,23 @@ log = logging.getLogger(__name__)
 
 
 class _Secrets:
-    """``st.secrets`` as :meth:`bsard_demo.settings.Settings.from_env` reads it: a missing or
-    unreadable secrets file sets nothing (an unreadable one is logged once per process)."""
+    """``st.secrets`` as :meth:`bsard_demo.settings.Settings.from_env` reads it, read once per instance
+    (Streamlit looks for the secrets files again at every read while none exists: nine reads a call):
+    a missing or unreadable secrets file sets nothing (an unreadable one is logged once per process)."""
+
+    def __init__(self) -> None:
+        self._values: dict | None = None
 
     def get(self, name: str, default=None):
-        try:
-            value = st.secrets.get(name)
-        except FileNotFoundError:  # no secrets.toml anywhere: the usual local case
-            return default
-        except Exception as exc:  # noqa: BLE001 - a malformed secrets.toml must not take the app down
-            _log_once(f"secrets.toml unreadable ({type(exc).__name__}); using the environment")
-            return default
+        if self._values is None:
+            try:
+                self._values = dict(st.secrets)
+            except FileNotFoundError:  # no secrets.toml anywhere: the usual local case
+                self._values = {}
+            except Exception as exc:  # noqa: BLE001 - a malformed secrets.toml must not take the app down
+                _log_once(f"secrets.toml unreadable ({type(exc).__name__}); using the environment")
+                self._values = {}
+        value = self._values.get(name)
         return default if value is None else value
 
 

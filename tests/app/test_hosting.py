@@ -165,17 +165,23 @@ def test_markup_in_a_bundle_name_is_escaped(tmp_path):
 # --------------------------------------------------------------------------- secrets, errors
 
 def test_secret_without_a_secrets_file_falls_back_to_the_environment(monkeypatch):
-    class NoFile:
-        def get(self, name):
+    class NoFile:  # st.secrets raises on its first read when no secrets.toml exists, and on every read
+        reads = 0
+
+        def keys(self):
+            NoFile.reads += 1
             raise FileNotFoundError("No secrets found")
 
     class Broken:
-        def get(self, name):
+        def keys(self):
             raise ValueError("bad toml")
 
     monkeypatch.setattr(st, "secrets", NoFile())
     monkeypatch.setenv("BSARD_INDEX", "/from/env")
     assert hosting_ui.secret("BSARD_INDEX") == "/from/env" and hosting_ui.secret("HF_TOKEN") is None
+    NoFile.reads = 0
+    hosting_ui.app_settings()
+    assert NoFile.reads == 1  # the secrets are read once for all the settings, not once per setting
     monkeypatch.setattr(st, "secrets", Broken())
     assert hosting_ui.secret("BSARD_INDEX") == "/from/env"
     monkeypatch.setattr(st, "secrets", {"BSARD_INDEX": "/from/secrets", "HF_TOKEN": ""})
