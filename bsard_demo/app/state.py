@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Generic, Hashable, TypeVar
 
@@ -101,8 +102,10 @@ class ActiveData:
     fallback_reason: str | None = None
     detail: str | None = None
 
-    @property
+    @cached_property
     def key(self) -> tuple:
+        """:func:`data_key` of :attr:`spec`, once per object (one page run): a folder's is a glob and two
+        stats a file, and a run reads the key a dozen times."""
         return data_key(self.spec)
 
 
