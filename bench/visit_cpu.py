@@ -1,7 +1,7 @@
 """Server CPU of one visit, visit by visit and thread by thread, against a bare Streamlit page of
 the same size measured the same way in the same run (docs/benchmarks.md, "CPU per visit").
 
-    python bench/visit_cpu.py --data DIR [--bundle DIR ...] [--pages bare,landing,score,link]
+    python bench/visit_cpu.py --data DIR [--bundle DIR ...] [--pages bare,landing,score,builtin,link]
         [--python PY] [--visits 20] [--env NAME=VALUE ...] [--flag server.OPTION=VALUE ...]
         [--py-spy DIR] [--tree DIR]
 
@@ -11,8 +11,9 @@ setting on the command line but the address (``--flag`` adds one, e.g.
 ``bare`` (a title, a text box, a button and 40 markdown cards, written to the work folder) and
 one ``app.py`` per ``--bundle`` (``BSARD_INDEX``; none: the dataset alone). Pages, one visit of
 each per round, interleaved so the machine's load falls on all alike:
-``bare``; ``landing`` (``/``, no question) and ``score`` (``/score``, nothing uploaded) on the
-first app server; ``link`` (the first visitor's deep link: the systems the page chooses for a
+``bare``; ``landing`` (``/``, no question), ``score`` (``/score``, nothing uploaded) and
+``builtin`` (``/score``, then a press on « Évaluer ce système intégré »: BM25 over the test split,
+scored and charted) on the first app server; ``link`` (the first visitor's deep link: the systems the page chooses for a
 first visitor, ``q`` a test question) on every app server. Every visit is a new websocket
 session (``bench/ws_client.py``). Each server is warmed (indexes loaded, every page opened once).
 
@@ -43,11 +44,11 @@ if __package__ in (None, ""):  # python bench/visit_cpu.py (bench/_path.py)
     import _path  # noqa: F401
 
 from _browser import AppServer, app_env  # noqa: E402
-from _ws_client import Visitor  # noqa: E402
+from _ws_client import SCORE_BUTTON, Visitor  # noqa: E402
 from bench.common import REPO, cpu_seconds, json_option, load_average, machine_facts, write_json  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
-PAGES = ("bare", "landing", "score", "link")
+PAGES = ("bare", "landing", "score", "builtin", "link")
 #: the reference: a bare Streamlit page the size of the Search page with ~40 hits
 BARE_PAGE = '''import streamlit as st
 
@@ -120,10 +121,12 @@ async def first_link(url: str, warm_question: str) -> dict:
     return link
 
 
-async def one_visit(url: str, pid: int, path: str, query: dict) -> dict:
+async def one_visit(url: str, pid: int, path: str, query: dict, click: str | None = None) -> dict:
     before_t, before_p = threads_cpu(pid), cpu_seconds([pid])
     async with Visitor(url, timeout=600) as v:
         page = await v.open(path, query)
+        if click:  # the page, then the press (its page time is the press's run)
+            page = await v.click(page, click)
     await asyncio.sleep(1.0)  # the script thread ends, idle pools settle: their CPU counts for this visit
     after_t, after_p = threads_cpu(pid), cpu_seconds([pid])
     kept = {t: after_t[t] - before_t[t] for t in after_t if t in before_t}
@@ -163,10 +166,10 @@ async def measure(servers: dict[str, Server], plan: list[tuple[str, str]], texts
         for i in range(visits):
             for kind, name in plan:
                 server = servers[name]
-                path, query = {"bare": ("", {}), "landing": ("", {}), "score": ("score", {}),
+                path, query = {"bare": ("", {}), "landing": ("", {}), "score": ("score", {}), "builtin": ("score", {}),
                                "link": ("search", {"q": texts[1 + i], **links.get(name, {})})}[kind]
                 rows[f"{kind} {name}" if kind == "link" else kind].append(
-                    await one_visit(server.url, server.pid, path, query))
+                    await one_visit(server.url, server.pid, path, query, SCORE_BUTTON if kind == "builtin" else None))
     finally:
         for p in spies:
             p.send_signal(signal.SIGINT)
@@ -236,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if not set(pages) - {"bare"}:
         servers = {"bare": servers["bare"]}
     plan = [("bare", "bare")] if "bare" in pages else []
-    plan += [(k, apps[0]) for k in ("landing", "score") if k in pages]
+    plan += [(k, apps[0]) for k in ("landing", "score", "builtin") if k in pages]
     plan += [("link", a) for a in apps] if "link" in pages else []
     print(machine_facts("streamlit"))
     print(f"tree {tree}, interpreter {args.python}, flags {args.flag}, env {args.env}; load {load_average()}",
