@@ -110,6 +110,8 @@ class DenseRetriever:
         if articles is None or len(articles) == 0:
             raise ValueError("no articles to index")
         enc = resolve_encoder(encoder, backend) if isinstance(encoder, str) else encoder
+        if hasattr(enc, "prepare"):
+            enc.prepare()  # e5's graph and session in the background while the embeddings load
         ids, key, effective, window, shard_docs = _entry(articles, enc, fields, pooling, window, shard_docs)
         partial = cache.entry_path(PARTIAL_KIND, key, cache_root) if use_cache else None
 
