@@ -288,13 +288,11 @@ _WRITER = ("import sys; from bsard_demo.retrievers.e5_onnx import write_graph_fi
            "sys.exit(write_graph_file(sys.argv[1], sys.argv[2]))")
 
 
-def _graph_error(exc: BaseException) -> EncoderUnavailable | None:
-    """The one-line :class:`EncoderUnavailable` of a failure to write the graph, or ``None`` for another error."""
+def _graph_error(exc: ImportError | OSError) -> EncoderUnavailable:
+    """The one-line :class:`EncoderUnavailable` of a failure to write the graph (no ``onnx``, or the cache)."""
     if isinstance(exc, ImportError):
         return EncoderUnavailable(NO_ONNX)
-    if isinstance(exc, OSError):
-        return EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({exc.strerror or exc})")
-    return None
+    return EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({exc.strerror or exc})")
 
 
 def write_graph_file(model_file: str, graph: str) -> int:
@@ -413,12 +411,12 @@ class E5OnnxEncoder:
     def _write(self) -> None:
         """Writes the graph in a child process: importing ``onnx`` (ml_dtypes alone ~0.7 s) and serialising
         hold the GIL, so in a thread they stalled the loads they overlap (1.0 s of reading the corpus and its
-        structure graph took 2.7-3.0 s beside it). In this thread when no child can be started."""
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH"))
-                                                           if p)}
+        structure graph took 2.6-3.1 s beside the thread, 1.8-2.5 s beside the child, at load 2.5-2.8).
+        In this thread when no child can be started."""
         try:
             child = subprocess.run([sys.executable, "-c", _WRITER, str(self.model_file), str(self.graph)],
-                                   stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, check=False)
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   env=settings.child_environment(_PACKAGE_ROOT), check=False)
         except OSError:
             try:
                 build_graph(_tables(str(self.model_file)), self.graph)
