@@ -298,6 +298,8 @@ def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None
 
     pool = shard_workers(encoder, len(todo), workers)
     if pool > 1:
+        if hasattr(encoder, "ready"):
+            encoder.ready()  # e5's graph written here once, before the workers look for it
         jobs = {number: texts[bounds[number][0]:bounds[number][1]] for number in todo}
         embed_shards(encoder.worker_factory, jobs, store, workers=pool, pooling=pooling, window=window,
                      batch_size=batch_size)

@@ -382,6 +382,11 @@ class E5OnnxEncoder:
         waits for what is left and raises its error then (the thread ends with it)."""
         self._started()
 
+    def ready(self) -> None:
+        """Waits for the graph and the session (:class:`EncoderUnavailable` when they fail): a parallel build
+        calls it before starting its workers, so that they find the graph instead of each writing it."""
+        self._parts()
+
     def _started(self) -> Future:
         with self._lock:
             job = self._job
