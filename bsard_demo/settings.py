@@ -118,7 +118,7 @@ def blas_threads_configured(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def child_environment(package_root: str) -> dict[str, str]:
-    """The environment of a helper process of ours (:mod:`bsard_demo.runs.sandbox`): this one's,
+    """The environment of a helper process of ours (:mod:`bsard_demo.runs.sandbox`, e5's graph writer): this one's,
     with ``package_root`` first on ``PYTHONPATH`` (so it imports this very ``bsard_demo``) and
     one thread for the native libraries."""
     env = dict(os.environ)

@@ -17,7 +17,7 @@ from typing import Callable, Generic, Hashable, TypeVar
 from ..dataset import DataError, Dataset
 from ..retrievers import Retriever, RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
-from ..retrievers.registry import kind as retriever_kind
+from ..retrievers.registry import kind as retriever_kind, prepare_parts
 from ..sources import default_spec, load_dataset
 from .data_words import failure_detail, fallback_reason, source_kind
 from .hosting import freeze_what_is_kept
@@ -174,7 +174,8 @@ def get_retriever(registry: BuildOnce, data: ActiveData, spec: RetrieverSpec, *,
     """
     kind = retriever_kind(spec.kind)
     if kind.parts is not None and not is_built(registry, data, spec):
-        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in kind.parts(spec)]
+        parts = prepare_parts(kind.parts(spec))
+        built = [get_retriever(registry, data, p, progress=progress, notice=notice) for p in parts]
         return registry.get((data.key, spec.key()), _logged(f"{spec.kind} over {data.spec}",
                                                             lambda: kind.assemble(spec, built, data.dataset)))
     return registry.get((data.key, spec.key()),

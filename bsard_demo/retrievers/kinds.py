@@ -12,6 +12,7 @@ from ..dataset import Dataset
 from .base import Retriever
 from .bm25 import BM25Retriever, BM25Settings
 from .dense import DenseRetriever
+from .encoders import DEFAULT_ENCODER, resolve_encoder
 from .hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, FusionError
 from .kind_flags import (
     BM25_FLAGS,
@@ -60,6 +61,18 @@ def _build_bm25(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
 def _build_dense(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
     kwargs = {name: value for name, value in spec.options.items() if value is not None}
     return DenseRetriever.build(dataset.articles, **context, **kwargs)
+
+
+def _prepare_dense(spec: RetrieverSpec) -> None:
+    """Starts the encoder's background loads (:meth:`~.e5_onnx.E5OnnxEncoder.prepare`) when it has any."""
+    options = spec.options
+    try:
+        encoder = resolve_encoder(options.get("encoder") or DEFAULT_ENCODER, options.get("backend") or "auto")
+    except Exception:  # noqa: BLE001 - the build says why, at its time
+        return
+    prepare = getattr(encoder, "prepare", None)
+    if prepare is not None:
+        prepare()
 
 
 def _build_neighbours(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
@@ -159,7 +172,7 @@ DENSE = register(RetrieverKind(
     "dense", "a dense encoder: `use`, `e5`, `minilm`, a sentence-transformers model or folder, a query adapter",
     frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"}), _build_dense, flags=DENSE_FLAGS,
     takes=dests(DENSE_FLAGS), from_args=dense_from_args, to_flags=dense_flags, label="Dense", column=_dense_column,
-    link_params=("enc",)))
+    link_params=("enc",), prepare=_prepare_dense))
 NEIGHBOURS_KIND = register(RetrieverKind(
     NEIGHBOURS, "the articles cited by the most similar questions of the `train` split", frozenset({"split", "n"}),
     _build_neighbours, to_flags=neighbours_flags, label=NEIGHBOURS_COLUMN, offered="never"))

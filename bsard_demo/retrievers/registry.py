@@ -107,7 +107,10 @@ class RetrieverKind:
       (``build(spec, dataset, cache_root=, progress=, notice=)``, the corpus checked already);
       a kind made of ``parts`` (``parts(spec)``: the part specs) is built from them by ``assemble``
       (``assemble(spec, built_parts, dataset)``) instead, so the app shares the parts' indexes
-      with the other columns (:mod:`bsard_demo.app.state`) and names the parts in its why-lines.
+      with the other columns (:mod:`bsard_demo.app.state`) and names the parts in its why-lines;
+      ``prepare(spec)``, when a kind has one, starts the slow loads of building ``spec`` in the
+      background (e5's ONNX graph and session), for every part before the first is built
+      (:func:`prepare_parts`). It never raises: the build reports what fails.
     - The command line: ``flags`` it brings (added once, in registration order), ``takes`` the
       flags it reads (its own and other kinds': their ``dest``), ``from_args(values)`` the spec of
       those values (``None``: the kind with its defaults), ``to_flags(spec, notes)`` the ``run``
@@ -128,6 +131,7 @@ class RetrieverKind:
     build: Builder | None = None
     parts: Callable[["RetrieverSpec"], list["RetrieverSpec"]] | None = None
     assemble: Callable[["RetrieverSpec", list[Retriever], Dataset], Retriever] | None = None
+    prepare: Callable[["RetrieverSpec"], None] | None = None
     flags: tuple[Flag, ...] = ()
     takes: frozenset[str] = frozenset()
     from_args: Callable[[Mapping[str, Any]], "RetrieverSpec"] | None = None
@@ -424,9 +428,19 @@ def build_retriever(spec: RetrieverSpec, dataset: Dataset, *, cache_root: Path |
     kind = _KINDS[spec.kind]
     if kind.build is not None:
         return kind.build(spec, dataset, cache_root=cache_root, progress=progress, notice=notice)
-    built = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice)
-             for p in kind.parts(spec)]
+    parts = prepare_parts(kind.parts(spec))
+    built = [build_retriever(p, dataset, cache_root=cache_root, progress=progress, notice=notice) for p in parts]
     return kind.assemble(spec, built, dataset)
+
+
+def prepare_parts(parts: Sequence[RetrieverSpec]) -> Sequence[RetrieverSpec]:
+    """Starts each part's background loads (its kind's ``prepare``) before the first part is built, so
+    they overlap the others' (e5's ~2 s with BM25 and the other embeddings); returns ``parts``."""
+    for part in parts:
+        prepare = _KINDS[part.kind].prepare if part.kind in _KINDS else None
+        if prepare is not None:
+            prepare(part)
+    return parts
 
 
 def hybrid_parts(spec: RetrieverSpec) -> list[RetrieverSpec]:

