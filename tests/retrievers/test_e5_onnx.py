@@ -178,3 +178,12 @@ def test_the_writer_child_says_why_in_one_line(monkeypatch, tmp_path, capsys, mo
     monkeypatch.setitem(sys.modules, "onnx", None)  # onnx gone between the constructor's check and the write
     assert X.write_graph_file(str(model_file), str(tmp_path / "g.onnx")) == 2
     assert capsys.readouterr().out == X.NO_ONNX + "\n" and not list(tmp_path.iterdir())
+
+
+def test_a_serving_process_maps_the_model_file_and_keeps_no_arena(onnx_encoder, tables):
+    """Memory: the model file is mapped, not read into memory, and onnxruntime's arena (which keeps a
+    batch's buffers for the session's life) is off when serving and on in a build worker."""
+    import mmap
+
+    assert isinstance(tables.buf, mmap.mmap) and tables.tensor("emb.ln.w").flags.writeable
+    assert onnx_encoder.arena is False and onnx_encoder.worker_factory().arena is True
