@@ -4,10 +4,6 @@ process (:data:`~bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES`, an hour), one
 """
 from __future__ import annotations
 
-import threading
-import time
-from collections import OrderedDict
-
 import streamlit as st
 
 from ..dataset import DataError, Dataset
@@ -23,7 +19,7 @@ from .naming import public_name
 from .score_builtin_runs import builtin_run, builtin_run_text
 from .score_systems import ranker_caption
 from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
-from .state import ActiveData
+from .state import ActiveData, BuildOnce
 
 
 def upload_limit_bytes() -> int:
@@ -85,31 +81,14 @@ def builtin(data: ActiveData, split: str, spec_key: str, retriever: Retriever, q
     session made its own: docs/benchmarks.md, "Per-visit cost"). ``progress`` shows the one build. The
     last :data:`~bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES` runs are kept, each at most an hour.
     (Not ``st.cache_resource``: it would replay the progress bar's element calls.)"""
-    key = (data.key, split, spec_key, query_text)
-    with _BUILTIN_LOCK:
-        building = _BUILDING.setdefault(key, threading.Lock())
-    try:
-        with building:
-            with _BUILTIN_LOCK:
-                kept = _BUILTIN.get(key)
-                if kept is not None and time.monotonic() - kept[0] < SCOREBOARD_TTL_S:
-                    _BUILTIN.move_to_end(key)
-                    return kept[1]
-            run = builtin_run(data.dataset, split, retriever, progress=progress, query_text=query_text)
-            made = (run, builtin_run_text(run))
-            with _BUILTIN_LOCK:
-                _BUILTIN[key] = (time.monotonic(), made)
-                while len(_BUILTIN) > SCOREBOARD_ENTRIES:
-                    _BUILTIN.popitem(last=False)
-            return made
-    finally:
-        with _BUILTIN_LOCK:
-            _BUILDING.pop(key, None)
+    def make() -> tuple[Run, bytes]:
+        run = builtin_run(data.dataset, split, retriever, progress=progress, query_text=query_text)
+        return run, builtin_run_text(run)
+
+    return _BUILTIN.get((data.key, split, spec_key, query_text), make)
 
 
-_BUILTIN: OrderedDict = OrderedDict()  # key -> (made at, (run, TREC bytes))
-_BUILDING: dict = {}  # key -> the lock of its one build
-_BUILTIN_LOCK = threading.Lock()
+_BUILTIN: BuildOnce = BuildOnce(entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
 
 
 def dataset_label(data: ActiveData) -> str:

@@ -234,6 +234,21 @@ def test_build_once_does_not_store_failures():
     assert reg.get("k", lambda: 5) == 5
 
 
+def test_build_once_bounded_keeps_the_last_keys_used_and_rebuilds_old_values():
+    now = [0.0]
+    reg = BuildOnce(entries=2, ttl=10, clock=lambda: now[0])
+    builds = []
+
+    def build(key):
+        return lambda: builds.append(key) or f"{key}{len(builds)}"
+
+    assert reg.get("a", build("a")) == "a1" and reg.get("b", build("b")) == "b2"
+    assert reg.get("a", build("a")) == "a1"  # kept: "a" is now the most recently used
+    assert reg.get("c", build("c")) == "c3" and "b" not in reg and "a" in reg and len(reg) == 2
+    now[0] = 10  # "a" and "c" are 10 s old: built again
+    assert "a" not in reg and reg.get("a", build("a")) == "a4" and builds == ["a", "b", "c", "a"]
+
+
 def test_failure_memo_forgets_after_its_ttl():
     now = [0.0]
     memo = FailureMemo(ttl=10, clock=lambda: now[0])
