@@ -51,6 +51,11 @@ _SHARD_NAME = re.compile(r"^shard-(\d{6,})-([0-9a-f]{16})\.npy$")
 PARALLEL_MIN_SHARDS = 8
 #: Extra neighbours fetched beyond ``k`` so that ties at the cut can be seen and ordered.
 _TIE_MARGIN = 16
+#: OpenMP threads of a FAISS search, set in the thread that searches (OpenMP keeps the setting per calling
+#: thread). With FAISS's default (one per core) a flat index's scores depend on the machine: 1, 2, 3 and 4
+#: threads gave four different last bits over the same 29,115 x 512 index. One thread also costs 0.37 of the CPU
+#: of two for the same queries (0.37 against 0.99 s for 150, docs/benchmarks.md "Per-visit cost (issue 29)").
+SEARCH_THREADS = 1
 
 
 class _IndexRows:
@@ -94,6 +99,7 @@ class DenseRetriever:
         self.window = window
         self.pooling = pooling
         self.query_batch_size = query_batch_size
+        self._faiss = faiss
         self.index = faiss.IndexFlatIP(encoder.dim)
         self.index.add(emb)  # FAISS keeps its own copy: the embeddings are read from it, not kept twice
         self.embeddings = index_rows(self.index, faiss)
@@ -189,6 +195,7 @@ class DenseRetriever:
         k = min(int(k), self.size)
         depth = min(self.size, k + _TIE_MARGIN)
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        self._faiss.omp_set_num_threads(SEARCH_THREADS)
         out = []
         for q in queries:
             scores, rows = self.index.search(q[None, :], depth)

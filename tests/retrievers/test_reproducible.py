@@ -99,3 +99,47 @@ def test_bm25s_own_numbering_follows_the_hash_seed():
         outs.append(json.loads(done.stdout))
     assert outs[0][0] != outs[1][0]  # bm25s's own order differs
     assert outs[0][1] == outs[1][1] == sorted(outs[0][1])  # ours does not
+
+
+class _VectorEncoder:
+    """Questions are given as vectors already: ``encode_queries`` is never used here."""
+
+    name, version, normalized, max_tokens = "vectors", "1", True, None
+
+    def __init__(self, dim: int):
+        self.dim = dim
+
+
+def _search_in_a_thread(retriever, queries, omp_threads: int):
+    """``retriever``'s scores and ids for ``queries``, searched in a new thread whose OpenMP setting (FAISS's
+    threads, kept per calling thread) was ``omp_threads`` before, and that thread's setting after."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import faiss
+
+    def run():
+        faiss.omp_set_num_threads(omp_threads)
+        hits = retriever.search_vectors(queries, 50)
+        return [[(h.article_id, h.score) for h in row] for row in hits], faiss.omp_get_max_threads()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result()
+
+
+def test_dense_scores_do_not_depend_on_the_machines_cores():
+    """FAISS's default is one OpenMP thread per core, and a flat index searched with 1 or 3 threads gives other
+    last bits (this 10,000 x 32 index does, as frlaw-dev's 29,115 x 512 did): so a dense run's scores would
+    depend on the machine. Every search sets its thread to SEARCH_THREADS first."""
+    import numpy as np
+
+    from bsard_demo.retrievers.dense import SEARCH_THREADS, DenseRetriever
+
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((10_000, 32)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    retriever = DenseRetriever([str(i) for i in range(len(emb))], emb, _VectorEncoder(32))
+    queries = rng.standard_normal((20, 32)).astype(np.float32)
+    one, after_one = _search_in_a_thread(retriever, queries, 1)
+    three, after_three = _search_in_a_thread(retriever, queries, 3)
+    assert after_one == after_three == SEARCH_THREADS == 1
+    assert one == three
