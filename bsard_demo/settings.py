@@ -117,6 +117,45 @@ def blas_threads_configured(environ: Mapping[str, str] | None = None) -> bool:
     return any(env.get(name, "").strip() for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"))
 
 
+_SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                "openblas_set_num_threads64_")
+
+
+def limit_blas_threads(threads: int = 1, *, maps: str = "/proc/self/maps") -> int:
+    """Give every OpenBLAS loaded in this process (numpy's first: it is imported here) ``threads``
+    threads, by ctypes (Linux; elsewhere a no-op). Returns how many libraries were set."""
+    import ctypes
+
+    import numpy  # noqa: F401 - loaded first: its OpenBLAS is then in the maps
+
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as f:
+            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and " /" in line})
+    except OSError:
+        return 0
+    done = 0
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)  # already loaded: the same library, not a second copy
+        except OSError:
+            continue
+        setter = next((getattr(lib, name) for name in _SET_THREADS if hasattr(lib, name)), None)
+        if setter is not None:
+            setter(int(threads))
+            done += 1
+    return done
+
+
+def one_blas_thread() -> int | None:
+    """One thread for every OpenBLAS of this process (:func:`limit_blas_threads`) unless the deployer set their
+    count (:func:`blas_threads_configured`: then ``None``); the app and the CLI call it. A search's products are
+    small and run in threads of their own (pages, the learned ranker's inputs): OpenBLAS's pool of one thread per
+    core only spins after each call, on the core those threads need. The ranker's 149 frlaw-dev test questions took
+    14 s of CPU with numpy's default on 2 cores, 7.5 s with one thread, the same vectors to the bit
+    (docs/benchmarks.md, "Per-visit cost (issue 29)")."""
+    return None if blas_threads_configured() else limit_blas_threads(1)
+
+
 def child_environment(package_root: str) -> dict[str, str]:
     """The environment of a helper process of ours (:mod:`bsard_demo.runs.sandbox`, e5's graph writer): this one's,
     with ``package_root`` first on ``PYTHONPATH`` (so it imports this very ``bsard_demo``) and

@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterator
 
-import numpy  # noqa: F401 - loaded first: limit_blas_threads finds the OpenBLAS it maps
-
 from .. import bundles
 from ..bundles import Bundle, CorpusId
 from . import french
@@ -252,33 +250,6 @@ def cap_malloc_arenas(limit: int = ARENA_MAX, *, libc=None) -> bool:
         return bool(_capped[0])
 
 
-_SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                "openblas_set_num_threads64_")
-
-
-def limit_blas_threads(threads: int = 1, *, maps: str = "/proc/self/maps") -> int:
-    """Give every OpenBLAS loaded in this process (numpy's first: it is imported here) ``threads``
-    threads, by ctypes (Linux; elsewhere a no-op). A page's products are small and run in one of many
-    page threads: OpenBLAS's own pool of one thread per core only spins after each call, on the core
-    another page could use (docs/benchmarks.md, "CPU per visit"). Returns how many libraries were set."""
-    try:
-        with open(maps, encoding="utf-8", errors="replace") as f:
-            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and " /" in line})
-    except OSError:
-        return 0
-    done = 0
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)  # already loaded: the same library, not a second copy
-        except OSError:
-            continue
-        setter = next((getattr(lib, name) for name in _SET_THREADS if hasattr(lib, name)), None)
-        if setter is not None:
-            setter(int(threads))
-            done += 1
-    return done
-
-
 #: Seconds without a running page after which the freed heap is handed back (:func:`give_back_memory`):
 #: soon after a crowd, then once Streamlit has dropped the sessions that disconnected (it keeps one 120 s).
 IDLE_GIVE_BACK_S = (10.0, 150.0)
@@ -347,4 +318,4 @@ def upload_size(files) -> int:
 
 __all__ = ["ARENA_MAX", "BundleSetup", "IDLE_GIVE_BACK_S", "IdleGiveBack", "LARGE_UPLOAD_BYTES", "UploadSlot",
            "WAIT_NOTICE", "bundle_caption", "bundle_notices", "cap_malloc_arenas", "freeze_what_is_kept",
-           "give_back_memory", "keep_build_note", "limit_blas_threads", "setup_bundle", "upload_size"]
+           "give_back_memory", "keep_build_note", "setup_bundle", "upload_size"]

@@ -30,7 +30,6 @@ from .hosting import (
     cap_malloc_arenas,
     give_back_memory,
     keep_build_note,
-    limit_blas_threads,
     setup_bundle,
     upload_size,
 )
@@ -242,11 +241,10 @@ def tune_process() -> None:
         return
     if not settings.malloc_arenas_configured() and cap_malloc_arenas():
         log.info("glibc malloc arenas capped at %d for this process", ARENA_MAX)
-    if not settings.blas_threads_configured():
-        try:
-            limit_blas_threads(1)
-        except Exception:  # noqa: BLE001 - a tuning, never a reason for a page to fail
-            log.warning("could not set OpenBLAS to one thread", exc_info=True)
+    try:
+        settings.one_blas_thread()
+    except Exception:  # noqa: BLE001 - a tuning, never a reason for a page to fail
+        log.warning("could not set OpenBLAS to one thread", exc_info=True)
 
 
 @contextmanager

@@ -44,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings.prepare_runtime()  # before any command loads faiss, torch or tokenizers
     parser = build_parser()
     args = parser.parse_args(argv)
+    settings.one_blas_thread()  # as the app: a search's small products on OpenBLAS's pool only spin
     try:
         return args.func(args)
     except DataError as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -236,47 +235,6 @@ def test_the_installed_streamlit_has_the_names_it_relies_on():
     source = inspect.getsource(WebsocketSessionManager.__init__)
     assert "self._storage_lock = threading.Lock()" in source and "self._session_storage = " in source
     assert callable(MemorySessionStorage()._cache.expire)
-
-
-# --------------------------------------------------------------------------- OpenBLAS's threads
-
-def test_a_deployers_blas_threads_are_left_alone():
-    assert not settings.blas_threads_configured({})
-    assert not settings.blas_threads_configured({"OPENBLAS_NUM_THREADS": ""})
-    for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
-        assert settings.blas_threads_configured({name: "2"})
-
-
-def test_no_openblas_in_the_maps_sets_nothing(tmp_path):
-    maps = tmp_path / "maps"
-    maps.write_text("7f00-7f01 r-xp 00000000 00:00 0    /usr/lib/libc.so.6\n"
-                    "7f02-7f03 r-xp 00000000 00:00 0    /nowhere/libopenblas.so\n")  # named but not loadable
-    assert hosting.limit_blas_threads(1, maps=str(maps)) == 0
-    assert hosting.limit_blas_threads(1, maps=str(tmp_path / "absent")) == 0
-
-
-def test_numpys_openblas_gets_one_thread():
-    import subprocess
-
-    # in a child: the setting is the whole process's, and the suite's workers keep theirs
-    code = """
-import ctypes, numpy
-from bsard_demo.app import hosting
-n = hosting.limit_blas_threads(1)
-paths = {l.split()[-1] for l in open('/proc/self/maps') if 'openblas' in l.lower() and ' /' in l}
-got = [getattr(ctypes.CDLL(p), g)() for p in paths for g in ('openblas_get_num_threads',
-       'scipy_openblas_get_num_threads64_', 'scipy_openblas_get_num_threads') if hasattr(ctypes.CDLL(p), g)]
-print(n, got)
-"""
-    if not Path("/proc/self/maps").exists():
-        pytest.skip("no /proc: the limit is a no-op here")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
-    assert out.returncode == 0, out.stderr
-    n, got = out.stdout.split(" ", 1)
-    if n == "0":
-        pytest.skip("this numpy is not built on OpenBLAS")
-    assert got.strip() == "[1]"
 
 
 def test_what_is_kept_is_frozen_and_what_died_since_is_still_collected():
