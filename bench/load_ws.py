@@ -198,9 +198,11 @@ def prepare(args, fleet: Fleet, workdir: Path) -> dict:
             return page.query_string or "", [c.label for c in page.columns()]
     link, labels = asyncio.run(first_link())
 
-    async def warm(url: str) -> None:  # every process loads its indexes before anything is measured
-        async with Visitor(url, timeout=600) as v:
+    async def warm(url: str) -> None:  # every process loads its indexes and opens each page before anything is
+        async with Visitor(url, timeout=600) as v:  # measured: the Score page starts the upload reader's process
             await v.open("search", {"q": "bonjour", **parse_qs(link)})
+        async with Visitor(url, timeout=600) as v:
+            await v.open("score")
     for server in fleet.servers:
         asyncio.run(warm(server.url))
     drawn = next((drawn_weights(label) for label in labels if label.startswith("Hybride")), None)
@@ -454,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         plan = prepare(args, fleet, workdir)
         warm_rss = sum(fleet.rss_mb())
-        print(f"RSS once warm (indexes loaded, before any crowd): {warm_rss:.0f} MB", flush=True)
+        print(f"RSS once warm (indexes loaded, each page opened once, before any crowd; the server and its "
+              f"upload reader): {warm_rss:.0f} MB", flush=True)
         if args.mode == "ramp":
             rows, ok = ramp(args, fleet, plan)
             print("\n" + ramp_table(rows))
