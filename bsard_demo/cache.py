@@ -1,7 +1,8 @@
 """An on-disk cache of built indexes (``$BSARD_CACHE`` or ``~/.cache/bsard_demo``), safe against stale,
 corrupt and concurrent writes: :func:`load_or_build` for every retriever's index, consulting the read-only
 index bundles (:mod:`bsard_demo.bundles`, :func:`set_bundles`) first, and recording the entries it hands out
-(:func:`used_entries`) for :func:`bsard_demo.bundles.export_bundle`.
+(:func:`used_entries`) for :func:`bsard_demo.bundles.export_bundle`; and in memory, :class:`BuildOnce`: each value
+built once per key, bounded, for the app's indexes and built-in runs and a question's ``use`` vector.
 
 Layout and rules: docs/design.md, 'bsard_demo/cache.py'.
 """
@@ -18,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
+from typing import Callable, Generic, Hashable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 from . import settings
 from .dataset import first_line
@@ -354,3 +355,68 @@ def load_or_build(kind: str, key: str, *, read: Callable[[Path], T], build: Call
                 notice(f"could not save the {what} to the cache ({why}); it will be rebuilt next time")
         report(1, "saving")
     return value
+
+
+class BuildOnce(Generic[T]):
+    """A keyed memo that builds each value at most once, even under concurrent callers (a caller who
+    asks while a value is being built waits for that build).
+
+    Failures are not stored: the next caller tries again. Unbounded by default; ``entries`` keeps the
+    values of the last ``entries`` keys used, ``ttl`` builds a value again once it is ``ttl`` seconds old.
+    A key's lock lives only while its value is built, so a memo of many keys keeps only its values.
+    """
+
+    def __init__(self, entries: int | None = None, ttl: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.entries, self.ttl, self.clock = entries, ttl, clock
+        self._lock = threading.Lock()
+        self._locks: dict[Hashable, threading.Lock] = {}  # keys being built
+        self._items: dict[Hashable, tuple[T, float]] = {}  # key -> (value, built at), least recently used first
+
+    def __contains__(self, key: Hashable) -> bool:
+        return self._kept(key) is not None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _kept(self, key: Hashable) -> tuple[T] | None:
+        """``(value,)`` of ``key`` when it is kept and not too old, else None."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or (self.ttl is not None and self.clock() - item[1] >= self.ttl):
+                return None
+            if self.entries is not None:
+                self._items[key] = self._items.pop(key)  # the most recently used last
+            return (item[0],)
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        kept = self._kept(key)
+        if kept is not None:
+            return kept[0]
+        with self._lock:
+            key_lock = self._locks.setdefault(key, threading.Lock())
+        with key_lock:
+            kept = self._kept(key)
+            if kept is not None:
+                return kept[0]
+            try:
+                value = build()
+            except BaseException:
+                self._release(key, key_lock)  # who waits on it tries again
+                raise
+            with self._lock:
+                self._items[key] = (value, self.clock())
+                while self.entries is not None and len(self._items) > self.entries:
+                    del self._items[next(iter(self._items))]
+            self._release(key, key_lock)  # who waits on it finds the value
+            return value
+
+    def _release(self, key: Hashable, key_lock: threading.Lock) -> None:
+        with self._lock:
+            if self._locks.get(key) is key_lock:
+                del self._locks[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._locks.clear()

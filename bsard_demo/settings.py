@@ -7,6 +7,7 @@ The variables and the rules: docs/design.md, 'bsard_demo/settings.py'.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,12 +123,8 @@ _SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
 
 
 def limit_blas_threads(threads: int = 1, *, maps: str = "/proc/self/maps") -> int:
-    """Give every OpenBLAS loaded in this process (numpy's first: it is imported here) ``threads``
-    threads, by ctypes (Linux; elsewhere a no-op). Returns how many libraries were set."""
-    import ctypes
-
-    import numpy  # noqa: F401 - loaded first: its OpenBLAS is then in the maps
-
+    """Give every OpenBLAS loaded in this process (numpy's, once numpy is imported) ``threads`` threads, by
+    ctypes (Linux; elsewhere a no-op). Returns how many libraries were set."""
     try:
         with open(maps, encoding="utf-8", errors="replace") as f:
             paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and " /" in line})

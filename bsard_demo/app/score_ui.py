@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..cache import BuildOnce
 from ..dataset import DataError, Dataset
 from ..evaluation.misses import board_misses
 from ..evaluation.stamp import board_stamp
@@ -19,7 +20,7 @@ from .naming import public_name
 from .score_builtin_runs import builtin_run, builtin_run_text
 from .score_systems import ranker_caption
 from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
-from .state import ActiveData, BuildOnce
+from .state import ActiveData
 
 
 def upload_limit_bytes() -> int:

@@ -7,13 +7,13 @@ Conventions: docs/design.md, 'bsard_demo/app/state.py'.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Callable, Hashable, TypeVar
 
+from ..cache import BuildOnce
 from ..dataset import DataError, Dataset
 from ..retrievers import Retriever, RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
@@ -25,60 +25,6 @@ from .hosting import freeze_what_is_kept
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 FAILURE_TTL_S = 300.0
-class BuildOnce(Generic[T]):
-    """A keyed memo that builds each value at most once, even under concurrent callers (a caller who
-    asks while a value is being built waits for that build).
-
-    Failures are not stored: the next caller tries again. Unbounded by default; ``entries`` keeps the
-    values of the last ``entries`` keys used, ``ttl`` builds a value again once it is ``ttl`` seconds old.
-    """
-
-    def __init__(self, entries: int | None = None, ttl: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.entries, self.ttl, self.clock = entries, ttl, clock
-        self._lock = threading.Lock()
-        self._locks: dict[Hashable, threading.Lock] = {}
-        self._items: dict[Hashable, tuple[T, float]] = {}  # key -> (value, built at), least recently used first
-
-    def __contains__(self, key: Hashable) -> bool:
-        return self._kept(key) is not None
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def _kept(self, key: Hashable) -> tuple[T] | None:
-        """``(value,)`` of ``key`` when it is kept and not too old, else None."""
-        with self._lock:
-            item = self._items.get(key)
-            if item is None or (self.ttl is not None and self.clock() - item[1] >= self.ttl):
-                return None
-            if self.entries is not None:
-                self._items[key] = self._items.pop(key)  # the most recently used last
-            return (item[0],)
-
-    def get(self, key: Hashable, build: Callable[[], T]) -> T:
-        kept = self._kept(key)
-        if kept is not None:
-            return kept[0]
-        with self._lock:
-            key_lock = self._locks.setdefault(key, threading.Lock())
-        with key_lock:
-            kept = self._kept(key)
-            if kept is not None:
-                return kept[0]
-            value = build()
-            with self._lock:
-                self._items[key] = (value, self.clock())
-                while self.entries is not None and len(self._items) > self.entries:
-                    del self._items[next(iter(self._items))]
-            return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._locks.clear()
-
-
 class FailureMemo:
     """Recent failures per key (message, time), forgotten after ``ttl`` seconds."""
 

@@ -17,6 +17,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from ..cache import BuildOnce
 from ..dataset import DataError
 from ..retrievers import Retriever, RetrieverSpec
 from ..retrievers.kinds import DENSE
@@ -26,7 +27,7 @@ from .first_builds import BuildEta, dense_index_stored
 from .highlight import md_escape
 from .progress_words import progress_fraction, progress_text
 from .sidebar import active_data
-from .state import ActiveData, BuildOnce, get_retriever, is_built
+from .state import ActiveData, get_retriever, is_built
 from .style import STYLE
 
 log = logging.getLogger("bsard_demo.app")

@@ -12,8 +12,6 @@ import importlib.util
 import json
 import os
 import threading
-from collections import OrderedDict
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
@@ -73,39 +71,6 @@ def embed_batched(texts: Sequence[str], batch_size: int, encode: Callable[[list[
         if progress:
             progress(min(start + step, n), n, message)
     return out
-
-
-class QueryMemo:
-    """One question's vector computed once for every part that asks for it at about the same time
-    (the learned ranker's ``use`` and adapter parts encode each question with the same ``use``, in
-    two threads): the last ``size`` questions, each computed by its first caller while the others
-    wait for it, a copy handed to each."""
-
-    def __init__(self, size: int = 64):
-        self.size = size
-        self._lock = threading.Lock()
-        self._futures: OrderedDict[str, Future] = OrderedDict()
-
-    def get(self, text: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
-        with self._lock:
-            future = self._futures.get(text)
-            first = future is None
-            if first:
-                future = self._futures[text] = Future()
-                while len(self._futures) > self.size:
-                    self._futures.popitem(last=False)
-            else:
-                self._futures.move_to_end(text)
-        if first:
-            try:
-                future.set_result(compute())
-            except BaseException as exc:
-                with self._lock:
-                    if self._futures.get(text) is future:
-                        del self._futures[text]  # the next caller tries again
-                future.set_exception(exc)
-                raise
-        return future.result().copy()
 
 
 def c_text(text: object) -> str:

@@ -17,6 +17,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .. import settings
+from ..cache import BuildOnce
 from ..dataset import first_line
 from .adapter import is_adapter_folder, open_adapter
 from .base import Progress, Step
@@ -25,7 +26,6 @@ from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public na
     OFFLINE_CHOICES,
     Encoder,
     EncoderUnavailable,
-    QueryMemo,
     bundled_model,
     c_text,
     embed_batched,
@@ -70,8 +70,10 @@ def _load_use(threads: int = USE_THREADS):
     return USE(threads=threads)
 
 
-#: The questions ``use`` encoded lately (:class:`~.encoder_base.QueryMemo`).
-USE_QUERIES = QueryMemo()
+#: The vectors of the last 64 questions ``use`` encoded, each computed once for every part that asks for it at about
+#: the same time (the learned ranker's ``use`` and adapter parts encode each question with the same ``use``, in two
+#: threads): its first caller computes it while the others wait, and each gets a copy.
+USE_QUERIES: BuildOnce[np.ndarray] = BuildOnce(entries=64)
 
 
 class USEEncoder:
@@ -110,7 +112,7 @@ class USEEncoder:
                                  Step("embedding_questions", encoder="use"))
 
         # a searched question (alone, no progress): once for all the parts that encode it with use
-        return USE_QUERIES.get(str(texts[0]), encode) if len(texts) == 1 and progress is None else encode()
+        return USE_QUERIES.get(str(texts[0]), encode).copy() if len(texts) == 1 and progress is None else encode()
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
                          progress: Progress | None = None) -> np.ndarray:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import threading
 import time
 
 import pandas as pd
@@ -32,8 +31,9 @@ from bsard_demo.app.data_words import FolderAccess, source_kind
 from bsard_demo.app.menus import dataset_label
 from bsard_demo.app.progress_words import progress_fraction, progress_text
 
-from bsard_demo.app.state import (ActiveData, BuildOnce, FailureMemo, data_key, dataset_summary,  # isort: skip
+from bsard_demo.app.state import (ActiveData, FailureMemo, data_key, dataset_summary,  # isort: skip
                                   get_retriever, is_built, open_data)
+from bsard_demo.cache import BuildOnce
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
 from bsard_demo.evaluation.report import metrics_table, render_table
@@ -206,47 +206,6 @@ def test_column_specs():
 
 
 # --------------------------------------------------------------------------- app_state
-
-
-def test_build_once_builds_each_key_once_under_concurrency():
-    reg = BuildOnce()
-    calls = []
-
-    def build():
-        calls.append(1)
-        time.sleep(0.05)
-        return object()
-
-    results = []
-    threads = [threading.Thread(target=lambda: results.append(reg.get("k", build))) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(calls) == 1 and len({id(r) for r in results}) == 1 and "k" in reg
-
-
-def test_build_once_does_not_store_failures():
-    reg = BuildOnce()
-    with pytest.raises(RuntimeError):
-        reg.get("k", lambda: (_ for _ in ()).throw(RuntimeError("boom")))
-    assert "k" not in reg
-    assert reg.get("k", lambda: 5) == 5
-
-
-def test_build_once_bounded_keeps_the_last_keys_used_and_rebuilds_old_values():
-    now = [0.0]
-    reg = BuildOnce(entries=2, ttl=10, clock=lambda: now[0])
-    builds = []
-
-    def build(key):
-        return lambda: builds.append(key) or f"{key}{len(builds)}"
-
-    assert reg.get("a", build("a")) == "a1" and reg.get("b", build("b")) == "b2"
-    assert reg.get("a", build("a")) == "a1"  # kept: "a" is now the most recently used
-    assert reg.get("c", build("c")) == "c3" and "b" not in reg and "a" in reg and len(reg) == 2
-    now[0] = 10  # "a" and "c" are 10 s old: built again
-    assert "a" not in reg and reg.get("a", build("a")) == "a4" and builds == ["a", "b", "c", "a"]
 
 
 def test_failure_memo_forgets_after_its_ttl():
