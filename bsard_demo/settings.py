@@ -107,8 +107,18 @@ def prepare_runtime() -> None:
 def malloc_arenas_configured(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the deployer set glibc's malloc arena limit (``MALLOC_ARENA_MAX`` or
     ``GLIBC_TUNABLES=glibc.malloc.arena_max=…``): the app's own cap then leaves it alone."""
+    return _malloc_configured("MALLOC_ARENA_MAX", "arena_max", environ)
+
+
+def malloc_mmap_configured(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the deployer set glibc's mmap threshold (``MALLOC_MMAP_THRESHOLD_`` or
+    ``GLIBC_TUNABLES=glibc.malloc.mmap_threshold=…``): the app's own then leaves it alone."""
+    return _malloc_configured("MALLOC_MMAP_THRESHOLD_", "mmap_threshold", environ)
+
+
+def _malloc_configured(variable: str, tunable: str, environ: Mapping[str, str] | None) -> bool:
     env = os.environ if environ is None else environ
-    return bool(env.get("MALLOC_ARENA_MAX", "").strip()) or "glibc.malloc.arena_max" in env.get("GLIBC_TUNABLES", "")
+    return bool(env.get(variable, "").strip()) or f"glibc.malloc.{tunable}" in env.get("GLIBC_TUNABLES", "")
 
 
 def blas_threads_configured(environ: Mapping[str, str] | None = None) -> bool:

@@ -232,9 +232,23 @@ def give_back_memory() -> bool:
 #: core, each keeping the pages its threads freed). With 2, the peak of 50 pages at once was 980 MB
 #: instead of 1,202 (docs/reliability.md, section 10).
 ARENA_MAX = 2
-_M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
-_capped: list[int] = []
-_cap_lock = threading.Lock()
+#: glibc's mmap threshold, fixed: a block from 128 KiB up gets pages of its own, handed back when it is freed. By
+#: default glibc raises the threshold (up to 32 MB) each time such a block is freed, after which the corpus-sized
+#: arrays of every search (the learned ranker's: 233 kB over 29k articles) come from the arenas, where a crowd
+#: leaves their pages spread: 200 s after 50 visitors at once the server kept 992 MB, 925 MB with the threshold
+#: fixed (786 MB warm; docs/benchmarks.md, "Per-visit cost (issue 29)").
+MMAP_THRESHOLD = 128 * 1024
+_M_ARENA_MAX, _M_MMAP_THRESHOLD = -8, -3  # mallopt's parameters (malloc.h)
+_set: dict[int, bool] = {}  # mallopt parameter -> whether glibc took it (set once per process)
+_set_lock = threading.Lock()
+
+
+def _mallopt_once(param: int, value: int, libc) -> bool:
+    with _set_lock:
+        if param not in _set:
+            libc = _glibc() if libc is None else libc
+            _set[param] = libc is not None and libc.mallopt(param, int(value)) == 1
+        return _set[param]
 
 
 def cap_malloc_arenas(limit: int = ARENA_MAX, *, libc=None) -> bool:
@@ -243,11 +257,13 @@ def cap_malloc_arenas(limit: int = ARENA_MAX, *, libc=None) -> bool:
     arena (its own limit is fixed only past its 8th), so this works from the first page's run, when
     Streamlit has started a few threads. Returns whether the cap is set (now or before). ``libc``:
     the C library to call (default: glibc's, when it is glibc)."""
-    with _cap_lock:
-        if not _capped:
-            libc = _glibc() if libc is None else libc
-            _capped.append(int(libc is not None and libc.mallopt(_M_ARENA_MAX, int(limit)) == 1))
-        return bool(_capped[0])
+    return _mallopt_once(_M_ARENA_MAX, limit, libc)
+
+
+def fix_mmap_threshold(size: int = MMAP_THRESHOLD, *, libc=None) -> bool:
+    """``mallopt(M_MMAP_THRESHOLD, size)`` once per process (glibc; elsewhere a no-op; see
+    :data:`MMAP_THRESHOLD`). Returns whether the threshold is set (now or before)."""
+    return _mallopt_once(_M_MMAP_THRESHOLD, size, libc)
 
 
 #: Seconds without a running page after which the freed heap is handed back (:func:`give_back_memory`):
@@ -316,6 +332,6 @@ def upload_size(files) -> int:
     return sum(len(blob) for _, blob in files)
 
 
-__all__ = ["ARENA_MAX", "BundleSetup", "IDLE_GIVE_BACK_S", "IdleGiveBack", "LARGE_UPLOAD_BYTES", "UploadSlot",
-           "WAIT_NOTICE", "bundle_caption", "bundle_notices", "cap_malloc_arenas", "freeze_what_is_kept",
-           "give_back_memory", "keep_build_note", "setup_bundle", "upload_size"]
+__all__ = ["ARENA_MAX", "BundleSetup", "IDLE_GIVE_BACK_S", "IdleGiveBack", "LARGE_UPLOAD_BYTES", "MMAP_THRESHOLD",
+           "UploadSlot", "WAIT_NOTICE", "bundle_caption", "bundle_notices", "cap_malloc_arenas", "fix_mmap_threshold",
+           "freeze_what_is_kept", "give_back_memory", "keep_build_note", "setup_bundle", "upload_size"]

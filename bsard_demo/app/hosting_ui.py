@@ -21,6 +21,7 @@ from ..dataset import keeping
 from .highlight import md_escape
 from .hosting import (
     ARENA_MAX,
+    MMAP_THRESHOLD,
     WAIT_NOTICE,
     BundleSetup,
     IdleGiveBack,
@@ -28,6 +29,7 @@ from .hosting import (
     bundle_caption,
     bundle_notices,
     cap_malloc_arenas,
+    fix_mmap_threshold,
     give_back_memory,
     keep_build_note,
     setup_bundle,
@@ -235,12 +237,15 @@ IDLE = IdleGiveBack(give_back=_give_back)
 def tune_process() -> None:
     """Once per process (every run calls it; cheap): start the thread that hands memory back when
     idle (a process otherwise keeps its peak after a crowd: docs/reliability.md, section 10), cap
-    glibc's malloc arenas unless the deployer set ``MALLOC_ARENA_MAX`` (or glibc's tunable), and
-    give numpy's OpenBLAS one thread unless ``OPENBLAS_NUM_THREADS`` (or its fallbacks) is set."""
+    glibc's malloc arenas and fix its mmap threshold unless the deployer set them (``MALLOC_ARENA_MAX``,
+    ``MALLOC_MMAP_THRESHOLD_`` or glibc's tunables), and give numpy's OpenBLAS one thread unless
+    ``OPENBLAS_NUM_THREADS`` (or its fallbacks) is set."""
     if not IDLE.start():
         return
     if not settings.malloc_arenas_configured() and cap_malloc_arenas():
         log.info("glibc malloc arenas capped at %d for this process", ARENA_MAX)
+    if not settings.malloc_mmap_configured() and fix_mmap_threshold():
+        log.info("glibc mmap threshold fixed at %d bytes for this process", MMAP_THRESHOLD)
     try:
         settings.one_blas_thread()
     except Exception:  # noqa: BLE001 - a tuning, never a reason for a page to fail

@@ -113,8 +113,8 @@ def test_one_thread_per_tracker():
     assert sum(t.name == "bsard-idle-give-back" and t.daemon for t in threading.enumerate()) >= 1
 
 
-def test_arena_cap_calls_mallopt_once_per_process(monkeypatch):
-    monkeypatch.setattr(hosting, "_capped", [])  # as in a new process (the real cap would stay in this one)
+def test_arena_cap_and_mmap_threshold_call_mallopt_once_per_process(monkeypatch):
+    monkeypatch.setattr(hosting, "_set", {})  # as in a new process (the real settings would stay in this one)
     calls = []
 
     class Libc:
@@ -123,11 +123,13 @@ def test_arena_cap_calls_mallopt_once_per_process(monkeypatch):
             return 1
     assert hosting.cap_malloc_arenas(libc=Libc()) is True
     assert hosting.cap_malloc_arenas(5, libc=Libc()) is True
-    assert calls == [(-8, 2)]  # M_ARENA_MAX, once
+    assert hosting.fix_mmap_threshold(libc=Libc()) is True
+    assert hosting.fix_mmap_threshold(1 << 20, libc=Libc()) is True
+    assert calls == [(-8, 2), (-3, 128 * 1024)]  # M_ARENA_MAX, M_MMAP_THRESHOLD, once each
 
 
 def test_a_refused_cap_is_reported_and_not_retried(monkeypatch):
-    monkeypatch.setattr(hosting, "_capped", [])
+    monkeypatch.setattr(hosting, "_set", {})
 
     class Libc:
         def mallopt(self, param, value):
@@ -158,13 +160,16 @@ def test_give_back_releases_pyarrows_pool_only_when_pyarrow_is_loaded(monkeypatc
     assert "pyarrow" not in sys.modules and released == [1]
 
 
-def test_a_deployers_arena_setting_is_left_alone():
+def test_a_deployers_malloc_settings_are_left_alone():
     assert not settings.malloc_arenas_configured({})
     assert not settings.malloc_arenas_configured({"MALLOC_ARENA_MAX": " "})
     assert settings.malloc_arenas_configured({"MALLOC_ARENA_MAX": "4"})
     tunables = "glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=2"
     assert settings.malloc_arenas_configured({"GLIBC_TUNABLES": tunables})
     assert not settings.malloc_arenas_configured({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1"})
+    assert not settings.malloc_mmap_configured({"MALLOC_ARENA_MAX": "4"})
+    assert settings.malloc_mmap_configured({"MALLOC_MMAP_THRESHOLD_": "65536"})
+    assert settings.malloc_mmap_configured({"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"})
 
 
 # --------------------------------------------------------------------------- Streamlit's disconnected sessions
