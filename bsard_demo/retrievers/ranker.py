@@ -15,8 +15,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..dataset import DataError
-from .base import Hit, clip_k
-from .hybrid import part_search, run_together
+from .base import Hit, clip_k, ranked_hits
+from .hybrid import part_rows, run_together
 
 #: Every system a ranker can read: its record names those it was fitted on (``bm25`` always among them).
 INPUTS = ("bm25", "use", "adapter", "neighbours", "e5")
@@ -249,7 +249,6 @@ class RankerRetriever:
         self.retrievers = list(self.parts.values())  # what bundles walk for the indexes and models
         self.ensemble, self.graph, self.structure = ensemble, graph, structure
         self.article_ids = [str(a) for a in article_ids]
-        self._row = {a: i for i, a in enumerate(self.article_ids)}
         self.prior, self.lengths = np.asarray(prior, dtype=np.float64), np.asarray(lengths, dtype=np.float64)
         self.candidates, self.depth, self.name = int(candidates), int(depth), name
 
@@ -257,39 +256,42 @@ class RankerRetriever:
     def size(self) -> int:
         return len(self.article_ids)
 
-    def _arrays(self, hits: Sequence[Hit]) -> tuple[np.ndarray, np.ndarray]:
-        return (np.array([self._row[h.article_id] for h in hits], dtype=np.int64),
-                np.array([h.score for h in hits], dtype=np.float64))
-
-    def _features(self, question: str, part_hits: Mapping[str, Sequence[Hit]], votes=(None, None)):
-        """``(rows, X)`` of :func:`question_features` for ``question``: ``part_hits``, every system's
-        ranking to the depth, and the neighbours' ``votes`` (:meth:`_votes`)."""
-        runs = {s: self._arrays(hits) for s, hits in part_hits.items()}
+    def _features(self, question: str, runs: Mapping[str, tuple[np.ndarray, np.ndarray]], votes=(None, None)):
+        """``(rows, X)`` of :func:`question_features` for ``question``: ``runs``, every system's
+        ranking to the depth as ``(corpus rows, scores)``, and the neighbours' ``votes`` (:meth:`_votes`)."""
         return question_features(runs, graph=self.graph, structure=self.structure, prior=self.prior,
                                  lengths=self.lengths, votes=votes[0], votes_sim=votes[1], systems=self.systems,
                                  candidates=self.candidates, depth=self.depth)
 
-    def search_parts(self, question: str, k: int = 100) -> tuple[list[Hit], list[list[Hit]]]:
-        """:meth:`search` with each input system's own ranking (in :attr:`systems` order), so a
-        front end can say where each put a hit."""
+    def search_arrays(self, question: str, k: int = 100):
+        """``((rows, scores), runs)``: the ``k`` best corpus rows and their scores, best first, and
+        each input system's own ranking to the depth (system -> ``(rows, scores)``, :attr:`systems`
+        order), all arrays: no :class:`Hit` is built (:meth:`search` makes the top ``k`` ones)."""
         k = clip_k(k, self.size)
         depth = min(self.depth, self.size)
         # the input systems and the neighbours' votes at once (run_together), each part's ranking
-        # shared with the page's other columns (part_search)
-        *found, votes = run_together([*(lambda r=r: part_search(r, question, depth) for r in self.parts.values()),
+        # shared with the page's other columns (part_rows, the memo of part_search)
+        *found, votes = run_together([*(lambda r=r: part_rows(r, question, depth) for r in self.parts.values()),
                                       lambda: self._votes(question)])
-        part_hits = dict(zip(self.parts, found))
-        rows, X = self._features(question, part_hits, votes)
+        runs = dict(zip(self.parts, found))
+        rows, X = self._features(question, runs, votes)
         if not len(rows):
-            return [], list(part_hits.values())
+            return (rows, np.zeros(0)), runs
         rows, score = ranked_rows(rows, X, self.ensemble.predict(X), self.systems)
-        return [Hit(self.article_ids[r], float(v)) for r, v in zip(rows[:k], score[:k])], list(part_hits.values())
+        return (rows[:k], score[:k]), runs
+
+    def search_parts(self, question: str, k: int = 100) -> tuple[list[Hit], list[list[Hit]]]:
+        """:meth:`search` with each input system's own ranking (in :attr:`systems` order), so a
+        front end can say where each put a hit."""
+        (rows, score), runs = self.search_arrays(question, k)
+        return (ranked_hits(rows, score, self.article_ids),
+                [ranked_hits(*runs[s], self.parts[s].article_ids) for s in self.parts])
 
     def _votes(self, question: str):
         return self.parts["neighbours"].votes(question) if "neighbours" in self.parts else (None, None)
 
     def search(self, question: str, k: int = 100) -> list[Hit]:
-        return self.search_parts(question, k)[0]
+        return ranked_hits(*self.search_arrays(question, k)[0], self.article_ids)
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
         return [self.search(q, k) for q in questions]
