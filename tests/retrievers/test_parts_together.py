@@ -167,3 +167,7 @@ def test_the_learned_ranker_gives_the_hits_of_its_parts_run_one_after_another(sa
     assert [r.search(q, 20) for q in questions] == [hits for hits, _ in together]
     assert all(parts == [p.search_many([q], min(r.depth, r.size))[0] for p in r.parts.values()]
                for q, (_, parts) in zip(questions, together))
+    # search_many ranks a question while the next one's inputs search: the same hits as one at a time
+    hybrid._memo.clear()
+    assert r.search_many(questions + questions[:1], 20) == [hits for hits, _ in together] + [together[0][0]]
+    assert r.search_many([], 20) == [] and r.search_many(questions[:1], 5) == [together[0][0][:5]]
