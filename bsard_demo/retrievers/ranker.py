@@ -266,12 +266,12 @@ class RankerRetriever:
                                  lengths=self.lengths, votes=votes[0], votes_sim=votes[1], systems=self.systems,
                                  candidates=self.candidates, depth=self.depth)
 
-    def search_arrays(self, question: str, k: int = 100):
+    def search_arrays(self, question: str, k: int = 100) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
         """``((rows, scores), runs)``: the ``k`` best corpus rows and their scores, best first, and
         each input system's own ranking to the depth (system -> ``(rows, scores)``, :attr:`systems`
         order), all arrays: no :class:`Hit` is built (:meth:`search` makes the top ``k`` ones)."""
         k = clip_k(k, self.size)
-        runs, votes = self._inputs(question, run_together(self._input_calls(question)))
+        runs, votes = self._inputs(run_together(self._input_calls(question)))
         return self._ranked(question, runs, votes, k), runs
 
     def _input_calls(self, question: str) -> list[Callable[[], object]]:
@@ -282,7 +282,7 @@ class RankerRetriever:
         return [*(lambda r=r: part_rows(r, question, depth) for r in self.parts.values()),
                 lambda: self._votes(question)]
 
-    def _inputs(self, question: str, found: Sequence) -> tuple[dict, object]:
+    def _inputs(self, found: Sequence) -> tuple[dict, object]:
         """``(runs, votes)`` from the results of :meth:`_input_calls`."""
         return dict(zip(self.parts, found[:-1])), found[-1]
 
@@ -322,7 +322,7 @@ class RankerRetriever:
             done = run_together(calls)
             if waiting is not None:
                 out.append(ranked_hits(*done.pop(0), self.article_ids))
-            waiting = (questions[i], *self._inputs(questions[i], done)) if i < len(questions) else None
+            waiting = (questions[i], *self._inputs(done)) if i < len(questions) else None
         return out
 
 
