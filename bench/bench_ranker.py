@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     inputs, features, trees, total = [], [], [], []
     for text in texts:
         t0 = time.perf_counter()
-        runs = {s: ranker._arrays(r.search(text, ranker.depth)) for s, r in ranker.parts.items()}
+        runs = {s: r.search_rows([text], ranker.depth)[0] for s, r in ranker.parts.items()}
         votes = ranker.parts["neighbours"].votes(text) if "neighbours" in ranker.parts else (None, None)
         t1 = time.perf_counter()
         rows, X = question_features(runs, graph=ranker.graph, structure=ranker.structure, prior=ranker.prior,

@@ -67,19 +67,22 @@ def id_ranks(article_ids: Sequence[str]) -> np.ndarray:
     return ranks
 
 
-def rank_all(scores: np.ndarray, article_ids: Sequence[str], id_rank: np.ndarray, k: int,
-             rows: np.ndarray | None = None) -> list[Hit]:
-    """The ``k`` best articles, exactly: score descending, ties by article id descending as
-    strings (``id_rank`` from :func:`id_ranks`), so a tie at the cut keeps the greatest ids.
+def rank_rows(scores: np.ndarray, id_rank: np.ndarray, k: int,
+              rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best articles as arrays ``(rows, scores)``: their corpus rows (int64) and scores
+    (``scores``' dtype), best first; score descending, ties by article id descending as strings
+    (``id_rank`` from :func:`id_ranks`), so a tie at the cut keeps the greatest ids.
 
     ``scores[j]`` is the score of article ``rows[j]`` (``rows`` default: every article, in corpus
-    order); only the candidates that can reach the top ``k`` are sorted."""
+    order); only the candidates that can reach the top ``k`` are sorted. The learned ranker reads
+    its inputs this way (:meth:`~.ranker.RankerRetriever.search_parts`): a :class:`Hit` per article
+    cost it 1.06 of 6.2 CPU s on frlaw-dev test (149 questions x 5 systems x 1,000 hits)."""
     scores = np.asarray(scores)
     rows = np.arange(len(scores)) if rows is None else np.asarray(rows)
     n = len(scores)
     k = min(int(k), n)
     if k <= 0:
-        return []
+        return np.zeros(0, dtype=np.int64), scores[:0]
     if k < n:
         kth = np.partition(scores, n - k)[n - k]
         candidates = np.flatnonzero(scores >= kth)
@@ -87,4 +90,15 @@ def rank_all(scores: np.ndarray, article_ids: Sequence[str], id_rank: np.ndarray
         candidates = np.arange(n)
     order = np.lexsort((-id_rank[rows[candidates]], -scores[candidates]))[:k]
     chosen = candidates[order]
-    return [Hit(article_ids[r], v) for r, v in zip(rows[chosen].tolist(), scores[chosen].tolist())]  # exact floats
+    return rows[chosen].astype(np.int64, copy=False), scores[chosen]
+
+
+def ranked_hits(rows: np.ndarray, scores: np.ndarray, article_ids: Sequence[str]) -> list[Hit]:
+    """The :class:`Hit` list of a ranking given as arrays (:func:`rank_rows`): exact floats."""
+    return [Hit(article_ids[r], v) for r, v in zip(np.asarray(rows).tolist(), np.asarray(scores).tolist())]
+
+
+def rank_all(scores: np.ndarray, article_ids: Sequence[str], id_rank: np.ndarray, k: int,
+             rows: np.ndarray | None = None) -> list[Hit]:
+    """:func:`rank_rows` as :class:`Hit` lists (``article_ids`` in corpus order)."""
+    return ranked_hits(*rank_rows(scores, id_rank, k, rows), article_ids)

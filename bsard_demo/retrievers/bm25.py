@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, Analyzer, article_texts
 from ..dataset import frame_memo
-from .base import Hit, Progress, Step, clip_k, id_ranks, rank_all, report_progress
+from .base import Hit, Progress, Step, clip_k, id_ranks, rank_rows, ranked_hits, report_progress
 from .bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
 
 ENGINES = ("bm25s", "rank_bm25")
@@ -174,12 +174,16 @@ class BM25Retriever:
         return self.search_many([question], k)[0]
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
+        return [ranked_hits(rows, scores, self.article_ids) for rows, scores in self.search_rows(questions, k)]
+
+    def search_rows(self, questions: Sequence[str], k: int = 100) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`search_many` as arrays: each question's ``(corpus rows, scores)`` (:func:`~.base.rank_rows`)."""
         k = clip_k(k, self.size)
         tokens = [self.analyzer.tokens(q) for q in questions]
-        out: list[list[Hit]] = []
+        out: list[tuple[np.ndarray, np.ndarray]] = []
         for start in range(0, len(tokens), _QUERY_BATCH):
             scores = self.score_matrix(tokens[start:start + _QUERY_BATCH])
-            out.extend(rank_all(row, self.article_ids, self._id_rank, k) for row in scores)
+            out.extend(rank_rows(row, self._id_rank, k) for row in scores)
         return out
 
     def score_matrix(self, query_tokens: Sequence[Sequence[str]]) -> np.ndarray:

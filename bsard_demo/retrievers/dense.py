@@ -22,7 +22,7 @@ import numpy as np
 from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
 from ..dataset import frame_memo
-from .base import Hit, Progress, Step, clip_k, id_ranks, rank_all, report_progress
+from .base import Hit, Progress, Step, clip_k, id_ranks, rank_rows, ranked_hits, report_progress
 from .encoders import (
     CHUNK_OVERLAP,
     CHUNKING_VERSION,
@@ -181,17 +181,25 @@ class DenseRetriever:
         return self.search_many([question], k)[0]
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
+        return [ranked_hits(rows, scores, self.article_ids) for rows, scores in self.search_rows(questions, k)]
+
+    def search_rows(self, questions: Sequence[str], k: int = 100) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`search_many` as arrays: each question's ``(corpus rows, scores)`` (:func:`~.base.rank_rows`)."""
         k = clip_k(k, self.size)
         questions = [str(q) for q in questions]
         if not questions:
             return []
         # one question at a time, each distinct question once: see "scores do not depend on batching"
         vectors = {q: normalize_rows(self.encoder.encode_queries([q], batch_size=1)) for q in dict.fromkeys(questions)}
-        return [self.search_vectors(vectors[q], k)[0] for q in questions]
+        return [self.rank_vectors(vectors[q], k)[0] for q in questions]
 
     def search_vectors(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
         """Rank the articles for each row of ``queries`` (unit vectors of the encoder's size);
         each row is scored on its own, so its hits do not depend on the other rows."""
+        return [ranked_hits(rows, scores, self.article_ids) for rows, scores in self.rank_vectors(queries, k)]
+
+    def rank_vectors(self, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`search_vectors` as arrays: each row's ``(corpus rows, float32 scores)``."""
         k = min(int(k), self.size)
         depth = min(self.size, k + _TIE_MARGIN)
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
@@ -203,7 +211,7 @@ class DenseRetriever:
                 # ties reach past what was fetched: score every article (the same one-query
                 # kernel, so the same scores) and order them all exactly
                 scores, rows = self.index.search(q[None, :], self.size)
-            out.append(rank_all(scores[0], self.article_ids, self._id_rank, k, rows=rows[0]))
+            out.append(rank_rows(scores[0], self._id_rank, k, rows=rows[0]))
         return out
 
 

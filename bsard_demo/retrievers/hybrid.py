@@ -20,7 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence, TypeVar
 
-from .base import DEFAULT_DEPTH, Hit, Retriever, clip_k
+import numpy as np
+
+from .base import DEFAULT_DEPTH, Hit, Retriever, clip_k, ranked_hits
 
 FUSION_METHODS = ("rrf", "weighted")
 NORMALISATIONS = ("minmax", "none")
@@ -78,22 +80,42 @@ def part_search(retriever: Retriever, question: str, depth: int) -> list[Hit]:
     :data:`PART_MEMO_ENTRIES` (retriever, question, depth): a page whose columns share a part
     searches it (and encodes the question) once. Keyed by the retriever object (weakly: a
     retriever dropped by the app is not kept alive); a fresh list each call."""
+    found = _memoised(retriever, question, depth)
+    return ranked_hits(*found, retriever.article_ids) if hasattr(retriever, "search_rows") else list(found)
+
+
+def part_rows(retriever, question: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`part_search` as arrays, for a retriever with ``search_rows`` (BM25, dense, neighbours):
+    ``(corpus rows, scores)`` of :func:`~.base.rank_rows`, from the same memo (read-only arrays)."""
+    return _memoised(retriever, question, depth)
+
+
+def _memoised(retriever, question: str, depth: int):
+    """The memo's entry of (retriever, question, depth), searched when absent: ``(rows, scores)``
+    arrays from a retriever's ``search_rows``, else a tuple of hits from its ``search_many``."""
+    def search():
+        if hasattr(retriever, "search_rows"):
+            rows, scores = retriever.search_rows([question], depth)[0]
+            rows.flags.writeable = scores.flags.writeable = False  # shared by the memo's readers
+            return rows, scores
+        return tuple(retriever.search_many([question], depth)[0])
+
     try:
         key = (weakref.ref(retriever), str(question), int(depth))
         hash(key)
     except TypeError:  # a retriever that cannot be weakly referenced or hashed: not kept
-        return retriever.search_many([question], depth)[0]
+        return search()
     with _memo_lock:
-        hits = _memo.get(key)
-        if hits is not None:
+        found = _memo.get(key)
+        if found is not None:
             _memo.move_to_end(key)
-            return list(hits)
-    hits = retriever.search_many([question], depth)[0]
+            return found
+    found = search()
     with _memo_lock:
-        _memo[key] = tuple(hits)
+        _memo[key] = found
         while len(_memo) > PART_MEMO_ENTRIES:
             _memo.popitem(last=False)
-    return list(hits)
+    return found
 
 
 def order_hits(scores: dict[str, float], limit: int | None = None) -> list[Hit]:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import DataError, Dataset, parse_splits
-from .base import Hit, clip_k, id_ranks, rank_all
+from .base import Hit, clip_k, id_ranks, rank_rows, ranked_hits
 from .bm25 import BM25Retriever, BM25Settings
 
 #: The part name of this retriever in a hybrid's list (``--encoder use,neighbours``, ``henc=``).
@@ -141,13 +141,17 @@ class NeighboursRetriever:
         return self._questions.score_matrix([self._questions.analyzer.tokens(q) for q in questions])
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
+        return [ranked_hits(rows, scores, self.article_ids) for rows, scores in self.search_rows(questions, k)]
+
+    def search_rows(self, questions: Sequence[str], k: int = 100) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`search_many` as arrays: each question's ``(corpus rows, scores)`` (:func:`~.base.rank_rows`),
+        the articles of positive score only."""
         k = clip_k(k, self.size)
         out = []
         for question, sims in zip(questions, self._similarities(questions)):
             scores = transfer_scores(sims, self.labels, self.size, self.n, excluded=self._folded == fold(question))
             rows = np.flatnonzero(scores > 0)
-            out.append(rank_all(scores[rows], self.article_ids, self._id_rank, min(k, len(rows)), rows=rows)
-                       if len(rows) else [])
+            out.append(rank_rows(scores[rows], self._id_rank, min(k, len(rows)), rows=rows))
         return out
 
     def votes(self, question: str) -> tuple[np.ndarray, np.ndarray]:

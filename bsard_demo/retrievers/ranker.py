@@ -15,8 +15,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..dataset import DataError
-from .base import Hit, clip_k
-from .hybrid import part_search, run_together
+from .base import Hit, clip_k, ranked_hits
+from .hybrid import part_rows, run_together
 
 #: Every system a ranker can read: its record names those it was fitted on (``bm25`` always among them).
 INPUTS = ("bm25", "use", "adapter", "neighbours", "e5")
@@ -138,8 +138,11 @@ def citation_counts(labels: Sequence[np.ndarray], n_articles: int) -> np.ndarray
 
 
 def article_lengths(articles) -> np.ndarray:
-    """Each article's length in words (white-space separated) of its text, corpus order."""
-    return articles["article"].fillna("").astype(str).str.split().str.len().to_numpy(dtype=np.float64)
+    """Each article's length in words (white-space separated, ``str.split()``) of its text, corpus order.
+    A plain loop over the texts: pandas' ``.str.split().str.len()``, the same counts, took 0.40 s
+    against 0.21 s over frlaw-dev's 29,115 articles in a cold run's ranker build."""
+    texts = articles["article"].fillna("").astype(str).tolist()
+    return np.fromiter((len(t.split()) for t in texts), dtype=np.float64, count=len(texts))
 
 
 #: Weight of the fusion's score (0-1) added to the model's: it orders the trees' ties (on frlaw-dev
@@ -249,7 +252,6 @@ class RankerRetriever:
         self.retrievers = list(self.parts.values())  # what bundles walk for the indexes and models
         self.ensemble, self.graph, self.structure = ensemble, graph, structure
         self.article_ids = [str(a) for a in article_ids]
-        self._row = {a: i for i, a in enumerate(self.article_ids)}
         self.prior, self.lengths = np.asarray(prior, dtype=np.float64), np.asarray(lengths, dtype=np.float64)
         self.candidates, self.depth, self.name = int(candidates), int(depth), name
 
@@ -257,42 +259,71 @@ class RankerRetriever:
     def size(self) -> int:
         return len(self.article_ids)
 
-    def _arrays(self, hits: Sequence[Hit]) -> tuple[np.ndarray, np.ndarray]:
-        return (np.array([self._row[h.article_id] for h in hits], dtype=np.int64),
-                np.array([h.score for h in hits], dtype=np.float64))
-
-    def _features(self, question: str, part_hits: Mapping[str, Sequence[Hit]], votes=(None, None)):
-        """``(rows, X)`` of :func:`question_features` for ``question``: ``part_hits``, every system's
-        ranking to the depth, and the neighbours' ``votes`` (:meth:`_votes`)."""
-        runs = {s: self._arrays(hits) for s, hits in part_hits.items()}
+    def _features(self, question: str, runs: Mapping[str, tuple[np.ndarray, np.ndarray]], votes=(None, None)):
+        """``(rows, X)`` of :func:`question_features` for ``question``: ``runs``, every system's
+        ranking to the depth as ``(corpus rows, scores)``, and the neighbours' ``votes`` (:meth:`_votes`)."""
         return question_features(runs, graph=self.graph, structure=self.structure, prior=self.prior,
                                  lengths=self.lengths, votes=votes[0], votes_sim=votes[1], systems=self.systems,
                                  candidates=self.candidates, depth=self.depth)
 
+    def search_arrays(self, question: str, k: int = 100) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
+        """``((rows, scores), runs)``: the ``k`` best corpus rows and their scores, best first, and
+        each input system's own ranking to the depth (system -> ``(rows, scores)``, :attr:`systems`
+        order), all arrays: no :class:`Hit` is built (:meth:`search` makes the top ``k`` ones)."""
+        k = clip_k(k, self.size)
+        runs, votes = self._inputs(run_together(self._input_calls(question)))
+        return self._ranked(question, runs, votes, k), runs
+
+    def _input_calls(self, question: str) -> list[Callable[[], object]]:
+        """The searches of ``question``'s inputs, to run at once (:func:`run_together`): each input
+        system to the depth, its ranking shared with the page's other columns (:func:`part_rows`,
+        the memo of :func:`part_search`), then the neighbours' votes."""
+        depth = min(self.depth, self.size)
+        return [*(lambda r=r: part_rows(r, question, depth) for r in self.parts.values()),
+                lambda: self._votes(question)]
+
+    def _inputs(self, found: Sequence) -> tuple[dict, object]:
+        """``(runs, votes)`` from the results of :meth:`_input_calls`."""
+        return dict(zip(self.parts, found[:-1])), found[-1]
+
+    def _ranked(self, question: str, runs, votes, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best rows and scores of ``question`` from its inputs: the features and the trees."""
+        rows, X = self._features(question, runs, votes)
+        if not len(rows):
+            return rows, np.zeros(0)
+        rows, score = ranked_rows(rows, X, self.ensemble.predict(X), self.systems)
+        return rows[:k], score[:k]
+
     def search_parts(self, question: str, k: int = 100) -> tuple[list[Hit], list[list[Hit]]]:
         """:meth:`search` with each input system's own ranking (in :attr:`systems` order), so a
         front end can say where each put a hit."""
-        k = clip_k(k, self.size)
-        depth = min(self.depth, self.size)
-        # the input systems and the neighbours' votes at once (run_together), each part's ranking
-        # shared with the page's other columns (part_search)
-        *found, votes = run_together([*(lambda r=r: part_search(r, question, depth) for r in self.parts.values()),
-                                      lambda: self._votes(question)])
-        part_hits = dict(zip(self.parts, found))
-        rows, X = self._features(question, part_hits, votes)
-        if not len(rows):
-            return [], list(part_hits.values())
-        rows, score = ranked_rows(rows, X, self.ensemble.predict(X), self.systems)
-        return [Hit(self.article_ids[r], float(v)) for r, v in zip(rows[:k], score[:k])], list(part_hits.values())
+        (rows, score), runs = self.search_arrays(question, k)
+        return (ranked_hits(rows, score, self.article_ids),
+                [ranked_hits(*runs[s], self.parts[s].article_ids) for s in self.parts])
 
     def _votes(self, question: str):
         return self.parts["neighbours"].votes(question) if "neighbours" in self.parts else (None, None)
 
     def search(self, question: str, k: int = 100) -> list[Hit]:
-        return self.search_parts(question, k)[0]
+        return ranked_hits(*self.search_arrays(question, k)[0], self.article_ids)
 
     def search_many(self, questions: Sequence[str], k: int = 100) -> list[list[Hit]]:
-        return [self.search(q, k) for q in questions]
+        """:meth:`search` of each question, one question's features and trees computed while the
+        next one's inputs search (:func:`run_together`): the same hits as one at a time. On frlaw-dev
+        test (149 questions, 2 cores, load 2.5-3) 3.4 s against 4.0-4.8 s one question after another."""
+        k = clip_k(k, self.size)
+        questions = [str(q) for q in questions]
+        out: list[list[Hit]] = []
+        waiting = None  # the previous question and its inputs, to rank
+        for i in range(len(questions) + 1):
+            calls = [] if waiting is None else [lambda w=waiting: self._ranked(*w, k)]
+            if i < len(questions):
+                calls += self._input_calls(questions[i])
+            done = run_together(calls)
+            if waiting is not None:
+                out.append(ranked_hits(*done.pop(0), self.article_ids))
+            waiting = (questions[i], *self._inputs(done)) if i < len(questions) else None
+        return out
 
 
 def part_specs(model) -> dict[str, tuple[str, dict]]:

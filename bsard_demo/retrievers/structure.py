@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import cache
 from ..dataset import frame_memo
-from .base import Hit, clip_k, id_ranks, rank_all
+from .base import Hit, clip_k, id_ranks, rank_rows
 
 T = TypeVar("T")
 
@@ -249,8 +249,7 @@ def rescore_rows(graph: ArticleGraph, rows: np.ndarray, scores: np.ndarray, sett
     total = settings.sibling * sib + settings.section * sec + settings.refs * ref
     total[rows] += base
     candidates = np.union1d(rows, np.flatnonzero(total > 0))
-    ranked = rank_all(total[candidates], range(len(candidates)), graph._id_rank[candidates], k)
-    chosen = candidates[[int(h.article_id) for h in ranked]]
+    chosen = rank_rows(total[candidates], graph._id_rank, k, rows=candidates)[0]
     return chosen, total[chosen]
 
 

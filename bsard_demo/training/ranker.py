@@ -154,12 +154,7 @@ def left_out_priors(gold: Sequence[np.ndarray], texts: Sequence[str], n_articles
         yield prior
 
 
-def _arrays(hits, row: dict) -> tuple[np.ndarray, np.ndarray]:
-    return (np.array([row[h.article_id] for h in hits], dtype=np.int64),
-            np.array([h.score for h in hits], dtype=np.float64))
-
-
-def _adapter_runs(options: RankerOptions, texts, gold, dense, row: dict, depth: int, progress):
+def _adapter_runs(options: RankerOptions, texts, gold, dense, depth: int, progress):
     """Each question's adapter run (over ``dense``, the base's retriever) from an adapter fitted on
     the other folds (:func:`fold_of`), with the settings of ``options.adapter``'s record."""
     _, record = read_adapter(options.adapter)
@@ -177,8 +172,8 @@ def _adapter_runs(options: RankerOptions, texts, gold, dense, row: dict, depth: 
         rest = np.flatnonzero(folds_of != f)
         matrix, _ = fit_adapter(queries[rest], [gold[i] for i in rest], dense.embeddings, fit_settings, None,
                                 name="use")
-        for i, hits in zip(held, dense.search_vectors(adapt(queries[held], matrix), depth)):
-            runs[i] = _arrays(hits, row)
+        for i, ranking in zip(held, dense.rank_vectors(adapt(queries[held], matrix), depth)):
+            runs[i] = ranking
     return runs
 
 
@@ -187,15 +182,14 @@ def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | 
     each (system -> list of (rows, scores)), out-of-fold or leave-one-out, and the neighbours' votes."""
     texts, gold = labelled_questions(dataset, options.split)
     systems = ranker_systems(options)
-    row = {str(a): i for i, a in enumerate(dataset.articles["id"])}
     depth = min(DEFAULT_DEPTH, len(dataset.articles))
     searched = [s for s in systems if s != "adapter"]
     needed = searched + (["use"] if "adapter" in systems and "use" not in systems else [])
     built = {name: build_retriever(RetrieverSpec(*input_spec(name, split=options.split)), dataset,
                                    cache_root=options.cache_root, progress=progress) for name in needed}
-    runs = {name: [_arrays(h, row) for h in built[name].search_many(texts, depth)] for name in searched}
+    runs = {name: built[name].search_rows(texts, depth) for name in searched}
     if "adapter" in systems:
-        runs["adapter"] = _adapter_runs(options, texts, gold, built["use"], row, depth, progress)
+        runs["adapter"] = _adapter_runs(options, texts, gold, built["use"], depth, progress)
     votes = [built["neighbours"].votes(t) if "neighbours" in built else (None, None) for t in texts]
     return systems, texts, gold, runs, votes
 

@@ -12,7 +12,7 @@ from rank_bm25 import BM25Okapi
 
 from bsard_demo import analyzer as analyzer_module, cache
 from bsard_demo.analyzer import TEXT_ONLY, Analyzer
-from bsard_demo.retrievers.base import Hit, Retriever, id_ranks, rank_all
+from bsard_demo.retrievers.base import Hit, Retriever, id_ranks, rank_all, rank_rows, ranked_hits
 from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings, cache_key
 
 ARTICLES = pd.DataFrame({
@@ -175,6 +175,31 @@ def test_rank_all_equals_a_full_sort(values, k, rnd):
     hits = rank_all(scores[rows], ids, id_rank, k, rows=rows)
     assert [h.article_id for h in hits] == subset
     assert [h.score for h in hits] == [float(scores[ids.index(d)]) for d in subset]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.integers(1, 40), st.randoms(use_true_random=False),
+       st.sampled_from([np.float32, np.float64]))
+def test_rank_rows_are_rank_alls_hits_as_arrays(values, k, rnd, dtype):
+    ids = [str(i * 7 % 31) + ("x" if i % 3 else "") for i in range(len(values))]
+    id_rank = id_ranks(ids)
+    scores = (np.array(values) / 3).astype(dtype)  # ties, and floats that are not integers
+    rows = np.array(rnd.sample(range(len(ids)), rnd.randint(1, len(ids))))
+    for kept, subset in ((scores, None), (scores[rows], rows)):
+        got_rows, got_scores = rank_rows(kept, id_rank, k, rows=subset)
+        assert got_rows.dtype == np.int64 and got_scores.dtype == dtype
+        hits = rank_all(kept, ids, id_rank, k, rows=subset)
+        assert ranked_hits(got_rows, got_scores, ids) == hits
+        assert [ids[r] for r in got_rows] == [h.article_id for h in hits]
+        assert got_scores.tolist() == [h.score for h in hits]  # the same floats, bit for bit
+    assert [len(a) for a in rank_rows(scores[:0], id_rank, k)] == [0, 0]
+
+
+def test_search_rows_are_search_manys_hits():
+    r = BM25Retriever.build(ARTICLES, use_cache=False)
+    questions = ["garantie locative", "divorce", "xyzzy"]
+    assert [ranked_hits(rows, scores, r.article_ids) for rows, scores in r.search_rows(questions, 3)] == \
+        r.search_many(questions, 3)
 
 
 def test_index_is_fed_analyzed_tokens():

@@ -118,6 +118,10 @@ def test_ties_straddling_the_cut_are_exact(cache_dir):
     r = DenseRetriever.build(articles(["x"] * 60, ids=ids), encoder=enc, fields=("article",), cache_root=cache_dir)
     for k in (1, 5, 59, 60):
         assert [h.article_id for h in r.search("q", k=k)] == sorted(ids, reverse=True)[:k]
+    # the arrays are the hits: corpus rows (the articles are in id order) and float32 scores
+    rows, scores = r.search_rows(["q"], 5)[0]
+    assert rows.tolist() == [int(d) for d in sorted(ids, reverse=True)[:5]] and scores.dtype == np.float32
+    assert scores.tolist() == [h.score for h in r.search("q", k=5)]
 
 
 def test_embeddings_are_unit_vectors(cache_dir):

@@ -64,6 +64,9 @@ def test_it_ranks_the_articles_its_nearest_training_questions_cite():
     assert {h.article_id for h in hits} <= {"2", "3", "4", "5", "7", "8"}  # cited and in the corpus (not 99)
     assert r.search("xyzzy", k=5) == []  # no neighbour shares a term: nothing to transfer
     assert r.search_many(["Comment divorcer ?", "xyzzy"], k=3) == [r.search("Comment divorcer ?", 3), []]
+    (rows, scores), (none, _) = r.search_rows(["Comment divorcer ?", "xyzzy"], k=3)
+    assert [(r.article_ids[i], s) for i, s in zip(rows.tolist(), scores.tolist())] == \
+        [(h.article_id, h.score) for h in r.search("Comment divorcer ?", 3)] and len(none) == 0
     assert r.name == "neighbours n=20 (train, 4 questions)"
 
 

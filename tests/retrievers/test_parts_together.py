@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from bsard_demo.retrievers import RetrieverSpec, build_retriever, hybrid, ranker
-from bsard_demo.retrievers.hybrid import HybridRetriever, part_search, run_together
+from bsard_demo.retrievers.hybrid import HybridRetriever, part_rows, part_search, run_together
 from bsard_demo.sources import load_dataset
 
 QUESTIONS = ["Mon propriétaire peut-il garder ma garantie locative ?", "Comment divorcer ?", "bail de neuf ans"]
@@ -26,7 +26,7 @@ def no_memo(monkeypatch):
     monkeypatch.setattr(hybrid, "run_together", sequential)
     monkeypatch.setattr(ranker, "run_together", sequential)
     monkeypatch.setattr(hybrid, "part_search", lambda r, q, d: r.search_many([q], d)[0])
-    monkeypatch.setattr(ranker, "part_search", lambda r, q, d: r.search_many([q], d)[0])
+    monkeypatch.setattr(ranker, "part_rows", lambda r, q, d: r.search_rows([q], d)[0])
 
 
 class Counting:
@@ -107,6 +107,28 @@ def test_a_hybrid_inside_a_hybrid_runs_its_parts_without_waiting_on_the_pool():
     assert len(parts) == len(inner) and [h.article_id for h in fused] == ["b", "a", "c"]
 
 
+def test_a_parts_arrays_and_hits_share_one_search():
+    import pandas as pd
+
+    from bsard_demo.retrievers.base import ranked_hits
+    from bsard_demo.retrievers.bm25 import BM25Retriever
+
+    class CountingBM25(BM25Retriever):
+        calls = 0
+
+        def search_rows(self, questions, k=100):
+            CountingBM25.calls += 1
+            return super().search_rows(questions, k)
+
+    frame = pd.DataFrame({"id": ["1", "2", "3"], "article": ["bail loyer", "divorce", "bail"]})
+    built = BM25Retriever.build(frame, use_cache=False)
+    bm25 = CountingBM25(built.article_ids, built.settings, bm25s_index=built._bm25s)
+    rows, scores = part_rows(bm25, "bail", 3)
+    assert part_search(bm25, "bail", 3) == ranked_hits(rows, scores, bm25.article_ids) == bm25.search("bail", 3)
+    assert CountingBM25.calls == 2  # part_rows, then bm25.search; part_search read the memo
+    assert not rows.flags.writeable  # the memo's arrays are shared: read-only
+
+
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
@@ -138,6 +160,14 @@ def test_the_learned_ranker_gives_the_hits_of_its_parts_run_one_after_another(sa
     hybrid._memo.clear()
     with monkeypatch.context() as m:
         m.setattr(ranker, "run_together", sequential)
-        m.setattr(ranker, "part_search", lambda p, q, d: p.search_many([q], d)[0])
+        m.setattr(ranker, "part_rows", lambda p, q, d: p.search_rows([q], d)[0])
         alone = [r.search_parts(q, 20) for q in questions]
     assert together == alone and any(hits for hits, _ in together)
+    # the hits are those of the arrays, and each part's ranking is the part's own search_many
+    assert [r.search(q, 20) for q in questions] == [hits for hits, _ in together]
+    assert all(parts == [p.search_many([q], min(r.depth, r.size))[0] for p in r.parts.values()]
+               for q, (_, parts) in zip(questions, together))
+    # search_many ranks a question while the next one's inputs search: the same hits as one at a time
+    hybrid._memo.clear()
+    assert r.search_many(questions + questions[:1], 20) == [hits for hits, _ in together] + [together[0][0]]
+    assert r.search_many([], 20) == [] and r.search_many(questions[:1], 5) == [together[0][0][:5]]

@@ -10,7 +10,14 @@ import pytest
 from bsard_demo.dataset import normalize_articles
 from bsard_demo.retrievers.base import Hit
 from bsard_demo.retrievers.hybrid import reciprocal_rank_fusion
-from bsard_demo.retrievers.ranker import FEATURES, citation_counts, feature_names, question_features, rrf_rows
+from bsard_demo.retrievers.ranker import (
+    FEATURES,
+    article_lengths,
+    citation_counts,
+    feature_names,
+    question_features,
+    rrf_rows,
+)
 from bsard_demo.retrievers.structure import ArticleGraph, StructureSettings
 
 ARTICLES = normalize_articles(pd.DataFrame({
@@ -86,3 +93,12 @@ def test_sibling_and_section_columns_follow_the_fusion():
 
 def test_citation_counts():
     assert citation_counts([np.array([1, 1, 2]), np.array([2])], 4).tolist() == [0, 1, 2, 0]
+
+
+def test_article_lengths_count_the_words_of_str_split():
+    texts = ["a\x1cb c", None, "x\u00a0y", "  ", "é\u2003f\ng", 12, float("nan"), "un  deux\ttrois"]
+    # pandas' own count, which the loop replaced: the same numbers, unicode white space and missing texts included
+    expected = pd.Series(texts, dtype=object).fillna("").astype(str).str.split().str.len().to_numpy(dtype=np.float64)
+    got = article_lengths(pd.DataFrame({"article": texts}))
+    assert got.dtype == np.float64 and got.tolist() == expected.tolist() == [3, 0, 2, 0, 3, 1, 0, 3]
+    assert article_lengths(ARTICLES).tolist() == [2, 1, 3, 1, 1, 3, 1, 1, 1, 1]

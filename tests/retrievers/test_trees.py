@@ -113,6 +113,17 @@ def test_regression_of_large_and_small_trees_equals_lightgbm(regression):
     assert max(leaves) > 9 and min(leaves) <= 9  # both ways of predicting, summed in tree order
 
 
+def test_rows_predicted_in_blocks_are_those_predicted_alone(regression, monkeypatch):
+    from bsard_demo.retrievers import trees
+
+    model = TreeEnsemble.from_lightgbm(regression[0])
+    X = _hard_rows(model, regression[1], seed=5)
+    whole = model.predict(X)
+    monkeypatch.setattr(trees, "_BLOCK", 7 * model.num_trees)  # blocks of a few rows, a ragged last one
+    np.testing.assert_array_equal(model.predict(X), whole)
+    np.testing.assert_array_equal(np.concatenate([model.predict(X[i:i + 1]) for i in range(20)]), whole[:20])
+
+
 def test_a_single_leaf_model_predicts_its_constant():
     X = _data(50, 3, 5)
     booster = _train({"objective": "regression", "min_data_in_leaf": 40}, X, np.arange(50.0), 3)
