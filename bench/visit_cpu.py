@@ -3,7 +3,7 @@ the same size measured the same way in the same run (docs/benchmarks.md, "CPU pe
 
     python bench/visit_cpu.py --data DIR [--bundle DIR ...] [--pages bare,landing,score,builtin,link]
         [--python PY] [--visits 20] [--env NAME=VALUE ...] [--flag server.OPTION=VALUE ...]
-        [--py-spy DIR] [--tree DIR] [--upload RUN_FILE]
+        [--py-spy DIR] [--tree DIR] [--upload RUN_FILE ...]
 
 One ``streamlit run`` per server, started with the tree's own ``.streamlit/config.toml`` and no
 setting on the command line but the address (``--flag`` adds one, e.g.
@@ -13,11 +13,11 @@ one ``app.py`` per ``--bundle`` (``BSARD_INDEX``; none: the dataset alone). Page
 each per round, interleaved so the machine's load falls on all alike:
 ``bare``; ``landing`` (``/``, no question), ``score`` (``/score``, nothing uploaded) and
 ``builtin`` (``/score``, then a press on « Évaluer ce système intégré »: BM25 over the test split,
-scored and charted), ``upload`` (``/score``, then ``--upload``'s file dropped on the uploader, the same
-name each visit: the first visit reads, checks and scores it, the others find its board kept) and
-``upload-new`` (the same bytes under a new name each visit, ``run-NN.EXT``: a board of its own, so
-every visit scores) on the first app server; ``link`` (the first visitor's deep link: the systems the page chooses for a
-first visitor, ``q`` a test question) on every app server. Every visit is a new websocket
+scored and charted), ``upload`` (``/score``, then the ``--upload`` files dropped on the uploader, the
+same names each visit: the first visit reads, checks and scores them, the others find their board
+kept) and ``upload-new`` (the same bytes under new names each visit, ``run-NN-J.EXT``: a board of
+its own, so every visit scores) on the first app server; ``link`` (the first visitor's deep link: the
+systems the page chooses for a first visitor, ``q`` a test question) on every app server. Every visit is a new websocket
 session (``bench/ws_client.py``). Each server is warmed (indexes loaded, every page opened once).
 
 For each visit: the page time and the server's CPU seconds (/proc/PID/stat, user + system),
@@ -146,7 +146,7 @@ async def one_visit(url: str, pid: int, path: str, query: dict, click: str | Non
 
 
 async def measure(servers: dict[str, Server], plan: list[tuple[str, str]], texts: list[str], visits: int,
-                  spy: Path | None, upload: Path | None = None) -> tuple[dict, dict]:
+                  spy: Path | None, upload: list[Path] = ()) -> tuple[dict, dict]:
     links = {}
     for name, server in servers.items():
         if name != "bare":
@@ -175,7 +175,8 @@ async def measure(servers: dict[str, Server], plan: list[tuple[str, str]], texts
                 path, query = ("search", {"q": texts[1 + i], **links.get(name, {})}) if kind == "link" else \
                     ("", {}) if kind in ("bare", "landing") else ("score", {})
                 files = None if not kind.startswith("upload") else \
-                    [(f"run-{i:02d}{upload.suffix}" if kind == "upload-new" else upload.name, upload.read_bytes())]
+                    [(f"run-{i:02d}-{j}{u.suffix}" if kind == "upload-new" else u.name, u.read_bytes())
+                     for j, u in enumerate(upload)]
                 rows[f"{kind} {name}" if kind == "link" else kind].append(await one_visit(
                     server.url, server.pid, path, query, SCORE_BUTTON if kind == "builtin" else None, files))
     finally:
@@ -213,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flag", action="append", default=[], help="a Streamlit setting, e.g. server.runOnSave=false")
     ap.add_argument("--tree", type=Path, default=REPO, help="the app's tree (default: this one)")
     ap.add_argument("--py-spy", type=Path, help="record each server with py-spy into this folder")
-    ap.add_argument("--upload", type=Path, help="the run file of the upload and upload-new visits")
+    ap.add_argument("--upload", type=Path, action="append", default=[],
+                    help="a run file of the upload and upload-new visits (repeat: several files at once)")
     ap.add_argument("--summarise", type=Path, nargs="+", help="only sum py-spy raw files by frames of interest")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "visit-cpu")
     json_option(ap, "visit_cpu")
@@ -226,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = [p for p in args.pages.split(",") if p]
     if unknown := set(pages) - set(PAGES):
         ap.error(f"unknown pages {sorted(unknown)}")
-    if {"upload", "upload-new"} & set(pages) and args.upload is None:
+    if {"upload", "upload-new"} & set(pages) and not args.upload:
         ap.error("--upload RUN_FILE is required by the upload visits")
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)

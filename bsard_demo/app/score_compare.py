@@ -20,9 +20,12 @@ from .score_drill import open_question
 def comparison(board: Scoreboard, metric: str, *, settings: StatsSettings = STATS):
     """:func:`bsard_demo.evaluation.stats.compare_measure` of the usable runs on ``metric``: the function
     and settings (:data:`bsard_demo.evaluation.stats.STATS`) of ``python -m bsard_demo compare``, so the
-    page's numbers are the CLI's."""
-    return compare_measure({n: ev.per_question for n, ev in board.evaluations.items()}, metric,
-                           n_resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha)
+    page's numbers are the CLI's. Made once per board, measure and settings
+    (:meth:`~bsard_demo.evaluation.scoring.Scoreboard.memo`): every pair's permutation test, 10,000 sign
+    vectors, is the same for every visitor of the board (shared: read it, never change it)."""
+    return board.memo(("comparison", metric, settings), lambda: compare_measure(
+        {n: ev.per_question for n, ev in board.evaluations.items()}, metric,
+        n_resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha))
 
 
 def significant_label(settings: StatsSettings = STATS) -> str:

@@ -147,3 +147,26 @@ def test_a_boards_downloads_misses_and_charts_are_made_once(sample, monkeypatch)
     assert score_misses.board_misses_frame(board, misses, 200) is not first[1]  # another cut-off
     fresh = score_ui.altair_to_spec(misses_bars(first[1], score_misses.class_labels()))
     assert chart.keys() == fresh.keys() and chart["datasets"] == fresh["datasets"]
+
+
+def test_a_boards_pairwise_comparison_is_made_once(sample, monkeypatch):
+    """The pairwise tests of a measure (score_compare.comparison) are run once per board and measure: a
+    second visit reads the kept table, which equals the CLI's compare_measure run afresh."""
+    from bsard_demo.app import score_compare
+    from bsard_demo.evaluation.stats import STATS, compare_measure
+
+    files = [(f"s{i}.trec", sample_run_trec(seed=i, drop=i).encode()) for i in range(3)]
+    board = score_files(files, sample, "test")
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])
+        return compare_measure(*args, **kwargs)
+
+    monkeypatch.setattr(score_compare, "compare_measure", counting)
+    first = score_compare.comparison(board, "recall@100")
+    assert score_compare.comparison(board, "recall@100") is first and calls == ["recall@100"]
+    assert score_compare.comparison(board, "map@100") is not first and calls == ["recall@100", "map@100"]
+    fresh = compare_measure({n: ev.per_question for n, ev in board.evaluations.items()}, "recall@100",
+                            n_resamples=STATS.resamples, seed=STATS.seed, alpha=STATS.alpha)
+    pd.testing.assert_frame_equal(first.pairs, fresh.pairs)
