@@ -31,6 +31,8 @@ from bsard_demo.app.score_compare import (
     chart_clicked,
     chart_key,
     comparison,
+    first_view,
+    kept_ab_view,
     permutation_caption,
     significant_label,
 )
@@ -336,11 +338,17 @@ def _a_versus_b(board, tables, misses_shown, k) -> None:
     metric = c1.selectbox("Mesure", shown_metrics(board), key="ab_metric", format_func=metric_label_fr)
     a = c2.selectbox("Run A", runs, key="ab_a")
     b = c3.selectbox("Run B", [r for r in runs if r != a], key="ab_b")
-    view = ab_view(board, tables.per_question_text, a, b, metric)
     current = st.session_state.get(DD_QID)
+    first = first_view(board, a, b, metric, current)  # every visitor's first render: kept with the board
+    view = (kept_ab_view if first else ab_view)(board, tables.per_question_text, a, b, metric)
     key = chart_key(view, current)
-    st.altair_chart(ab_scatter(view.points, metric, current=current), width="stretch", key=key,
-                    on_select=partial(chart_clicked, st.session_state, key, view), selection_mode=SELECTION)
+    select = {"width": "stretch", "key": key, "on_select": partial(chart_clicked, st.session_state, key, view),
+              "selection_mode": SELECTION}
+    if first:
+        st.vega_lite_chart(spec=score_ui.chart_spec(board, ("A-B", a, b, metric),
+                                                    lambda: ab_scatter(view.points, metric)), **select)
+    else:
+        st.altair_chart(ab_scatter(view.points, metric, current=current), **select)
     st.markdown(f"A = **{md_escape(a)}**, B = **{md_escape(b)}** · {md_escape(metric_label_fr(metric))} : "
                 f"A meilleur sur **{view.wins}** questions, égalité sur **{view.ties}**, B meilleur sur "
                 f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")

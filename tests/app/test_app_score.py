@@ -336,7 +336,7 @@ def test_a_kept_chart_is_the_element_st_altair_chart_sends():
         import pandas as pd
         import streamlit as st
 
-        from bsard_demo.app.charts import metric_bars, recall_curve_chart
+        from bsard_demo.app.charts import ab_scatter, metric_bars, recall_curve_chart
         from bsard_demo.app.score_ui import altair_to_spec
 
         bars = pd.DataFrame({"run": ["a", "b"], "metric": ["recall@100"] * 2, "value": [0.5, 0.6],
@@ -345,8 +345,18 @@ def test_a_kept_chart_is_the_element_st_altair_chart_sends():
         for chart in (metric_bars(bars), recall_curve_chart(curve)):
             st.altair_chart(chart, width="stretch")
             st.vega_lite_chart(spec=altair_to_spec(chart), width="stretch")
+        points = pd.DataFrame({"qid": ["1", "2"], "category": ["c", "c"], "question": ["q1", "q2"], "run_a": "a",
+                               "run_b": "b", "a": [0.5, 1.0], "b": [0.0, 1.0], "outcome": ["A meilleur", "égalité"]})
+        scatter = ab_scatter(points, "recall@100")  # a point selection: a widget with its own key
+        st.altair_chart(scatter, width="stretch", key="one", on_select="rerun", selection_mode="question")
+        st.vega_lite_chart(spec=altair_to_spec(scatter), width="stretch", key="two", on_select="rerun",
+                           selection_mode="question")
 
     at = AppTest.from_function(script).run()
     assert not at.exception
     sent = [c.proto for c in at.get("vega_lite_chart")]
-    assert len(sent) == 4 and sent[0] == sent[1] and sent[2] == sent[3] and sent[0] != sent[2]
+    assert len(sent) == 6 and sent[0] == sent[1] and sent[2] == sent[3] and sent[0] != sent[2]
+    assert sent[4].id != sent[5].id  # the keys differ, and so the widgets' ids; the rest is the same
+    sent[4].ClearField("id")
+    sent[5].ClearField("id")
+    assert sent[4] == sent[5] and list(sent[4].selection_mode) == ["question"]

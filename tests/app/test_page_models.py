@@ -170,3 +170,26 @@ def test_a_boards_pairwise_comparison_is_made_once(sample, monkeypatch):
     fresh = compare_measure({n: ev.per_question for n, ev in board.evaluations.items()}, "recall@100",
                             n_resamples=STATS.resamples, seed=STATS.seed, alpha=STATS.alpha)
     pd.testing.assert_frame_equal(first.pairs, fresh.pairs)
+
+
+def test_the_first_a_versus_b_view_is_kept_with_the_board(sample):
+    """Only the view every visitor's first render shows (the first two runs, the first measure, nothing
+    ringed) is kept on the board; it equals a fresh ab_view."""
+    from bsard_demo.app.score_compare import ab_view, first_view, kept_ab_view
+    from bsard_demo.app.score_tables import shown_metrics
+
+    files = [(f"s{i}.trec", sample_run_trec(seed=i, drop=i).encode()) for i in range(3)]
+    board = score_files(files, sample, "test")
+    first = shown_metrics(board)[0]
+    assert first_view(board, "s0.trec", "s1.trec", first, None)
+    assert not first_view(board, "s0.trec", "s1.trec", first, "1")  # a question ringed: a later render
+    assert not first_view(board, "s0.trec", "s2.trec", first, None)
+    assert not first_view(board, "s0.trec", "s1.trec", shown_metrics(board)[1], None)
+    one = score_files(files[:1], sample, "test")
+    assert not first_view(one, "s0.trec", "s1.trec", first, None)  # no A against B with one run
+    text = score_tables(board).per_question_text
+    kept = kept_ab_view(board, text, "s0.trec", "s1.trec", first)
+    assert kept_ab_view(board, text, "s0.trec", "s1.trec", first) is kept
+    fresh = ab_view(board, text, "s0.trec", "s1.trec", first)
+    pd.testing.assert_frame_equal(kept.points, fresh.points)
+    assert (kept.wins, kept.ties, kept.losses) == (fresh.wins, fresh.ties, fresh.losses)
