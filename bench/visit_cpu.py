@@ -3,7 +3,7 @@ the same size measured the same way in the same run (docs/benchmarks.md, "CPU pe
 
     python bench/visit_cpu.py --data DIR [--bundle DIR ...] [--pages bare,landing,score,builtin,link]
         [--python PY] [--visits 20] [--env NAME=VALUE ...] [--flag server.OPTION=VALUE ...]
-        [--py-spy DIR] [--tree DIR]
+        [--py-spy DIR] [--tree DIR] [--upload RUN_FILE ...]
 
 One ``streamlit run`` per server, started with the tree's own ``.streamlit/config.toml`` and no
 setting on the command line but the address (``--flag`` adds one, e.g.
@@ -13,8 +13,11 @@ one ``app.py`` per ``--bundle`` (``BSARD_INDEX``; none: the dataset alone). Page
 each per round, interleaved so the machine's load falls on all alike:
 ``bare``; ``landing`` (``/``, no question), ``score`` (``/score``, nothing uploaded) and
 ``builtin`` (``/score``, then a press on « Évaluer ce système intégré »: BM25 over the test split,
-scored and charted) on the first app server; ``link`` (the first visitor's deep link: the systems the page chooses for a
-first visitor, ``q`` a test question) on every app server. Every visit is a new websocket
+scored and charted), ``upload`` (``/score``, then the ``--upload`` files dropped on the uploader, the
+same names each visit: the first visit reads, checks and scores them, the others find their board
+kept) and ``upload-new`` (the same bytes under new names each visit, ``run-NN-J.EXT``: a board of
+its own, so every visit scores) on the first app server; ``link`` (the first visitor's deep link: the
+systems the page chooses for a first visitor, ``q`` a test question) on every app server. Every visit is a new websocket
 session (``bench/ws_client.py``). Each server is warmed (indexes loaded, every page opened once).
 
 For each visit: the page time and the server's CPU seconds (/proc/PID/stat, user + system),
@@ -48,7 +51,7 @@ from _ws_client import SCORE_BUTTON, Visitor  # noqa: E402
 from bench.common import REPO, cpu_seconds, json_option, load_average, machine_facts, write_json  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
-PAGES = ("bare", "landing", "score", "builtin", "link")
+PAGES = ("bare", "landing", "score", "builtin", "upload", "upload-new", "link")
 #: the reference: a bare Streamlit page the size of the Search page with ~40 hits
 BARE_PAGE = '''import streamlit as st
 
@@ -121,12 +124,15 @@ async def first_link(url: str, warm_question: str) -> dict:
     return link
 
 
-async def one_visit(url: str, pid: int, path: str, query: dict, click: str | None = None) -> dict:
+async def one_visit(url: str, pid: int, path: str, query: dict, click: str | None = None,
+                    upload: list[tuple[str, bytes]] | None = None) -> dict:
     before_t, before_p = threads_cpu(pid), cpu_seconds([pid])
     async with Visitor(url, timeout=600) as v:
         page = await v.open(path, query)
         if click:  # the page, then the press (its page time is the press's run)
             page = await v.click(page, click)
+        if upload:  # the page, then the files dropped (upload URLs, PUT, the run that scores them)
+            page = await v.upload(page, upload)
     await asyncio.sleep(1.0)  # the script thread ends, idle pools settle: their CPU counts for this visit
     after_t, after_p = threads_cpu(pid), cpu_seconds([pid])
     kept = {t: after_t[t] - before_t[t] for t in after_t if t in before_t}
@@ -140,7 +146,7 @@ async def one_visit(url: str, pid: int, path: str, query: dict, click: str | Non
 
 
 async def measure(servers: dict[str, Server], plan: list[tuple[str, str]], texts: list[str], visits: int,
-                  spy: Path | None) -> tuple[dict, dict]:
+                  spy: Path | None, upload: list[Path] = ()) -> tuple[dict, dict]:
     links = {}
     for name, server in servers.items():
         if name != "bare":
@@ -166,10 +172,13 @@ async def measure(servers: dict[str, Server], plan: list[tuple[str, str]], texts
         for i in range(visits):
             for kind, name in plan:
                 server = servers[name]
-                path, query = {"bare": ("", {}), "landing": ("", {}), "score": ("score", {}), "builtin": ("score", {}),
-                               "link": ("search", {"q": texts[1 + i], **links.get(name, {})})}[kind]
-                rows[f"{kind} {name}" if kind == "link" else kind].append(
-                    await one_visit(server.url, server.pid, path, query, SCORE_BUTTON if kind == "builtin" else None))
+                path, query = ("search", {"q": texts[1 + i], **links.get(name, {})}) if kind == "link" else \
+                    ("", {}) if kind in ("bare", "landing") else ("score", {})
+                files = None if not kind.startswith("upload") else \
+                    [(f"run-{i:02d}-{j}{u.suffix}" if kind == "upload-new" else u.name, u.read_bytes())
+                     for j, u in enumerate(upload)]
+                rows[f"{kind} {name}" if kind == "link" else kind].append(await one_visit(
+                    server.url, server.pid, path, query, SCORE_BUTTON if kind == "builtin" else None, files))
     finally:
         for p in spies:
             p.send_signal(signal.SIGINT)
@@ -205,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flag", action="append", default=[], help="a Streamlit setting, e.g. server.runOnSave=false")
     ap.add_argument("--tree", type=Path, default=REPO, help="the app's tree (default: this one)")
     ap.add_argument("--py-spy", type=Path, help="record each server with py-spy into this folder")
+    ap.add_argument("--upload", type=Path, action="append", default=[],
+                    help="a run file of the upload and upload-new visits (repeat: several files at once)")
     ap.add_argument("--summarise", type=Path, nargs="+", help="only sum py-spy raw files by frames of interest")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "visit-cpu")
     json_option(ap, "visit_cpu")
@@ -217,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     pages = [p for p in args.pages.split(",") if p]
     if unknown := set(pages) - set(PAGES):
         ap.error(f"unknown pages {sorted(unknown)}")
+    if {"upload", "upload-new"} & set(pages) and not args.upload:
+        ap.error("--upload RUN_FILE is required by the upload visits")
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     models = workdir / "no-models"
@@ -239,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     if not set(pages) - {"bare"}:
         servers = {"bare": servers["bare"]}
     plan = [("bare", "bare")] if "bare" in pages else []
-    plan += [(k, apps[0]) for k in ("landing", "score", "builtin") if k in pages]
+    plan += [(k, apps[0]) for k in ("landing", "score", "builtin", "upload", "upload-new") if k in pages]
     plan += [("link", a) for a in apps] if "link" in pages else []
     print(machine_facts("streamlit"))
     print(f"tree {tree}, interpreter {args.python}, flags {args.flag}, env {args.env}; load {load_average()}",
@@ -251,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in servers.values():
             s.wait_healthy(timeout=300)
         texts = questions(args.data, args.visits + 1)
-        links, rows = asyncio.run(measure(servers, plan, texts, args.visits, args.py_spy))
+        links, rows = asyncio.run(measure(servers, plan, texts, args.visits, args.py_spy, args.upload))
         loads.append(load_average())
     finally:
         for s in servers.values():

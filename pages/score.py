@@ -31,6 +31,8 @@ from bsard_demo.app.score_compare import (
     chart_clicked,
     chart_key,
     comparison,
+    first_view,
+    kept_ab_view,
     permutation_caption,
     significant_label,
 )
@@ -46,21 +48,21 @@ from bsard_demo.app.score_drill import (
 )
 from bsard_demo.app.score_misses import (
     MISSES_HELP,
+    board_misses_frame,
     class_labels,
-    misses_frame,
     nearest_notes,
     question_line,
     runs_rows,
     totals_line,
 )
 from bsard_demo.app.score_page import (
+    board_downloads,
     builtin_downloads,
     categories,
     compares,
     default_split,
     metrics_caption,
     split_uploads,
-    table_downloads,
 )
 from bsard_demo.app.score_systems import system_captions
 from bsard_demo.app.score_tables import (
@@ -68,10 +70,8 @@ from bsard_demo.app.score_tables import (
     RPREC_HELP,
     ci_frame,
     curve_frame,
-    display_metrics,
     filter_categories,
     measure_headers,
-    metrics_frame,
     score_tables,
     shown_metrics,
 )
@@ -216,7 +216,7 @@ def page() -> None:
     if not evaluations:
         st.warning("Aucun run utilisable : corrigez les erreurs signalées ci-dessus puis déposez à nouveau le fichier.")
         return
-    tables = score_tables(board, ds.questions(split))
+    tables = score_tables(board)  # once per board, as every chart and download below
     _metrics(board, data, split, tables, stamp)
     k, misses_shown = _charts(board, tables, misses)
     _per_question(board, ds, split, tables, misses, k, misses_shown)
@@ -250,16 +250,15 @@ def _validation(board) -> None:
 
 def _metrics(board, data, split, tables, stamp) -> None:
     st.header("Mesures", anchor=False)
-    table = metrics_frame(board)
     st.caption(metrics_caption(score_ui.dataset_label(data), split, board))
-    shown = display_metrics(table)
+    shown = tables.shown
     helps = {"nDCG@10": NDCG_HELP, "R-Prec": RPREC_HELP}
     config = {c: st.column_config.NumberColumn(c, format="%.2f", help=helps.get(c)) for c in measure_headers(shown)}
     st.dataframe(shown, width="stretch", column_config=config)
     st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles) ; R-Prec : la précision "
                "au rang R (R = nombre d'articles pertinents), le « MRP » des travaux récents.", help=NDCG_HELP)
     row = st.container(horizontal=True)
-    for d in table_downloads(tables, split, stamp):
+    for d in board_downloads(board, stamp):
         row.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime, key=d.key)
     if board.published:
         _state_of_the_art(tables, board)
@@ -286,27 +285,32 @@ def _charts(board, tables, misses) -> tuple[int, pd.DataFrame | None]:
     t1, t2, t3, t4, t5 = st.tabs(["Mesures (IC 95 %)", "Rappel@k", "Par catégorie", "Par question",
                                   "Articles manqués"])
     with t1:
-        st.altair_chart(metric_bars(ci_frame(board, metrics)), width="stretch")
+        _chart(board, ("bars", tuple(metrics)), lambda: metric_bars(ci_frame(board, metrics)))
         st.caption("Barres : moyenne sur les questions ; traits : intervalle de confiance à 95 % (bootstrap, 2 000 "
                    "tirages).")
     with t2:
-        st.altair_chart(recall_curve_chart(curve_frame(board, max_k=max(500, max(board.ks)))), width="stretch")
+        _chart(board, "curve", lambda: recall_curve_chart(curve_frame(board, max_k=max(500, max(board.ks)))))
         st.caption("Rappel moyen quand on lit les k premiers articles de chaque classement (k = 1 … 500).")
     with t3:
-        st.altair_chart(category_breakdown(per_q, metric), width="stretch")
+        _chart(board, ("categories", metric), lambda: category_breakdown(per_q, metric))
     with t4:
-        st.altair_chart(per_question_distribution(per_q, metric), width="stretch")
+        _chart(board, ("distribution", metric), lambda: per_question_distribution(per_q, metric))
         st.caption("Nombre de questions par tranche de valeur ; 0 (rien trouvé) et 1 (parfait) ont leur propre barre.")
     with t5:
         k = st.columns([1, 2])[0].selectbox("Articles manqués dans le top k", list(board.ks), key=MISSES_K,
                                             index=list(board.ks).index(min(board.ks)), format_func=lambda v: f"top {v}")
-        frame = None if misses is None else misses_frame(misses, k)
+        frame = None if misses is None else board_misses_frame(board, misses, k)
         if frame is None:
             st.info("Placer les articles manqués demande le corpus d'articles, que ce jeu de données n'a pas.")
         else:
-            st.altair_chart(misses_bars(frame, class_labels()), width="stretch")
+            _chart(board, ("misses", k), lambda: misses_bars(frame, class_labels()))
             st.caption(md_escape(totals_line(frame, k)) + "  \n" + MISSES_HELP)
     return k, frame
+
+
+def _chart(board, key, chart) -> None:
+    """The Altair chart ``chart()``, converted once per board and ``key`` (:func:`score_ui.chart_spec`)."""
+    st.vega_lite_chart(spec=score_ui.chart_spec(board, key, chart), width="stretch")
 
 
 def _per_question(board, ds, split, tables, misses, k, misses_shown) -> None:
@@ -334,11 +338,17 @@ def _a_versus_b(board, tables, misses_shown, k) -> None:
     metric = c1.selectbox("Mesure", shown_metrics(board), key="ab_metric", format_func=metric_label_fr)
     a = c2.selectbox("Run A", runs, key="ab_a")
     b = c3.selectbox("Run B", [r for r in runs if r != a], key="ab_b")
-    view = ab_view(board, tables.per_question_text, a, b, metric)
     current = st.session_state.get(DD_QID)
+    first = first_view(board, a, b, metric, current)  # every visitor's first render: kept with the board
+    view = (kept_ab_view if first else ab_view)(board, tables.per_question_text, a, b, metric)
     key = chart_key(view, current)
-    st.altair_chart(ab_scatter(view.points, metric, current=current), width="stretch", key=key,
-                    on_select=partial(chart_clicked, st.session_state, key, view), selection_mode=SELECTION)
+    select = {"width": "stretch", "key": key, "on_select": partial(chart_clicked, st.session_state, key, view),
+              "selection_mode": SELECTION}
+    if first:
+        st.vega_lite_chart(spec=score_ui.chart_spec(board, ("A-B", a, b, metric),
+                                                    lambda: ab_scatter(view.points, metric)), **select)
+    else:
+        st.altair_chart(ab_scatter(view.points, metric, current=current), **select)
     st.markdown(f"A = **{md_escape(a)}**, B = **{md_escape(b)}** · {md_escape(metric_label_fr(metric))} : "
                 f"A meilleur sur **{view.wins}** questions, égalité sur **{view.ties}**, B meilleur sur "
                 f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")
@@ -346,7 +356,7 @@ def _a_versus_b(board, tables, misses_shown, k) -> None:
                "la question ci-dessous (cerclée) ; des questions de mêmes valeurs se superposent.")
     if misses_shown is not None:
         st.markdown(f"**Où tombent les articles pertinents que A et B manquent** (top {k})")
-        st.altair_chart(misses_ab(runs_rows(misses_shown, [a, b]), class_labels()), width="stretch")
+        _chart(board, ("misses A-B", k, a, b), lambda: misses_ab(runs_rows(misses_shown, [a, b]), class_labels()))
 
 
 def _drill_down(board, ds, split, table, shown, misses, k) -> None:

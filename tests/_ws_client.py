@@ -8,7 +8,12 @@ string and page (``page_name`` = the address's path on first load, else the
 ``page_script_hash`` the ``navigation`` message announced); read ``ForwardMsg``s until
 ``script_finished`` says ``FINISHED_SUCCESSFULLY`` (a run stopped early for a rerun is followed
 by the rerun). A button press is a rerun whose ``widget_states`` hold the button's id with
-``trigger_value``. No message hashes are claimed as cached, so every element arrives whole.
+``trigger_value``. A file dropped on ``st.file_uploader`` (:meth:`Visitor.upload`) is three steps, as the
+frontend's ``FileUploadClient``: a ``BackMsg.file_urls_request`` that the session answers with a
+``file_urls_response`` (one upload URL per file), an HTTP ``PUT`` of each file to its URL (multipart,
+with the XSRF cookie the health endpoint sets and the same token in ``X-Xsrftoken``), then a rerun
+whose uploader state lists the files. No message hashes are claimed as cached, so every element
+arrives whole.
 
 :class:`Visitor` does that; :class:`Page` is what one finished run drew (elements by delta
 path) with the readers the checks need: the hit cards' article ids per column, the server
@@ -26,6 +31,8 @@ import asyncio
 import html
 import re
 import time
+import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 from urllib.parse import urlencode
@@ -35,6 +42,8 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 STREAM = "/_stcore/stream"
+HEALTH = "/_stcore/health"
+XSRF_COOKIE = "_streamlit_xsrf"
 SUBPROTOCOL = "streamlit"
 RUN_TIMEOUT_S = 120.0
 #: the Search page's hit card (``bsard_demo.app.render.hit_card``) and its server-time caption
@@ -111,7 +120,8 @@ class Visitor:
 
     def __init__(self, base_url: str, *, timeout: float = RUN_TIMEOUT_S,
                  headers: Mapping[str, str] | None = None) -> None:
-        self.ws_url = base_url.replace("http://", "ws://", 1).rstrip("/") + STREAM
+        self.base_url = base_url.rstrip("/")
+        self.ws_url = self.base_url.replace("http://", "ws://", 1) + STREAM
         self.timeout = timeout
         self.headers = dict(headers or {})  # e.g. a browser's cookie (a sticky proxy's route)
         self.ws = None
@@ -165,6 +175,78 @@ class Visitor:
         widget = msg.rerun_script.widget_states.widgets.add()
         widget.id, widget.trigger_value = button, True
         return await self._run(msg)
+
+    async def upload(self, page: Page, files: Sequence[tuple[str, bytes]]) -> Page:
+        """Drop ``files`` (``(name, bytes)``) on the first file uploader of ``page``, as a browser does: upload
+        URLs from the session, a ``PUT`` of each file, then the rerun that reads them (the page it draws)."""
+        uploader = next((u.id for _p, u in page.of_type("file_uploader")), None)
+        if uploader is None:
+            raise ProtocolError("no file uploader on the page")
+        request = BackMsg()
+        request.file_urls_request.request_id = uuid.uuid4().hex
+        request.file_urls_request.session_id = self.session_id or ""
+        request.file_urls_request.file_names.extend(name for name, _ in files)
+        await self.ws.send(request.SerializeToString())
+        urls = await self._file_urls(request.file_urls_request.request_id)
+        if len(urls) != len(files):
+            raise ProtocolError(f"{len(urls)} upload URL(s) for {len(files)} file(s)")
+        token = await asyncio.to_thread(self._xsrf_token)
+        for (name, data), url in zip(files, urls):
+            await asyncio.to_thread(self._put, url.upload_url, name, data, token)
+        msg = BackMsg()
+        msg.rerun_script.page_script_hash = self.page_hash
+        if page.query_string is not None:
+            msg.rerun_script.query_string = page.query_string
+        widget = msg.rerun_script.widget_states.widgets.add()
+        widget.id = uploader
+        for (name, data), url in zip(files, urls):
+            info = widget.file_uploader_state_value.uploaded_file_info.add()
+            info.file_id, info.name, info.size = url.file_id, name, len(data)
+            info.file_urls.CopyFrom(url)
+        return await self._run(msg)
+
+    async def _file_urls(self, request_id: str) -> list:
+        """The ``FileURLs`` of the session's ``file_urls_response`` to ``request_id``."""
+        deadline = time.monotonic() + self.timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                raw = await asyncio.wait_for(self.ws.recv(), left)
+            except asyncio.TimeoutError:
+                break
+            except websockets.ConnectionClosed as exc:
+                raise ProtocolError(f"the server closed the connection ({exc.code})") from None
+            fwd = ForwardMsg()
+            fwd.ParseFromString(raw)
+            if fwd.WhichOneof("type") == "file_urls_response" and fwd.file_urls_response.response_id == request_id:
+                if fwd.file_urls_response.error_msg:
+                    raise ProtocolError(f"no upload URLs: {fwd.file_urls_response.error_msg}")
+                return list(fwd.file_urls_response.file_urls)
+        raise ProtocolError(f"no upload URLs within {self.timeout:.0f} s")
+
+    def _xsrf_token(self) -> str | None:
+        """The XSRF cookie the health endpoint sets (None when the server does not protect uploads)."""
+        with urllib.request.urlopen(self.base_url + HEALTH, timeout=self.timeout) as resp:
+            for header in resp.headers.get_all("Set-Cookie") or []:
+                name, _, rest = header.partition("=")
+                if name.strip() == XSRF_COOKIE:
+                    return rest.split(";", 1)[0]
+        return None
+
+    def _put(self, url: str, name: str, data: bytes, token: str | None) -> None:
+        """``PUT`` one file to its upload URL as the frontend does (a multipart form of one file)."""
+        boundary = uuid.uuid4().hex
+        quoted = name.replace("\\", "\\\\").replace('"', '\\"')
+        body = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{quoted}"\r\n'
+                "Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+        headers = {"Content-Type": f"multipart/form-data; boundary={boundary}", **self.headers}
+        if token is not None:
+            headers["X-Xsrftoken"] = token
+            headers["Cookie"] = "; ".join(c for c in (self.headers.get("Cookie"), f"{XSRF_COOKIE}={token}") if c)
+        target = url if url.startswith("http") else self.base_url + "/" + url.lstrip("/")
+        request = urllib.request.Request(target, data=body, headers=headers, method="PUT")
+        with urllib.request.urlopen(request, timeout=self.timeout) as resp:
+            if resp.status not in (200, 204):
+                raise ProtocolError(f"upload of {name!r}: HTTP {resp.status}")
 
     async def _run(self, msg: BackMsg) -> Page:
         """Send ``msg`` and collect the elements of the run that finishes successfully."""

@@ -15,14 +15,18 @@ from ..evaluation.scoring import Scoreboard
 from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, compare_measure, win_tie_loss
 from . import french
 from .score_drill import open_question
+from .score_tables import shown_metrics
 
 
 def comparison(board: Scoreboard, metric: str, *, settings: StatsSettings = STATS):
     """:func:`bsard_demo.evaluation.stats.compare_measure` of the usable runs on ``metric``: the function
     and settings (:data:`bsard_demo.evaluation.stats.STATS`) of ``python -m bsard_demo compare``, so the
-    page's numbers are the CLI's."""
-    return compare_measure({n: ev.per_question for n, ev in board.evaluations.items()}, metric,
-                           n_resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha)
+    page's numbers are the CLI's. Made once per board, measure and settings
+    (:meth:`~bsard_demo.evaluation.scoring.Scoreboard.memo`): every pair's permutation test, 10,000 sign
+    vectors, is the same for every visitor of the board (shared: read it, never change it)."""
+    return board.memo(("comparison", metric, settings), lambda: compare_measure(
+        {n: ev.per_question for n, ev in board.evaluations.items()}, metric,
+        n_resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha))
 
 
 def significant_label(settings: StatsSettings = STATS) -> str:
@@ -85,6 +89,22 @@ def ab_view(board: Scoreboard, per_question_text: pd.DataFrame, a: str, b: str, 
     points.insert(4, "run_b", b)
     points = points[["qid", "category", "question", "run_a", "run_b", "a", "b", "outcome"]].reset_index(drop=True)
     return ABView(a, b, metric, points, wins, ties, losses)
+
+
+def first_view(board: Scoreboard, a: str, b: str, metric: str, current: str | None) -> bool:
+    """Whether runs ``a`` and ``b`` on ``metric``, question ``current`` ringed, is the A-vs-B view a
+    visitor's first render of ``board`` shows: the page's defaults (the first two usable runs, the
+    first measure offered), nothing ringed. It is the same for every visitor, so the page keeps it with
+    the board (:func:`kept_ab_view`): one a board, where keeping every view would keep runs² × measures
+    × questions of them."""
+    runs = list(board.evaluations)
+    return current is None and len(runs) >= 2 and (a, b, metric) == (runs[0], runs[1], shown_metrics(board)[0])
+
+
+def kept_ab_view(board: Scoreboard, per_question_text: pd.DataFrame, a: str, b: str, metric: str) -> ABView:
+    """:func:`ab_view`, made once per board and view (:meth:`~bsard_demo.evaluation.scoring.Scoreboard.memo`;
+    for the :func:`first_view` only; shared: read it, never change it)."""
+    return board.memo(("A-B view", a, b, metric), lambda: ab_view(board, per_question_text, a, b, metric))
 
 
 def picked_qid(state, name: str = SELECTION) -> str | None:

@@ -2,11 +2,13 @@
 in every run, the run's first articles, the articles' text), and the session keys of its widgets,
 which the A-vs-B chart sets (:func:`open_question`).
 
-An article's text is shown up to :data:`ARTICLE_PREVIEW` characters, the rest behind an expander.
+An article's text is shown up to :data:`ARTICLE_PREVIEW` characters, the rest behind an expander; the
+last :data:`KEPT_TEXTS` texts drawn are kept per process (:func:`article_text_html`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Mapping, MutableMapping
 
 import pandas as pd
@@ -114,9 +116,20 @@ def gold_ranks_frame(dd: DrillDown, runs: Mapping[str, Run]) -> pd.DataFrame:
 ARTICLE_PREVIEW = 500
 
 
+#: Articles' HTML kept per process (:func:`article_text_html`): every visitor who opens the Score page sees
+#: the first question's gold articles, twice each (preview and whole text).
+KEPT_TEXTS = 64
+
+
 def article_text_html(text: str, terms=(), *, max_chars: int | None = ARTICLE_PREVIEW) -> str:
     """An article's text as an escaped HTML fragment (``<div class="bsard-text">``, the
-    question's terms in ``<mark>``), cut after about ``max_chars`` characters (None: whole)."""
+    question's terms in ``<mark>``), cut after about ``max_chars`` characters (None: whole); the last
+    :data:`KEPT_TEXTS` are kept, so a second visitor's drill-down does not highlight them again."""
+    return _text_html("" if text is None else str(text), frozenset(terms), max_chars)
+
+
+@lru_cache(maxsize=KEPT_TEXTS)
+def _text_html(text: str, terms: frozenset, max_chars: int | None) -> str:
     return f'<div class="bsard-text">{highlight_html(text, terms, max_chars=max_chars)}</div>'
 
 

@@ -10,6 +10,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from ..evaluation.misses import CLASSES, WINDOW, Misses
+from ..evaluation.scoring import Scoreboard
 from . import french
 
 #: The classes of a miss, nearest first, in French.
@@ -41,6 +42,13 @@ def misses_frame(misses: Mapping[str, Misses], k: int) -> pd.DataFrame:
             rows.append({"run": name, "class": CLASS_FR[cls], "order": order, "count": n,
                          "share": n / missed if missed else 0.0, "missed": missed})
     return pd.DataFrame(rows, columns=["run", "class", "order", "count", "share", "missed"])
+
+
+def board_misses_frame(board: Scoreboard, misses: Mapping[str, Misses], k: int) -> pd.DataFrame:
+    """:func:`misses_frame` of ``board``'s own ``misses`` (:func:`bsard_demo.evaluation.misses.board_misses`
+    of that board) at ``k``, made once per board and cut-off (:meth:`~bsard_demo.evaluation.scoring.Scoreboard.memo`;
+    shared: read it, never change it)."""
+    return board.memo(("misses", int(k)), lambda: misses_frame(misses, k))
 
 
 def runs_rows(frame: pd.DataFrame, runs: Sequence[str]) -> pd.DataFrame:

@@ -9,6 +9,7 @@ systems and their runs). At most :data:`~.score_uploads.MAX_FILES` uploads are r
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Mapping, Sequence, TypeVar
 
@@ -19,7 +20,7 @@ from ..evaluation.scoring import Scoreboard
 from ..evaluation.stamp import stamp_export
 from ..runs import Run
 from .highlight import md_escape
-from .score_tables import ScoreTables, to_csv_bytes
+from .score_tables import ScoreTables, score_tables, to_csv_bytes
 from .score_uploads import MAX_FILES
 
 T = TypeVar("T")
@@ -63,6 +64,14 @@ def table_downloads(tables: ScoreTables, split: str, stamp: Mapping | None = Non
                      "application/x-tex"),
             Download("Par question (CSV)", stamped(per_question, "csv").encode("utf-8"), f"par_question_{split}.csv",
                      "text/csv")]
+
+
+def board_downloads(board: Scoreboard, stamp: Mapping | None = None) -> tuple[Download, ...]:
+    """:func:`table_downloads` of ``board``'s split and tables (:func:`.score_tables`), made once per board
+    and ``stamp`` (:meth:`~bsard_demo.evaluation.scoring.Scoreboard.memo`): the CSV, Markdown and LaTeX
+    texts are the same for every visitor who scores the same board."""
+    key = ("downloads", None if stamp is None else json.dumps(stamp, sort_keys=True, default=str))
+    return board.memo(key, lambda: tuple(table_downloads(score_tables(board), board.split, stamp)))
 
 
 def builtin_downloads(built: Sequence[tuple[str, Run, bytes]], split: str) -> list[Download]:

@@ -2,8 +2,10 @@
 per-question table, the bootstrap intervals and the recall curve, each from the service's
 :class:`~bsard_demo.evaluation.scoring.Scoreboard` (the figures of ``evaluate``).
 
-The per-question table is computed once per page run (:func:`score_tables`): on 10 runs of BSARD's
-222 test questions it is the page's largest table.
+The tables are computed once per board (:func:`score_tables`, kept by
+:meth:`~bsard_demo.evaluation.scoring.Scoreboard.memo`): a board is kept per process, and every visitor
+who scores the same files reads the same frames, which nobody changes. On 10 runs of BSARD's 222 test
+questions the per-question table is the page's largest.
 """
 from __future__ import annotations
 
@@ -102,21 +104,29 @@ def filter_categories(df: pd.DataFrame, categories: Sequence[str] | None) -> pd.
 
 @dataclass(frozen=True)
 class ScoreTables:
-    """The tables of one page run, each computed once: ``metrics`` (the CLI's rows, no published
-    rows: the downloads), ``per_question`` (:func:`bsard_demo.evaluation.report.per_question_table`: the
-    charts and the per-question download) and ``per_question_text`` (the same plus the question
-    text: the per-question table and the drill-down)."""
+    """The tables of one board, each computed once: ``metrics`` (the CLI's rows, no published rows:
+    the downloads), ``shown`` (:func:`display_metrics` of :func:`metrics_frame`: the measures table as
+    the page shows it), ``per_question`` (:func:`bsard_demo.evaluation.report.per_question_table`: the
+    charts and the per-question download) and ``per_question_text`` (the same plus the question text:
+    the per-question table and the drill-down). Read them, never change them: they are shared."""
 
     metrics: pd.DataFrame
+    shown: pd.DataFrame
     per_question: pd.DataFrame
     per_question_text: pd.DataFrame
 
 
-def score_tables(board: Scoreboard, questions: pd.DataFrame) -> ScoreTables:
-    """:class:`ScoreTables` of the usable runs of ``board`` (``questions``: the split's)."""
-    with_text = per_question_frame(board, questions)
+def score_tables(board: Scoreboard) -> ScoreTables:
+    """:class:`ScoreTables` of the usable runs of ``board`` (the questions of its split), made once per
+    board (:meth:`~bsard_demo.evaluation.scoring.Scoreboard.memo`): a second visitor who scores the same
+    board, or a rerun of the page, reads the kept frames (docs/benchmarks.md, "Per-visit cost")."""
+    return board.memo(("tables",), lambda: _tables(board))
+
+
+def _tables(board: Scoreboard) -> ScoreTables:
+    with_text = per_question_frame(board, board.dataset.questions(board.split))
     plain = with_text.drop(columns=["question"]) if "question" in with_text.columns else with_text
-    return ScoreTables(metrics_table(board.evaluations), plain, with_text)
+    return ScoreTables(metrics_table(board.evaluations), display_metrics(metrics_frame(board)), plain, with_text)
 
 
 def to_csv_bytes(df: pd.DataFrame, *, index: bool = False) -> bytes:

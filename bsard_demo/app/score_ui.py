@@ -1,14 +1,19 @@
 """The Score page's Streamlit glue: the upload limit, the scoreboards and the built-in runs kept per
 process (:data:`~bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES`, an hour), one large scoring at a time
-(:func:`bsard_demo.app.hosting_ui.large_upload_slot`).
+(:func:`bsard_demo.app.hosting_ui.large_upload_slot`), and each scored board's charts as Streamlit sends
+them, made once per board (:func:`chart_spec`).
 """
 from __future__ import annotations
 
+from typing import Callable, Hashable
+
 import streamlit as st
+from streamlit.elements.vega_charts import _convert_altair_to_vega_lite_spec as altair_to_spec
 
 from ..cache import BuildOnce
 from ..dataset import DataError, Dataset
 from ..evaluation.misses import board_misses
+from ..evaluation.scoring import Scoreboard
 from ..evaluation.stamp import board_stamp
 from ..retrievers.base import Retriever
 from ..retrievers.kinds import RANKER_LABEL, ranker_folder
@@ -70,6 +75,18 @@ def _stamp(key: tuple, _board, _files: tuple, lower: tuple) -> dict:  # noqa: AR
                    ttl=SCOREBOARD_TTL_S)
 def _misses(key: tuple, _board) -> dict:  # noqa: ARG001 - key is the cache key
     return board_misses(_board)
+
+
+def chart_spec(board: Scoreboard, key: Hashable, chart: Callable[[], object]) -> dict:
+    """The Vega-Lite spec of the Altair chart ``chart()`` as ``st.altair_chart`` sends it (its data as
+    named Arrow datasets), made once per ``board`` and ``key`` (:meth:`~bsard_demo.evaluation.scoring.
+    Scoreboard.memo`): ``st.vega_lite_chart(spec=...)`` draws the very same element, and a second visitor
+    who scores the same board skips the chart's building, validation and Arrow conversion (most of a
+    scored visit's CPU: docs/benchmarks.md, "Score page: frames kept per board"). ``key`` names the
+    chart and everything it depends on besides the board. Shared: read it, never change it.
+    (Streamlit's own conversion, so the element stays byte for byte what ``st.altair_chart`` sends;
+    tests/app/test_app_score.py checks it against ``st.altair_chart``.)"""
+    return board.memo(("chart", key), lambda: altair_to_spec(chart()))
 
 
 def builtin(data: ActiveData, split: str, spec_key: str, retriever: Retriever, query_text: str,

@@ -103,9 +103,10 @@ class Scoreboard:
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """``compute()`` once per board and ``key``: a figure derived from the scores alone (the bootstrap
-        intervals of the Score page's chart, 2,000 draws a run), which a board kept per process would
-        otherwise recompute at every visit."""
+        """``compute()`` once per board and ``key``: what is derived from the board alone (the bootstrap
+        intervals of the Score page's chart, 2,000 draws a run; the page's tables, downloads and charts),
+        which a board kept per process would otherwise recompute at every visit. What it keeps is shared:
+        read it, never change it."""
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]

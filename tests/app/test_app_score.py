@@ -301,3 +301,62 @@ def test_a_builtin_run_is_made_once_per_process(monkeypatch):
         stored.append(at.session_state[BuiltinRun.STORED]["BM25 intégré"])
     assert made in ([], ["test"])  # [] when an earlier test of this process made it
     assert stored[0]["run"] is stored[1]["run"] and stored[0]["bytes"] is stored[1]["bytes"]
+
+
+def test_a_second_visitor_draws_the_kept_charts(monkeypatch):
+    """A board's charts are converted once (score_ui.chart_spec): a second session that scores the same
+    built-in run converts none, and its chart elements are byte for byte the first session's."""
+    import bsard_demo.app.score_ui as score_ui
+
+    converted = []
+    real = score_ui.altair_to_spec
+
+    def counting(chart):
+        converted.append(1)
+        return real(chart)
+
+    monkeypatch.setattr(score_ui, "altair_to_spec", counting)
+    charts, after_first = [], None
+    for _ in range(2):  # two sessions, one after the other
+        at = start("pages/score.py")
+        at.button(key="builtin").click().run()
+        assert_clean(at)
+        charts.append([c.proto.SerializeToString() for c in at.get("vega_lite_chart")])
+        after_first = len(converted) if after_first is None else after_first
+    assert len(converted) == after_first  # none when an earlier test of this process scored the same run
+    assert len(charts[0]) == 5 and charts[0] == charts[1]
+
+
+def test_a_kept_chart_is_the_element_st_altair_chart_sends():
+    """``st.vega_lite_chart`` of :func:`score_ui.chart_spec`'s conversion sends what ``st.altair_chart``
+    sends for the same chart (a layered chart with its data as a named Arrow dataset)."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import pandas as pd
+        import streamlit as st
+
+        from bsard_demo.app.charts import ab_scatter, metric_bars, recall_curve_chart
+        from bsard_demo.app.score_ui import altair_to_spec
+
+        bars = pd.DataFrame({"run": ["a", "b"], "metric": ["recall@100"] * 2, "value": [0.5, 0.6],
+                             "ci_low": [0.4, 0.5], "ci_high": [0.6, 0.7]})
+        curve = pd.DataFrame({"run": ["a"] * 3, "k": [1, 2, 3], "recall": [0.1, 0.2, 0.3]})
+        for chart in (metric_bars(bars), recall_curve_chart(curve)):
+            st.altair_chart(chart, width="stretch")
+            st.vega_lite_chart(spec=altair_to_spec(chart), width="stretch")
+        points = pd.DataFrame({"qid": ["1", "2"], "category": ["c", "c"], "question": ["q1", "q2"], "run_a": "a",
+                               "run_b": "b", "a": [0.5, 1.0], "b": [0.0, 1.0], "outcome": ["A meilleur", "égalité"]})
+        scatter = ab_scatter(points, "recall@100")  # a point selection: a widget with its own key
+        st.altair_chart(scatter, width="stretch", key="one", on_select="rerun", selection_mode="question")
+        st.vega_lite_chart(spec=altair_to_spec(scatter), width="stretch", key="two", on_select="rerun",
+                           selection_mode="question")
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception
+    sent = [c.proto for c in at.get("vega_lite_chart")]
+    assert len(sent) == 6 and sent[0] == sent[1] and sent[2] == sent[3] and sent[0] != sent[2]
+    assert sent[4].id != sent[5].id  # the keys differ, and so the widgets' ids; the rest is the same
+    sent[4].ClearField("id")
+    sent[5].ClearField("id")
+    assert sent[4] == sent[5] and list(sent[4].selection_mode) == ["question"]

@@ -95,7 +95,7 @@ def test_builtin_runs_protocol():
 
 def test_ab_view_counts_are_compare_measures(board, sample):
     """The A-vs-B counts (stats.win_tie_loss, no permutation test) are the comparison's."""
-    tables = score_tables(board, sample.questions("test"))
+    tables = score_tables(board)
     for metric in ("recall@100", "ndcg@10"):
         view = ab_view(board, tables.per_question_text, "s0.trec", "s2.trec", metric)
         pair = compare_measure({n: board.evaluations[n].per_question for n in ("s0.trec", "s2.trec")}, metric).pairs
@@ -118,7 +118,7 @@ def test_ab_view_counts_are_compare_measures(board, sample):
 
 
 def test_the_chart_selects_questions_by_qid(board, sample):
-    tables = score_tables(board, sample.questions("test"))
+    tables = score_tables(board)
     view = ab_view(board, tables.per_question_text, "s0.trec", "s1.trec", "recall@100")
     spec = charts.ab_scatter(view.points, "recall@100", current="3").to_dict()
     layers = spec["layer"]
@@ -138,7 +138,7 @@ def test_the_chart_selects_questions_by_qid(board, sample):
 
 
 def test_a_click_opens_the_question_and_clears_a_hiding_filter(board, sample):
-    tables = score_tables(board, sample.questions("test"))
+    tables = score_tables(board)
     view = ab_view(board, tables.per_question_text, "s1.trec", "s2.trec", "recall@100")
     q = sample.questions("test").iloc[4]
     assert picked_qid({"selection": {SELECTION: [{"qid": q["id"]}]}}) == q["id"]

@@ -30,7 +30,7 @@ def test_uploads_beyond_the_limit_are_left_unread():
 def test_downloads_are_the_clis_files(sample):
     files = [("a.trec", sample_run_trec(0).encode()), ("b.trec", sample_run_trec(1, drop=2).encode())]
     board = score_files(files, sample, "test")
-    tables = score_tables(board, sample.questions("test"))
+    tables = score_tables(board)
     got = {d.file_name: d for d in page.table_downloads(tables, "test")}
     assert got["mesures_test.csv"].data == render_table(tables.metrics, "csv")
     assert got["mesures_test.md"].data == render_table(tables.metrics, "markdown")
@@ -57,7 +57,7 @@ def test_categories_offered():
 def test_every_table_download_carries_the_boards_stamp(sample):
     files = [("a.trec", sample_run_trec(0).encode()), ("b.trec", sample_run_trec(1, drop=2).encode())]
     board = score_files(files, sample, "test")
-    tables = score_tables(board, sample.questions("test"))
+    tables = score_tables(board)
     stamp = board_stamp(board, run_sources(files))
     plain = {d.file_name: d.data for d in page.table_downloads(tables, "test")}
     for d in page.table_downloads(tables, "test", stamp):

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
+from _app_helpers import sample_run_trec
 from _browser import free_port, serve_app
-from _ws_client import ProtocolError, Visitor, check_columns, score_visit, search_visit
+from _ws_client import ProtocolError, Visitor, check_columns, check_r100, score_visit, search_visit
 from bsard_demo.cli.main import main
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.sources import load_sample
@@ -72,3 +73,20 @@ def test_protocol_failures_are_reported_not_raised(server):
     nobody = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     visit = asyncio.run(search_visit(nobody, "q=x", [[]], timeout=5))
     assert not visit.ok and visit.errors and visit.seconds is None
+
+
+def test_an_uploaded_run_is_scored_as_evaluate_scores_it(server, tmp_path, capsys):
+    """A file dropped on the Score page's uploader (upload URLs, PUT with the XSRF token, the uploader's
+    state) is scored: the R@100 shown is ``evaluate``'s for the same file."""
+    run = tmp_path / "upload.trec"
+    run.write_text(sample_run_trec(3, drop=2), encoding="utf-8")
+    assert main(["evaluate", "--data", "sample", "--format", "json", str(run)]) == 0
+    r100 = f"{100 * json.loads(capsys.readouterr().out)['runs'][run.name]['recall@100']:.2f}"
+
+    async def upload():
+        async with Visitor(server) as v:
+            page = await v.open("score")
+            return await v.upload(page, [(run.name, run.read_bytes())])
+    page = asyncio.run(upload())
+    assert page.errors() == [] and check_r100(page, r100) == []
+    assert any("upload" in a.body and "format trec" in a.body.lower() for _p, a in page.of_type("alert"))  # validated
