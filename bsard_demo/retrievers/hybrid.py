@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from ..cache import BuildOnce
 from .base import DEFAULT_DEPTH, Hit, Retriever, clip_k, ranked_hits
 
 FUSION_METHODS = ("rrf", "weighted")
@@ -48,8 +48,7 @@ PART_MEMO_ENTRIES = 64
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _worker = threading.local()
-_memo: OrderedDict = OrderedDict()
-_memo_lock = threading.Lock()
+_memo: BuildOnce = BuildOnce(entries=PART_MEMO_ENTRIES)  # a second column asking for a part being searched waits
 
 
 def _run_in_pool(call: Callable[[], T]) -> T:
@@ -78,7 +77,8 @@ def run_together(calls: Sequence[Callable[[], T]]) -> list[T]:
 def part_search(retriever: Retriever, question: str, depth: int) -> list[Hit]:
     """``retriever``'s ranking of ``question`` to ``depth``, computed once for the last
     :data:`PART_MEMO_ENTRIES` (retriever, question, depth): a page whose columns share a part
-    searches it (and encodes the question) once. Keyed by the retriever object (weakly: a
+    searches it (and encodes the question) once, a column asking while it is searched waiting for that
+    search (:class:`~bsard_demo.cache.BuildOnce`). Keyed by the retriever object (weakly: a
     retriever dropped by the app is not kept alive); a fresh list each call."""
     found = _memoised(retriever, question, depth)
     return ranked_hits(*found, retriever.article_ids) if hasattr(retriever, "search_rows") else list(found)
@@ -105,17 +105,7 @@ def _memoised(retriever, question: str, depth: int):
         hash(key)
     except TypeError:  # a retriever that cannot be weakly referenced or hashed: not kept
         return search()
-    with _memo_lock:
-        found = _memo.get(key)
-        if found is not None:
-            _memo.move_to_end(key)
-            return found
-    found = search()
-    with _memo_lock:
-        _memo[key] = found
-        while len(_memo) > PART_MEMO_ENTRIES:
-            _memo.popitem(last=False)
-    return found
+    return _memo.get(key, search)
 
 
 def order_hits(scores: dict[str, float], limit: int | None = None) -> list[Hit]:

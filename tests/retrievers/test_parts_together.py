@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -83,7 +85,9 @@ def test_a_shared_part_is_searched_once_per_question_and_depth():
 def test_the_memo_is_bounded_and_keeps_no_retriever_alive(monkeypatch):
     import weakref
 
-    monkeypatch.setattr(hybrid, "PART_MEMO_ENTRIES", 3)
+    from bsard_demo.cache import BuildOnce
+
+    monkeypatch.setattr(hybrid, "_memo", BuildOnce(entries=3))
     part = Counting("p", hits("a"))
     for i in range(5):
         part_search(part, f"q{i}", 1)
@@ -96,6 +100,26 @@ def test_the_memo_is_bounded_and_keeps_no_retriever_alive(monkeypatch):
     del gone
     gc.collect()
     assert ref() is None
+
+
+def test_two_columns_asking_for_a_part_at_once_search_it_once():
+    started, release = threading.Event(), threading.Event()
+
+    class Slow(Counting):
+        def search_many(self, questions, k=100):
+            started.set()
+            release.wait(10)
+            return super().search_many(questions, k)
+
+    part = Slow("slow", hits("a", "b"))
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(part_search, part, "q", 2)
+        started.wait(10)
+        second = pool.submit(part_search, part, "q", 2)
+        time.sleep(0.2)  # the second asks while the first searches (without the wait, it would search too)
+        release.set()
+        assert first.result(10) == second.result(10) == hits("a", "b")
+    assert part.calls == 1  # the second waited for the first's search
 
 
 def test_a_hybrid_inside_a_hybrid_runs_its_parts_without_waiting_on_the_pool():
