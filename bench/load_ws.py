@@ -1,9 +1,9 @@
-"""Capacity and soak of the app with browserless visitors (``bench/ws_client.py``): a ramp of
+"""Capacity and soak of the app with browserless visitors (``tests/_ws_client.py``): a ramp of
 concurrent visitors, then a bounded soak with the server's RSS sampled every 10 s
-(docs/reliability.md, "9. Capacity and soak"; docs/benchmarks.md, "Capacity").
+(docs/reliability.md, "10. Capacity and soak"; docs/benchmarks.md, "Capacity").
 
     python bench/load_ws.py ramp --data DIR [--bundle DIR] [--python PY] [--steps 10,25,50,100]
-        [--visits 3] [--servers 1] [--settle S] [--workdir bench/out/load-ws]
+        [--visits 3] [--servers 1] [--settle S] [--workdir bench/out/load-ws] [--tree DIR]
     python bench/load_ws.py soak --data DIR [--bundle DIR] [--python PY] --visitors N [--minutes 30]
         [--think 1] [--servers 1|2 --nginx] [--restart-at MIN] [--settle 150]
 
@@ -77,7 +77,7 @@ class Fleet:
         extra.update(e.split("=", 1) for e in args.server_env)
         self.env = app_env(str(Path(args.data).resolve()), self.cache, **extra)
         self.ports = [args.first_port + i for i in range(args.servers)] if args.nginx else [free_port()]
-        self.servers = [AppServer(self.env, workdir / f"server-{i}.log", port=p, python=args.python)
+        self.servers = [AppServer(self.env, workdir / f"server-{i}.log", port=p, python=args.python, cwd=args.tree)
                         for i, p in enumerate(self.ports)]
         self.nginx: subprocess.Popen | None = None
         self.url = ""
@@ -128,8 +128,8 @@ def wait_http(url: str, timeout: float) -> None:
 
 # --------------------------------------------------------------------------- what visitors must see
 
-def cli(python: str, args: list[str], env: dict) -> str:
-    done = subprocess.run([python, "-m", "bsard_demo", *args], cwd=REPO, env=env, capture_output=True, text=True,
+def cli(python: str, args: list[str], env: dict, tree: Path = REPO) -> str:
+    done = subprocess.run([python, "-m", "bsard_demo", *args], cwd=tree, env=env, capture_output=True, text=True,
                           timeout=3600)
     if done.returncode != 0:
         raise SystemExit(f"bsard_demo {' '.join(args)} failed: {done.stderr[-1500:]}")
@@ -236,13 +236,14 @@ def prepare(args, fleet: Fleet, workdir: Path) -> dict:
         for n, opts in enumerate(columns):
             out = runs / f"{split}-column{n}.trec"
             cli(args.python, ["run", "--data", str(folder), "--split", "test", "--no-progress", "--depth", str(k),
-                              *opts, "--out", str(out)], env)
+                              *opts, "--out", str(out)], env, args.tree)
             tops.append(read_top(out, k))
         items += [(urlencode({"q": text, **params}, doseq=True), [top.get(str(qid), []) for top in tops])
                   for qid, text in zip(frame["id"], frame["question"])]
     default = runs / "bm25-default.trec"
-    cli(args.python, ["run", "--data", str(args.data), "--no-progress", "--out", str(default)], env)
-    report = json.loads(cli(args.python, ["evaluate", "--data", str(args.data), "--format", "json", str(default)], env))
+    cli(args.python, ["run", "--data", str(args.data), "--no-progress", "--out", str(default)], env, args.tree)
+    report = json.loads(cli(args.python, ["evaluate", "--data", str(args.data), "--format", "json", str(default)], env,
+                            args.tree))
     r100 = f"{100 * report['runs'][default.name]['recall@100']:.2f}"
     print(f"link of a first visitor: ?{link}; {len(items)} questions; CLI R@100 of the built-in BM25 run {r100}",
           flush=True)
@@ -437,8 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-timeout", type=float, default=120)
     ap.add_argument("--step-timeout", type=float, default=900, help="ramp: wall-clock bound of a step")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "load-ws")
+    ap.add_argument("--tree", type=Path, default=REPO, help="the app's tree, servers and CLI (default: this one; "
+                    "`git archive COMMIT | tar -x -C DIR` measures another commit with this client)")
     json_option(ap, "load_ws")
     args = ap.parse_args(argv)
+    args.tree = args.tree.resolve()
     if args.minutes > 30:
         ap.error("--minutes is bounded at 30")
     if args.settle is None:
@@ -449,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     print(machine_facts("streamlit", "websockets"))
     print(f"{args.mode} on {args.data} (bundle {args.bundle}), {args.servers} "
-          f"server(s){' behind nginx' if args.nginx else ''}, interpreter {args.python}; started "
+          f"server(s){' behind nginx' if args.nginx else ''}, tree {args.tree}, interpreter {args.python}; started "
           f"{time.strftime('%Y-%m-%d %H:%M:%S')}", flush=True)
     with Fleet(args, workdir) as fleet:
         print(f"servers healthy, RSS {[round(r) for r in fleet.rss_mb()]} MB, load average {load_average()}",
