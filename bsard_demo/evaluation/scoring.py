@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 
+from ..cache import BuildOnce
 from ..dataset import Dataset
 from ..runs import (
     BUILT_FORMAT,
@@ -100,16 +101,15 @@ class Scoreboard:
     qrels: Mapping[str, frozenset[str]]
     ks: tuple[int, ...]
     runs: list[ScoredRun] = field(default_factory=list)
-    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _memo: BuildOnce = field(default_factory=BuildOnce, init=False, repr=False, compare=False)
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per board and ``key``: what is derived from the board alone (the bootstrap
         intervals of the Score page's chart, 2,000 draws a run; the page's tables, downloads and charts),
-        which a board kept per process would otherwise recompute at every visit. What it keeps is shared:
-        read it, never change it."""
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
+        which a board kept per process would otherwise recompute at every visit. A board is shared by the
+        visitors of the same files: who asks while a value is computed waits for it (a crowd pressing the same
+        built-in evaluation computes it once). What it keeps is shared: read it, never change it."""
+        return self._memo.get(key, compute)
 
     @property
     def evaluations(self) -> dict[str, Evaluation]:

@@ -121,3 +121,32 @@ def test_the_pages_caption_is_formatted_from_the_settings():
     assert "(2\u202f000 tirages, graine 3," in other and "< 0,01." in other
     with pytest.raises(dataclasses.FrozenInstanceError):
         STATS.seed = 1  # frozen
+
+
+def test_a_boards_memo_computes_once_for_visitors_asking_at_once():
+    """Scoreboard.memo: a value derived from the board is computed once, a visitor asking while it is
+    computed waits for it (a crowd pressing the same built-in evaluation), and a failure is not kept."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bsard_demo.evaluation.scoring import Scoreboard
+
+    board = Scoreboard(dataset=None, split="test", qrels={}, ks=(100,))
+    calls, started = [], threading.Event()
+
+    def slow():
+        calls.append(1)
+        started.set()
+        time.sleep(0.3)  # the second visitor asks meanwhile
+        return {"chart": len(calls)}
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(board.memo, "chart", slow)
+        started.wait(10)
+        second = pool.submit(board.memo, "chart", slow)
+        assert first.result(10) is second.result(10)
+    assert len(calls) == 1
+    with pytest.raises(ZeroDivisionError):
+        board.memo("failing", lambda: 1 / 0)
+    assert board.memo("failing", lambda: "now") == "now"
