@@ -356,7 +356,11 @@ def _a_versus_b(board, tables, misses_shown, k) -> None:
                "la question ci-dessous (cerclée) ; des questions de mêmes valeurs se superposent.")
     if misses_shown is not None:
         st.markdown(f"**Où tombent les articles pertinents que A et B manquent** (top {k})")
-        _chart(board, ("misses A-B", k, a, b), lambda: misses_ab(runs_rows(misses_shown, [a, b]), class_labels()))
+        chart = partial(misses_ab, runs_rows(misses_shown, [a, b]), class_labels())
+        if first:  # the first two runs: kept with the board (a view per pair picked would keep runs² of them)
+            _chart(board, ("misses A-B", k, a, b), chart)
+        else:
+            st.altair_chart(chart(), width="stretch")
 
 
 def _drill_down(board, ds, split, table, shown, misses, k) -> None:
