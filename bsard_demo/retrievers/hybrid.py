@@ -87,6 +87,8 @@ def part_search(retriever: Retriever, question: str, depth: int) -> list[Hit]:
 def part_rows(retriever, question: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`part_search` as arrays, for a retriever with ``search_rows`` (BM25, dense, neighbours):
     ``(corpus rows, scores)`` of :func:`~.base.rank_rows`, from the same memo (read-only arrays)."""
+    if not hasattr(retriever, "search_rows"):
+        raise TypeError(f"{type(retriever).__name__} has no search_rows: use part_search")
     return _memoised(retriever, question, depth)
 
 

@@ -259,8 +259,8 @@ class RankerRetriever:
     def size(self) -> int:
         return len(self.article_ids)
 
-    def _features(self, question: str, runs: Mapping[str, tuple[np.ndarray, np.ndarray]], votes=(None, None)):
-        """``(rows, X)`` of :func:`question_features` for ``question``: ``runs``, every system's
+    def _features(self, runs: Mapping[str, tuple[np.ndarray, np.ndarray]], votes=(None, None)):
+        """``(rows, X)`` of :func:`question_features` for one question: ``runs``, every system's
         ranking to the depth as ``(corpus rows, scores)``, and the neighbours' ``votes`` (:meth:`_votes`)."""
         return question_features(runs, graph=self.graph, structure=self.structure, prior=self.prior,
                                  lengths=self.lengths, votes=votes[0], votes_sim=votes[1], systems=self.systems,
@@ -272,7 +272,7 @@ class RankerRetriever:
         order), all arrays: no :class:`Hit` is built (:meth:`search` makes the top ``k`` ones)."""
         k = clip_k(k, self.size)
         runs, votes = self._inputs(run_together(self._input_calls(question)))
-        return self._ranked(question, runs, votes, k), runs
+        return self._ranked(runs, votes, k), runs
 
     def _input_calls(self, question: str) -> list[Callable[[], object]]:
         """The searches of ``question``'s inputs, to run at once (:func:`run_together`): each input
@@ -286,9 +286,9 @@ class RankerRetriever:
         """``(runs, votes)`` from the results of :meth:`_input_calls`."""
         return dict(zip(self.parts, found[:-1])), found[-1]
 
-    def _ranked(self, question: str, runs, votes, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` best rows and scores of ``question`` from its inputs: the features and the trees."""
-        rows, X = self._features(question, runs, votes)
+    def _ranked(self, runs, votes, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best rows and scores of a question from its inputs: the features and the trees."""
+        rows, X = self._features(runs, votes)
         if not len(rows):
             return rows, np.zeros(0)
         rows, score = ranked_rows(rows, X, self.ensemble.predict(X), self.systems)
@@ -314,7 +314,7 @@ class RankerRetriever:
         k = clip_k(k, self.size)
         questions = [str(q) for q in questions]
         out: list[list[Hit]] = []
-        waiting = None  # the previous question and its inputs, to rank
+        waiting = None  # the previous question's inputs, to rank
         for i in range(len(questions) + 1):
             calls = [] if waiting is None else [lambda w=waiting: self._ranked(*w, k)]
             if i < len(questions):
@@ -322,7 +322,7 @@ class RankerRetriever:
             done = run_together(calls)
             if waiting is not None:
                 out.append(ranked_hits(*done.pop(0), self.article_ids))
-            waiting = (questions[i], *self._inputs(done)) if i < len(questions) else None
+            waiting = self._inputs(done) if i < len(questions) else None
         return out
 
 

@@ -151,6 +151,8 @@ def test_a_parts_arrays_and_hits_share_one_search():
     assert part_search(bm25, "bail", 3) == ranked_hits(rows, scores, bm25.article_ids) == bm25.search("bail", 3)
     assert CountingBM25.calls == 2  # part_rows, then bm25.search; part_search read the memo
     assert not rows.flags.writeable  # the memo's arrays are shared: read-only
+    with pytest.raises(TypeError, match="search_rows"):
+        part_rows(Counting("hits only", hits("a")), "bail", 3)  # a part without arrays: part_search's hits
 
 
 @pytest.fixture(scope="module")
