@@ -188,6 +188,10 @@ def test_rank_rows_are_rank_alls_hits_as_arrays(values, k, rnd, dtype):
     for kept, subset in ((scores, None), (scores[rows], rows)):
         got_rows, got_scores = rank_rows(kept, id_rank, k, rows=subset)
         assert got_rows.dtype == np.int64 and got_scores.dtype == dtype
+        names = ids if subset is None else [ids[r] for r in subset]
+        expected = full_ranking(kept, names)[:k]  # the reference: a full sort
+        assert [ids[r] for r in got_rows] == expected
+        assert got_scores.tolist() == [kept[names.index(d)].item() for d in expected]
         hits = rank_all(kept, ids, id_rank, k, rows=subset)
         assert ranked_hits(got_rows, got_scores, ids) == hits
         assert [ids[r] for r in got_rows] == [h.article_id for h in hits]
