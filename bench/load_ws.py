@@ -7,7 +7,7 @@ concurrent visitors, then a bounded soak with the server's RSS sampled every 10 
     python bench/load_ws.py soak --data DIR [--bundle DIR] [--python PY] --visitors N [--minutes 30]
         [--think 1] [--servers 1|2 --nginx] [--restart-at MIN] [--settle 150]
 
-Each server is ``streamlit run app.py`` on 127.0.0.1 (``bench.browser.AppServer``, the
+Each server is ``streamlit run app.py`` on 127.0.0.1 (``AppServer`` of ``tests/_browser.py``, the
 interpreter ``--python``: the torch-free hosted venv for the figures), ``BSARD_DATA=DIR``,
 ``BSARD_INDEX=BUNDLE``, an empty ``BSARD_MODELS`` and one fresh ``BSARD_CACHE`` shared by all
 servers. With ``--servers 2 --nginx`` the visitors go through nginx (``deploy/run.sh``: sticky

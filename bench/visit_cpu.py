@@ -18,7 +18,7 @@ same names each visit: the first visit reads, checks and scores them, the others
 kept) and ``upload-new`` (the same bytes under new names each visit, ``run-NN-J.EXT``: a board of
 its own, so every visit scores) on the first app server; ``link`` (the first visitor's deep link: the
 systems the page chooses for a first visitor, ``q`` a test question) on every app server. Every visit is a new websocket
-session (``bench/ws_client.py``). Each server is warmed (indexes loaded, every page opened once).
+session (``tests/_ws_client.py``). Each server is warmed (indexes loaded, every page opened once).
 
 For each visit: the page time and the server's CPU seconds (/proc/PID/stat, user + system),
 split into the threads alive before and after it (/proc/PID/task: Streamlit's event loop, the

@@ -25,7 +25,7 @@ MAX_DEPTH = 64
 MAX_FEATURES = 100_000
 #: A tree with at most this many splits is predicted through a table of 2**splits leaf values.
 TABLE_SPLITS = 8
-_BLOCK = 1 << 19  # entries of a (rows x splits) block, ~4 MB of float64
+_BLOCK = 1 << 19  # entries of a (splits x rows) block, ~4 MB of float64
 _TREE_KEYS = ("split_feature", "threshold", "left", "right", "default_left", "missing_type", "leaf_value")
 
 
