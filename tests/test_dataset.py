@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -264,3 +265,24 @@ def test_a_row_holds_what_iloc_holds_and_a_replaced_dataset_has_its_own_memo():
     assert ds.article(str(a["id"].iloc[3])) == ds.row(3) and ds.article("no such id") is None
     other = dataclasses.replace(ds, articles=a.iloc[::-1].reset_index(drop=True))  # its own rows, not ds's
     assert other.row(0)["id"] == a["id"].iloc[-1] and ds.row(0)["id"] == a["id"].iloc[0]
+
+
+@pytest.mark.parametrize("text", ["string[pyarrow]", pd.StringDtype("pyarrow", na_value=np.nan), "string[python]",
+                                  object])
+def test_a_row_is_ilocs_row_for_every_kind_of_column(text):
+    """Dataset.row reads Arrow-backed text from its Arrow arrays: the same values and types as pandas' own
+    item access, missing ones included (pd.NA or NaN, as the dtype has it), over several chunks."""
+    import dataclasses
+
+    from bsard_demo.sources import load_sample
+
+    half = pd.DataFrame({"id": ["1", "2", None], "article": ["é", None, "x" * 300], "n": [1, 2, 3],
+                         "f": [0.5, np.nan, 2.0]}).astype({"id": text, "article": text})
+    a = pd.concat([half, half.assign(id=half["id"].str.cat(["b"] * 3))], ignore_index=True)  # two chunks
+    ds = dataclasses.replace(load_sample(), articles=a)
+    for pos in range(len(a)):
+        want, got = {c: a[c].array[pos] for c in a.columns}, ds.row(pos)
+        assert list(got) == list(want)
+        for c in want:
+            assert type(got[c]) is type(want[c]), (pos, c, got[c], want[c])
+            assert got[c] is want[c] or got[c] == want[c] or (pd.isna(got[c]) and pd.isna(want[c])), (pos, c)
