@@ -238,8 +238,9 @@ def tune_process() -> None:
     """Once per process (every run calls it; cheap): start the thread that hands memory back when
     idle (a process otherwise keeps its peak after a crowd: docs/reliability.md, section 10), cap
     glibc's malloc arenas and fix its mmap threshold unless the deployer set them (``MALLOC_ARENA_MAX``,
-    ``MALLOC_MMAP_THRESHOLD_`` or glibc's tunables), and give numpy's OpenBLAS one thread unless
-    ``OPENBLAS_NUM_THREADS`` (or its fallbacks) is set."""
+    ``MALLOC_MMAP_THRESHOLD_`` or glibc's tunables), give numpy's OpenBLAS one thread unless
+    ``OPENBLAS_NUM_THREADS`` (or its fallbacks) is set, and keep the pages' compiled code
+    (:func:`keep_script_cache`)."""
     if not IDLE.start():
         return
     if not settings.malloc_arenas_configured() and cap_malloc_arenas():
@@ -250,6 +251,32 @@ def tune_process() -> None:
         settings.one_blas_thread()
     except Exception:  # noqa: BLE001 - a tuning, never a reason for a page to fail
         log.warning("could not set OpenBLAS to one thread", exc_info=True)
+    if keep_script_cache():
+        log.info("the pages' compiled code kept for the process's life (no source watcher)")
+
+
+def keep_script_cache() -> bool:
+    """Keep the pages' compiled code for the process's life when no source watcher runs
+    (``server.fileWatcherType = "none"``, the app's setting): Streamlit empties its script cache whenever
+    the last session leaves, so that a watcher-less edit shows at the next visit, and a lone visitor then
+    compiled ``app.py`` and the page again (~6 ms of a deep link, ~1/6 of a landing visit's server CPU:
+    docs/benchmarks.md, "Per-visit cost"). A deployed demo's files change only with a restart. Returns
+    whether the cache is kept (``False`` with a watcher, or where Streamlit's private names differ from
+    1.67's: then nothing is changed)."""
+    try:
+        if st.get_option("server.fileWatcherType") != "none" or not runtime.exists():
+            return False
+        cache = runtime.get_instance()._script_cache
+        if not callable(getattr(cache, "clear", None)) or not hasattr(cache, "get_bytecode"):
+            return False
+        cache.clear = _kept  # the instance's: Streamlit's session manager and app sessions call this one
+    except Exception:  # noqa: BLE001 - another Streamlit: its cache is left as it is
+        return False
+    return True
+
+
+def _kept() -> None:
+    """A script cache's ``clear`` when no watcher can have seen a file change (:func:`keep_script_cache`)."""
 
 
 @contextmanager

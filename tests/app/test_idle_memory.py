@@ -240,6 +240,43 @@ def test_the_installed_streamlit_has_the_names_it_relies_on():
     source = inspect.getsource(WebsocketSessionManager.__init__)
     assert "self._storage_lock = threading.Lock()" in source and "self._session_storage = " in source
     assert callable(MemorySessionStorage()._cache.expire)
+    # keep_script_cache: the runtime's one ScriptCache, which the session manager empties when the last session leaves
+    from streamlit.runtime.runtime import Runtime
+
+    assert "self._script_cache = ScriptCache()" in inspect.getsource(Runtime.__init__)
+    assert "self._script_cache.clear()" in inspect.getsource(WebsocketSessionManager)
+
+
+@pytest.mark.parametrize("watcher", ["none", "auto"])
+def test_without_a_source_watcher_the_compiled_pages_are_kept(monkeypatch, tmp_path, watcher):
+    """keep_script_cache: with no watcher (the app's setting), emptying Streamlit's script cache (which its
+    session manager does when the last session leaves) no longer drops the compiled pages; with a watcher,
+    Streamlit's behaviour is left as it is."""
+    import streamlit as st
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+    from bsard_demo.app import hosting_ui
+
+    cache = ScriptCache()
+
+    class FakeRuntime:  # streamlit.runtime's two functions, over Streamlit's own ScriptCache
+        @staticmethod
+        def exists():
+            return True
+
+        @staticmethod
+        def get_instance():
+            return type("R", (), {"_script_cache": cache})()
+
+    monkeypatch.setattr(hosting_ui, "runtime", FakeRuntime)
+    real = st.get_option
+    monkeypatch.setattr(st, "get_option", lambda name: watcher if name == "server.fileWatcherType" else real(name))
+    page = tmp_path / "page.py"
+    page.write_text("x = 1\n")
+    assert hosting_ui.keep_script_cache() is (watcher == "none")
+    first = cache.get_bytecode(str(page))
+    cache.clear()  # the last session left
+    assert (cache.get_bytecode(str(page)) is first) is (watcher == "none")  # not compiled again when kept
 
 
 def test_what_is_kept_is_frozen_and_what_died_since_is_still_collected():
