@@ -259,8 +259,8 @@ def keep_script_cache() -> bool:
     """Keep the pages' compiled code for the process's life when no source watcher runs
     (``server.fileWatcherType = "none"``, the app's setting): Streamlit empties its script cache whenever
     the last session leaves, so that a watcher-less edit shows at the next visit, and a lone visitor then
-    compiled ``app.py`` and the page again (~6 ms of a deep link, ~1/6 of a landing visit's server CPU:
-    docs/benchmarks.md, "Per-visit cost"). A deployed demo's files change only with a restart. Returns
+    compiled ``app.py`` and the page again (a landing visit 0.031 against 0.037-0.040 CPU s: docs/benchmarks.md,
+    "The pages' compiled code kept"). A deployed demo's files change only with a restart. Returns
     whether the cache is kept (``False`` with a watcher, or where Streamlit's private names differ from
     1.67's: then nothing is changed)."""
     try:
