@@ -308,9 +308,14 @@ def _charts(board, tables, misses) -> tuple[int, pd.DataFrame | None]:
     return k, frame
 
 
-def _chart(board, key, chart) -> None:
-    """The Altair chart ``chart()``, converted once per board and ``key`` (:func:`score_ui.chart_spec`)."""
-    st.vega_lite_chart(spec=score_ui.chart_spec(board, key, chart), width="stretch")
+def _chart(board, kept, chart, **options) -> None:
+    """The Altair chart ``chart()``, converted once per board and ``kept``, the chart's key in the board's memo
+    (:func:`score_ui.chart_spec`; the same element as ``st.altair_chart``); ``kept`` None: a view that depends on
+    the visitor's picks, drawn, not kept. ``options``: the element's (a widget key, a selection)."""
+    if kept is None:
+        st.altair_chart(chart(), width="stretch", **options)
+    else:
+        st.vega_lite_chart(spec=score_ui.chart_spec(board, kept, chart), width="stretch", **options)
 
 
 def _per_question(board, ds, split, tables, misses, k, misses_shown) -> None:
@@ -342,13 +347,8 @@ def _a_versus_b(board, tables, misses_shown, k) -> None:
     first = first_view(board, a, b, metric, current)  # every visitor's first render: kept with the board
     view = (kept_ab_view if first else ab_view)(board, tables.per_question_text, a, b, metric)
     key = chart_key(view, current)
-    select = {"width": "stretch", "key": key, "on_select": partial(chart_clicked, st.session_state, key, view),
-              "selection_mode": SELECTION}
-    if first:
-        st.vega_lite_chart(spec=score_ui.chart_spec(board, ("A-B", a, b, metric),
-                                                    lambda: ab_scatter(view.points, metric)), **select)
-    else:
-        st.altair_chart(ab_scatter(view.points, metric, current=current), **select)
+    _chart(board, ("A-B", a, b, metric) if first else None, partial(ab_scatter, view.points, metric, current=current),
+           key=key, on_select=partial(chart_clicked, st.session_state, key, view), selection_mode=SELECTION)
     st.markdown(f"A = **{md_escape(a)}**, B = **{md_escape(b)}** · {md_escape(metric_label_fr(metric))} : "
                 f"A meilleur sur **{view.wins}** questions, égalité sur **{view.ties}**, B meilleur sur "
                 f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")
@@ -356,11 +356,9 @@ def _a_versus_b(board, tables, misses_shown, k) -> None:
                "la question ci-dessous (cerclée) ; des questions de mêmes valeurs se superposent.")
     if misses_shown is not None:
         st.markdown(f"**Où tombent les articles pertinents que A et B manquent** (top {k})")
-        chart = partial(misses_ab, runs_rows(misses_shown, [a, b]), class_labels())
-        if first:  # the first two runs: kept with the board (a view per pair picked would keep runs² of them)
-            _chart(board, ("misses A-B", k, a, b), chart)
-        else:
-            st.altair_chart(chart(), width="stretch")
+        # kept for the first two runs only, as the scatter (a view per pair picked would keep runs² of them)
+        _chart(board, ("misses A-B", k, a, b) if first else None,
+               partial(misses_ab, runs_rows(misses_shown, [a, b]), class_labels()))
 
 
 def _drill_down(board, ds, split, table, shown, misses, k) -> None:
