@@ -155,8 +155,8 @@ def limit_blas_threads(threads: int = 1, *, maps: str = "/proc/self/maps") -> in
 
 def one_blas_thread() -> int | None:
     """One thread for every OpenBLAS loaded so far (:func:`limit_blas_threads`: numpy's; one loaded later, scipy's or
-    FAISS's, keeps its own count) unless the deployer set their
-    count (:func:`blas_threads_configured`: then ``None``); the app and the CLI call it. A search's products are
+    FAISS's, keeps its own count) unless the deployer set their count (:func:`blas_threads_configured`: then
+    ``None``); the app and the CLI call it. A search's products are
     small and run in threads of their own (pages, the learned ranker's inputs): OpenBLAS's pool of one thread per
     core only spins after each call, on the core those threads need. The ranker's 149 frlaw-dev test questions took
     14 s of CPU with numpy's default on 2 cores, 7.5 s with one thread, the same vectors to the bit
