@@ -168,13 +168,19 @@ class Visitor:
         button = page.button_id(label)
         if button is None:
             raise ProtocolError(f"no button {label!r} on the page")
+        msg, widget = self._rerun_with(page, button)
+        widget.trigger_value = True
+        return await self._run(msg)
+
+    def _rerun_with(self, page: Page, widget_id: str):
+        """A rerun of ``page`` (its script, its query string) and the state of its widget ``widget_id``, to fill."""
         msg = BackMsg()
         msg.rerun_script.page_script_hash = self.page_hash
         if page.query_string is not None:
             msg.rerun_script.query_string = page.query_string
         widget = msg.rerun_script.widget_states.widgets.add()
-        widget.id, widget.trigger_value = button, True
-        return await self._run(msg)
+        widget.id = widget_id
+        return msg, widget
 
     async def upload(self, page: Page, files: Sequence[tuple[str, bytes]]) -> Page:
         """Drop ``files`` (``(name, bytes)``) on the first file uploader of ``page``, as a browser does: upload
@@ -193,12 +199,7 @@ class Visitor:
         token = await asyncio.to_thread(self._xsrf_token)
         for (name, data), url in zip(files, urls):
             await asyncio.to_thread(self._put, url.upload_url, name, data, token)
-        msg = BackMsg()
-        msg.rerun_script.page_script_hash = self.page_hash
-        if page.query_string is not None:
-            msg.rerun_script.query_string = page.query_string
-        widget = msg.rerun_script.widget_states.widgets.add()
-        widget.id = uploader
+        msg, widget = self._rerun_with(page, uploader)
         for (name, data), url in zip(files, urls):
             info = widget.file_uploader_state_value.uploaded_file_info.add()
             info.file_id, info.name, info.size = url.file_id, name, len(data)
