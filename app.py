@@ -4,6 +4,8 @@ Run with ``streamlit run app.py``. The shell: page navigation, the dataset sideb
 notices every page shows (fictional sample, fallback banner). Pages: ``pages/search.py`` and
 ``pages/score.py``; their logic is in ``bsard_demo.app``.
 """
+import weakref
+
 import streamlit as st
 
 from bsard_demo import settings
@@ -40,7 +42,9 @@ with ui.guard("chargement des données"):
     sidebar.fallback_banner(data)
     sidebar.fictional_notice(data)
     hosting_ui.show_bundle_notices(data)  # the index bundle (BSARD_INDEX), activated once per process
-st.session_state["active_data"] = data
+# The run's dataset for the page (ui.current_data): a weak reference, so that a session keeps no dataset of its own
+# between runs (a disconnected one is kept two minutes for a reconnection): every session uses the shared one.
+st.session_state[ui.RUN_DATA] = weakref.ref(data) if data is not None else None
 
 if data is not None:
     with hosting_ui.page_running():  # no memory is handed back while a page runs

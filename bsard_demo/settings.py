@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Protocol
 
-DATA, ALLOW_FOLDERS, INDEX, CACHE, MODELS, LARGE_UPLOADS = (
-    "BSARD_DATA", "BSARD_ALLOW_FOLDERS", "BSARD_INDEX", "BSARD_CACHE", "BSARD_MODELS", "BSARD_LARGE_UPLOADS")
+DATA, ALLOW_FOLDERS, INDEX, CACHE, MODELS, LARGE_UPLOADS, UPLOAD_BUDGET = (
+    "BSARD_DATA", "BSARD_ALLOW_FOLDERS", "BSARD_INDEX", "BSARD_CACHE", "BSARD_MODELS", "BSARD_LARGE_UPLOADS",
+    "BSARD_UPLOAD_BUDGET_MB")
 HF_TOKEN, HF_HUB_OFFLINE, HF_ENDPOINT = "HF_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT"
 #: Every setting :class:`Settings` reads.
-NAMES = (DATA, ALLOW_FOLDERS, INDEX, CACHE, MODELS, LARGE_UPLOADS, HF_TOKEN, HF_HUB_OFFLINE, HF_ENDPOINT)
+NAMES = (DATA, ALLOW_FOLDERS, INDEX, CACHE, MODELS, LARGE_UPLOADS, UPLOAD_BUDGET, HF_TOKEN, HF_HUB_OFFLINE, HF_ENDPOINT)
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _TRUE = ("1", "true", "yes")
 _TRUE_HF = ("1", "true", "yes", "on")  # huggingface_hub's own reading of a boolean variable
@@ -51,6 +52,7 @@ class Settings:
     cache: Path = _home_cache()
     models: Path = _home_cache() / "models"
     large_uploads: str | None = None
+    upload_budget: str | None = None
     hf_token: str | None = None
     hf_offline: bool = False
     hf_endpoint: str = DEFAULT_ENDPOINT
@@ -68,6 +70,7 @@ class Settings:
             cache=Path(cache).expanduser() if cache else _home_cache(),
             models=Path(models).expanduser() if models else _home_cache() / "models",
             large_uploads=raw.get(LARGE_UPLOADS),
+            upload_budget=raw.get(UPLOAD_BUDGET),
             hf_token=raw.get(HF_TOKEN, "").strip() or None,
             hf_offline=raw.get(HF_HUB_OFFLINE, "").strip().lower() in _TRUE_HF,
             hf_endpoint=raw.get(HF_ENDPOINT, "").strip() or DEFAULT_ENDPOINT,

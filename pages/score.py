@@ -75,7 +75,7 @@ from bsard_demo.app.score_tables import (
     score_tables,
     shown_metrics,
 )
-from bsard_demo.app.score_uploads import DISTANCES_LABEL, MAX_FILES, prepare_reader, problems_frame, too_many_files
+from bsard_demo.app.score_uploads import DISTANCES_LABEL, budget_words, prepare_reader, problems_frame, too_many_files
 from bsard_demo.app.search_model import first_visit
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
@@ -189,11 +189,11 @@ def page() -> None:
                              format_func=lambda s: f"{s} ({len(ds.questions(s))} questions)")
         builtin = _builtins(data, split)
     with left:
-        uploads = st.file_uploader(f"Fichiers de run (jusqu'à {MAX_FILES} fichiers de "
-                                   f"{score_ui.upload_limit_bytes() // 2**20} Mo chacun)",
+        budget = score_ui.upload_budget_bytes()
+        uploads = st.file_uploader(budget_words(score_ui.upload_limit_bytes() // 2**20, budget // 2**20),
                                    accept_multiple_files=True, key="runs")
         st.html(upload_refused_notice(score_ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
-        uploads, ignored = split_uploads(list(uploads or []))
+        uploads, ignored = split_uploads(list(uploads or []), budget=budget)
         lower = [st.checkbox(f"« {md_escape(quote(u.name, marks=False))} » : {DISTANCES_LABEL} (plus petit = meilleur)",
                              key=f"lower_{u.file_id}",
                              help="`--lower-is-better` : les articles sont classés par score croissant (égalités "
@@ -202,7 +202,8 @@ def page() -> None:
             st.markdown(FORMATS_HELP)
 
     if ignored:  # the extra files are not read (their bytes stay untouched)
-        st.warning(too_many_files([md_escape(quote(u.name, marks=False)) for u in ignored]), icon=":material/warning:")
+        st.warning(too_many_files([md_escape(quote(u.name, marks=False)) for u in ignored], budget_mb=budget // 2**20),
+                   icon=":material/warning:")
     built = builtin.built()
     files = [(quote(u.name, marks=False), u.getvalue()) for u in uploads]  # a client-given name, bounded once
     if not files and not built:

@@ -163,6 +163,14 @@ class Visitor:
         self.page_hash = self.pages[path]
         return await self._run(msg)
 
+    async def clear_cache(self) -> None:
+        """Send the ``clear_cache`` back-message (the developer menu's « Clear cache », which any client can send)."""
+        if self.ws is None:
+            raise ProtocolError("not connected")
+        msg = BackMsg()
+        msg.clear_cache = True
+        await self.ws.send(msg.SerializeToString())
+
     async def click(self, page: Page, label: str) -> Page:
         """Press the button labelled ``label`` on ``page`` (a rerun with its trigger set)."""
         button = page.button_id(label)

@@ -38,6 +38,7 @@ from .hosting import (
 from .naming import files_fingerprint, public_name, strip_paths
 from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S
 from .state import ActiveData
+from .visitor_limits import UploadBudget, cap_uploads, refuse_cache_clears
 
 log = logging.getLogger(__name__)
 
@@ -239,8 +240,9 @@ def tune_process() -> None:
     idle (a process otherwise keeps its peak after a crowd: docs/reliability.md, section 10), cap
     glibc's malloc arenas and fix its mmap threshold unless the deployer set them (``MALLOC_ARENA_MAX``,
     ``MALLOC_MMAP_THRESHOLD_`` or glibc's tunables), give numpy's OpenBLAS one thread unless
-    ``OPENBLAS_NUM_THREADS`` (or its fallbacks) is set, and keep the pages' compiled code
-    (:func:`keep_script_cache`)."""
+    ``OPENBLAS_NUM_THREADS`` (or its fallbacks) is set, keep the pages' compiled code
+    (:func:`keep_script_cache`), and hold every visitor to what it may do to the others
+    (:mod:`bsard_demo.app.visitor_limits`: no shared cache cleared, an upload budget)."""
     if not IDLE.start():
         return
     if not settings.malloc_arenas_configured() and cap_malloc_arenas():
@@ -253,6 +255,11 @@ def tune_process() -> None:
         log.warning("could not set OpenBLAS to one thread", exc_info=True)
     if keep_script_cache():
         log.info("the pages' compiled code kept for the process's life (no source watcher)")
+    if refuse_cache_clears():  # no visitor can empty what the others use (issue 37)
+        log.info("a client's clear_cache clears its own session state only")
+    budget = UploadBudget.of(app_settings().upload_budget)
+    if cap_uploads(budget):
+        log.info("uploads held to %d MB a visitor, %d MB in all", budget.per_visitor // 2**20, budget.total // 2**20)
 
 
 def keep_script_cache() -> bool:

@@ -31,9 +31,19 @@ def default_split(splits: Sequence[str]) -> int:
     return list(splits).index("test") if "test" in splits else 0
 
 
-def split_uploads(uploads: Sequence[T], limit: int = MAX_FILES) -> tuple[list[T], list[T]]:
-    """The uploads read (the first ``limit``) and those left unread (their bytes untouched)."""
-    return list(uploads[:limit]), list(uploads[limit:])
+def split_uploads(uploads: Sequence[T], limit: int = MAX_FILES, budget: int | None = None) -> tuple[list[T], list[T]]:
+    """The uploads read (the first ``limit``, in order, while their ``size`` adds up to at most ``budget``
+    bytes: a visitor's upload budget, which the server enforces before storing a file where Streamlit lets it,
+    :mod:`bsard_demo.app.visitor_limits`) and those left unread (their bytes untouched)."""
+    read, left, total = [], [], 0
+    for upload in uploads:
+        size = int(getattr(upload, "size", 0) or 0)
+        if len(read) < limit and (budget is None or total + size <= budget):
+            read.append(upload)
+            total += size
+        else:
+            left.append(upload)
+    return read, left
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,18 @@ from .score_builtin_runs import builtin_run, builtin_run_text
 from .score_systems import ranker_caption
 from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
 from .state import ActiveData
+from .visitor_limits import UploadBudget
 
 
 def upload_limit_bytes() -> int:
     """``server.maxUploadSize`` (MB) in bytes."""
     return int(st.get_option("server.maxUploadSize")) * 2**20
+
+
+def upload_budget_bytes() -> int:
+    """The bytes of uploads one visitor may hold (``BSARD_UPLOAD_BUDGET_MB``: :mod:`bsard_demo.app.visitor_limits`,
+    which the server enforces before storing a file)."""
+    return UploadBudget.of(hosting_ui.app_settings().upload_budget).per_visitor
 
 
 @st.cache_resource(show_spinner="Lecture et évaluation des runs…", max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)

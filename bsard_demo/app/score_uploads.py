@@ -36,11 +36,19 @@ MAX_FILES = 10
 SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
 
 
-def too_many_files(ignored: Sequence[str], limit: int = MAX_FILES) -> str:
-    """The French notice for the uploads beyond ``limit`` (names as given: escape them to render)."""
+def too_many_files(ignored: Sequence[str], limit: int = MAX_FILES, budget_mb: int | None = None) -> str:
+    """The French notice for the uploads beyond ``limit`` files or ``budget_mb`` MB in all (names as given:
+    escape them to render)."""
     names = ", ".join(f"« {n} »" for n in ignored)
-    return (f"Au plus {limit} fichiers sont évalués à la fois : {len(ignored)} fichier(s) en trop n'ont pas été lus "
+    most = f"Au plus {limit} fichiers" + (f" et {budget_mb} Mo en tout" if budget_mb else "")
+    return (f"{most} sont évalués à la fois : {len(ignored)} fichier(s) en trop n'ont pas été lus "
             f"({names}). Retirez des fichiers (×) pour évaluer les autres.")
+
+
+def budget_words(limit_mb: int, budget_mb: int, limit_files: int = MAX_FILES) -> str:
+    """The uploader's French label: what a visitor may upload (files, MB a file, MB in all)."""
+    return (f"Fichiers de run (jusqu'à {limit_files} fichiers de {limit_mb} Mo chacun, "
+            f"{budget_mb} Mo en tout par visiteur)")
 
 
 def upload_too_large(size: int, limit_bytes: int) -> str:

@@ -153,9 +153,15 @@ def guard(what: str) -> Iterator[None]:
         st.error(ERROR_MESSAGE.format(what=md_escape(what)) + f"  \nDétail : {md_escape(type(exc).__name__)}")
 
 
+#: Session key of a weak reference to the dataset the shell (``app.py``) chose for the run.
+RUN_DATA = "active_data"
+
+
 def current_data() -> ActiveData:
-    """The dataset chosen by the shell (``app.py``) for this run."""
-    data = st.session_state.get("active_data")
+    """The dataset chosen by the shell (``app.py``) for this run (its weak reference lives while the run holds
+    it), else :func:`~bsard_demo.app.sidebar.active_data`."""
+    ref = st.session_state.get(RUN_DATA)
+    data = ref() if callable(ref) else None
     return data if data is not None else active_data()
 
 def unknown_path(known: Iterable[str]) -> str | None:
