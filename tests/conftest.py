@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,12 @@ def _suffix_group(item, group: str) -> None:
         return
     if "@" not in item.nodeid:
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+@pytest.fixture(autouse=True)
+def no_kept_scorings():
+    """Every test starts with no scoreboard or built-in run kept by the process (bsard_demo.app.score_ui keeps
+    them for every visitor): a board kept by an earlier test would serve a later one without running its code."""
+    if "bsard_demo.app.score_ui" in sys.modules:
+        sys.modules["bsard_demo.app.score_ui"].forget_scorings()
+    yield

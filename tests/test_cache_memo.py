@@ -52,6 +52,22 @@ def test_build_once_bounded_keeps_the_last_keys_used_and_rebuilds_old_values():
     assert "a" not in reg and reg.get("a", build("a")) == "a4" and builds == ["a", "b", "c", "a"]
 
 
+def test_build_once_within_a_budget_keeps_the_last_values_that_fit_and_always_the_newest():
+    memo = BuildOnce(budget=10, weigh=len)
+    for key, size in (("a", 4), ("b", 4)):
+        memo.get(key, lambda size=size: "x" * size)
+    assert memo.weight == 8 and "a" in memo and "b" in memo
+    memo.get("a", lambda: "never")  # used again: now the most recent
+    memo.get("c", lambda: "x" * 4)  # 12 > 10: the least recently used (b) goes
+    assert "a" in memo and "c" in memo and "b" not in memo and memo.weight == 8
+    memo.get("big", lambda: "x" * 50)  # over the budget alone: kept, every other value goes
+    assert len(memo) == 1 and "big" in memo and memo.weight == 50
+    memo.clear()
+    assert memo.weight == 0 and len(memo) == 0
+    with pytest.raises(ValueError):
+        BuildOnce(budget=10)
+
+
 def test_build_once_keeps_no_lock_per_key_once_built():
     """A memo of many keys (every question a visitor types, for ``use``) keeps its values, not a lock per key."""
     reg = BuildOnce(entries=2)

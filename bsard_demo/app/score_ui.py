@@ -1,19 +1,20 @@
-"""The Score page's Streamlit glue: the upload limit, the scoreboards and the built-in runs kept per
-process (:data:`~bsard_demo.app.score_uploads.SCOREBOARD_ENTRIES`, an hour), one large scoring at a time
-(:func:`bsard_demo.app.hosting_ui.large_upload_slot`), and each scored board's charts as Streamlit sends
-them, made once per board (:func:`chart_spec`).
+"""The Score page's Streamlit glue: the upload limit and budget, the scoreboards kept per process within a
+memory budget (:data:`~bsard_demo.app.score_uploads.SCOREBOARD_BUDGET`, an hour) and the built-in runs, one
+large scoring at a time (:func:`bsard_demo.app.hosting_ui.large_upload_slot`), and each scored board's charts
+as Streamlit sends them, made once per board (:func:`chart_spec`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Hashable
 
 import streamlit as st
 from streamlit.elements.vega_charts import _convert_altair_to_vega_lite_spec as altair_to_spec
 
 from ..cache import BuildOnce
-from ..dataset import DataError, Dataset
+from ..dataset import DataError
 from ..evaluation.misses import board_misses
-from ..evaluation.scoring import Scoreboard
+from ..evaluation.scoring import RunSource, Scoreboard
 from ..evaluation.stamp import board_stamp
 from ..retrievers.base import Retriever
 from ..retrievers.kinds import RANKER_LABEL, ranker_folder
@@ -24,7 +25,15 @@ from .data_words import folder_access
 from .naming import public_name
 from .score_builtin_runs import builtin_run, builtin_run_text
 from .score_systems import ranker_caption
-from .score_uploads import SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S, run_sources, score_files, scoreboard_key
+from .score_uploads import (
+    SCOREBOARD_BUDGET,
+    SCOREBOARD_ENTRIES,
+    SCOREBOARD_TTL_S,
+    board_weight,
+    run_sources,
+    score_sources,
+    scoreboard_key,
+)
 from .state import ActiveData
 from .visitor_limits import UploadBudget
 
@@ -40,48 +49,60 @@ def upload_budget_bytes() -> int:
     return UploadBudget.of(hosting_ui.app_settings().upload_budget).per_visitor
 
 
-@st.cache_resource(show_spinner="Lecture et évaluation des runs…", max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
-def _scoreboard(key: tuple, _dataset: Dataset, _files: tuple, split: str, limit: int, lower: tuple = (),
-                _runs: tuple = ()):  # noqa: ARG001
-    return score_files(list(_files), _dataset, split, limit_bytes=limit, lower_is_better=lower, runs=list(_runs))
+@dataclass(frozen=True)
+class _Scored:
+    """One scoring as kept: the board, its downloads' stamp, where its runs miss, and its weight."""
+
+    board: Scoreboard
+    stamp: dict
+    misses: dict | None
+    weight: int
+
+
+#: The scorings of this process (not ``st.cache_resource``, which any client could empty: docs/reliability.md,
+#: section 11), kept within :data:`~bsard_demo.app.score_uploads.SCOREBOARD_BUDGET` bytes, each at most an hour.
+_BOARDS: BuildOnce = BuildOnce(ttl=SCOREBOARD_TTL_S, budget=SCOREBOARD_BUDGET, weigh=lambda scored: scored.weight)
+
+
+def forget_scorings() -> None:
+    """Drop the scorings and built-in runs this process keeps (a test starts from none; no client can call it)."""
+    _BOARDS.clear()
+    _BUILTIN.clear()
 
 
 def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], lower_is_better=(),
                built=()) -> tuple:
     """``(board, stamp, misses)`` of the uploads ``files`` and the built-in runs ``built``
-    (:meth:`bsard_demo.app.score_builtin_runs.BuiltinRun.built`: name, Run, TREC bytes), each kept per
-    process under one :func:`bsard_demo.app.score_uploads.scoreboard_key` (the files hashed once a run):
-    the board (:func:`bsard_demo.app.score_uploads.score_files`), the downloads' reproducibility stamp
-    (:func:`bsard_demo.evaluation.stamp.board_stamp` of the board's sources) and where each usable run
-    misses (:func:`bsard_demo.evaluation.misses.board_misses`; ``None`` when the dataset has no articles
-    to place them in)."""
+    (:meth:`bsard_demo.app.score_builtin_runs.BuiltinRun.built`: name, Run, TREC bytes), made once per process
+    and :func:`bsard_demo.app.score_uploads.scoreboard_key` (the files hashed once a run; who asks while it is
+    made waits for it): the sources made once (:func:`~bsard_demo.app.score_uploads.run_sources`), read and
+    scored (:func:`~bsard_demo.app.score_uploads.score_sources`), the downloads' reproducibility stamp
+    (:func:`bsard_demo.evaluation.stamp.board_stamp`; a built-in run stamped by the TREC file the page offers for
+    it, the bytes ``evaluate`` would hash) and where each usable run misses
+    (:func:`bsard_demo.evaluation.misses.board_misses`; ``None`` when the dataset has no articles to place them in)."""
     limit = upload_limit_bytes()
     key = scoreboard_key(data.key, split, files, built, limit, lower_is_better)
-    lower = key[-1]
-    runs = tuple((name, run) for name, run, _ in built)
     blobs = list(files) + [(name, blob) for name, _, blob in built]
+
+    def make() -> _Scored:
+        with st.spinner("Lecture et évaluation des runs…"):
+            sources = run_sources(files, key[-1], [(name, run) for name, run, _ in built])
+            board = score_sources(sources, data.dataset, split, limit_bytes=limit)
+            stamped = sources[:len(files)] + [RunSource.upload(name, blob) for name, _, blob in built]
+            return _Scored(board, board_stamp(board, stamped), _misses(board), board_weight(board))
+
     with hosting_ui.large_upload_slot(blobs, key):  # one large scoring at a time per process
-        board = _scoreboard(key, data.dataset, tuple(files), split, limit, lower, runs)
-    # a built-in run is stamped by the TREC file the page offers for it (the bytes `evaluate` would hash)
-    stamp = _stamp(key, board, tuple(files) + tuple((name, blob) for name, _, blob in built), lower)
-    misses = None
-    if data.dataset.articles is not None:
-        try:
-            misses = _misses(key, board)
-        except DataError:
-            pass
-    return board, stamp, misses
+        scored = _BOARDS.get(key, make)
+    return scored.board, scored.stamp, scored.misses
 
 
-@st.cache_resource(show_spinner=False, max_entries=SCOREBOARD_ENTRIES, ttl=SCOREBOARD_TTL_S)
-def _stamp(key: tuple, _board, _files: tuple, lower: tuple) -> dict:  # noqa: ARG001 - key: cache key
-    return board_stamp(_board, run_sources(list(_files), lower))
-
-
-@st.cache_resource(show_spinner="Où tombent les articles manqués…", max_entries=SCOREBOARD_ENTRIES,
-                   ttl=SCOREBOARD_TTL_S)
-def _misses(key: tuple, _board) -> dict:  # noqa: ARG001 - key is the cache key
-    return board_misses(_board)
+def _misses(board: Scoreboard) -> dict | None:
+    if board.dataset.articles is None:
+        return None
+    try:
+        return board_misses(board)
+    except DataError:
+        return None
 
 
 def chart_spec(board: Scoreboard, key: Hashable, chart: Callable[[], object]) -> dict:

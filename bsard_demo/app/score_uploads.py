@@ -32,8 +32,23 @@ PROBLEM_COLUMNS = ["ligne", "gravité", "code", "problème"]
 #: Uploaded files scored at once (each may hold up to the upload limit, and a run costs about 20
 #: times its text in memory); the page does not read the others.
 MAX_FILES = 10
-#: Scoreboards kept per process (each holds its files' bytes and evaluations): a few recent ones, an hour.
+#: Built-in runs kept per process, and how long a scoreboard or a built-in run is kept.
 SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
+#: What the scoreboards kept per process may weigh together (:func:`board_weight`; the newest is always kept):
+#: a board of ten runs of 150 questions cut at rank 1,000 weighs ~40 MB.
+SCOREBOARD_BUDGET = 256 * 2**20
+#: A kept ranked article's bytes and a board's own (its tables), measured with tracemalloc on frlaw-dev test boards
+#: of 1 to 10 runs of depth 100 to 1,000: 27 bytes an entry (the ids are the corpus's strings), ~4 MB a board
+#: (docs/reliability.md, section 12).
+ENTRY_BYTES, BOARD_BYTES = 27, 4 * 2**20
+
+
+def board_weight(board: Scoreboard) -> int:
+    """An estimate of the bytes a kept scoreboard holds: its runs' ranked articles, its per-question tables and
+    a board's own share (the corpus and the split's labels belong to the dataset)."""
+    entries = sum(len(docs) for r in board.runs if r.file.run is not None for docs in r.file.run.rankings.values())
+    tables = sum(int(ev.per_question.memory_usage(deep=True).sum()) for ev in board.evaluations.values())
+    return entries * ENTRY_BYTES + tables + BOARD_BYTES
 
 
 def too_many_files(ignored: Sequence[str], limit: int = MAX_FILES, budget_mb: int | None = None) -> str:
@@ -67,7 +82,12 @@ def score_files(files: Sequence[tuple[str, bytes]], dataset: Dataset, split: str
     inflated: a larger file is not read and gets the :func:`upload_too_large` error, a
     compressed one inflating past it gets the reader's error. ``lower_is_better[i]`` says that
     the scores of ``files[i]`` are distances (the CLI's ``--lower-is-better``; default: no)."""
-    sources = run_sources(files, lower_is_better, runs)
+    return score_sources(run_sources(files, lower_is_better, runs), dataset, split, ks, limit_bytes=limit_bytes)
+
+
+def score_sources(sources: Sequence[RunSource], dataset: Dataset, split: str = "test", ks: Sequence[int] = DEFAULT_KS,
+                  *, limit_bytes: int | None = None) -> Scoreboard:
+    """:func:`score_files` of sources already made (:func:`run_sources`)."""
     limits = Limits(limit_bytes, upload_too_large) if limit_bytes else Limits()
     return score_runs(dataset, split, sources, ks, limits=limits)
 

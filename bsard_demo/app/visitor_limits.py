@@ -5,7 +5,7 @@ bytes than a budget.
 - Streamlit 1.67 takes a ``clear_cache`` back-message from any client, developer mode or not, and empties
   every ``st.cache_resource`` of the process (indexes, datasets, bundle, scoreboards): ten visitors who each
   searched and sent it made a fresh visitor's BM25 search 1.70 s instead of 0.11 s and the server grow from
-  342 to 915 MB (docs/reliability.md, "11. What one visitor can do to the others"). :func:`refuse_cache_clears`
+  342 to 915 MB (docs/reliability.md, "12. What one visitor can do to the others"). :func:`refuse_cache_clears`
   makes the message drop the sender's own session state only.
 - Streamlit caps each uploaded file (``server.maxUploadSize``), not what a session holds: one session had
   20 × 48 MB stored in 9 s. :func:`cap_uploads` refuses a file, before it is stored, that would take its

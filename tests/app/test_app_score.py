@@ -14,7 +14,7 @@ from bsard_demo.app.score_builtin_runs import BuiltinRun
 from bsard_demo.app.score_compare import SELECTION
 from bsard_demo.app.score_drill import DD_QID, RANK_PREFIX
 from bsard_demo.app.score_tables import NDCG_HELP
-from bsard_demo.app.score_uploads import score_files
+from bsard_demo.app.score_uploads import BOARD_BYTES, score_files
 from bsard_demo.retrievers.kinds import NEIGHBOURS_COLUMN
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample
@@ -360,3 +360,38 @@ def test_a_kept_chart_is_the_element_st_altair_chart_sends():
     sent[4].ClearField("id")
     sent[5].ClearField("id")
     assert sent[4] == sent[5] and list(sent[4].selection_mode) == ["question"]
+
+
+def test_a_scoring_goes_one_way_each_step_once_and_a_rerun_reads_nothing_again(monkeypatch):
+    """upload -> sources -> read and score -> stamp and misses -> page: each step once per scoring (one
+    ``run_sources``), and a rerun of the same files (a widget moved) is served from the process's kept board."""
+    from bsard_demo.app import score_ui
+
+    calls = {"run_sources": 0, "score_sources": 0, "board_stamp": 0, "board_misses": 0}
+    for name in calls:
+        real = getattr(score_ui, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(score_ui, name, counted)
+    monkeypatch.setattr(score_ui, "_BOARDS", type(score_ui._BOARDS)(budget=2**30, weigh=lambda s: s.weight))
+    at = start("pages/score.py")
+    at.file_uploader(key="runs").upload("one_way.trec", sample_run_trec(seed=11).encode()).run()
+    assert_clean(at)
+    assert calls == {"run_sources": 1, "score_sources": 1, "board_stamp": 1, "board_misses": 1}
+    at.run()
+    assert calls == {"run_sources": 1, "score_sources": 1, "board_stamp": 1, "board_misses": 1}
+
+
+def test_kept_scoreboards_stay_within_their_memory_budget(monkeypatch):
+    from bsard_demo.app import score_ui
+
+    kept = type(score_ui._BOARDS)(budget=1, weigh=lambda s: s.weight)  # room for the newest board only
+    monkeypatch.setattr(score_ui, "_BOARDS", kept)
+    for seed in (21, 22):  # two visitors, two boards
+        at = start("pages/score.py")
+        at.file_uploader(key="runs").upload(f"r{seed}.trec", sample_run_trec(seed=seed).encode()).run()
+        assert_clean(at)
+    assert len(kept) == 1 and kept.weight > BOARD_BYTES  # the newest board, its runs included
