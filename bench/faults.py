@@ -1,7 +1,7 @@
 """Faults mid-flight, with real processes (docs/reliability.md, "10. Faults mid-flight").
 
-    python bench/faults.py [--scenario kill-build,kill-download,full-disk,closed-tab] --data DIR
-        [--bundle DIR] [--python PY] [--workdir bench/out/faults]
+    python bench/faults.py [--scenario kill-build,kill-download,full-disk,closed-tab,clear-cache,upload-flood]
+        --data DIR [--bundle DIR] [--python PY] [--tree DIR] [--workdir bench/out/faults]
 
 - ``kill-build``: ``python -m bsard_demo index --retriever bm25 --data DIR --index ''`` into a fresh
   cache, SIGKILLed at several moments of its build; after each kill the cache holds no entry or a
@@ -20,6 +20,11 @@
 - ``closed-tab``: on DIR (with ``--bundle``), visitors press the Score page's built-in run and
   close the connection 0.3 s later; the server's log and RSS are read, then a visitor scores to
   the end and gets the CLI's R@100; RSS again once Streamlit has dropped the sessions (120 s).
+- ``clear-cache`` (docs/reliability.md, section 12): a warm BM25 deep link (median of three), ``--cycles``
+  sessions that each search and send ``clear_cache`` (any client can), then a fresh visitor's search: times,
+  RSS growth, index builds the server logged. ``--tree``: another checkout's app (before), this client.
+- ``upload-flood`` (section 12): one session drops ``--files`` files of 48 MB on the Score page: stored,
+  refused (HTTP 413), RSS before, at the peak and 130 s after it left.
 
 Bounded: every process has a timeout, every server is stopped. Exit status 0 when every check holds.
 """
@@ -32,9 +37,11 @@ import os
 import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
+import urllib.error
 from pathlib import Path
 
 if __package__ in (None, ""):  # python bench/faults.py (bench/_path.py)
@@ -45,7 +52,7 @@ from _ws_client import SCORE_BUTTON, Visitor, check_columns, score_visit, search
 from bench.common import REPO, cpu_seconds, load_average, machine_facts, mb, process_tree, tree_memory_kb  # noqa: E402
 from bench.load_ws import read_top  # noqa: E402
 
-SCENARIOS = ("kill-build", "kill-download", "full-disk", "closed-tab")
+SCENARIOS = ("kill-build", "kill-download", "full-disk", "closed-tab", "clear-cache", "upload-flood")
 KILL_FRACTIONS = (0.25, 0.5, 0.8)
 WRITING_KILLS = (0.0, 0.005, 0.02, 0.05)
 TINY_KB = 64
@@ -323,6 +330,56 @@ def closed_tab(args, work: Path) -> dict:
     return out
 
 
+async def _search(url: str, question: str, clear: bool = False) -> float:
+    async with Visitor(url) as v:
+        start = time.perf_counter()
+        assert (await v.open("search", {"q": question, "systems": "bm25", "k": "10"})).columns(), "no hits"
+        took = time.perf_counter() - start
+        if clear:
+            await v.clear_cache()
+            await asyncio.sleep(0.2)
+        return took
+
+
+def one_visitor(args, work: Path) -> dict:
+    """``clear-cache`` and ``upload-flood``: what one visitor can do to the others."""
+    env = app_env(args.data, work / f"{args.scenario_now}-cache", BSARD_MODELS=str(work / "no-models"))
+    with AppServer(env, work / f"{args.scenario_now}-server.log", python=args.python, cwd=args.tree) as server:
+        rss = lambda: round(mb(tree_memory_kb(server.pid)["rss"]))  # noqa: E731
+        return asyncio.run((clear_cache if args.scenario_now == "clear-cache" else upload_flood)(args, server, rss))
+
+
+async def clear_cache(args, server: AppServer, rss) -> dict:
+    from bsard_demo.sources import load_dataset
+
+    ds = load_dataset(args.data, need_corpus=False)
+    questions = list(ds.questions("test")["question"]) + list(ds.questions("train")["question"])
+    await _search(server.url, questions[0])  # the first build
+    warm = statistics.median([await _search(server.url, questions[0]) for _ in range(3)])
+    rss0, builds = rss(), server.log_text().count(" building ")
+    for i in range(args.cycles):
+        await _search(server.url, questions[1 + i], clear=True)
+    after = await _search(server.url, questions[0])
+    out = {"warm s": round(warm, 3), "after s": round(after, 3), "rss growth MB": rss() - rss0,
+           "builds during": server.log_text().count(" building ") - builds}
+    return {**out, "ok": after <= max(3 * warm, 1.0) and out["rss growth MB"] <= 150}
+
+
+async def upload_flood(args, server: AppServer, rss) -> dict:
+    out = {"stored": 0, "refused": 0, "rss before MB": rss(), "rss peak MB": 0}
+    async with Visitor(server.url) as v:
+        page = await v.open("score")
+        for i in range(args.files):
+            try:
+                await v.upload(page, [(f"f{i}.trec", bytes([48 + i % 10]) * (48 * 2**20))])
+                out["stored"] += 1
+            except urllib.error.HTTPError as exc:
+                out["refused"] += exc.code == 413
+            out["rss peak MB"] = max(out["rss peak MB"], rss())
+    await asyncio.sleep(130)
+    return {**out, "rss 130 s after MB": rss(), "ok": out["refused"] > 0}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenario", default=",".join(SCENARIOS))
@@ -331,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--tabs", type=int, default=10, help="closed-tab: visitors who leave during a scoring")
     ap.add_argument("--settle", type=float, default=150, help="closed-tab: seconds before the last RSS")
+    ap.add_argument("--cycles", type=int, default=10, help="clear-cache: sessions that search and clear")
+    ap.add_argument("--files", type=int, default=20, help="upload-flood: 48 MB files one session drops")
+    ap.add_argument("--tree", type=Path, default=REPO, help="clear-cache, upload-flood: the app's checkout")
     ap.add_argument("--workdir", type=Path, default=REPO / "bench" / "out" / "faults")
     args = ap.parse_args(argv)
     args.data = str(Path(args.data).resolve()) if Path(args.data).exists() else args.data
@@ -340,8 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     results, ok = {}, True
     for name in args.scenario.split(","):
         print(f"\n== {name} (started {time.strftime('%H:%M:%S')}, load average {load_average()})", flush=True)
+        args.scenario_now = name
         result = {"kill-build": kill_build, "kill-download": kill_download, "full-disk": full_disk,
-                  "closed-tab": closed_tab}[name](args, work)
+                  "closed-tab": closed_tab, "clear-cache": one_visitor, "upload-flood": one_visitor}[name](args, work)
         print(json.dumps(result, indent=1, ensure_ascii=False, default=str), flush=True)
         results[name], ok = result, ok and result["ok"]
     (work / "faults.json").write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str))
