@@ -24,8 +24,8 @@ from bsard_demo.app.answers import (
     similar_questions,
     with_why_lines,
 )
-from bsard_demo.app.builds import BUILD_SPEEDS, offered, unavailable_note
-from bsard_demo.app.first_builds import dense_index_stored, first_build_note, part_encoder, unbuilt_parts
+from bsard_demo.app.builds import offered, unavailable_note
+from bsard_demo.app.first_builds import BUILD_SPEEDS, dense_index_stored, first_build_note, part_encoder, unbuilt_parts
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.link_codec import (
     FUSIONS,

