@@ -216,7 +216,9 @@ def _ready_specs(data, specs: dict, targets: dict[str, str]) -> dict:
         return (encoder in confirmed or is_built(registry, data, part)
                 or dense_index_stored(ds.articles, encoder, backend=str(part.options.get("backend", "auto"))))
 
-    waiting = unbuilt_parts(specs, ready)
+    # a column built already needs nothing (a warm visit reads no ranker record, checks no embeddings)
+    waiting = unbuilt_parts({label: spec for label, spec in specs.items() if not is_built(registry, data, spec)},
+                            ready)
     for encoder in dict.fromkeys(e for needed in waiting.values() for e in needed):
         name = names.get(encoder, Path(encoder).name)
         columns = ", ".join(f"« {md_escape(label)} »" for label, needed in waiting.items() if encoder in needed)
