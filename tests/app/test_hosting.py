@@ -179,11 +179,14 @@ def test_the_pages_name_the_bundle_never_its_address(case, sample_bundle, other_
         victim.write_bytes(victim.read_bytes()[:-1] + b"!")
         value, name, hidden = str(value), "frlaw-bundle", str(tmp_path)
     else:
-        monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda **kw: str(other_bundle))
+        monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda **kw: calls.append(kw) or str(other_bundle))
         value, name, hidden = "hf://someone/bsard-index@0123abcd", "bsard-index@0123abcd", "someone"
+    calls: list[dict] = []
     at = search({"BSARD_INDEX": value})
     text = shown_texts(at)
     assert name in text and hidden not in text and "hf://" not in text, text
+    if calls:  # the pinned revision reaches the download
+        assert calls[0]["repo_id"] == "someone/bsard-index" and calls[0]["revision"] == "0123abcd"
 
 
 def test_markup_in_a_bundle_name_is_escaped(tmp_path):
