@@ -15,6 +15,7 @@ settings.prepare_runtime()  # before any page loads faiss, torch or tokenizers (
 from bsard_demo.app import hosting_ui, sidebar, ui  # noqa: E402
 
 hosting_ui.tune_process()  # once per process: memory handed back when idle, glibc's arenas capped, BLAS on 1 thread
+ui.drop_forged_widget_states()  # a client's states for widgets no page drew, before anything reads the session
 
 # "auto": the sidebar is open on a wide screen and closed on a phone, where it would cover the question box
 st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",

@@ -6,6 +6,7 @@ downloads; what it decides is bsard_demo.app.search_model's, their logic in bsar
 link_codec, link_policy, link_widgets, answers, passages, render)."""
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import streamlit as st
 
@@ -23,8 +24,8 @@ from bsard_demo.app.answers import (
     similar_questions,
     with_why_lines,
 )
-from bsard_demo.app.builds import SLOW_ENCODERS, offered, unavailable_note
-from bsard_demo.app.first_builds import dense_index_stored, first_build_note, slow_parts
+from bsard_demo.app.builds import offered, unavailable_note
+from bsard_demo.app.first_builds import BUILD_SPEEDS, dense_index_stored, first_build_note, part_encoder, unbuilt_parts
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.link_codec import (
     FUSIONS,
@@ -54,8 +55,6 @@ from bsard_demo.app.search_examples import Examples, examples_of
 from bsard_demo.app.search_model import link_choices
 from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
 from bsard_demo.app.state import is_built
-from bsard_demo.retrievers import RetrieverSpec
-from bsard_demo.retrievers.kinds import DENSE
 from bsard_demo.retrievers.registry import BASE_PART, kind as retriever_kind, menu_kinds
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
@@ -63,7 +62,7 @@ settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch
 QUESTION, EXAMPLE = WIDGET_KEYS["question"], WIDGET_KEYS["example"]
 WRITTEN = "_link_written"     # session: the URL parameters this session wrote last
 NOTES = "_link_notes"         # session: (notes on the link opened, the parameters written after it)
-CONFIRMED = "_confirmed_builds"  # session: slow encoders whose first build the visitor asked for
+CONFIRMED = "_confirmed_builds"  # session: encoders whose first build the visitor asked for
 FUSION_LABELS = {"rrf": "RRF (rangs)", "weighted": "pondérée (scores)"}
 
 
@@ -205,22 +204,28 @@ def _link(settings, choices: LinkChoices, link_box) -> str:
     return link
 
 
-def _ready_specs(data, specs: dict) -> dict:
-    """The columns that can be searched now; a slow encoder's first build waits for the visitor."""
+def _ready_specs(data, specs: dict, targets: dict[str, str]) -> dict:
+    """The columns that can be searched now: any dense index neither built nor stored (e5's, use's, a trained
+    model's, whatever a link asked for) waits for the visitor's go, named by its menu key (never a folder)."""
     ds = data.dataset
     registry, confirmed = ui.index_registry(), st.session_state.get(CONFIRMED, set())
+    names = {target: key for key, target in targets.items()}
 
-    def ready(encoder: str) -> bool:
-        return (encoder in confirmed or is_built(registry, data, RetrieverSpec(DENSE.name, {"encoder": encoder}))
-                or dense_index_stored(ds.articles, encoder))
+    def ready(part) -> bool:
+        encoder = part_encoder(part)
+        return (encoder in confirmed or is_built(registry, data, part)
+                or dense_index_stored(ds.articles, encoder, backend=str(part.options.get("backend", "auto"))))
 
-    waiting = slow_parts(specs, ready)
+    # a column built already needs nothing (a warm visit reads no ranker record, checks no embeddings)
+    waiting = unbuilt_parts({label: spec for label, spec in specs.items() if not is_built(registry, data, spec)},
+                            ready)
     for encoder in dict.fromkeys(e for needed in waiting.values() for e in needed):
+        name = names.get(encoder, Path(encoder).name)
         columns = ", ".join(f"« {md_escape(label)} »" for label, needed in waiting.items() if encoder in needed)
         with st.container(border=True):
-            st.warning(md_escape(first_build_note(encoder, len(ds.articles), SLOW_ENCODERS.get(encoder)))
+            st.warning(md_escape(first_build_note(name, len(ds.articles), BUILD_SPEEDS.get(name)))
                        + f"  \nColonne(s) en attente : {columns}.", icon=":material/hourglass_top:")
-            st.button(f"Calculer l'index {md_escape(encoder)} maintenant", key=f"build:{encoder}", on_click=_confirm,
+            st.button(f"Calculer l'index {md_escape(name)} maintenant", key=f"build:{encoder}", on_click=_confirm,
                       args=(encoder,))
     return {label: spec for label, spec in specs.items() if label not in waiting}
 
@@ -309,7 +314,7 @@ def _results(data, settings, m: Menus, link: str) -> None:
                          rrf_k=float(settings.rrf_k), alpha=settings.alpha, hybrid_encoders=settings.hybrid_encoders,
                          weights=settings.weights, targets=m.targets, structure=settings.structure,
                          ranker=m.choices.ranker, settings=dict(settings.options))
-    specs = _ready_specs(data, specs)
+    specs = _ready_specs(data, specs, m.targets)
     if not specs:
         return
     retrievers, failures = build_columns(specs, lambda label, spec: ui.retriever(data, spec, label))

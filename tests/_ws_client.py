@@ -180,6 +180,20 @@ class Visitor:
         widget.trigger_value = True
         return await self._run(msg)
 
+    async def send_states(self, page: Page, states: Mapping[str, str | int]) -> Page:
+        """A rerun of ``page`` with the widget states ``states`` (id → a text or integer value), whatever the page
+        drew: what a hostile client may send (a browser sends only the ids the page drew)."""
+        msg, widget = self._rerun_with(page, "")
+        msg.rerun_script.widget_states.ClearField("widgets")
+        for widget_id, value in states.items():
+            widget = msg.rerun_script.widget_states.widgets.add()
+            widget.id = widget_id
+            if isinstance(value, str):
+                widget.string_value = value
+            else:
+                widget.int_value = value
+        return await self._run(msg)
+
     def _rerun_with(self, page: Page, widget_id: str):
         """A rerun of ``page`` (its script, its query string) and the state of its widget ``widget_id``, to fill."""
         msg = BackMsg()

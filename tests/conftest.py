@@ -52,6 +52,7 @@ from _training_fixture import tiny_data, tiny_model  # noqa: E402,F401
 #: ``slow`` = over ~1 s measured on a busy 2-core machine (load 6-8: ~0.5 s on a quiet one), or
 #: behind a slow module fixture. ``browser`` and ``training`` are also ``slow``.
 BROWSER = ("tests/app/test_browser.py", "tests/app/test_browser_hostile.py", "tests/app/test_browser_links.py",
+           "tests/app/test_browser_nginx.py",
            "tests/app/test_browser_phone.py", "tests/app/test_browser_reader_crash.py")
 #: Tests that use these fixtures are ``training`` (and ``slow``), and run in one xdist group.
 TRAINING_FIXTURES = ("tiny_model",)
@@ -114,6 +115,7 @@ SLOW = (
     "tests/app/test_app.py::test_real_bsard_test_split_adds_the_published_rows",
     "tests/app/test_app.py::test_uploaded_runs_match_the_cli_and_get_compared",
     "tests/app/test_search_links_app.py::test_e5_waits_for_the_visitor_before_a_first_build",
+    "tests/app/test_search_links_app.py::test_no_link_starts_a_corpus_pass_without_the_visitors_go",
     "tests/app/test_search_links_app.py::test_a_trained_model_is_an_encoder_of_the_menu_and_of_links",
     "tests/app/test_search_links.py::test_a_search_round_trips_through_its_link",
     "tests/app/test_app_hub_faults.py::test_hub_that_does_not_answer_in_time",

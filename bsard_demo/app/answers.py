@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
 from ..dataset import Dataset
+from ..evaluation.report import formula_safe
 from ..retrievers.base import Retriever
 from ..retrievers.hybrid import first_ranks
 from ..retrievers.kinds import BM25, HYBRID
@@ -168,8 +169,6 @@ def with_why_lines(column: ColumnResult, labels: Sequence[str],
 
 CRUMBS = "fil d'Ariane"
 EXPORT_COLUMNS = ("question", "système", "rang", "référence", CRUMBS, "score", "pourquoi", "lien")
-#: A cell starting with one of these would be read as a formula by a spreadsheet: it gets a leading '.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def export_rows(question: str, columns: Sequence[ColumnResult], link: str) -> list[dict[str, object]]:
@@ -181,20 +180,15 @@ def export_rows(question: str, columns: Sequence[ColumnResult], link: str) -> li
             for column in columns for hit in column.hits]
 
 
-def _cell(value: object) -> object:
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
-
-
 def export_csv(rows: Sequence[Mapping[str, object]]) -> bytes:
     """The rows as CSV (UTF-8 with a byte-order mark, so that spreadsheets read the accents),
-    text cells that a spreadsheet would take for a formula prefixed with ``'``."""
+    text cells that a spreadsheet would take for a formula prefixed with ``'``
+    (:func:`~bsard_demo.evaluation.report.formula_safe`, as every CSV of the CLI)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(EXPORT_COLUMNS), lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: _cell(v) for k, v in row.items()})
+        writer.writerow({k: formula_safe(v) for k, v in row.items()})
     return out.getvalue().encode("utf-8-sig")
 
 

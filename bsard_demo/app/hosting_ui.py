@@ -97,7 +97,7 @@ def bundle_setup() -> BundleSetup:
     """The process's index bundle, activated (and, from the hub, downloaded) once per process."""
     setup = setup_bundle(secret)
     if setup.bundle is not None:
-        log.info("index bundle %s: %s%s", setup.bundle.label, setup.bundle.summary(),
+        log.info("index bundle %s: %s%s", setup.value, setup.bundle.summary(),
                  f"; damaged: {setup.damaged[0]}" if setup.damaged else "")
     elif setup.value:
         log.warning("index bundle not used: %s", setup.problem)

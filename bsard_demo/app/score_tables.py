@@ -16,7 +16,14 @@ import pandas as pd
 
 from ..evaluation import recall_curve
 from ..evaluation.measures import is_measure_column
-from ..evaluation.report import display_columns, extra_columns, metric_label, metrics_table, per_question_table
+from ..evaluation.report import (
+    csv_text,
+    display_columns,
+    extra_columns,
+    metric_label,
+    metrics_table,
+    per_question_table,
+)
 from ..evaluation.scoring import Scoreboard
 from ..evaluation.stats import metric_table_with_ci
 
@@ -130,5 +137,6 @@ def _tables(board: Scoreboard) -> ScoreTables:
 
 
 def to_csv_bytes(df: pd.DataFrame, *, index: bool = False) -> bytes:
-    """UTF-8 CSV of ``df`` with six-decimal floats (the CLI's ``--per-query`` layout)."""
-    return df.to_csv(index=index, float_format="%.6f").encode("utf-8")
+    """UTF-8 CSV of ``df`` with six-decimal floats (the CLI's ``--per-query`` layout), formula-safe
+    (:func:`~bsard_demo.evaluation.report.csv_text`)."""
+    return csv_text(df, index=index, float_format="%.6f").encode("utf-8")

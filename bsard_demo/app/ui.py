@@ -1,5 +1,6 @@
 """Streamlit glue shared by the app's pages: the shared index registry, the stylesheet, progress bars,
-the encoder menus' cached facts, the error guard and the shell (unknown paths, legacy page mode); the
+the encoder menus' cached facts, the error guard and the shell (unknown paths, legacy page mode, widget
+states no page drew); the
 dataset sidebar is :mod:`bsard_demo.app.sidebar`, the Score page's glue :mod:`bsard_demo.app.score_ui`.
 What the pages decide lives in :mod:`bsard_demo.app.state`, :mod:`bsard_demo.app.menus`,
 :mod:`bsard_demo.app.search_page` and :mod:`bsard_demo.app.score_page`; this module only draws and caches.
@@ -16,6 +17,7 @@ from typing import Callable, Iterable, Iterator
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.state.common import is_element_id
 
 from ..cache import BuildOnce
 from ..dataset import DataError
@@ -185,6 +187,26 @@ def unknown_path_note(path: str) -> None:
     st.info(f"L'adresse « /{md_escape(path.strip('/'))} » ne correspond à aucune page de cette application : voici la "
             "page « Rechercher ». Les pages : `/` ou `/search` (rechercher), `/score` (évaluer des runs).",
             icon=":material/travel_explore:")
+
+
+def drop_forged_widget_states() -> int:
+    """Forget the widget states of this rerun whose id no widget can have (not Streamlit's ``$$ID-…`` form, and
+    no widget registered under it), before the script reads the session: a client may send any id, and
+    Streamlit 1.67 then raised ``KeyError`` at the page's first widget (« Détail : KeyError » for that
+    session; issue 37). A browser only sends the ids the page drew. Returns how many were dropped (0 where
+    Streamlit's private names differ from 1.67's: then nothing is changed)."""
+    try:
+        safe = get_script_run_ctx().session_state
+        with safe._lock:  # the lock Streamlit holds around the session's state
+            widgets = safe._state._new_widget_state
+            forged = [k for k in widgets.states if not is_element_id(k) and k not in widgets.widget_metadata]
+            for k in forged:
+                del widgets.states[k]
+    except Exception:  # noqa: BLE001 - another Streamlit: its state is left as it is
+        return 0
+    if forged:
+        log.info("ignored %d widget state(s) for widgets no page drew", len(forged))
+    return len(forged)
 
 
 def ensure_shell() -> None:

@@ -295,6 +295,30 @@ def _setting_differences(asked: Any, held: Sequence[Any]) -> str:
     return ""
 
 
+def _unsafe_name(manifest: Mapping[str, Any]) -> str | None:
+    """What names a place outside the bundle (an absolute path, a ``..``, a separator in an entry's ``kind`` or
+    ``key``, an empty part, a NUL) among the entries, ``models[].path`` and file names, else ``None``: the folders
+    :class:`Bundle` joins to its root stay inside it whatever ``bundle.json`` says (checksums come from the
+    same file, so they catch corruption, not tampering)."""
+    def bad(value: Any, *, one_part: bool) -> bool:
+        text = str(value)
+        parts = text.replace("\\", "/").split("/")
+        return (not text or "\x00" in text or text.startswith(("/", "\\")) or Path(text).is_absolute()
+                or ":" in parts[0] or any(p in ("", ".", "..") for p in parts) or (one_part and len(parts) > 1))
+
+    for item in manifest["entries"]:
+        for field_name in ("kind", "key"):
+            if bad(item[field_name], one_part=True):
+                return f"entry {field_name} {str(item[field_name])[:80]!r}"
+    for item in manifest.get("models") or []:
+        if bad(str(item["path"]).rstrip("/"), one_part=False):
+            return f"model path {str(item['path'])[:80]!r}"
+    for name in manifest["files"]:
+        if bad(name, one_part=False):
+            return f"file name {str(name)[:80]!r}"
+    return None
+
+
 def open_bundle(folder: str | os.PathLike, *, label: str = "") -> Bundle:
     """Open the bundle in ``folder`` (reads ``bundle.json`` only; files are checked when used,
     or all at once by :meth:`Bundle.check`). Raises :class:`BundleError`."""
@@ -319,6 +343,10 @@ def open_bundle(folder: str | os.PathLike, *, label: str = "") -> Bundle:
             raise ValueError("files must be an object and entries a list")
         if not isinstance(manifest.get("models", []), list):
             raise ValueError("models must be a list")
+        unsafe = _unsafe_name(manifest)
+        if unsafe:
+            raise BundleError(f"index bundle {name}: {BUNDLE_FILE} names a place outside the bundle ({unsafe}: "
+                              "an absolute path or '..'); it is not used", "damaged")
         return Bundle(root, manifest, label=name)
     except BundleError:
         raise

@@ -8,7 +8,7 @@ import argparse
 import json
 
 from ..evaluation.anchors import ANCHORS, LABELS, NOTES, anchors_report, figures_frame
-from ..evaluation.report import render_rows
+from ..evaluation.report import csv_text, render_rows
 
 FORMATS = ("table", "json", "csv", "markdown", "latex")
 HEADER = ("system", "measure", "value %", "authors", "venue", "trained on", "read", "read in")
@@ -34,7 +34,7 @@ def anchors_text(fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(anchors_report(), ensure_ascii=False, indent=2) + "\n"
     if fmt == "csv":
-        return figures_frame().to_csv(index=False)
+        return csv_text(figures_frame(), index=False)
     rows = [[a.system, LABELS.get(a.measure, a.measure), f"{a.value:.2f}" if a.shown else "not shown",
              a.paper[:a.paper.index(")") + 1], a.venue, a.trained_on, a.read,
              a.read_in + (f"; {a.note}" if a.note else "")]

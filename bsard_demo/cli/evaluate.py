@@ -21,6 +21,7 @@ from ..evaluation.checks import problem_record
 from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
 from ..evaluation.report import (
     FORMATS,
+    csv_text,
     json_report,
     metrics_table,
     per_question_table,
@@ -231,11 +232,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if misses is not None:
         lines = [m.lines.assign(run=name) for name, m in misses.items()]
         frame = pd.concat(lines, ignore_index=True) if lines else pd.DataFrame(columns=["run", *LINE_COLUMNS])
-        Path(args.misses).write_text(stamp_export(frame[["run", *LINE_COLUMNS]].to_csv(index=False), "csv", stamp),
+        Path(args.misses).write_text(stamp_export(csv_text(frame[["run", *LINE_COLUMNS]], index=False), "csv", stamp),
                                      encoding="utf-8")
     if args.per_query and evaluations:
-        per_question = per_question_table(evaluations, ds.questions(args.split)).to_csv(index=False,
-                                                                                         float_format="%.6f")
+        per_question = csv_text(per_question_table(evaluations, ds.questions(args.split)), index=False,
+                                float_format="%.6f")
         Path(args.per_query).write_text(stamp_export(per_question, "csv", stamp), encoding="utf-8")
     report_unusable("evaluate", scored)
     return scored.exit_code

@@ -20,6 +20,27 @@ from .measures import EXTRA_COLUMNS, Measure, column_label, cutoff_families, is_
 #: whatever source it was loaded from.
 BSARD_TEST_LABELS_SHA256 = "59ea7bcd706f50b7925a79851faf3ba7cb4ac7f7dfb4c7cd9b023c6926422cb9"
 FORMATS = ("table", "json", "csv", "markdown", "latex")
+#: A text cell starting with one of these would be read as a formula by a spreadsheet (OWASP "CSV
+#: injection"): every CSV the CLI and the app write prefixes it with ``'`` (:func:`formula_safe`).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def formula_safe(value: object) -> object:
+    """``value`` with a leading ``'`` when it is text a spreadsheet would take for a formula
+    (:data:`FORMULA_START`); numbers and other text unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_text(df: pd.DataFrame, **to_csv: object) -> str:
+    """``df.to_csv(**to_csv)`` with every text cell, index label and column name :func:`formula_safe`:
+    the one way the CLI and the app write a table as CSV."""
+    safe = df.rename(columns=formula_safe, index=formula_safe)
+    for i, dtype in enumerate(safe.dtypes):
+        if not pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+            safe.isetitem(i, safe.iloc[:, i].map(formula_safe))
+    return safe.to_csv(**to_csv)
 
 
 def labels_digest(qrels: Mapping[str, frozenset[str]]) -> str:
@@ -139,7 +160,7 @@ def render_table(df: pd.DataFrame, fmt: str) -> str:
     """Render :func:`metrics_table` output as ``table`` (aligned text), ``csv`` (fractions),
     ``markdown`` or ``latex`` (percentages, special characters escaped)."""
     if fmt == "csv":
-        return df.to_csv(float_format="%.6f")
+        return csv_text(df, float_format="%.6f")
     shown = _percent(df.drop(columns=["source"], errors="ignore"))
     header = ["run"] + [metric_label(c).replace("missing_questions", "missing").replace("unknown_questions", "unknown")
                         for c in shown.columns]
@@ -201,8 +222,8 @@ def render_comparison(comparison, fmt: str, *, dataset: str = "", split: str = "
         return json.dumps(comparison_report(comparison, dataset, split), ensure_ascii=False, indent=2) + "\n"
     records = comparison.pair_records()
     if fmt == "csv":
-        return pd.DataFrame([{k: r[k] for k in PAIR_FIELDS} for r in records], columns=list(PAIR_FIELDS)) \
-            .to_csv(index=False)
+        return csv_text(pd.DataFrame([{k: r[k] for k in PAIR_FIELDS} for r in records], columns=list(PAIR_FIELDS)),
+                        index=False)
     label = metric_label(comparison.measure)
     header = ["run A", "run B", f"{label} A", f"{label} B", "A - B", "wins", "ties", "losses", "p t-test",
               "p permutation", "p t-test (Holm)", "p permutation (Holm)", "significant"]

@@ -20,9 +20,11 @@ from bsard_demo.app.first_builds import (
     BSARD_ARTICLES,
     BuildEta,
     dense_index_stored,
+    dense_parts,
     eta_seconds,
     first_build_note,
-    slow_parts,
+    part_encoder,
+    unbuilt_parts,
 )
 from bsard_demo.app.french import duration
 from bsard_demo.app.search_page import column_specs
@@ -130,15 +132,28 @@ def test_an_encoder_unavailable_here_is_not_stored(tmp_path):
     assert not dense_index_stored(load_sample().articles.head(3), "no/such-model-here", cache_root=tmp_path)
 
 
-def test_slow_parts_name_the_columns_waiting_for_a_slow_encoder():
+def test_unbuilt_parts_name_the_columns_waiting_for_any_encoder():
+    """Every encoder whose index is not ready waits, not only e5 (issue 37: a link with systems=dense
+    started use's corpus pass without asking)."""
     specs = column_specs(["bm25", "dense", "hybrid"], encoder="e5", hybrid_encoders=["use", "e5"])
-    assert slow_parts(specs, lambda e: False) == \
-        {"Dense (e5)": ["e5"], "Hybride RRF k=60 w=1,0.5,0.5 (use + e5)": ["e5"]}
-    assert slow_parts(specs, lambda e: e == "e5") == {}
-    asked = []
-    slow_parts(column_specs(["dense", "hybrid"], encoder="use"), lambda e: asked.append(e) or False)
-    assert asked == []  # only slow encoders are checked
-    assert slow_parts({"H": RetrieverSpec("hybrid")}, lambda e: False) == {}  # default parts: BM25 + use
+    ready = lambda spec: part_encoder(spec) in done  # noqa: E731
+    done: set[str] = set()
+    assert unbuilt_parts(specs, ready) == \
+        {"Dense (e5)": ["e5"], "Hybride RRF k=60 w=1,0.5,0.5 (use + e5)": ["use", "e5"]}
+    done = {"e5"}
+    assert unbuilt_parts(specs, ready) == {"Hybride RRF k=60 w=1,0.5,0.5 (use + e5)": ["use"]}
+    done = {"e5", "use"}
+    assert unbuilt_parts(specs, ready) == {}
+    done = set()
+    assert unbuilt_parts({"H": RetrieverSpec("hybrid")}, ready) == {"H": ["use"]}  # default parts: BM25 + use
+    assert unbuilt_parts({"B": RetrieverSpec("bm25")}, ready) == {}
+
+
+def test_dense_parts_of_each_kind():
+    assert dense_parts(RetrieverSpec("bm25")) == []
+    assert dense_parts(RetrieverSpec("dense", {"encoder": "minilm"})) == [RetrieverSpec("dense", {"encoder": "minilm"})]
+    assert [part_encoder(p) for p in dense_parts(RetrieverSpec("hybrid"))] == ["use"]
+    assert dense_parts(RetrieverSpec("ranker", {"model": "/no/such/ranker"})) == []  # its build says why
 
 
 def test_first_build_note():

@@ -155,6 +155,40 @@ def test_hub_bundle_gets_the_token_from_secrets(sample_bundle, monkeypatch):
     assert "Index préconstruits" in " ".join(c.value for c in at.sidebar.caption)
 
 
+def shown_texts(at: AppTest) -> str:
+    """Every text of the page and its sidebar a visitor reads (Markdown escapes removed)."""
+    kinds = ("markdown", "caption", "warning", "info", "error", "success", "title", "subheader")
+    return plain(" ".join(e.value for k in kinds for e in at.get(k)))
+
+
+@pytest.mark.parametrize("case", ["relative missing", "damaged", "hub, another corpus"])
+def test_the_pages_name_the_bundle_never_its_address(case, sample_bundle, other_bundle, tmp_path, monkeypatch):
+    """Issue 37: BSARD_INDEX's address (a server folder, a relative path, an hf:// owner/repo) reached every
+    visitor in the notices and the build notes (« Note : index bundle /srv/…: its BM25 index is damaged »);
+    pages now name the bundle by its last component only."""
+    import shutil
+
+    import huggingface_hub
+
+    if case == "relative missing":
+        value, name, hidden = "deploy/no-such-bundle", "no-such-bundle", "deploy/"
+    elif case == "damaged":
+        value = tmp_path / "srv" / "frlaw-bundle"
+        shutil.copytree(sample_bundle, value)
+        victim = next(p for p in value.glob("bm25s/*/*") if p.is_file() and p.name != cache.MANIFEST)
+        victim.write_bytes(victim.read_bytes()[:-1] + b"!")
+        value, name, hidden = str(value), "frlaw-bundle", str(tmp_path)
+    else:
+        monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda **kw: calls.append(kw) or str(other_bundle))
+        value, name, hidden = "hf://someone/bsard-index@0123abcd", "bsard-index@0123abcd", "someone"
+    calls: list[dict] = []
+    at = search({"BSARD_INDEX": value})
+    text = shown_texts(at)
+    assert name in text and hidden not in text and "hf://" not in text, text
+    if calls:  # the pinned revision reaches the download
+        assert calls[0]["repo_id"] == "someone/bsard-index" and calls[0]["revision"] == "0123abcd"
+
+
 def test_markup_in_a_bundle_name_is_escaped(tmp_path):
     at = search({"BSARD_INDEX": str(tmp_path / "<img src=x onerror=alert(1)>**b**")})
     raw = [e.value for e in at.main.warning if "préconstruits" in e.value]

@@ -1,6 +1,7 @@
 """The Search page's links and encoder settings in the app (``AppTest``, in process): a session
 opened with URL parameters shows the library's own top k, every new search rewrites the URL,
-invalid links fall back with a note, e5's first build waits for the visitor's go, and trained
+invalid links fall back with a note, any first build (e5's, use's, a trained model's, the fallback's) waits for
+the visitor's go, and trained
 models of ``$BSARD_MODELS`` are offered and searched like the library does."""
 from __future__ import annotations
 
@@ -55,17 +56,20 @@ def top(spec: RetrieverSpec, question: str, k: int, dataset=None) -> list[str]:
 
 
 def test_a_link_reproduces_the_librarys_results():
+    # the library first: use's embeddings are then stored, and the link answers at once
+    expected = top(RetrieverSpec("bm25"), QUESTION, 7) + top(RetrieverSpec("dense", {"encoder": "use"}), QUESTION, 7)
     at = open_link({"q": QUESTION, "systems": ["bm25,dense"], "k": "7"})
-    assert_clean(at) and not warnings(at)
+    assert_clean(at)
+    assert not warnings(at)
     assert at.text_area(key="question").value == QUESTION
     assert [s.value for s in at.main.subheader] == ["BM25", "Dense \\(use\\)"]
-    assert hit_ids(at) == \
-        top(RetrieverSpec("bm25"), QUESTION, 7) + top(RetrieverSpec("dense", {"encoder": "use"}), QUESTION, 7)
+    assert hit_ids(at) == expected
     # the address bar holds the search, in its written form
     assert same_params(at.query_params, {"q": QUESTION, "systems": ["bm25", "dense"], "k": "7", "enc": "use"})
 
 
 def test_a_hybrid_link_with_its_fusion_settings():
+    top(RetrieverSpec("dense", {"encoder": "use"}), QUESTION, 1)  # use's embeddings stored: no first build to ask for
     at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5", "henc": "use", "rrfk": "20", "w": ["2", "0.5"]})
     assert_clean(at) and not warnings(at)
     assert [s.value for s in at.main.subheader] == ["Hybride RRF k\\=20 w\\=2,0\\.5 \\(use\\)"]
@@ -97,6 +101,7 @@ def test_a_hybrid_link_with_its_fusion_settings():
 
 
 def test_every_new_search_rewrites_the_url_and_the_url_gives_it_back():
+    top(RetrieverSpec("dense", {"encoder": "use"}), QUESTION, 1)  # use's embeddings stored: no first build to ask for
     at = open_link({"q": QUESTION, "systems": "bm25"})
     ds = load_sample()
     code = sorted(set(ds.articles["code"]))[0]
@@ -188,14 +193,17 @@ def small_folder(tmp_path, monkeypatch):
 def test_e5_waits_for_the_visitor_before_a_first_build(small_folder):
     at = open_link({"q": QUESTION, "systems": ["bm25", "dense", "hybrid"], "enc": "e5", "henc": "use,e5", "k": "3"})
     assert_clean(at)
-    (note,) = warnings(at)
-    note = re.sub(r"\\(.)", r"\1", note)  # Markdown escapes removed: what the visitor reads
-    assert "Premier calcul de l'index e5" in note and "≈ 4 s pour ces 6 articles (1,56 articles/s mesurés" in note
-    assert "≈ 4 h 02 min pour tout le corpus BSARD" in note  # 22,633 articles at the measured rate
-    assert note.endswith("Colonne(s) en attente : « Dense (e5) », « Hybride RRF k=60 w=1,0.5,0.5 (use + e5) ».")
+    (for_e5, for_use) = (re.sub(r"\\(.)", r"\1", n) for n in warnings(at))  # what the visitor reads
+    assert "Premier calcul de l'index e5" in for_e5 and "≈ 4 s pour ces 6 articles (1,56 articles/s mesurés" in for_e5
+    assert "≈ 4 h 02 min pour tout le corpus BSARD" in for_e5  # 22,633 articles at the measured rate
+    assert for_e5.endswith("Colonne(s) en attente : « Dense (e5) », « Hybride RRF k=60 w=1,0.5,0.5 (use + e5) ».")
+    assert "Premier calcul de l'index use" in for_use
+    assert for_use.endswith("« Hybride RRF k=60 w=1,0.5,0.5 (use + e5) ».")
     assert [s.value for s in at.main.subheader] == ["BM25"]  # the others wait; nothing was encoded
     assert not list((Path(os.environ["BSARD_CACHE"])).glob("dense*/*"))
     at.button(key="build:e5").click().run()
+    assert [s.value for s in at.main.subheader] == ["BM25", "Dense \\(e5\\)"]  # the hybrid still waits for use
+    at.button(key="build:use").click().run()
     assert_clean(at) and not warnings(at)
     assert [s.value for s in at.main.subheader] == \
         ["BM25", "Dense \\(e5\\)", "Hybride RRF k\\=60 w\\=1,0\\.5,0\\.5 \\(use \\+ e5\\)"]
@@ -204,6 +212,26 @@ def test_e5_waits_for_the_visitor_before_a_first_build(small_folder):
     # another visitor: the index is there, no note
     other = open_link({"q": QUESTION, "systems": "dense", "enc": "e5", "k": "3"})
     assert not warnings(other) and [s.value for s in other.main.subheader] == ["Dense \\(e5\\)"]
+
+
+@pytest.mark.parametrize("params, column", [
+    ({"systems": "dense"}, "Dense \\(use\\)"),  # the dense default
+    ({"systems": "dense", "enc": "gpt"}, "Dense \\(use\\)"),  # an unknown encoder falls back to use
+    ({"systems": "hybrid", "henc": "use"}, "Hybride RRF k\\=60 w\\=1,0\\.5 \\(use\\)"),
+])
+def test_no_link_starts_a_corpus_pass_without_the_visitors_go(small_folder, params, column):
+    """Issue 37: only e5 asked first; a link naming use (or an unknown encoder, read as use) encoded the
+    whole corpus at once. Every index neither built nor stored now waits for the button."""
+    at = open_link({"q": QUESTION, "k": "3", **params})
+    assert_clean(at)
+    notes = [re.sub(r"\\(.)", r"\1", n) for n in warnings(at) if "Premier calcul" in n]
+    assert len(notes) == 1 and "Premier calcul de l'index use" in notes[0]
+    assert "(30,8 articles/s mesurés sur 2 cœurs" in notes[0] and "≈ 13 min pour tout le corpus BSARD" in notes[0]
+    assert [s.value for s in at.main.subheader] == [] and not hit_ids(at)
+    assert not list(Path(os.environ["BSARD_CACHE"]).glob("dense*/*"))  # nothing was encoded
+    at.button(key="build:use").click().run()
+    assert_clean(at)
+    assert [s.value for s in at.main.subheader] == [column] and len(hit_ids(at)) == 3
 
 
 def test_a_trained_model_is_an_encoder_of_the_menu_and_of_links(small_folder, tmp_path, monkeypatch):
@@ -219,6 +247,12 @@ def test_a_trained_model_is_an_encoder_of_the_menu_and_of_links(small_folder, tm
                                                    "pairs": 4399}))
     monkeypatch.setenv("BSARD_MODELS", str(models))
     at = open_link({"q": QUESTION, "systems": "dense", "enc": "trained:bsard-minilm", "k": "4"})
+    assert_clean(at)
+    (note,) = (re.sub(r"\\(.)", r"\1", n) for n in warnings(at))  # its first build waits too, named by its key
+    assert "Premier calcul de l'index trained:bsard-minilm" in note and str(models) not in note  # never its folder
+    (button,) = [b for b in at.button if b.key == f"build:{model}"]
+    assert re.sub(r"\\(.)", r"\1", button.label) == "Calculer l'index trained:bsard-minilm maintenant"
+    at.button(key=f"build:{model}").click().run()
     assert_clean(at) and not warnings(at)
     label = "bsard-minilm — minilm affiné sur bsard (split train, 4399 paires, 1 époque(s)) · ce corpus"
     assert at.selectbox(key="encoder").options[-1] == label and \

@@ -90,3 +90,24 @@ def test_an_uploaded_run_is_scored_as_evaluate_scores_it(server, tmp_path, capsy
     page = asyncio.run(upload())
     assert page.errors() == [] and check_r100(page, r100) == []
     assert any("upload" in a.body and "format trec" in a.body.lower() for _p, a in page.of_type("alert"))  # validated
+
+
+def test_widget_states_for_widgets_never_drawn_are_ignored(server, library):
+    """Issue 37: a client's state for an id no widget has ("bogus", a session key such as "question") ended
+    in « Détail : KeyError » for that session (Streamlit 1.67 raised at the page's first widget); it is
+    now dropped before the script reads the session, and the page is the one without it."""
+    ds, bm25 = library
+    question = list(ds.questions("test")["question"])[0]
+    expected = [h.article_id for h in bm25.search(question, 5)]
+
+    async def visit() -> list:
+        async with Visitor(server) as v:
+            page = await v.open("search", {"q": question, "systems": "bm25", "k": "5"})
+            pages = [page]
+            for forged in ({"bogus": "x"}, {"question": 3}, {"active_data": "x", "_confirmed_builds": "use"},
+                           {"$$ID-0123456789abcdef0123456789abcdef-None": 1, "$$ID-deadbeef-question": "x"}):
+                pages.append(await v.send_states(page, forged))
+            return pages
+
+    for page in asyncio.run(visit()):
+        assert page.errors() == [] and [c.ids for c in page.columns()] == [expected]

@@ -337,6 +337,32 @@ def test_folder_that_is_not_a_bundle(tmp_path):
         resolve_bundle(str(f))
 
 
+@pytest.mark.parametrize("where, value", [
+    ("kind", "../../elsewhere"), ("key", ".."), ("key", "a/../../b"), ("kind", "/etc"), ("key", "x/y"),
+    ("key", ""), ("model", "../models/x"), ("model", "/abs/models/x"), ("model", "models/../../x"),
+    ("file", "../outside.bin"), ("file", "/etc/passwd"),
+])
+def test_a_bundle_naming_a_place_outside_it_is_refused(exported, tmp_path, where, value):
+    """Issue 37: bundle.json's entry kind/key, models[].path and file names were joined to the bundle's root
+    unchecked; one naming a place outside it (absolute, '..') is now refused in one line, as a damaged bundle."""
+    dest = tmp_path / "tampered"
+    shutil.copytree(exported["dest"], dest)
+    manifest = json.loads((dest / "bundle.json").read_text())
+    if where == "model":
+        manifest["models"] = [{"name": "m", "path": value}]
+    elif where == "file":
+        manifest["files"][value] = {"size": 1, "sha256": "0" * 64}
+    else:
+        manifest["entries"][0][where] = value
+    (dest / "bundle.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="outside the bundle") as err:
+        resolve_bundle(str(dest))
+    assert err.value.cause == "damaged" and "\n" not in str(err.value) and "it is not used" in str(err.value)
+    lines: list[str] = []
+    assert bundles.activate(str(dest), on_error=lines.append) is None and bundles.active() is None
+    assert len(lines) == 1 and "outside the bundle" in lines[0]
+
+
 def test_used_entries_are_recorded_per_process_thread_safely(tmp_path):
     def worker(i):
         for j in range(20):
