@@ -303,3 +303,12 @@ def test_what_is_kept_is_frozen_and_what_died_since_is_still_collected():
         assert collected == ["node"] and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_the_default_schedule_reaches_sessions_that_left_long_after_the_last_page():
+    """A session that leaves without running a page (an upload flood refused by the budget) is kept 120 s by
+    Streamlit: the idle give-back that drops it must come after that, even when the session left well after
+    the last page ran (docs/reliability.md, section 12)."""
+    from bsard_demo.app.hosting import IDLE_GIVE_BACK_S
+
+    assert max(IDLE_GIVE_BACK_S) >= 150 + 120
