@@ -1,5 +1,6 @@
 """The Search page's answers for a citizen (``pages/search.py``): the already answered training questions
-the neighbours part drew on (« Questions proches déjà traitées », the ``PANEL_TOP`` closest), why each hybrid
+the neighbours part drew on (« Questions proches déjà traitées », the ``PANEL_TOP`` closest of those at least
+``DEFAULT_MIN_SIMILARITY`` similar, or the one line saying none is: :func:`panel_data`), why each hybrid
 hit is there (a why-line), and the results to take away (CSV, Markdown).
 
 Conventions: docs/design.md, 'bsard_demo/app/answers.py'.
@@ -16,7 +17,14 @@ from ..dataset import Dataset
 from ..retrievers.base import Retriever
 from ..retrievers.hybrid import first_ranks
 from ..retrievers.kinds import BM25, HYBRID
-from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, Neighbour, NeighboursRetriever, labelled_questions
+from ..retrievers.neighbours import (
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_SPLIT,
+    NEIGHBOURS,
+    Neighbour,
+    NeighboursRetriever,
+    labelled_questions,
+)
 from ..retrievers.registry import BASE_PART
 from .search_page import ColumnResult, breadcrumb_text, describe_article
 
@@ -42,13 +50,19 @@ class CitedArticle:
 
 @dataclass(frozen=True)
 class SimilarQuestion:
-    """A training question of the panel."""
+    """A training question of the panel; ``similarity``: 0–1 (:class:`~bsard_demo.retrievers.neighbours.SelfScores`,
+    1 for the same words)."""
 
     qid: str
     category: str
     text: str
     similarity: float
     cited: tuple[CitedArticle, ...]
+
+    @property
+    def percent(self) -> int:
+        """The similarity as a whole percentage, as a reader is shown it (« 62 % »)."""
+        return int(round(100 * self.similarity))
 
     @property
     def cited_shown(self) -> int:
@@ -84,6 +98,27 @@ def panel_reason(dataset: Dataset, active: bool) -> str | None:
     return None
 
 
+def none_close_line(min_similarity: float = DEFAULT_MIN_SIMILARITY) -> str:
+    """The one line said instead of the panel when no training question is at least ``min_similarity`` similar."""
+    return (f"{PANEL_TITLE} : aucune question déjà traitée ne ressemble assez à la vôtre (il en faut une "
+            f"similaire à au moins {round(100 * min_similarity)} %).")
+
+
+@dataclass(frozen=True)
+class PanelData:
+    """What the panel shows: its ``questions``, or, when there is none, the ``reason`` (one line)."""
+
+    questions: tuple[SimilarQuestion, ...]
+    reason: str | None
+
+
+def panel_data(neighbours: Sequence[Neighbour], dataset: Dataset, columns: Sequence[ColumnResult], *,
+               min_similarity: float = DEFAULT_MIN_SIMILARITY) -> PanelData:
+    """:func:`similar_questions`, or :func:`none_close_line` when none is at least ``min_similarity`` similar."""
+    questions = similar_questions(neighbours, dataset, columns, min_similarity=min_similarity)
+    return PanelData(tuple(questions), None if questions else none_close_line(min_similarity))
+
+
 def short_column(name: str) -> str:
     """A column's name as the panel marks it: a hybrid's settings left out (« Hybride »)."""
     return _HYBRID_WORD if name.startswith(_HYBRID_WORD + " ") else name
@@ -100,8 +135,10 @@ def shown_ranks(columns: Sequence[ColumnResult]) -> dict[str, tuple[tuple[str, i
 
 
 def similar_questions(neighbours: Sequence[Neighbour], dataset: Dataset, columns: Sequence[ColumnResult], *,
-                      split: str = DEFAULT_SPLIT, top: int = PANEL_TOP) -> list[SimilarQuestion]:
-    """The panel's questions: the first ``top`` of ``neighbours`` with their category and every
+                      split: str = DEFAULT_SPLIT, top: int = PANEL_TOP,
+                      min_similarity: float = DEFAULT_MIN_SIMILARITY) -> list[SimilarQuestion]:
+    """The panel's questions: the first ``top`` of ``neighbours`` at least ``min_similarity`` similar (whatever
+    threshold the part that found them had: the learned ranker's has none), with their category and every
     article they cite in the dataset's labels (in label order)."""
     frame = dataset.questions(split) if split in dataset.splits else None
     rows = {} if frame is None else {str(q): (c, ids) for q, c, ids in zip(frame["id"], frame["category"],
@@ -109,7 +146,7 @@ def similar_questions(neighbours: Sequence[Neighbour], dataset: Dataset, columns
     known = dataset.article_ids or frozenset()
     shown = shown_ranks(columns)
     out = []
-    for n in neighbours[:max(top, 0)]:
+    for n in [n for n in neighbours if n.similarity >= min_similarity][:max(top, 0)]:
         category, ids = rows.get(n.question_id, ("", n.article_ids))
         cited = []
         for doc in dict.fromkeys(str(a) for a in ids):
