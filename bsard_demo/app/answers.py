@@ -1,6 +1,6 @@
 """The Search page's answers for a citizen (``pages/search.py``): the already answered training questions
 the neighbours part drew on (« Questions proches déjà traitées », the ``PANEL_TOP`` closest of those at least
-``DEFAULT_MIN_SIMILARITY`` similar, or the one line saying none is: :func:`panel_data`), why each hybrid
+``DEFAULT_MIN_SIMILARITY`` similar, or the one line of :func:`panel_reason`), why each hybrid
 hit is there (a why-line), and the results to take away (CSV, Markdown).
 
 Conventions: docs/design.md, 'bsard_demo/app/answers.py'.
@@ -81,9 +81,10 @@ def neighbours_part(retrievers: Iterable[Retriever]) -> NeighboursRetriever | No
     return None
 
 
-def panel_reason(dataset: Dataset, active: bool) -> str | None:
+def panel_reason(dataset: Dataset, active: bool, questions: Sequence[SimilarQuestion] | None = None) -> str | None:
     """The one line said instead of the panel: ``None`` when the panel is shown (``active``: the
-    chosen systems include the neighbours part)."""
+    chosen systems include the neighbours part; ``questions``: its questions, :func:`similar_questions`,
+    none when no training question is at least ``DEFAULT_MIN_SIMILARITY`` similar)."""
     if dataset.articles is None:
         return None
     if DEFAULT_SPLIT not in dataset.splits:
@@ -95,28 +96,10 @@ def panel_reason(dataset: Dataset, active: bool) -> str | None:
     if not active:
         return (f"{PANEL_TITLE} : ajoutez « {NEIGHBOURS} » (questions voisines) aux encodeurs de l'hybride pour voir "
                 "les questions déjà traitées les plus proches de la vôtre.")
+    if questions is not None and not questions:
+        return (f"{PANEL_TITLE} : aucune question déjà traitée ne ressemble assez à la vôtre (il en faut une "
+                f"similaire à au moins {round(100 * DEFAULT_MIN_SIMILARITY)} %).")
     return None
-
-
-def none_close_line(min_similarity: float = DEFAULT_MIN_SIMILARITY) -> str:
-    """The one line said instead of the panel when no training question is at least ``min_similarity`` similar."""
-    return (f"{PANEL_TITLE} : aucune question déjà traitée ne ressemble assez à la vôtre (il en faut une "
-            f"similaire à au moins {round(100 * min_similarity)} %).")
-
-
-@dataclass(frozen=True)
-class PanelData:
-    """What the panel shows: its ``questions``, or, when there is none, the ``reason`` (one line)."""
-
-    questions: tuple[SimilarQuestion, ...]
-    reason: str | None
-
-
-def panel_data(neighbours: Sequence[Neighbour], dataset: Dataset, columns: Sequence[ColumnResult], *,
-               min_similarity: float = DEFAULT_MIN_SIMILARITY) -> PanelData:
-    """:func:`similar_questions`, or :func:`none_close_line` when none is at least ``min_similarity`` similar."""
-    questions = similar_questions(neighbours, dataset, columns, min_similarity=min_similarity)
-    return PanelData(tuple(questions), None if questions else none_close_line(min_similarity))
 
 
 def short_column(name: str) -> str:

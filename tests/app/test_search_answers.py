@@ -27,8 +27,6 @@ from bsard_demo.app.answers import (
     export_csv,
     export_markdown,
     export_rows,
-    none_close_line,
-    panel_data,
     panel_reason,
     part_label,
     similar_questions,
@@ -132,16 +130,18 @@ def test_the_panel_shows_no_question_under_the_threshold_and_says_so():
     only questions at least DEFAULT_MIN_SIMILARITY similar; with none, one line instead."""
     low, high = DEFAULT_MIN_SIMILARITY / 2, (1 + DEFAULT_MIN_SIMILARITY) / 2
     neighbours = [Neighbour("t1", "a ?", high, ("2",), 3.0), Neighbour("t2", "b ?", low, ("7",), 1.0)]
-    data = panel_data(neighbours, TINY, [])
-    assert [q.qid for q in data.questions] == ["t1"] and data.reason is None
-    none = panel_data(neighbours[1:], TINY, [])
-    assert none.questions == () and none.reason == none_close_line()
-    assert f"{round(100 * DEFAULT_MIN_SIMILARITY)} %" in none.reason and none.reason.startswith(PANEL_TITLE)
-    # from the retriever itself: a question like no training question gets no panel, and the reason
+    shown = similar_questions(neighbours, TINY, [])
+    assert [q.qid for q in shown] == ["t1"] and panel_reason(TINY, True, shown) is None
+    none = similar_questions(neighbours[1:], TINY, [])
+    reason = panel_reason(TINY, True, none)
+    assert none == [] and reason.startswith(PANEL_TITLE) and "aucune question déjà traitée ne ressemble" in reason
+    assert f"au moins {round(100 * DEFAULT_MIN_SIMILARITY)} %" in reason
+    assert similar_questions(neighbours, TINY, [], min_similarity=0) != shown  # the threshold, not the top
+    # from the retriever itself: a question far from every training question gets no panel, and the reason
     part = NeighboursRetriever.build(TINY)
-    assert panel_data(part.neighbours("a b"), TINY, []).reason is None  # the same words as t1, t2
-    assert panel_data(part.neighbours("a b zzz yyy xxx www vvv uuu ttt sss rrr qqq"), TINY, []).reason == \
-        none_close_line()
+    assert panel_reason(TINY, True, similar_questions(part.neighbours("b"), TINY, [])) is None  # t2's words
+    far = similar_questions(part.neighbours("b zzz yyy xxx www vvv uuu ttt sss rrr qqq"), TINY, [])
+    assert panel_reason(TINY, True, far) == reason
 
 
 def test_the_panel_says_in_one_line_why_it_is_absent():
