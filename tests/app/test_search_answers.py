@@ -140,8 +140,11 @@ def test_the_panel_shows_no_question_under_the_threshold_and_says_so():
     # from the retriever itself: a question far from every training question gets no panel, and the reason
     part = NeighboursRetriever.build(TINY)
     assert panel_reason(TINY, True, similar_questions(part.neighbours("b"), TINY, [])) is None  # t2's words
-    far = similar_questions(part.neighbours("b zzz yyy xxx www vvv uuu ttt sss rrr qqq"), TINY, [])
+    far_question = "b zzz yyy xxx www vvv uuu ttt sss rrr qqq"  # t2's one word among ten others
+    assert NeighboursRetriever.build(TINY, min_similarity=0).neighbours(far_question)
+    far = similar_questions(part.neighbours(far_question), TINY, [])
     assert panel_reason(TINY, True, far) == reason
+    assert part.search(far_question, k=5) == [] and not part.votes(far_question)[0].any()  # and no votes
 
 
 def test_the_panel_says_in_one_line_why_it_is_absent():
