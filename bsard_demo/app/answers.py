@@ -1,5 +1,6 @@
 """The Search page's answers for a citizen (``pages/search.py``): the already answered training questions
-the neighbours part drew on (« Questions proches déjà traitées », the ``PANEL_TOP`` closest), why each hybrid
+the neighbours part drew on (« Questions proches déjà traitées », the ``PANEL_TOP`` closest of those at least
+``DEFAULT_MIN_SIMILARITY`` similar, or the one line of :func:`panel_reason`), why each hybrid
 hit is there (a why-line), and the results to take away (CSV, Markdown).
 
 Conventions: docs/design.md, 'bsard_demo/app/answers.py'.
@@ -17,7 +18,14 @@ from ..evaluation.report import formula_safe
 from ..retrievers.base import Retriever
 from ..retrievers.hybrid import first_ranks
 from ..retrievers.kinds import BM25, HYBRID
-from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, Neighbour, NeighboursRetriever, labelled_questions
+from ..retrievers.neighbours import (
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_SPLIT,
+    NEIGHBOURS,
+    Neighbour,
+    NeighboursRetriever,
+    labelled_questions,
+)
 from ..retrievers.registry import BASE_PART
 from .search_page import ColumnResult, breadcrumb_text, describe_article
 
@@ -43,13 +51,19 @@ class CitedArticle:
 
 @dataclass(frozen=True)
 class SimilarQuestion:
-    """A training question of the panel."""
+    """A training question of the panel; ``similarity``: 0–1 (:class:`~bsard_demo.retrievers.neighbours.SelfScores`,
+    1 for the same words)."""
 
     qid: str
     category: str
     text: str
     similarity: float
     cited: tuple[CitedArticle, ...]
+
+    @property
+    def percent(self) -> int:
+        """The similarity as a whole percentage, as a reader is shown it (« 62 % »)."""
+        return int(round(100 * self.similarity))
 
     @property
     def cited_shown(self) -> int:
@@ -68,9 +82,10 @@ def neighbours_part(retrievers: Iterable[Retriever]) -> NeighboursRetriever | No
     return None
 
 
-def panel_reason(dataset: Dataset, active: bool) -> str | None:
+def panel_reason(dataset: Dataset, active: bool, questions: Sequence[SimilarQuestion] | None = None) -> str | None:
     """The one line said instead of the panel: ``None`` when the panel is shown (``active``: the
-    chosen systems include the neighbours part)."""
+    chosen systems include the neighbours part; ``questions``: its questions, :func:`similar_questions`,
+    none when no training question is at least ``DEFAULT_MIN_SIMILARITY`` similar)."""
     if dataset.articles is None:
         return None
     if DEFAULT_SPLIT not in dataset.splits:
@@ -82,6 +97,9 @@ def panel_reason(dataset: Dataset, active: bool) -> str | None:
     if not active:
         return (f"{PANEL_TITLE} : ajoutez « {NEIGHBOURS} » (questions voisines) aux encodeurs de l'hybride pour voir "
                 "les questions déjà traitées les plus proches de la vôtre.")
+    if questions is not None and not questions:
+        return (f"{PANEL_TITLE} : aucune question déjà traitée ne ressemble assez à la vôtre (il en faut une "
+                f"similaire à au moins {round(100 * DEFAULT_MIN_SIMILARITY)} %).")
     return None
 
 
@@ -101,8 +119,10 @@ def shown_ranks(columns: Sequence[ColumnResult]) -> dict[str, tuple[tuple[str, i
 
 
 def similar_questions(neighbours: Sequence[Neighbour], dataset: Dataset, columns: Sequence[ColumnResult], *,
-                      split: str = DEFAULT_SPLIT, top: int = PANEL_TOP) -> list[SimilarQuestion]:
-    """The panel's questions: the first ``top`` of ``neighbours`` with their category and every
+                      split: str = DEFAULT_SPLIT, top: int = PANEL_TOP,
+                      min_similarity: float = DEFAULT_MIN_SIMILARITY) -> list[SimilarQuestion]:
+    """The panel's questions: the first ``top`` of ``neighbours`` at least ``min_similarity`` similar (whatever
+    threshold the part that found them had: the learned ranker's has none), with their category and every
     article they cite in the dataset's labels (in label order)."""
     frame = dataset.questions(split) if split in dataset.splits else None
     rows = {} if frame is None else {str(q): (c, ids) for q, c, ids in zip(frame["id"], frame["category"],
@@ -110,7 +130,7 @@ def similar_questions(neighbours: Sequence[Neighbour], dataset: Dataset, columns
     known = dataset.article_ids or frozenset()
     shown = shown_ranks(columns)
     out = []
-    for n in neighbours[:max(top, 0)]:
+    for n in [n for n in neighbours if n.similarity >= min_similarity][:max(top, 0)]:
         category, ids = rows.get(n.question_id, ("", n.article_ids))
         cited = []
         for doc in dict.fromkeys(str(a) for a in ids):

@@ -3,8 +3,9 @@
 effectiveness.md, "The first visitor's system"): the learned ranker (70.75 R@100 in 5-fold CV; with e5 among its
 inputs 71.91, "Learned ranker, issue 31") when one fitted on this corpus is at hand and the embeddings of its dense
 inputs are stored (:func:`inputs_stored`); else BM25 + an adapter + neighbours + structure (67.96);
-else BM25 + use + neighbours + structure (65.03); with no embeddings stored, BM25 + neighbours + structure (62.80)
-rather than BM25 alone (51.48); without labelled training questions, BM25 + use + structure or BM25 alone.
+else BM25 + use + neighbours + structure (65.03); with no embeddings stored, BM25 + neighbours + structure (62.62
+with the neighbours' similarity threshold, 62.80 before) rather than BM25 alone (51.48); without labelled training
+questions, BM25 + use + structure or BM25 alone.
 
 Its facts are gathered in one call, :func:`gather` (the index bundle's and ``$BSARD_MODELS``' adapters and rankers
 fitted on this corpus, the stored embeddings, the labelled train split), used by ``run --retriever default``

@@ -29,7 +29,7 @@ from .kind_flags import (
     ranker_flags,
     ranker_from_args,
 )
-from .neighbours import NEIGHBOURS, NeighboursRetriever, options_of
+from .neighbours import NEIGHBOURS, NeighboursRetriever
 from .ranker import build_ranker, is_ranker_folder, part_specs
 from .registry import (
     ColumnChoice,
@@ -76,7 +76,7 @@ def _prepare_dense(spec: RetrieverSpec) -> None:
 
 
 def _build_neighbours(spec: RetrieverSpec, dataset: Dataset, **context) -> Retriever:
-    return NeighboursRetriever.build(dataset, **options_of(spec.options))
+    return NeighboursRetriever.build(dataset, **{k: v for k, v in spec.options.items() if v is not None})
 
 
 def _assemble_hybrid(spec: RetrieverSpec, built: list[Retriever], dataset: Dataset) -> Retriever:
@@ -174,8 +174,9 @@ DENSE = register(RetrieverKind(
     takes=dests(DENSE_FLAGS), from_args=dense_from_args, to_flags=dense_flags, label="Dense", column=_dense_column,
     link_params=("enc",), prepare=_prepare_dense))
 NEIGHBOURS_KIND = register(RetrieverKind(
-    NEIGHBOURS, "the articles cited by the most similar questions of the `train` split", frozenset({"split", "n"}),
-    _build_neighbours, to_flags=neighbours_flags, label=NEIGHBOURS_COLUMN, offered="never"))
+    NEIGHBOURS, "the articles cited by the most similar questions of the `train` split",
+    frozenset({"split", "n", "min_similarity"}), _build_neighbours, to_flags=neighbours_flags, label=NEIGHBOURS_COLUMN,
+    offered="never"))
 HYBRID = register(RetrieverKind(
     "hybrid", "BM25 fused with dense and/or neighbours parts (reciprocal rank fusion, or a weighted sum)",
     frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth", "structure"}),

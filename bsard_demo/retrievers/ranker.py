@@ -28,6 +28,9 @@ SYSTEMS = ("bm25", "use", "adapter", "neighbours", "e5")
 #: adapter 0.5, neighbours 0.5) and its k.
 FUSION_WEIGHTS = {"bm25": 1.0, "use": 0.5, "adapter": 0.5, "neighbours": 0.5, "e5": 0.5}
 FUSION_K = 60.0
+#: The neighbours' ``min_similarity`` among the ranker's inputs: none, as the rankers served were fitted (their votes
+#: and run; the threshold of the hybrids, issue 38, would change the features they learned from without a refit).
+NEIGHBOURS_MIN_SIMILARITY = 0.0
 #: Articles taken from each system (and from the structure-rescored fusion) as candidates.
 CANDIDATES = 200
 #: Depth each system is searched to (the hybrid's depth): ranks beyond it count as missing.
@@ -339,11 +342,12 @@ def _specs(record: dict, adapter: Path | None) -> dict[str, tuple[str, dict]]:
 
 def input_spec(system: str, *, split: str = "train", adapter: Path | str | None = None) -> tuple[str, dict]:
     """The ``(kind, options)`` of one input system (:data:`INPUTS`): BM25 and ``use`` with their defaults,
-    ``e5`` through ONNX Runtime (no torch to serve), the ``adapter`` folder, the neighbours of ``split``."""
+    ``e5`` through ONNX Runtime (no torch to serve), the ``adapter`` folder, the neighbours of ``split`` without
+    a similarity threshold (:data:`NEIGHBOURS_MIN_SIMILARITY`)."""
     return {"bm25": ("bm25", {}), "use": ("dense", {"encoder": "use"}),
             "e5": ("dense", {"encoder": "e5", "backend": "onnx"}),
             "adapter": ("dense", {"encoder": str(adapter)}),
-            "neighbours": ("neighbours", {"split": split})}[system]
+            "neighbours": ("neighbours", {"split": split, "min_similarity": NEIGHBOURS_MIN_SIMILARITY})}[system]
 
 
 class RankerFolder:

@@ -22,6 +22,7 @@ from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
 from _html_fragments import parse
 from bsard_demo.app.answers import (
     EXPORT_COLUMNS,
+    PANEL_TITLE,
     cite_counts,
     export_csv,
     export_markdown,
@@ -37,7 +38,7 @@ from bsard_demo.app.search_page import ColumnResult, ShownHit
 from bsard_demo.dataset import Dataset, normalize_articles, normalize_questions
 from bsard_demo.retrievers import build_retriever
 from bsard_demo.retrievers.base import Hit
-from bsard_demo.retrievers.neighbours import NEIGHBOURS, Neighbour
+from bsard_demo.retrievers.neighbours import DEFAULT_MIN_SIMILARITY, NEIGHBOURS, Neighbour, NeighboursRetriever
 from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_sample
 
@@ -109,11 +110,12 @@ def test_why_lines_name_each_parts_rank_and_the_neighbours_count():
 
 
 def test_similar_questions_list_their_cited_articles_where_they_are_shown():
-    neighbours = [Neighbour("t1", "a ?", 4.5, ("2", "3")), Neighbour("t2", "b ?", 1.25, ("7",))]
+    neighbours = [Neighbour("t1", "a ?", 0.9, ("2", "3"), 4.5), Neighbour("t2", "b ?", 0.625, ("7",), 1.25)]
     columns = [ColumnResult("BM25", [hit(1, "3"), hit(2, "8")], 0.0, 10),
                ColumnResult("Hybride RRF k=60 (use + neighbours)", [hit(1, "2")], 0.0, 10)]
     panel = similar_questions(neighbours, TINY, columns, top=5)
-    assert [(q.qid, q.category, q.similarity) for q in panel] == [("t1", "Famille", 4.5), ("t2", "", 1.25)]
+    assert [(q.qid, q.category, q.similarity, q.percent) for q in panel] == [("t1", "Famille", 0.9, 90),
+                                                                              ("t2", "", 0.625, 62)]
     first = panel[0]
     assert [c.article_id for c in first.cited] == ["2", "3", "99"]  # as labelled, the one outside the corpus too
     assert [c.shown for c in first.cited] == [(("Hybride", 1),), (("BM25", 1),), ()]
@@ -121,6 +123,28 @@ def test_similar_questions_list_their_cited_articles_where_they_are_shown():
     assert first.cited[0].reference == "Art. 947, Code civil" and first.cited[0].breadcrumb == SECTION
     assert similar_questions(neighbours, TINY, columns, top=1) == panel[:1]
     assert cite_counts(neighbours + [Neighbour("t3", "c ?", 1.0, ("2", "2"))]) == {"2": 2, "3": 1, "7": 1}
+
+
+def test_the_panel_shows_no_question_under_the_threshold_and_says_so():
+    """Whatever the part that found them (the learned ranker's neighbours have no threshold), the panel shows
+    only questions at least DEFAULT_MIN_SIMILARITY similar; with none, one line instead."""
+    low, high = DEFAULT_MIN_SIMILARITY / 2, (1 + DEFAULT_MIN_SIMILARITY) / 2
+    neighbours = [Neighbour("t1", "a ?", high, ("2",), 3.0), Neighbour("t2", "b ?", low, ("7",), 1.0)]
+    shown = similar_questions(neighbours, TINY, [])
+    assert [q.qid for q in shown] == ["t1"] and panel_reason(TINY, True, shown) is None
+    none = similar_questions(neighbours[1:], TINY, [])
+    reason = panel_reason(TINY, True, none)
+    assert none == [] and reason.startswith(PANEL_TITLE) and "aucune question déjà traitée ne ressemble" in reason
+    assert f"au moins {round(100 * DEFAULT_MIN_SIMILARITY)} %" in reason
+    assert similar_questions(neighbours, TINY, [], min_similarity=0) != shown  # the threshold, not the top
+    # from the retriever itself: a question far from every training question gets no panel, and the reason
+    part = NeighboursRetriever.build(TINY)
+    assert panel_reason(TINY, True, similar_questions(part.neighbours("b"), TINY, [])) is None  # t2's words
+    far_question = "b zzz yyy xxx www vvv uuu ttt sss rrr qqq"  # t2's one word among ten others
+    assert NeighboursRetriever.build(TINY, min_similarity=0).neighbours(far_question)
+    far = similar_questions(part.neighbours(far_question), TINY, [])
+    assert panel_reason(TINY, True, far) == reason
+    assert part.search(far_question, k=5) == [] and not part.votes(far_question)[0].any()  # and no votes
 
 
 def test_the_panel_says_in_one_line_why_it_is_absent():
@@ -194,10 +218,11 @@ def test_the_page_shows_the_panel_passages_and_why_lines_of_the_library(monkeypa
 
     (panel,) = fragments(at, "bsard-similar")
     shown = text_of(panel)
-    assert shown.count("similarité") == 5
+    assert neighbours and shown.count("similarité") == len(neighbours[:5])  # those above the threshold only
+    assert all(n.similarity >= DEFAULT_MIN_SIMILARITY for n in neighbours)
     for n in neighbours[:5]:
         assert n.text in shown and f"n° {n.question_id} ·" in shown
-    assert neighbours[5].text not in shown
+    assert all(n.text not in shown for n in neighbours[5:])
 
     cards = fragments(at, "bsard-hit")
     hybrid_cards = cards[10:]
