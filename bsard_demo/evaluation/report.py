@@ -147,25 +147,30 @@ def render_table(df: pd.DataFrame, fmt: str) -> str:
     return render_rows(header, rows, fmt)
 
 
-def render_rows(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str, *, left: int = 1) -> str:
+def render_rows(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str, *, left: int = 1,
+                right: Sequence[int] | None = None) -> str:
     """Text cells as ``table`` (aligned, the first ``left`` columns to the left, the others to
-    the right), ``markdown`` (``|`` escaped) or ``latex`` (special characters escaped)."""
+    the right), ``markdown`` (``|`` escaped) or ``latex`` (special characters escaped). ``right``:
+    the indices of the right-aligned (number) columns instead, the others left-aligned."""
     header, rows = list(header), [list(r) for r in rows]
+    on_right = set(range(left, len(header)) if right is None else right)
     if fmt == "markdown":
         esc = lambda s: s.replace("|", r"\|")  # noqa: E731
         lines = ["| " + " | ".join(esc(h) for h in header) + " |",
-                 "|" + "|".join(["---"] * left + ["---:"] * (len(header) - left)) + "|"]
+                 "|" + "|".join("---:" if i in on_right else "---" for i in range(len(header))) + "|"]
         lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
         return "\n".join(lines) + "\n"
     if fmt == "latex":
-        lines = [r"\begin{tabular}{" + "l" * left + "r" * (len(header) - left) + "}", r"\toprule",
+        align = "".join("r" if i in on_right else "l" for i in range(len(header)))
+        lines = [r"\begin{tabular}{" + align + "}", r"\toprule",
                  " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
         lines += [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
     if fmt == "table":
         widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-        fmt_row = lambda r: "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        fmt_row = lambda r: "  ".join(c.rjust(w) if i in on_right else c.ljust(w)  # noqa: E731
+                                      for i, (c, w) in enumerate(zip(r, widths)))
         return "\n".join([fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]) + "\n"
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
