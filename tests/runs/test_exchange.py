@@ -6,7 +6,9 @@ and on the real BSARD test labels."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import stat
 
 import ir_measures
 import pandas as pd
@@ -189,3 +191,29 @@ def test_trec_refuses_an_id_with_a_blank_and_writes_nothing(tmp_path, capsys):
     assert main(["export-run", str(run), "--format", "trec", "--out", str(out)]) == 2
     assert "TREC cannot hold the question id 'q 1'" in capsys.readouterr().err and not out.exists()
     assert main(["export-run", str(run), "--format", "ranx", "--out", str(tmp_path / "r.json")]) == 0
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_exports_follow_the_umask_like_every_other_file(tmp_path, capsys, labels_cases, mask, mode):
+    """``export-qrels`` / ``export-run`` write through mkstemp (600) then rename: the file must end with the
+    mode a plain ``open`` gives under the umask, as ``--per-query`` and ``--misses`` files do; a file already
+    there keeps its own mode."""
+    _, qrels, data = labels_cases[0]
+    src = tmp_path / "src.trec"
+    src.write_text(Run.from_scores({q: {d: 1.0 for d in gold} for q, gold in qrels.items()}).to_trec("t"))
+    old = os.umask(mask)
+    try:
+        for fmt in ("trec", "ranx", "parquet"):
+            q_out, r_out = tmp_path / f"q.{fmt}", tmp_path / f"r.{fmt}"
+            assert main(["export-qrels", "--data", str(data), "--format", fmt, "--out", str(q_out)]) == 0
+            assert main(["export-run", str(src), "--format", fmt, "--out", str(r_out)]) == 0
+            plain = tmp_path / f"plain.{fmt}"
+            plain.write_text("x")
+            assert stat.S_IMODE(q_out.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == mode
+            assert stat.S_IMODE(r_out.stat().st_mode) == mode
+        os.chmod(q_out, 0o640)  # rewritten: its own mode stays
+        assert main(["export-qrels", "--data", str(data), "--format", "parquet", "--out", str(q_out)]) == 0
+        assert stat.S_IMODE(q_out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+    assert not list(tmp_path.glob(".*.tmp"))
