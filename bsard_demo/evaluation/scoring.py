@@ -28,6 +28,7 @@ from ..runs import (
 )
 from .aggregate import DEFAULT_KS, Evaluation, evaluate
 from .checks import SplitContext, check_run_file
+from .labels import gains_of
 from .report import is_bsard_test
 
 T = TypeVar("T")
@@ -150,10 +151,11 @@ def score_runs(dataset: Dataset, split: str, sources: Sequence[RunSource], ks: S
     module conventions); never raises for a bad source (its problems say why)."""
     context = SplitContext.of(dataset, split)
     board = Scoreboard(dataset, split, context.qrels, tuple(sorted({int(k) for k in ks})))
+    gains = gains_of(dataset, split)  # graded labels (a qrels file): nDCG's gains
     for name, source in zip(unique_names([s.name for s in sources]), sources):
         rf = _read(source, name, context, max(board.ks), limits)
         check_run_file(rf, context)
-        evaluation = evaluate(context.qrels, rf.run, board.ks) if rf.run is not None else None
+        evaluation = evaluate(context.qrels, rf.run, board.ks, gains=gains) if rf.run is not None else None
         if not keep_runs and rf.run is not None:
             rf = replace(rf, run=None)
         board.runs.append(ScoredRun(name, rf, evaluation))
