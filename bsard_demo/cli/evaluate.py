@@ -45,6 +45,8 @@ conventions:
   A document listed twice keeps its best position. recall@k, map@k and mrr@k equal
   trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k;
   ndcg@10 (binary gains) equals trec_eval's ndcg_cut_10, the figure MTEB reports.
+  --qrels FILE: labels from a file; relevance > 0 counts as relevant, and graded relevance
+  is nDCG's gain (trec_eval's rules).
   rprec (R-Precision: precision at rank R, R = the question's number of relevant articles)
   equals trec_eval's Rprec on the whole run; its mean is the MRP of QABISAR and G-DSR.
   Tables show R@k, MAP, R-Prec, nDCG@10, then MRR (it sees only the first relevant article).

@@ -32,8 +32,8 @@ def is_bsard_test(qrels: Mapping[str, frozenset[str]]) -> bool:
 
 
 #: What nDCG@10 is, said beside every table that shows it.
-NDCG_NOTE = ("nDCG@10: binary gains, trec_eval ndcg_cut_10 on the top 10, every question counted; "
-             "the figure MTEB reports")
+NDCG_NOTE = ("nDCG@10: binary gains (a graded --qrels file's grades), trec_eval ndcg_cut_10 on the top 10, every "
+             "question counted; the figure MTEB reports")
 #: What R-Precision is, said beside every table that shows it.
 RPREC_NOTE = ("R-Prec: precision at rank R, R = the question's number of relevant articles (trec_eval Rprec, "
               "whole run); its mean is the MRP of QABISAR and G-DSR")
