@@ -191,6 +191,8 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
             continue
         if not quiet and lines:
             print("\n".join(lines), file=sys.stderr)
+        if not quiet and scored.ties and not any(p.code == "tie_order" for p in problems):
+            print(one_line(f"{name}: note: {scored.ties}"), file=sys.stderr)  # the rule, once per run
         if not scored.usable:
             out.unusable.append(one_line(f"{name} ({problems.count('error')} error(s))"))
     return out

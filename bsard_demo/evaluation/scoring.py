@@ -30,6 +30,7 @@ from .aggregate import DEFAULT_KS, Evaluation, evaluate
 from .checks import SplitContext, check_run_file
 from .labels import gains_of
 from .report import is_bsard_test
+from .ties import add_tie_warning, tie_effect, tie_note
 
 T = TypeVar("T")
 
@@ -82,11 +83,13 @@ class Limits:
 
 @dataclass
 class ScoredRun:
-    """One source: its file as read (problems included) and, when usable, its evaluation."""
+    """One source: its file as read (problems included) and, when usable, its evaluation; ``ties``: the one
+    line a front end says of a run with tied scores (how many questions, trec_eval's rule), else ``None``."""
 
     name: str
     file: RunFile
     evaluation: Evaluation | None = None
+    ties: str | None = None
 
     @property
     def usable(self) -> bool:
@@ -156,9 +159,12 @@ def score_runs(dataset: Dataset, split: str, sources: Sequence[RunSource], ks: S
         rf = _read(source, name, context, max(board.ks), limits)
         check_run_file(rf, context)
         evaluation = evaluate(context.qrels, rf.run, board.ks, gains=gains) if rf.run is not None else None
+        if evaluation is not None:
+            add_tie_warning(rf.problems, rf.run, tie_effect(context.qrels, rf.run, evaluation, gains))
+        ties = tie_note(rf.run) if rf.run is not None else None
         if not keep_runs and rf.run is not None:
             rf = replace(rf, run=None)
-        board.runs.append(ScoredRun(name, rf, evaluation))
+        board.runs.append(ScoredRun(name, rf, evaluation, ties))
     return board
 
 

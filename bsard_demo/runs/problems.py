@@ -89,7 +89,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "duplicate_article": ("warning", "an article listed twice for a question; its better-ranked copy is kept"),
     "rank_score_order": ("warning", "ranks contradict the scores (a better score with a worse rank); articles "
                                     "are ordered by score"),
-    "tie_order": ("warning", "tied scores ranked otherwise than trec_eval's tie-break (article id descending)"),
+    "tie_order": ("warning", "the file ranks tied scores otherwise than trec_eval's tie-break (article id "
+                             "descending) and its own order would change a figure (by how much is said)"),
     "several_tags": ("warning", "several run tags in one file; all its lines are read as one run"),
     "unknown_questions": ("warning", "question ids that are not questions of the split; they are ignored"),
     "unknown_articles": ("warning", "article ids that are not in the corpus; they can never be relevant"),

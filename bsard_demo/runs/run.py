@@ -85,7 +85,9 @@ class Run(Mapping[str, tuple[str, ...]]):
     Build it with :meth:`from_entries`, :meth:`from_scores` or :meth:`from_rankings`; all apply
     the ordering convention of this module. ``scores`` (a mapping of tuples: a dict, or the
     reader's :class:`ScoreTable`) are the scores as the file gives them; ``lower_is_better``
-    says they are distances, ranked ascending (read with ``lower_is_better=True``).
+    says they are distances, ranked ascending (read with ``lower_is_better=True``). ``file_order``: for
+    the questions whose file ranks tied scores otherwise than the tie rule, the articles in the file's own
+    rank order (the reader sets it; :mod:`bsard_demo.evaluation.ties` says whether it changes a figure).
     """
 
     rankings: dict[str, tuple[str, ...]]
@@ -93,6 +95,7 @@ class Run(Mapping[str, tuple[str, ...]]):
     name: str = ""
     tags: tuple[str, ...] = field(default=())
     lower_is_better: bool = False
+    file_order: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
     def __getitem__(self, qid: str) -> tuple[str, ...]:
         return self.rankings[qid]
