@@ -90,6 +90,7 @@ class ScoredRun:
     file: RunFile
     evaluation: Evaluation | None = None
     ties: str | None = None
+    ranking_sha256: str | None = None  # :meth:`Run.ranking_sha256`, kept when the run itself is not
 
     @property
     def usable(self) -> bool:
@@ -162,9 +163,10 @@ def score_runs(dataset: Dataset, split: str, sources: Sequence[RunSource], ks: S
         if evaluation is not None:
             add_tie_warning(rf.problems, rf.run, tie_effect(context.qrels, rf.run, evaluation, gains))
         ties = tie_note(rf.run) if rf.run is not None else None
+        ranking = rf.run.ranking_sha256() if rf.run is not None else None
         if not keep_runs and rf.run is not None:
             rf = replace(rf, run=None)
-        board.runs.append(ScoredRun(name, rf, evaluation, ties))
+        board.runs.append(ScoredRun(name, rf, evaluation, ties, ranking))
     return board
 
 
