@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..evaluation.stamp import read_stamp, same_runs, stamp_differences
+from ..evaluation.stamp import read_stamp_bytes, same_runs, stamp_differences
 from .common import fail, one_line
 
 MAX_BYTES = 64 * 1024 * 1024
@@ -24,9 +24,11 @@ MAX_BYTES = 64 * 1024 * 1024
 DIFFERENT = 3
 #: ``stamps --help``'s description.
 DESCRIPTION = ("Read the reproducibility stamp of two result files (evaluate/compare output in JSON, CSV, Markdown or "
-               "LaTeX, or a Score page download) and say what differs: dataset, its revision and file hashes, split, "
-               "k values, measures, bsard-demo version, and runs of the same name made from other files. Exit 0: "
-               f"same provenance; {DIFFERENT}: they differ; 2: a file has no stamp.")
+               "LaTeX, a Score page download, or a parquet file of export-qrels/export-run) and say what differs: "
+               "dataset, its revision and file hashes, split, k values, measures, bsard-demo version, and runs. Runs "
+               "are matched by their ranking digest: the same ranking in another file or format is the same run, "
+               f"said and not a difference. Exit 0: same provenance; {DIFFERENT}: they differ; 2: a file has no "
+               "stamp.")
 
 
 def add_stamps_parser(subparsers) -> argparse.ArgumentParser:
@@ -47,7 +49,7 @@ def _stamp_of(path: str) -> dict | str:
     size = file.stat().st_size
     if size > MAX_BYTES:
         return f"{path}: {size / 1e6:.0f} MB is larger than a result file may be ({MAX_BYTES // 2**20} MiB)"
-    stamp = read_stamp(file.read_bytes().decode("utf-8", errors="replace"))
+    stamp = read_stamp_bytes(file.read_bytes())
     if stamp is None:
         return f"{path}: no reproducibility stamp (not an export of bsard-demo results, or one written before stamps)"
     return stamp

@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 
 from ..cache import sha256_file as cache_sha256_file
 from ..dataset import Dataset
-from ..runs import Run
+from ..runs import STAMP_KEY, Run
 from .labels import gains_of
 from .measures import Measure
 from .report import labels_digest
@@ -184,6 +184,36 @@ def board_stamp(board: Scoreboard, sources: Sequence[RunSource], measures: Seque
     runs = {scored.name: source_sha256(source) for scored, source in zip(board.runs, sources)}
     rankings = {scored.name: scored.ranking_sha256 for scored in board.runs}
     return build_stamp(board.dataset, board.split, runs, board.ks, columns, rankings)
+
+
+def export_stamp(*, dataset: Dataset | None = None, split: str | None = None, runs: Mapping[str, str | None] = (),
+                 rankings: Mapping[str, str | None] = ()) -> dict:
+    """The stamp of an ``export-qrels`` (``dataset``, ``split``) or ``export-run`` (``runs``: the source file's
+    sha256, ``rankings``: its ranking digest) file, written where the format has room (parquet metadata)."""
+    out: dict = {"stamp": STAMP_FORMAT, "bsard_demo": package_version()}
+    if dataset is not None and split is not None:
+        out.update(dataset=dataset_stamp(dataset, split), split=split)
+    if runs or rankings:
+        out.update(runs=dict(runs), rankings=dict(rankings))
+    return out
+
+
+def read_stamp_bytes(data: bytes) -> dict | None:
+    """The stamp of a file's bytes: a parquet export's metadata (found in its footer without a parquet decoder:
+    the key, then the stamp's JSON object), else :func:`read_stamp` of the text."""
+    if data[:4] == b"PAR1" and data[-4:] == b"PAR1" and len(data) >= 12:
+        size = int.from_bytes(data[-8:-4], "little")
+        footer = data[max(4, len(data) - 8 - size):-8]
+        at = footer.find(STAMP_KEY)
+        start = footer.find(b'{"stamp"', at) if at >= 0 else -1
+        if start < 0:
+            return None
+        try:
+            stamp, _ = json.JSONDecoder().raw_decode(footer[start:].decode("ascii", errors="replace"))
+        except (ValueError, RecursionError):
+            return None
+        return stamp if isinstance(stamp, dict) else None
+    return read_stamp(data.decode("utf-8", errors="replace"))
 
 
 def stamp_export(text: str, fmt: str, stamp: Mapping) -> str:

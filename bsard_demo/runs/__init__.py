@@ -11,7 +11,7 @@ items (:mod:`.problems`); a message quotes user data through :func:`quote`. Labe
 :mod:`.qrels_read` (:func:`read_qrels_path`, :func:`read_qrels_bytes`) through the same decoding and sandbox.
 """
 from .decode import SizeMessage
-from .exchange import EXCHANGE_FORMATS, qrels_bytes, run_bytes, run_records, tied_questions
+from .exchange import EXCHANGE_FORMATS, STAMP_KEY, qrels_bytes, run_bytes, run_records, tied_questions
 from .problems import CHECK_CODES, CODES, HINTS, QRELS_CODES, Problem, ProblemList, percent, quote
 from .qrels_read import QRELS_FORMATS, QrelsFile, read_qrels_bytes, read_qrels_path
 from .read import (
@@ -36,4 +36,4 @@ __all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT
            "RUN_FORMATS", "UNKNOWN", "Entry", "Isolation", "Problem", "ProblemList", "ReadOptions", "Run", "RunFile",
            "SizeMessage", "format_run", "order_entries", "percent", "quote", "read_run", "read_run_bytes",
            "read_run_path", "warm", "write_text_atomic", "QRELS_CODES", "QRELS_FORMATS", "QrelsFile",
-           "read_qrels_bytes", "read_qrels_path"]
+           "read_qrels_bytes", "read_qrels_path", "STAMP_KEY"]
