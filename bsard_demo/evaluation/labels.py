@@ -53,11 +53,12 @@ def labels_dataset(labels: QrelsFile, split: str = "test", base: Dataset | None 
     return Dataset(f"{base.name} + {labels.name}", base.kind, base.articles, splits, base.fictional, files)
 
 
-def labels_from_upload(data: bytes, name: str, split: str = "test",
-                       base: Dataset | None = None) -> tuple[QrelsFile, Dataset | None]:
+def labels_from_upload(data: bytes, name: str, split: str = "test", base: Dataset | None = None,
+                       max_bytes: int | None = None) -> tuple[QrelsFile, Dataset | None]:
     """An uploaded labels file read (:func:`bsard_demo.runs.read_qrels_bytes`: every problem, nothing native in
-    this process) and, when it has no error, its dataset (:func:`labels_dataset`); else ``None``."""
-    read = read_qrels_bytes(data, name)
+    this process, at most ``max_bytes``, default the reader's) and, when it has no error, its dataset
+    (:func:`labels_dataset`); else ``None``."""
+    read = read_qrels_bytes(data, name) if max_bytes is None else read_qrels_bytes(data, name, max_bytes=max_bytes)
     return read, (labels_dataset(read, split, base) if read.ok else None)
 
 

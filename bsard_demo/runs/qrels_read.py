@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .columns import UNKNOWN
-from .decode import DEFAULT_MAX_BYTES, Content, Source, open_content, size_problem
+from .decode import Content, Source, open_content, size_problem
 from .problems import ProblemList, quote
 from .sandbox import DEFAULT_ISOLATION, Isolation, parse_parquet_isolated
 from .text_formats import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES
@@ -32,6 +32,9 @@ LZ4_MAGIC = b"\x04\x22\x4d\x18"
 #: ``(frame bytes, size cap) -> decompressed bytes`` or ``None`` (LZ4 not read): set once a decoder that runs
 #: the native code away from the server's process exists (the run reader's sandbox).
 LZ4_DECODER: Callable[[bytes, int], bytes] | None = None
+#: The default cap on a labels file's bytes, raw or inflated: a labels file is read whole (text, then a dict
+#: per question), so less than a run's; MS MARCO's dev qrels are under 1 MB, BSARD's test labels 18 KB.
+QRELS_MAX_BYTES = 64 * 2**20
 _PATH_LIMIT = 200
 
 Labels = dict[str, dict[str, int]]
@@ -63,7 +66,7 @@ class QrelsFile:
         return any(r not in (0, 1) for docs in (self.labels or {}).values() for r in docs.values())
 
 
-def read_qrels_path(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+def read_qrels_path(path: str | Path, *, max_bytes: int = QRELS_MAX_BYTES,
                     isolation: Isolation | None = DEFAULT_ISOLATION) -> QrelsFile:
     """Read a labels file from disk (see :func:`read_qrels_bytes`: a labels file is read whole, they are
     small: BSARD's test labels are 18 KB as TREC qrels); a missing, unreadable or non-regular
@@ -87,7 +90,7 @@ def read_qrels_path(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
     return QrelsFile(p.name, UNKNOWN, None, problems)
 
 
-def read_qrels_bytes(data: bytes, name: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
+def read_qrels_bytes(data: bytes, name: str, *, max_bytes: int = QRELS_MAX_BYTES,
                      isolation: Isolation | None = DEFAULT_ISOLATION) -> QrelsFile:
     """Detect the layout of ``data`` (an upload's bytes, the file ``name``), parse it and check it; never
     raises. The Score page calls this with an uploaded file's bytes."""

@@ -174,3 +174,19 @@ def test_graded_labels_give_pytrec_eval_figures(tmp_path, capsys, seed):
     flat = _figures(capsys, ["evaluate", str(run_path), "--qrels", str(binary)])["r.trec"]
     assert flat["recall@100"] == got["recall@100"] and flat["rprec"] == got["rprec"]
     assert flat["ndcg@10"] != got["ndcg@10"]
+
+
+def test_the_score_page_call_reads_an_upload_and_scores_it(tmp_path):
+    """labels_from_upload (the Score page's entry): an upload's bytes -> problems and a dataset score_runs takes;
+    a file with errors gives no dataset; a file above the limit is refused before it is read."""
+    from bsard_demo.evaluation.labels import labels_from_upload
+    from bsard_demo.evaluation.scoring import RunSource, score_runs
+
+    read, dataset = labels_from_upload(b"q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 1\n", "labels.trec")
+    assert read.ok and dataset is not None and read.graded
+    board = score_runs(dataset, "test", [RunSource.upload("r.trec", b"q1 Q0 d1 1 2.0 t\nq2 Q0 d9 1 1.0 t\n")], (1,))
+    assert board.runs[0].evaluation.means["recall@1"] == 0.5 and board.labelled == 2
+    read, dataset = labels_from_upload(b"q1 0 d1 high\n", "bad.trec")
+    assert dataset is None and [p.code for p in read.problems] == ["bad_relevance"]
+    read, dataset = labels_from_upload(b"q1 0 d1 1\n" * 100, "big.trec", max_bytes=50)
+    assert dataset is None and [p.code for p in read.problems] == ["file_too_large"]
