@@ -45,7 +45,8 @@ def test_a_ranx_trec_run_whose_float32_ties_move_no_figure_gets_no_warning(tmp_p
     board = score_runs(_dataset(qrels), "test", [RunSource.upload("ranx.trec", data)], (10, 100))
     scored = board.runs[0]
     assert "tie_order" not in [p.code for p in scored.file.problems]
-    assert scored.ties == f"40 question(s) have tied scores: {TIE_RULE}"
+    assert scored.ties.startswith(f"40 question(s) have tied scores: {TIE_RULE}; the file ranks them otherwise in ")
+    assert scored.ties.endswith("which moves no figure shown")
     # the CLI says the rule once for the run, and no warning
     (tmp_path / "questions_test.csv").write_text(pd.DataFrame(
         {"id": list(qrels), "question": "q", "article_ids": [",".join(sorted(g)) for g in qrels.values()]}
@@ -75,3 +76,25 @@ def test_ties_in_a_file_without_ranks_are_only_said():
     board = score_runs(_dataset(qrels), "test", [RunSource.upload("r.json", b'{"q1": {"a": 0.5, "z": 0.5}}')], (1,))
     assert "tie_order" not in [p.code for p in board.runs[0].file.problems]
     assert board.runs[0].ties.startswith("1 question(s) have tied scores")
+
+
+def test_a_move_below_the_shown_decimals_is_no_change_of_figure():
+    """200 questions, one of which ranks a tie otherwise at rank 600 of 1,000: MAP@1000 moves by a few
+    millionths, no figure shown (two decimals, in %) changes: no warning, the note says so."""
+    qrels = {f"q{i}": frozenset({"g"}) for i in range(200)}
+    lines = []
+    for i in range(200):
+        docs = [f"d{j:04d}" for j in range(1000)]
+        if i == 0:
+            docs[599], docs[600] = "g", "zz"  # the file ranks g before zz; the rule puts zz first
+        for rank, d in enumerate(docs, 1):
+            score = 0.5 if (i == 0 and rank in (600, 601)) else 1000.0 - rank
+            lines.append(f"q{i} Q0 {d} {rank} {score} t")
+    data = ("\n".join(lines) + "\n").encode()
+    board = score_runs(_dataset(qrels), "test", [RunSource.upload("r.trec", data)], (1000,))
+    scored = board.runs[0]
+    assert "tie_order" not in [p.code for p in scored.file.problems]
+    assert scored.ties.endswith("the file ranks them otherwise in 1, which moves no figure shown")
+    other = evaluate(qrels, Run.from_rankings({**scored.file.run.rankings, "q0": scored.file.run.file_order["q0"]}),
+                     (1000,))
+    assert 0 < abs(other.means["map@1000"] - scored.evaluation.means["map@1000"]) < 5e-5
