@@ -19,13 +19,14 @@ from bsard_demo.evaluation.stamp import (
     dataset_stamp,
     hub_revision,
     read_stamp,
+    read_stamp_bytes,
     run_sha256,
     same_runs,
     stamp_differences,
     stamp_export,
     strip_stamp,
 )
-from bsard_demo.runs import Run
+from bsard_demo.runs import STAMP_KEY, Run
 from bsard_demo.sources import load_hub
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -233,3 +234,17 @@ def test_the_same_rankings_as_trec_and_json_are_the_same_runs(tmp_path, sample, 
     c = {**b, "rankings": {"a.json": "0" * 64}}
     assert stamp_differences(a, c) == ["runs in the first file only: a.trec", "runs in the second file only: a.json"]
     assert same_runs(a, c) == []
+
+
+def test_a_parquet_stamp_is_read_from_the_footer_without_a_decoder():
+    """read_stamp_bytes finds a parquet export's stamp in its footer by the key and the JSON object after it;
+    damaged or hostile footers give no stamp, never an exception."""
+    stamp = {"stamp": STAMP_FORMAT, "runs": {"r": "0" * 64}}
+    footer = b"\x15\x00" + STAMP_KEY + b"\x18\x40" + json.dumps(stamp).encode() + b"\x00"
+    data = b"PAR1" + b"\x00" * 10 + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+    assert read_stamp_bytes(data) == stamp
+    for bad in (b"PAR1PAR1", b"PAR1" + STAMP_KEY + b'{"stamp": [' * 50_000 + b"\x10\x00\x00\x00PAR1",
+                b"PAR1" + STAMP_KEY + b'{"stamp": "x' + b"\xff" * 10 + b"\x20\x00\x00\x00PAR1",
+                b"PAR1" + b"\x00" * 20 + b"\xff\xff\xff\xffPAR1"):
+        assert read_stamp_bytes(bad) is None
+    assert read_stamp_bytes(b'{"stamp": {"split": "test"}}') == {"split": "test"}  # text: read_stamp
