@@ -31,7 +31,7 @@ from ..evaluation.report import (
 )
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..evaluation.stamp import board_stamp, stamp_export
-from ..runs import read_qrels_path, warm
+from ..runs import quote, read_qrels_path, warm
 from ..sources import load_dataset
 from .anchors import anchors_text
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, problem_line, say
@@ -219,8 +219,8 @@ def _dataset(command: str, args: argparse.Namespace, with_corpus: bool, quiet: b
     for p in labels.problems:
         print(problem_line(labels.name, p), file=sys.stderr)
     if not labels.ok:
-        raise DataError(f"the labels file {one_line(labels.name)} has {labels.problems.count('error')} error(s): "
-                        "nothing scored")
+        raise DataError(f"the labels file {quote(labels.name, marks=False)} has {labels.problems.count('error')} "
+                        "error(s): nothing scored")
     if base is None and not quiet:
         say(command, SKIPPED_NOTE)
     return labels_dataset(labels, args.split, base, path=labels_path)
