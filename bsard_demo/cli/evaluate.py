@@ -18,7 +18,7 @@ from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
 from ..evaluation.anchors import anchors_report
 from ..evaluation.checks import problem_record
-from ..evaluation.labels import SKIPPED_NOTE, labels_dataset
+from ..evaluation.labels import SKIPPED_CHECKS, SKIPPED_NOTE, has_corpus_checks, labels_dataset
 from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
 from ..evaluation.report import (
     FORMATS,
@@ -249,7 +249,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.format == "json":
         report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems,
                              misses=None if misses is None else misses_records(misses),
-                             anchors=anchors_report() if anchors else None)
+                             anchors=anchors_report() if anchors else None,
+                             skipped_checks=None if has_corpus_checks(ds) else SKIPPED_CHECKS,
+                             ties={r.name: r.ties for r in board.runs if r.ties})
         print(stamp_export(report, "json", stamp), end="")
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")

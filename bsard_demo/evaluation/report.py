@@ -103,15 +103,21 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
 
 def json_report(dataset: str, split: str, questions: int, evaluations: Mapping[str, Evaluation],
                 problems: Mapping[str, list[dict]], *, misses: Mapping[str, list[dict]] | None = None,
-                anchors: Mapping | None = None) -> str:
+                anchors: Mapping | None = None, skipped_checks: Sequence[str] | None = None,
+                ties: Mapping[str, str] | None = None) -> str:
     """The CLI's ``--format json`` object (see README): metrics are fractions, every cutoff's
     recall/map/mrr is present, then ``rprec`` and ``ndcg@10``, plus missing/unknown question counts
     per run; with ``misses`` (``evaluate --misses``), where each run's misses land, per k; with
     ``anchors`` (``evaluate --anchors``: :func:`bsard_demo.evaluation.anchors.anchors_report`), the
-    published results, last."""
+    published results, last; ``skipped_checks`` (labels without a corpus: the checks not run) and ``ties`` (per
+    run with tied scores, the one line that says the rule) when given."""
     runs = {name: {**{c: round(v, 12) for c, v in ev.means.items()}, "missing_questions": ev.missing_questions,
                    "unknown_questions": ev.unknown_questions} for name, ev in evaluations.items()}
     out = {"dataset": dataset, "split": split, "questions": questions, "runs": runs, "problems": dict(problems)}
+    if ties:
+        out["ties"] = dict(ties)
+    if skipped_checks:
+        out["skipped_checks"] = list(skipped_checks)
     if misses is not None:
         out["misses"] = dict(misses)
     if anchors is not None:

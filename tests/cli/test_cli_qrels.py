@@ -97,6 +97,9 @@ def test_without_a_corpus_the_corpus_checks_are_skipped_in_one_line(tmp_path, ca
     skipped = [line for line in err.splitlines() if "skipped" in line]
     assert len(skipped) == 1 and all(check in skipped[0] for check in SKIPPED_CHECKS)
     assert "[near_random]" not in err and "[ids_shifted]" not in err and "[unknown_articles]" not in err
+    assert main(["evaluate", str(run), "--qrels", labels, "--format", "json"]) == 0  # JSON: said in the object
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["skipped_checks"] == list(SKIPPED_CHECKS) and "skipped" not in captured.err
     # the same labels on the corpus of --data: the checks run again
     assert main(["evaluate", str(run), "--qrels", labels, "--data", str(folder)]) == 0
     assert "[near_random]" in capsys.readouterr().err
