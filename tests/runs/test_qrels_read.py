@@ -120,3 +120,28 @@ def test_codes_are_declared_with_their_severity():
     assert set(QRELS_CODES) == {"lz4_file", "bad_relevance", "conflicting_label", "duplicate_label",
                                 "json_not_qrels", "no_labels"}
     assert QRELS_CODES["duplicate_label"][0] == "warning"
+
+
+def test_mutated_labels_files_never_escape_as_an_internal_error():
+    """300 seeded mutations of every text layout (deleted and inserted bytes, quotes, NUL, huge numbers,
+    doubled content): each read gives problems or labels, never ``internal_error``."""
+    import random
+
+    rnd = random.Random(0)
+    seeds = [data for name, (_, data) in layouts().items() if not name.endswith((".gz", ".parquet"))]
+    for _ in range(300):
+        s = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randrange(1, 6)):
+            pos = rnd.randrange(len(s) + 1)
+            op = rnd.randrange(4)
+            if op == 0 and s:
+                del s[rnd.randrange(len(s))]
+            elif op == 1:
+                s[pos:pos] = bytes([rnd.randrange(256)])
+            elif op == 2:
+                s[pos:pos] = rnd.choice([b'"', b",", b"\t", b"{", b"[", b"\x00", b"\n", b"1e999", b"NaN", b"\xff"])
+            else:
+                s = s * 2
+        got = read_qrels_bytes(bytes(s), "fuzz")
+        assert "internal_error" not in [p.code for p in got.problems], bytes(s)[:200]
+        assert got.ok == (got.labels is not None) and (got.ok or got.problems.has_errors)
