@@ -29,7 +29,8 @@ NOTES_FR = (
     "pour lequel aucun résultat n'était publié). Son nDCG@10 ne compte lui aussi qu'un article pertinent.",
     "Les chiffres BSARD du classement MTEB ont été signalés non reproductibles (mteb#1314) ; les outils départagent "
     "les égalités de score différemment (mteb#5092, pytrec_eval#56) : comparez avec un seul outil.",
-    "G-DSR (EACL 2023) et QABISAR (COLING 2025) sont listés sans chiffre : leurs tableaux n'ont pas pu être lus ici.",
+    "R-Précision : le « MRP » (R-Précision moyenne) du tableau 1 de QABISAR (COLING 2025), pas un MRR. G-DSR "
+    "(EACL 2023) est listé sans chiffre : son tableau n'a pas pu être lu ici.",
 )
 THIS_RUN = "ce run (calculé ici)"
 PUBLISHED = "publié"

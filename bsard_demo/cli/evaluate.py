@@ -18,6 +18,7 @@ from ..dataset import DataError
 from ..evaluation import DEFAULT_KS
 from ..evaluation.anchors import anchors_report
 from ..evaluation.checks import problem_record
+from ..evaluation.labels import SKIPPED_CHECKS, SKIPPED_NOTE, has_corpus_checks, labels_dataset
 from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
 from ..evaluation.report import (
     FORMATS,
@@ -31,7 +32,7 @@ from ..evaluation.report import (
 )
 from ..evaluation.scoring import RunSource, Scoreboard, score_runs
 from ..evaluation.stamp import board_stamp, stamp_export
-from ..runs import warm
+from ..runs import quote, read_qrels_path, warm
 from ..sources import load_dataset
 from .anchors import anchors_text
 from .common import PROBLEM_HINTS, add_data_argument, data_spec, one_line, problem_line, say
@@ -45,6 +46,8 @@ conventions:
   A document listed twice keeps its best position. recall@k, map@k and mrr@k equal
   trec_eval -c -M k (recall_k, map_cut_k, recip_rank) on the run cut to its top k;
   ndcg@10 (binary gains) equals trec_eval's ndcg_cut_10, the figure MTEB reports.
+  --qrels FILE: labels from a file; relevance > 0 counts as relevant, and graded relevance
+  is nDCG's gain (trec_eval's rules).
   rprec (R-Precision: precision at rank R, R = the question's number of relevant articles)
   equals trec_eval's Rprec on the whole run; its mean is the MRP of QABISAR and G-DSR.
   Tables show R@k, MAP, R-Prec, nDCG@10, then MRR (it sees only the first relevant article).
@@ -119,8 +122,15 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    """The options every command reading run files shares: ``--data``, ``--split``, ``--lower-is-better``."""
+    """The options every command reading run files shares: ``--data``, ``--qrels``, ``--split``,
+    ``--lower-is-better``, ``--distances``."""
     add_data_argument(p)
+    p.add_argument("--qrels", metavar="FILE",
+                   help="score against the labels of FILE instead of the split's: TREC qrels (qid 0 docid "
+                        "relevance), ranx's qrels JSON {q_id: {doc_id: relevance}}, or a CSV/TSV/parquet table with "
+                        "q_id (or query_id), doc_id and relevance (what export-qrels writes); optionally gzipped. "
+                        "Relevance > 0 counts as relevant; graded relevance is nDCG's gain (trec_eval's rules). "
+                        "With --data, the corpus checks use that dataset; without, they are skipped")
     p.add_argument("--split", default="test", help="question split to score against (default: test)")
     p.add_argument("--lower-is-better", action="store_true",
                    help="every file's scores are distances (lower = better): articles are ordered by score "
@@ -160,12 +170,7 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
     stderr and a file whose single problem is an error gets one line ``…; not scored``. With
     ``with_corpus`` the articles are loaded and the runs kept, to place the misses (``evaluate --misses``)."""
     warm(paths)  # a parquet file is decoded in a child: its fork server loads meanwhile
-    try:
-        ds = load_dataset(data_spec(args), need_corpus=with_corpus)
-    except DataError as exc:
-        if not with_corpus:
-            raise
-        raise DataError(f"--misses places each miss in the corpus: {exc}") from None
+    ds = _dataset(command, args, with_corpus, quiet)
     qrels = ds.qrels(args.split)
     labelled = sum(1 for gold in qrels.values() if gold)
     if labelled < len(qrels) and not quiet:
@@ -187,9 +192,39 @@ def score_run_paths(command: str, paths: Sequence[str], args: argparse.Namespace
             continue
         if not quiet and lines:
             print("\n".join(lines), file=sys.stderr)
+        if not quiet and scored.ties and not any(p.code == "tie_order" for p in problems):
+            print(one_line(f"{name}: note: {scored.ties}"), file=sys.stderr)  # the rule, once per run
         if not scored.usable:
             out.unusable.append(one_line(f"{name} ({problems.count('error')} error(s))"))
     return out
+
+
+def _dataset(command: str, args: argparse.Namespace, with_corpus: bool, quiet: bool):
+    """The dataset to score against: ``--data``'s split, or the labels of ``--qrels`` (on ``--data``'s corpus
+    when given, else none: the corpus checks skipped, said in one line). A labels file with errors: each
+    problem one line on stderr, then :class:`DataError`."""
+    labels_path = getattr(args, "qrels", None)
+    base = None
+    if labels_path is None or args.data is not None:
+        try:
+            base = load_dataset(data_spec(args), need_corpus=with_corpus)
+        except DataError as exc:
+            if not with_corpus:
+                raise
+            raise DataError(f"--misses places each miss in the corpus: {exc}") from None
+    if labels_path is None:
+        return base
+    if with_corpus and base is None:
+        raise DataError("--misses places each miss in the corpus: give --data with --qrels")
+    labels = read_qrels_path(labels_path)
+    for p in labels.problems:
+        print(problem_line(labels.name, p), file=sys.stderr)
+    if not labels.ok:
+        raise DataError(f"the labels file {quote(labels.name, marks=False)} has {labels.problems.count('error')} "
+                        "error(s): nothing scored")
+    if base is None and not quiet:
+        say(command, SKIPPED_NOTE)
+    return labels_dataset(labels, args.split, base, path=labels_path)
 
 
 def report_unusable(command: str, scored: ScoredRuns) -> None:
@@ -215,7 +250,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.format == "json":
         report = json_report(ds.name, args.split, board.labelled, evaluations, scored.problems,
                              misses=None if misses is None else misses_records(misses),
-                             anchors=anchors_report() if anchors else None)
+                             anchors=anchors_report() if anchors else None,
+                             skipped_checks=None if has_corpus_checks(ds) else SKIPPED_CHECKS,
+                             ties={r.name: r.ties for r in board.runs if r.ties})
         print(stamp_export(report, "json", stamp), end="")
     elif evaluations:
         table = metrics_table(evaluations, published=board.published and args.format == "table")

@@ -6,13 +6,16 @@ with ranx's columns ``q_id, doc_id, score``).
 stderr, exit 2 when it has errors) and writes it in our rank order; with tied scores it says how
 many questions have some, since ranx breaks ties in no fixed order (``--rank-scores`` writes
 scores from our ranks instead). The file is written whole or not at all
-(:func:`bsard_demo.runs.write_text_atomic`).
+(:func:`bsard_demo.runs.write_text_atomic`); a parquet file carries the reproducibility stamp in its metadata
+(TREC and ranx JSON have no room for one that every reader skips).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from ..evaluation.scoring import RunSource
+from ..evaluation.stamp import export_stamp, source_sha256
 from ..runs import EXCHANGE_FORMATS, qrels_bytes, read_run_path, run_bytes, tied_questions, write_text_atomic
 from ..sources import load_dataset
 from .common import add_data_argument, data_spec, fail, problem_line, say, trec_word
@@ -57,7 +60,7 @@ def cmd_export_qrels(args: argparse.Namespace) -> int:
     ds = load_dataset(data_spec(args), need_corpus=False)
     qrels = ds.qrels(args.split)
     try:
-        data = qrels_bytes(qrels, args.format)
+        data = qrels_bytes(qrels, args.format, stamp=export_stamp(dataset=ds, split=args.split))
     except ValueError as exc:
         return fail("export-qrels", str(exc))
     write_text_atomic(args.out, data)
@@ -77,8 +80,10 @@ def cmd_export_run(args: argparse.Namespace) -> int:
         print(problem_line(rf.name, p, code=False), file=sys.stderr)
     if rf.run is None:
         return fail("export-run", f"{rf.name} has errors and was not written")
+    stamp = export_stamp(runs={rf.name: source_sha256(RunSource.file(args.run))},
+                         rankings={rf.name: rf.run.ranking_sha256()})
     try:
-        data = run_bytes(rf.run, args.format, tag=args.tag, rank_scores=args.rank_scores)
+        data = run_bytes(rf.run, args.format, tag=args.tag, rank_scores=args.rank_scores, stamp=stamp)
     except ValueError as exc:
         return fail("export-run", str(exc))
     write_text_atomic(args.out, data)

@@ -4,8 +4,11 @@ reproducibility stamp (:func:`bsard_demo.evaluation.stamp.read_stamp`) and print
 (:func:`bsard_demo.evaluation.stamp.stamp_differences`), one line each, before the figures are put
 side by side.
 
-Exit codes: 0 the stamps agree (runs may differ: they are what is compared), 3 they differ on the
-data, split, cut-offs, measures or code, 2 a file cannot be read or has no stamp. A result file is
+Runs are matched by their ranking digest (the same ranking saved as TREC or JSON, or re-spaced, is "the same
+run, another file", said and not counted as a difference), then by name.
+
+Exit codes: 0 the stamps agree (the same runs, or runs matched by their ranking), 3 they differ on the
+data, split, cut-offs, measures, code or runs, 2 a file cannot be read or has no stamp. A result file is
 read whole up to :data:`MAX_BYTES` (a per-question CSV of BSARD's 222 questions and 10 runs is ~0.3 MB).
 """
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..evaluation.stamp import read_stamp, stamp_differences
+from ..evaluation.stamp import read_stamp_bytes, same_runs, stamp_differences
 from .common import fail, one_line
 
 MAX_BYTES = 64 * 1024 * 1024
@@ -21,9 +24,11 @@ MAX_BYTES = 64 * 1024 * 1024
 DIFFERENT = 3
 #: ``stamps --help``'s description.
 DESCRIPTION = ("Read the reproducibility stamp of two result files (evaluate/compare output in JSON, CSV, Markdown or "
-               "LaTeX, or a Score page download) and say what differs: dataset, its revision and file hashes, split, "
-               "k values, measures, bsard-demo version, and runs of the same name made from other files. Exit 0: "
-               f"same provenance; {DIFFERENT}: they differ; 2: a file has no stamp.")
+               "LaTeX, a Score page download, or a parquet file of export-qrels/export-run) and say what differs: "
+               "dataset, its revision and file hashes, split, k values, measures, bsard-demo version, and runs. Runs "
+               "are matched by their ranking digest: the same ranking in another file or format is the same run, "
+               f"said and not a difference. Exit 0: same provenance; {DIFFERENT}: they differ; 2: a file has no "
+               "stamp.")
 
 
 def add_stamps_parser(subparsers) -> argparse.ArgumentParser:
@@ -44,7 +49,7 @@ def _stamp_of(path: str) -> dict | str:
     size = file.stat().st_size
     if size > MAX_BYTES:
         return f"{path}: {size / 1e6:.0f} MB is larger than a result file may be ({MAX_BYTES // 2**20} MiB)"
-    stamp = read_stamp(file.read_bytes().decode("utf-8", errors="replace"))
+    stamp = read_stamp_bytes(file.read_bytes())
     if stamp is None:
         return f"{path}: no reproducibility stamp (not an export of bsard-demo results, or one written before stamps)"
     return stamp
@@ -57,10 +62,13 @@ def cmd_stamps(args: argparse.Namespace) -> int:
         return fail("stamps", "; ".join(reasons))
     a, b = stamps
     differences = stamp_differences(a, b)
+    same = same_runs(a, b)
     runs = sorted(set(a.get("runs") or {}) & set(b.get("runs") or {}))
     if not differences:
         print("same provenance: dataset files and labels, split, k values, measures and bsard-demo version agree"
-              + (f"; runs in both: {len(runs)}" if runs else ""))
+              + (f"; runs in both: {len(runs)}" if runs and not same else ""))
+        for line in same:
+            print(one_line(f"  {line}"))
         return 0
     print(f"the stamps differ ({len(differences)}):")
     for line in differences:

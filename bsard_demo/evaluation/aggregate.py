@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .measures import EXTRA, EXTRA_COLUMNS, Measure, cutoff_columns, cutoff_families
-from .metrics import VALUES, gold_positions
+from .metrics import VALUES, gold_positions, graded_ndcg
 
 DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
 
@@ -61,10 +61,13 @@ def _extra_measures(extra: Sequence[str] | None) -> list[Measure]:
 
 
 def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], ks: Sequence[int] = DEFAULT_KS,
-             *, extra: Sequence[str] | None = None) -> Evaluation:
+             *, extra: Sequence[str] | None = None, gains: Mapping[str, Mapping[str, float]] | None = None
+             ) -> Evaluation:
     """Score ``run`` (question id → ranked article ids) against ``qrels`` at each cutoff in ``ks``,
     plus the ``extra`` measures (names from :data:`~.measures.EXTRA_COLUMNS`: ``rprec``, ``ndcg@10``;
-    default: all of them), whose columns follow the cutoff metrics in that order."""
+    default: all of them), whose columns follow the cutoff metrics in that order. ``gains``: graded labels
+    (question → article → relevance, from a qrels file); nDCG then uses them as gains, as trec_eval does,
+    while the other measures count ``qrels``' articles (relevance > 0) as relevant."""
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1:
         raise ValueError("cutoffs must be positive integers")
@@ -87,7 +90,9 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
         pos = gold_positions(rel, ranking)
         vals = {f"{family}@{k}": VALUES[family](pos, len(rel), k) for k in ks for family in families}
         for m in extras:
-            vals[m.column] = VALUES[m.family](pos, len(rel), m.k)
+            graded = gains is not None and m.family == "ndcg" and qid in gains
+            vals[m.column] = (graded_ndcg(ranking, gains[qid], m.k) if graded
+                              else VALUES[m.family](pos, len(rel), m.k))
         vals.update(n_relevant=len(rel), n_retrieved=len(ranking), missing=qid not in run)
         rows.append(vals)
         index.append(qid)

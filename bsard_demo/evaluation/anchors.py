@@ -3,10 +3,12 @@ state of the art a run is put beside: ``python -m bsard_demo anchors`` and ``eva
 (:mod:`bsard_demo.cli.anchors`) and the Score page (:func:`anchors_frame`); the paper's own baselines
 (:func:`paper_baselines`) are the "(published)" rows of :func:`bsard_demo.evaluation.report.metrics_table`.
 
-Every figure says where it was read (``read_in``) and how (``read``): :data:`READ_SOURCE` in its source (for MTEB,
-the result file its leaderboard shows), :data:`READ_LISTING` in a listing that quotes the paper (Papers with Code),
-not in the paper's own table, which could not be read here; :data:`NOT_READ` marks a published system whose figures
-could not be read: it is listed, its figures are not shown. MTEB's ``BSARDRetrieval`` v1 kept one gold article per
+Every figure says where it was read (``read_in``) and how (``read``): :data:`READ_SOURCE` in its source (QABISAR's
+Table 1, read in a plain-text copy of the paper; for MTEB, the result file its leaderboard shows),
+:data:`READ_LISTING` in a listing that quotes the paper (Papers with Code), not in the paper's own table, which could
+not be read here; :data:`NOT_READ` marks a published figure or system that could not be read: it is listed, its
+figure is not shown. QABISAR's "MRP" (mean R-Precision) is stored as ``rprec``, never as MRR; its MAP has no stated
+cut-off, so it is ``map``, not ``map@100``. MTEB's ``BSARDRetrieval`` v1 kept one gold article per
 question (mteb#2906; its descriptive statistics: 222 relevant pairs for 222 questions, 1,060 in v2), so its
 "recall@100" is a hit rate: it is stored as ``hit@100`` and never in a recall column. Tie-breaking differs between
 tools (mteb#5092, pytrec_eval#56) and MTEB's leaderboard BSARD figures were reported not reproducible (mteb#1314):
@@ -28,11 +30,19 @@ READ_STATES = (READ_SOURCE, READ_LISTING, NOT_READ)
 SHOWN_STATES = (READ_SOURCE, READ_LISTING)
 #: Measures an anchor may carry: BSARD recall (every gold article counted) and MTEB v1's one-gold figures.
 RECALL_MEASURES = ("recall@100", "recall@200", "recall@500")
+#: The ranking measures the papers print beside recall: MAP and MRR at 100 (the BSARD paper), MAP with no stated
+#: cut-off and mean R-Precision ("MRP", QABISAR's Table 1), as the run tables name them.
+RANK_MEASURES = ("map@100", "mrr@100", "map", "rprec")
 MTEB_V1_MEASURES = ("hit@100", "ndcg@10 (one gold)")
-MEASURES = RECALL_MEASURES + MTEB_V1_MEASURES
-#: Display labels, the same as the run tables' for recall.
-LABELS = {"recall@100": "R@100", "recall@200": "R@200", "recall@500": "R@500",
+MEASURES = RECALL_MEASURES + RANK_MEASURES + MTEB_V1_MEASURES
+#: Display labels, the same as the run tables' for recall, MAP@100, MRR@100 and R-Prec.
+LABELS = {"recall@100": "R@100", "recall@200": "R@200", "recall@500": "R@500", "map@100": "MAP@100",
+          "mrr@100": "MRR@100", "map": "MAP (cut-off not stated)", "rprec": "R-Prec",
           "hit@100": "Hit@100 (MTEB v1)", "ndcg@10 (one gold)": "nDCG@10 (MTEB v1, 1 gold)"}
+#: Column headers of the ``anchors`` table, narrow enough for a 100-column terminal.
+SHORT_LABELS = {"recall@100": "R@100", "recall@200": "R@200", "recall@500": "R@500", "map@100": "MAP@100",
+                "mrr@100": "MRR@100", "map": "MAP*", "rprec": "R-Prec", "hit@100": "Hit@100†",
+                "ndcg@10 (one gold)": "nDCG@10†"}
 
 BSARD_PAPER = "Louis & Spanakis (2022), A Statutory Article Retrieval Dataset in French"
 #: The arXiv abstract (v2, the ACL version) where the best baseline's R@100 was read.
@@ -48,6 +58,12 @@ MTEB_RESULTS = "https://github.com/embeddings-benchmark/results/blob/319e81d6429
 GDSR_PAPER = "Louis, van Dijck & Spanakis (2023), Finding the Law: Enhancing Statutory Article Retrieval via GNNs"
 QABISAR_PAPER = ("Santosh, Sarwat & Grabmair (2025), QABISAR: Query-Article Bipartite Interactions for Statutory "
                  "Article Retrieval")
+QABISAR_URL = "https://aclanthology.org/2025.coling-main.100/"
+#: Where QABISAR's Table 1 was read: the PDF's text, as held in a public code index.
+QABISAR_COPY = ("a plain-text copy of the paper's PDF (https://aclanthology.org/2025.coling-main.100.pdf) held in a "
+                "public code index, found by an exact look-up of its title; the PDF is the source to cite")
+QABISAR_WHERE = ("Table 1 'Comparison of QABISAR with prior works', section 3.2, test split (page number not read: the "
+                 "copy has none)")
 
 #: Said wherever the table is shown.
 NOTES = (
@@ -57,6 +73,8 @@ NOTES = (
     "results repository at the time of reading); its nDCG@10 also counts one gold article.",
     "MTEB's leaderboard BSARD figures were reported not reproducible (mteb#1314); tools break score ties "
     "differently (mteb#5092, pytrec_eval#56): compare within one tool.",
+    "R-Prec: mean R-Precision, QABISAR's 'MRP' (not MRR). MAP*: QABISAR's MAP, no cut-off stated (the run tables' "
+    "MAP is MAP@100).",
     "read: 'source' = read in its source; 'listing' = read in Papers with Code's record of the paper, the paper's "
     "own table not read here; 'not read' = the figures could not be read, so none is shown.",
 )
@@ -87,11 +105,23 @@ class Anchor:
 
 
 def _paper(system: str, trained_on: str, values: Sequence[float], note: str = "") -> list[Anchor]:
-    """The paper's R@100/200/500 of ``system``; ``note`` goes with its R@100."""
-    return [Anchor(system, measure, value, BSARD_PAPER, "ACL 2022", BSARD_URL,
-                   "results table on the test split (its number not read here)", trained_on, BSARD_TEST,
+    """The paper's R@100/200/500 of ``system`` (read in a listing; ``note`` goes with its R@100), then its MAP@100
+    and MRR@100, listed as not read: the paper's own table could not be read here."""
+    where = "results table on the test split (its number not read here)"
+    return [Anchor(system, measure, value, BSARD_PAPER, "ACL 2022", BSARD_URL, where, trained_on, BSARD_TEST,
                    READ_LISTING, PWC_LISTING, note if measure == "recall@100" else "")
-            for measure, value in zip(RECALL_MEASURES, values)]
+            for measure, value in zip(RECALL_MEASURES, values)] + [
+        Anchor(system, measure, None, BSARD_PAPER, "ACL 2022", BSARD_URL, where, trained_on, BSARD_TEST, NOT_READ,
+               "the paper's own table could not be read (no plain-text copy found); the listing has recall only")
+        for measure in ("map@100", "mrr@100")]
+
+
+def _qabisar(system: str, trained_on: str, values: Sequence[float]) -> list[Anchor]:
+    """One row of QABISAR's Table 1: R@100, R@200, R@500, MAP, MRP (= mean R-Precision, ``rprec``)."""
+    return [Anchor(system, measure, value, QABISAR_PAPER, "COLING 2025", QABISAR_URL, QABISAR_WHERE, trained_on,
+                   BSARD_TEST, READ_SOURCE, QABISAR_COPY, "the paper's 'MRP' (mean R-Precision)" if measure == "rprec"
+                   else "the paper's 'MAP', no cut-off stated" if measure == "map" else "")
+            for measure, value in zip(RECALL_MEASURES + ("map", "rprec"), values)]
 
 
 def _mteb(model: str, revision: str, hit: float, ndcg: float) -> list[Anchor]:
@@ -111,10 +141,19 @@ ANCHORS: tuple[Anchor, ...] = (
     Anchor("G-DSR", "recall@100", None, GDSR_PAPER, "EACL 2023", "https://aclanthology.org/2023.eacl-main.203/",
            "results table (not read)", "BSARD train split plus synthetic questions (mT5 query generation: "
            "github.com/maastrichtlawtech/gdsr docs/README.md, 'Domain-specific augmentation')", BSARD_TEST, NOT_READ,
-           "its abstract only (https://arxiv.org/abs/2301.12847): no figure; not shown"),
-    Anchor("QABISAR", "recall@100", None, QABISAR_PAPER, "COLING 2025", "https://arxiv.org/abs/2412.00934",
-           "Table 1 (not read)", "BSARD train split (not read)", BSARD_TEST, NOT_READ,
-           "its abstract only (https://arxiv.org/abs/2412.00934): no figure; not shown"),
+           "its abstract only (https://arxiv.org/abs/2301.12847): no figure; its own table was not found in a "
+           "readable copy, and a secondary note's figures are not shown unverified"),
+    # QABISAR's Table 1: its baselines are its own runs (named as there, "in QABISAR"), not the BSARD paper's.
+    *_qabisar("BM25 (in QABISAR)", "none (lexical)", (49.3, 57.3, 63.0, 16.8, 13.6)),
+    *_qabisar("BE w/o Hier. (in QABISAR)", "BSARD train split (bi-encoder, LegalCamemBERT, no hierarchical article "
+              "encoder)", (77.9, 81.8, 88.1, 36.4, 30.1)),
+    *_qabisar("BE (in QABISAR)", "BSARD train split (bi-encoder, hierarchical article encoder)",
+              (79.9, 83.3, 88.7, 39.2, 31.6)),
+    *_qabisar("BE+GE-Stat. (in QABISAR)", "BSARD train split (BE plus a graph encoder over the statutes' structure: "
+              "G-DSR's method, as QABISAR's 'baselines derived from prior works' (section 3.1), not G-DSR's own "
+              "figure)", (82.3, 85.1, 89.9, 42.6, 34.8)),
+    *_qabisar("QABISAR", "BSARD train split (query-article bipartite graph, distilled into the query encoder)",
+              (83.7, 87.9, 91.3, 43.1, 35.6)),
     *_mteb("intfloat/multilingual-e5-large", "4dc6d853a804b9c8886ede6dda8a073b7dc08a81", 63.063, 21.278),
     *_mteb("intfloat/multilingual-e5-small", "e4ce9877abf3edfe10b0d82785e83bdcb973e22e", 52.703, 14.539),
     *_mteb("sentence-transformers/all-MiniLM-L6-v2", "8b3219a92973c328a8e22fadcfa821b5dc75636a", 27.477, 4.804),
@@ -154,11 +193,14 @@ def paper_baselines(ks: Sequence[int] = (100, 200, 500)) -> dict[str, dict[str, 
 
 def anchors_frame(ks: Sequence[int] = (100, 200, 500), *, shown_only: bool = True) -> pd.DataFrame:
     """The table beside a run (the Score page's): one row per system (index ``system``), its measure columns as
-    fractions, recall at the cutoffs ``ks`` named as the run tables' (``recall@100``) and MTEB v1's figures under
-    their own names (``hit@100``, ``ndcg@10 (one gold)``), empty where nothing was read; then ``paper``,
-    ``venue``, ``trained_on``, ``evaluated_on``, ``read`` and ``read_in`` (of its figures). ``shown_only``: leave
-    out the systems none of whose figures could be read."""
-    measures = [f"recall@{k}" for k in ks if f"recall@{k}" in RECALL_MEASURES] + list(MTEB_V1_MEASURES)
+    fractions, recall at the cutoffs ``ks`` named as the run tables' (``recall@100``), the
+    :data:`RANK_MEASURES` with a figure read (``map`` with no stated cut-off, ``rprec``) and MTEB v1's figures
+    under their own names (``hit@100``, ``ndcg@10 (one gold)``), empty where nothing was read; then ``paper``,
+    ``venue``, ``trained_on``, ``evaluated_on``, ``read`` and ``read_in`` (of its first figure). ``shown_only``:
+    leave out the systems none of whose figures could be read."""
+    read_any = {a.measure for a in ANCHORS if a.shown}  # a ranking measure nobody's figure was read for: no column
+    measures = ([f"recall@{k}" for k in ks if f"recall@{k}" in RECALL_MEASURES]
+                + [m for m in RANK_MEASURES if m in read_any] + list(MTEB_V1_MEASURES))
     rows: dict[str, dict] = {}
     for a in ANCHORS:
         if shown_only and not a.shown:

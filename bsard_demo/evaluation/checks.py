@@ -15,6 +15,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..runs import Problem, ProblemList, RunFile, percent as _pct
+from .labels import has_corpus_checks
 from .stats import scipy_stats
 
 #: The finding codes, in the order :func:`check_run` reports them.
@@ -278,13 +279,14 @@ class SplitContext:
     qrels: Mapping[str, frozenset[str]]
     corpus_ids: frozenset[str] | None
     other_splits: Mapping[str, frozenset[str]]
+    corpus_checks: bool = True  # False: labels without a corpus (``--qrels`` alone): no ids_shifted, near_random
 
     @classmethod
     def of(cls, dataset: Dataset, split: str) -> "SplitContext":
         """The context of ``split`` of ``dataset`` (its other splits' question ids included)."""
         others = {name: frozenset(str(q) for q in dataset.questions(name)["id"])
                   for name in dataset.split_names if name != split}
-        return cls(split, dataset.qrels(split), dataset.article_ids, others)
+        return cls(split, dataset.qrels(split), dataset.article_ids, others, has_corpus_checks(dataset))
 
 
 def finding_text(finding: Finding) -> str:
@@ -304,8 +306,12 @@ def check_run_file(rf: RunFile, context: SplitContext) -> list[Finding]:
         return []
     # a run read the wrong way round scores like chance: the reader's warning says why already
     wrong_way = any(p.code in ORDER_CODES for p in rf.problems.items)
-    findings = check_run(rf.run, context.qrels, split=context.split, corpus_ids=context.corpus_ids,
-                         other_splits=context.other_splits, explained=wrong_way)
+    if context.corpus_checks:
+        findings = check_run(rf.run, context.qrels, split=context.split, corpus_ids=context.corpus_ids,
+                             other_splits=context.other_splits, explained=wrong_way)
+    else:
+        found = check_wrong_split(rf.run.keys(), context.split, context.qrels.keys(), context.other_splits)
+        findings = [found] if found is not None else []
     for finding in findings:
         add_finding(rf.problems, finding)
     return findings

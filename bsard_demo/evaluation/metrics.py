@@ -8,7 +8,7 @@ Definitions: docs/design.md, 'bsard_demo/evaluation/metrics.py'.
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 
 def gold_positions(relevant: Iterable[str], ranking: Sequence[str]) -> list[int]:
@@ -58,6 +58,31 @@ def ndcg_from_positions(positions: Sequence[int], n_relevant: int, k: int = 10) 
     dcg = sum(1.0 / math.log2(p + 1) for p in positions if p <= k)
     idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(n_relevant, k) + 1))
     return dcg / idcg
+
+
+def graded_ndcg(ranking: Sequence[str], gains: Mapping[str, float], k: int = 10) -> float:
+    """nDCG@k with graded gains (``gains``: a question's judged articles and their relevance), as trec_eval's
+    ``ndcg_cut_k`` computes it on graded qrels: gain = relevance (0 for an article not judged or judged 0 or
+    below), discount ``1 / log2(rank + 1)``, an article counted at its first rank, ideal ranking = the gains
+    sorted. 0 when no article has a positive gain."""
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    ideal = sorted((g for g in gains.values() if g > 0), reverse=True)[:k]
+    if not ideal:
+        return 0.0
+    seen: set[str] = set()
+    dcg, rank = 0.0, 0
+    for doc in ranking:
+        if doc in seen:
+            continue
+        seen.add(doc)
+        rank += 1
+        if rank > k:
+            break
+        g = gains.get(doc, 0)
+        if g > 0:
+            dcg += g / math.log2(rank + 1)
+    return dcg / sum(g / math.log2(i + 1) for i, g in enumerate(ideal, start=1))
 
 
 def rprec_from_positions(positions: Sequence[int], n_relevant: int, k: int | None = None) -> float:

@@ -53,8 +53,8 @@ def is_bsard_test(qrels: Mapping[str, frozenset[str]]) -> bool:
 
 
 #: What nDCG@10 is, said beside every table that shows it.
-NDCG_NOTE = ("nDCG@10: binary gains, trec_eval ndcg_cut_10 on the top 10, every question counted; "
-             "the figure MTEB reports")
+NDCG_NOTE = ("nDCG@10: binary gains (a graded --qrels file's grades), trec_eval ndcg_cut_10 on the top 10, every "
+             "question counted; the figure MTEB reports")
 #: What R-Precision is, said beside every table that shows it.
 RPREC_NOTE = ("R-Prec: precision at rank R, R = the question's number of relevant articles (trec_eval Rprec, "
               "whole run); its mean is the MRP of QABISAR and G-DSR")
@@ -124,15 +124,21 @@ def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = Fa
 
 def json_report(dataset: str, split: str, questions: int, evaluations: Mapping[str, Evaluation],
                 problems: Mapping[str, list[dict]], *, misses: Mapping[str, list[dict]] | None = None,
-                anchors: Mapping | None = None) -> str:
+                anchors: Mapping | None = None, skipped_checks: Sequence[str] | None = None,
+                ties: Mapping[str, str] | None = None) -> str:
     """The CLI's ``--format json`` object (see README): metrics are fractions, every cutoff's
     recall/map/mrr is present, then ``rprec`` and ``ndcg@10``, plus missing/unknown question counts
     per run; with ``misses`` (``evaluate --misses``), where each run's misses land, per k; with
     ``anchors`` (``evaluate --anchors``: :func:`bsard_demo.evaluation.anchors.anchors_report`), the
-    published results, last."""
+    published results, last; ``skipped_checks`` (labels without a corpus: the checks not run) and ``ties`` (per
+    run with tied scores, the one line that says the rule) when given."""
     runs = {name: {**{c: round(v, 12) for c, v in ev.means.items()}, "missing_questions": ev.missing_questions,
                    "unknown_questions": ev.unknown_questions} for name, ev in evaluations.items()}
     out = {"dataset": dataset, "split": split, "questions": questions, "runs": runs, "problems": dict(problems)}
+    if ties:
+        out["ties"] = dict(ties)
+    if skipped_checks:
+        out["skipped_checks"] = list(skipped_checks)
     if misses is not None:
         out["misses"] = dict(misses)
     if anchors is not None:
@@ -168,25 +174,30 @@ def render_table(df: pd.DataFrame, fmt: str) -> str:
     return render_rows(header, rows, fmt)
 
 
-def render_rows(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str, *, left: int = 1) -> str:
+def render_rows(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str, *, left: int = 1,
+                right: Sequence[int] | None = None) -> str:
     """Text cells as ``table`` (aligned, the first ``left`` columns to the left, the others to
-    the right), ``markdown`` (``|`` escaped) or ``latex`` (special characters escaped)."""
+    the right), ``markdown`` (``|`` escaped) or ``latex`` (special characters escaped). ``right``:
+    the indices of the right-aligned (number) columns instead, the others left-aligned."""
     header, rows = list(header), [list(r) for r in rows]
+    on_right = set(range(left, len(header)) if right is None else right)
     if fmt == "markdown":
         esc = lambda s: s.replace("|", r"\|")  # noqa: E731
         lines = ["| " + " | ".join(esc(h) for h in header) + " |",
-                 "|" + "|".join(["---"] * left + ["---:"] * (len(header) - left)) + "|"]
+                 "|" + "|".join("---:" if i in on_right else "---" for i in range(len(header))) + "|"]
         lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
         return "\n".join(lines) + "\n"
     if fmt == "latex":
-        lines = [r"\begin{tabular}{" + "l" * left + "r" * (len(header) - left) + "}", r"\toprule",
+        align = "".join("r" if i in on_right else "l" for i in range(len(header)))
+        lines = [r"\begin{tabular}{" + align + "}", r"\toprule",
                  " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
         lines += [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
     if fmt == "table":
         widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-        fmt_row = lambda r: "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        fmt_row = lambda r: "  ".join(c.rjust(w) if i in on_right else c.ljust(w)  # noqa: E731
+                                      for i, (c, w) in enumerate(zip(r, widths)))
         return "\n".join([fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]) + "\n"
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 

@@ -28,7 +28,9 @@ from ..runs import (
 )
 from .aggregate import DEFAULT_KS, Evaluation, evaluate
 from .checks import SplitContext, check_run_file
+from .labels import gains_of
 from .report import is_bsard_test
+from .ties import add_tie_warning, tie_effect, tie_note
 
 T = TypeVar("T")
 
@@ -81,11 +83,14 @@ class Limits:
 
 @dataclass
 class ScoredRun:
-    """One source: its file as read (problems included) and, when usable, its evaluation."""
+    """One source: its file as read (problems included) and, when usable, its evaluation; ``ties``: the one
+    line a front end says of a run with tied scores (how many questions, trec_eval's rule), else ``None``."""
 
     name: str
     file: RunFile
     evaluation: Evaluation | None = None
+    ties: str | None = None
+    ranking_sha256: str | None = None  # :meth:`Run.ranking_sha256`, kept when the run itself is not
 
     @property
     def usable(self) -> bool:
@@ -150,13 +155,18 @@ def score_runs(dataset: Dataset, split: str, sources: Sequence[RunSource], ks: S
     module conventions); never raises for a bad source (its problems say why)."""
     context = SplitContext.of(dataset, split)
     board = Scoreboard(dataset, split, context.qrels, tuple(sorted({int(k) for k in ks})))
+    gains = gains_of(dataset, split)  # graded labels (a qrels file): nDCG's gains
     for name, source in zip(unique_names([s.name for s in sources]), sources):
         rf = _read(source, name, context, max(board.ks), limits)
         check_run_file(rf, context)
-        evaluation = evaluate(context.qrels, rf.run, board.ks) if rf.run is not None else None
+        evaluation = evaluate(context.qrels, rf.run, board.ks, gains=gains) if rf.run is not None else None
+        if evaluation is not None:
+            add_tie_warning(rf.problems, rf.run, tie_effect(context.qrels, rf.run, evaluation, gains))
+        ties = tie_note(rf.run) if rf.run is not None else None
+        ranking = rf.run.ranking_sha256() if rf.run is not None else None
         if not keep_runs and rf.run is not None:
             rf = replace(rf, run=None)
-        board.runs.append(ScoredRun(name, rf, evaluation))
+        board.runs.append(ScoredRun(name, rf, evaluation, ties, ranking))
     return board
 
 

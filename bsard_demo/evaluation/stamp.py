@@ -6,7 +6,9 @@ A stamp (:func:`build_stamp`) is a JSON object: ``stamp`` (its format, :data:`ST
 ``bsard_demo`` (version and, in a git checkout, the commit), ``dataset`` (name, kind, the hub
 commit the download resolved when from the hub, the sha256 of each file read and of the split's
 labels), ``split``, ``ks``, ``runs`` (each run's sha256: the file's bytes, an upload's bytes, or
-the TREC text of a run built in-process), ``measures`` (each column's ir_measures name, from
+the TREC text of a run built in-process), ``rankings`` (each run's ranking digest,
+:meth:`bsard_demo.runs.Run.ranking_sha256`: the same ranking in another file or format has the same one, and
+:func:`stamp_differences` matches runs by it), ``measures`` (each column's ir_measures name, from
 :mod:`bsard_demo.evaluation.measures`) and ``conventions`` (the tie and missing-question rules).
 No path of the machine appears in it: files are named by their base name and their hash.
 
@@ -32,7 +34,8 @@ from typing import Mapping, Sequence
 
 from ..cache import sha256_file as cache_sha256_file
 from ..dataset import Dataset
-from ..runs import Run
+from ..runs import STAMP_KEY, Run
+from .labels import gains_of
 from .measures import Measure
 from .report import labels_digest
 from .scoring import RunSource, Scoreboard
@@ -43,7 +46,7 @@ STAMP_FORMAT = "bsard-demo-stamp/1"
 #: carries it under its key ``stamp``.
 COMMENTS = {"csv": ("# ", ""), "markdown": ("<!-- ", " -->"), "latex": ("% ", "")}
 #: The stamp's fields, in the order they are written.
-FIELDS = ("stamp", "bsard_demo", "dataset", "split", "ks", "runs", "measures", "conventions")
+FIELDS = ("stamp", "bsard_demo", "dataset", "split", "ks", "runs", "rankings", "measures", "conventions")
 #: How every figure is computed, whatever the measure (the CLI's ``evaluate --help`` says the same).
 CONVENTIONS = ("every question of the split with a relevant article counts, a question missing from a run scores 0; "
                "ties by article id descending as strings (trec_eval); an article listed twice keeps its best "
@@ -109,15 +112,17 @@ def dataset_stamp(dataset: Dataset, split: str) -> dict:
     hub's articles.csv when scoring only) and of the split's labels
     (:func:`bsard_demo.evaluation.report.labels_digest`, the same whatever the source)."""
     files = dict(dataset.files)
-    wanted = ("articles.csv", f"questions_{split}.csv")
+    wanted = ("articles.csv", f"questions_{split}.csv") + (("labels",) if "labels" in files else ())
     hashes = {name: sha256_file(files[name]) if name in files and Path(files[name]).is_file() else None
               for name in wanted}
     revisions = {hub_revision(files[name]) for name in wanted if name in files}
     revisions.discard(None)
     revision = revisions.pop() if len(revisions) == 1 else (", ".join(sorted(revisions)) or None)
     name = Path(dataset.name).name if dataset.kind == "local" else dataset.name  # no path of the machine
-    return {"name": name, "kind": dataset.kind, "revision": revision, "sha256": hashes,
-            "labels_sha256": labels_digest(dataset.qrels(split))}
+    gains = gains_of(dataset, split)  # graded labels (a qrels file): the grades are part of the labels
+    labels = labels_digest(dataset.qrels(split)) if gains is None else sha256_bytes(
+        repr(sorted((q, sorted(g.items())) for q, g in gains.items())).encode())
+    return {"name": name, "kind": dataset.kind, "revision": revision, "sha256": hashes, "labels_sha256": labels}
 
 
 def measure_definitions(columns: Sequence[str]) -> dict:
@@ -132,11 +137,11 @@ def measure_definitions(columns: Sequence[str]) -> dict:
 
 
 def build_stamp(dataset: Dataset, split: str, runs: Mapping[str, str | None], ks: Sequence[int],
-                measures: Sequence[str]) -> dict:
-    """A stamp (see the module doc): ``runs`` maps each run's name to its sha256, ``measures``
-    are the exported columns."""
+                measures: Sequence[str], rankings: Mapping[str, str | None] | None = None) -> dict:
+    """A stamp (see the module doc): ``runs`` maps each run's name to its sha256, ``rankings`` to its ranking
+    digest, ``measures`` are the exported columns."""
     return {"stamp": STAMP_FORMAT, "bsard_demo": package_version(), "dataset": dataset_stamp(dataset, split),
-            "split": split, "ks": sorted(int(k) for k in ks), "runs": dict(runs),
+            "split": split, "ks": sorted(int(k) for k in ks), "runs": dict(runs), "rankings": dict(rankings or {}),
             "measures": measure_definitions(measures), "conventions": CONVENTIONS}
 
 
@@ -177,7 +182,38 @@ def board_stamp(board: Scoreboard, sources: Sequence[RunSource], measures: Seque
     columns = list(measures) if measures is not None else list(dict.fromkeys(
         c for ev in board.evaluations.values() for c in ev.means))
     runs = {scored.name: source_sha256(source) for scored, source in zip(board.runs, sources)}
-    return build_stamp(board.dataset, board.split, runs, board.ks, columns)
+    rankings = {scored.name: scored.ranking_sha256 for scored in board.runs}
+    return build_stamp(board.dataset, board.split, runs, board.ks, columns, rankings)
+
+
+def export_stamp(*, dataset: Dataset | None = None, split: str | None = None, runs: Mapping[str, str | None] = (),
+                 rankings: Mapping[str, str | None] = ()) -> dict:
+    """The stamp of an ``export-qrels`` (``dataset``, ``split``) or ``export-run`` (``runs``: the source file's
+    sha256, ``rankings``: its ranking digest) file, written where the format has room (parquet metadata)."""
+    out: dict = {"stamp": STAMP_FORMAT, "bsard_demo": package_version()}
+    if dataset is not None and split is not None:
+        out.update(dataset=dataset_stamp(dataset, split), split=split)
+    if runs or rankings:
+        out.update(runs=dict(runs), rankings=dict(rankings))
+    return out
+
+
+def read_stamp_bytes(data: bytes) -> dict | None:
+    """The stamp of a file's bytes: a parquet export's metadata (found in its footer without a parquet decoder:
+    the key, then the stamp's JSON object), else :func:`read_stamp` of the text."""
+    if data[:4] == b"PAR1" and data[-4:] == b"PAR1" and len(data) >= 12:
+        size = int.from_bytes(data[-8:-4], "little")
+        footer = data[max(4, len(data) - 8 - size):-8]
+        at = footer.find(STAMP_KEY)
+        start = footer.find(b'{"stamp"', at) if at >= 0 else -1
+        if start < 0:
+            return None
+        try:
+            stamp, _ = json.JSONDecoder().raw_decode(footer[start:].decode("ascii", errors="replace"))
+        except (ValueError, RecursionError):
+            return None
+        return stamp if isinstance(stamp, dict) else None
+    return read_stamp(data.decode("utf-8", errors="replace"))
 
 
 def stamp_export(text: str, fmt: str, stamp: Mapping) -> str:
@@ -248,7 +284,9 @@ def strip_stamp(text: str) -> str:
 def stamp_differences(a: Mapping, b: Mapping) -> list[str]:
     """What differs between two stamps and makes their figures incomparable or different in
     origin, one line each (empty: the same data, split, cut-offs, measures and code). Runs are
-    compared by name: one in both with another sha256 is named; runs in one only are listed."""
+    matched by their ranking digest first (the same ranking in another file or format is the same run:
+    :func:`same_runs`), then by name: one in both with another ranking or file is named; runs in one only
+    are listed."""
     out = []
 
     def differ(label: str, x, y) -> None:
@@ -275,11 +313,55 @@ def stamp_differences(a: Mapping, b: Mapping) -> list[str]:
         more = f" and {len(only) - 5} more" if len(only) > 5 else ""
         out.append(f"measures in one file only: {', '.join(_show(c) for c in only[:5])}{more}")
     differ("conventions", a.get("conventions"), b.get("conventions"))
+    out += _run_differences(a, b)
+    return out
+
+
+def same_runs(a: Mapping, b: Mapping) -> list[str]:
+    """The runs both stamps hold as the same ranking (:meth:`bsard_demo.runs.Run.ranking_sha256`) from another
+    file or under another name, one line each: "the same run, another file", not a difference."""
+    out = []
+    for x, y, ra, rb in _matched(a, b):
+        if (x, ra.get(x)) != (y, rb.get(y)):
+            how = "another file" if ra.get(x) != rb.get(y) else "the same file"
+            named = _show(x) if x == y else f"{_show(x)} and {_show(y)}"
+            out.append(f"run {named}: the same ranking, {how}")
+    return out
+
+
+def _matched(a: Mapping, b: Mapping) -> list[tuple[str, str, Mapping, Mapping]]:
+    """Pairs ``(name in a, name in b, a's runs, b's runs)`` of runs with the same ranking digest, each run in one
+    pair at most (a name of both first)."""
     ra, rb = _mapping(a.get("runs")), _mapping(b.get("runs"))
-    for name in sorted(set(ra) & set(rb)):
-        if ra[name] != rb[name]:
+    ka, kb = _mapping(a.get("rankings")), _mapping(b.get("rankings"))
+    free = [n for n in kb if isinstance(kb[n], str)]
+    pairs = []
+    for x in sorted(ka, key=lambda n: (n not in kb, n)):
+        digest = ka[x]
+        if not isinstance(digest, str):
+            continue
+        y = x if x in free and kb[x] == digest else next((n for n in free if kb[n] == digest), None)
+        if y is not None:
+            free.remove(y)
+            pairs.append((x, y, ra, rb))
+    return pairs
+
+
+def _run_differences(a: Mapping, b: Mapping) -> list[str]:
+    """Runs compared: those of the same ranking are the same run (:func:`same_runs`); of the others, a name in
+    both is named with what differs (its ranking, else its file), the rest listed as in one file only."""
+    ra, rb = _mapping(a.get("runs")), _mapping(b.get("runs"))
+    ka, kb = _mapping(a.get("rankings")), _mapping(b.get("rankings"))
+    pairs = _matched(a, b)
+    left = [n for n in ra if n not in {x for x, *_ in pairs}]
+    right = [n for n in rb if n not in {y for _, y, *_ in pairs}]
+    out = []
+    for name in sorted(set(left) & set(right)):
+        if name in ka and name in kb and ka[name] != kb[name]:
+            out.append(f"run {_show(name)}: another ranking ({_show(ka[name])} vs {_show(kb[name])})")
+        elif ra[name] != rb[name]:
             out.append(f"run {_show(name)}: another file (sha256 {_show(ra[name])} vs {_show(rb[name])})")
-    for label, runs, other in (("first", ra, rb), ("second", rb, ra)):
+    for label, runs, other in (("first", left, right), ("second", right, left)):
         only = sorted(set(runs) - set(other))
         if only:
             more = f" and {len(only) - 5} more" if len(only) > 5 else ""

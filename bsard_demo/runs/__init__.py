@@ -7,11 +7,13 @@ The read path (:mod:`.read`): bytes -> text (:mod:`.decode`: gzip, byte-order ma
 limit) -> a :class:`~bsard_demo.runs.columns.Parsed` (:mod:`.text_formats` with :mod:`.fields`: TREC, 3-column,
 CSV; :mod:`.json_formats`: JSON, JSON Lines; :mod:`.parquet_format`, in a child process by :mod:`.sandbox`, which
 :func:`warm` starts ahead) -> :class:`Run` and warnings (:mod:`.validate`). Problems are :class:`ProblemList`
-items (:mod:`.problems`); a message quotes user data through :func:`quote`.
+items (:mod:`.problems`); a message quotes user data through :func:`quote`. Labels files (qrels) are read by
+:mod:`.qrels_read` (:func:`read_qrels_path`, :func:`read_qrels_bytes`) through the same decoding and sandbox.
 """
 from .decode import SizeMessage
-from .exchange import EXCHANGE_FORMATS, qrels_bytes, run_bytes, run_records, tied_questions
-from .problems import CHECK_CODES, CODES, HINTS, Problem, ProblemList, percent, quote
+from .exchange import EXCHANGE_FORMATS, STAMP_KEY, qrels_bytes, run_bytes, run_records, tied_questions
+from .problems import CHECK_CODES, CODES, HINTS, QRELS_CODES, Problem, ProblemList, percent, quote
+from .qrels_read import QRELS_FORMATS, QrelsFile, read_qrels_bytes, read_qrels_path
 from .read import (
                    BUILT_FORMAT,
                    DEFAULT_ISOLATION,
@@ -33,4 +35,5 @@ __all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT
            "FORMATS", "HINTS", "qrels_bytes", "run_bytes", "run_records", "tied_questions",
            "RUN_FORMATS", "UNKNOWN", "Entry", "Isolation", "Problem", "ProblemList", "ReadOptions", "Run", "RunFile",
            "SizeMessage", "format_run", "order_entries", "percent", "quote", "read_run", "read_run_bytes",
-           "read_run_path", "warm", "write_text_atomic"]
+           "read_run_path", "warm", "write_text_atomic", "QRELS_CODES", "QRELS_FORMATS", "QrelsFile",
+           "read_qrels_bytes", "read_qrels_path", "STAMP_KEY"]

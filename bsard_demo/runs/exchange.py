@@ -10,6 +10,11 @@ the file's scores, negated for distances (``lower_is_better``), or synthesised f
 when the run has none or ``rank_scores`` is asked. Tied scores are the one thing tools disagree on:
 trec_eval breaks ties by document id descending, as we do, but ranx sorts with numpy's unstable
 ``argsort`` (no fixed order), so :func:`tied_questions` counts them and ``rank_scores`` removes them.
+
+A parquet export carries the reproducibility stamp given (``stamp``) in its schema metadata under
+:data:`STAMP_KEY` (pandas, ranx and pyarrow read the table as before). TREC and ranx JSON have no room for
+one: a ``#`` line is read as a label by ranx's and ir_measures' qrels readers and breaks their run
+readers, and ranx's JSON reader takes every key for a question.
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ from .write import format_run
 EXCHANGE_FORMATS = ("trec", "ranx", "parquet")
 #: ranx's column names (``Run.to_dataframe``, ``from_parquet``'s defaults).
 RANX_COLUMNS = ("q_id", "doc_id", "score")
+#: The parquet schema metadata key of an export's stamp (its value: the stamp as JSON).
+STAMP_KEY = b"bsard_demo.stamp"
 
 
 def qrels_records(qrels: Mapping[str, frozenset[str]]) -> list[tuple[str, str, int]]:
@@ -61,7 +68,7 @@ def _grouped(records) -> dict[str, dict[str, float]]:
     return out
 
 
-def _parquet(records, score_type: str) -> bytes:
+def _parquet(records, score_type: str, stamp: Mapping | None = None) -> bytes:
     # imported here: pyarrow (~40 MB, 0.3 s) stays out of every process that imports bsard_demo.runs;
     # the server reads parquet only in the sandbox's child
     import pyarrow as pa
@@ -70,6 +77,8 @@ def _parquet(records, score_type: str) -> bytes:
     columns = list(zip(*records)) if records else [[], [], []]
     table = pa.table({name: pa.array(list(values), type=kind) for name, values, kind in
                       zip(RANX_COLUMNS, columns, (pa.string(), pa.string(), pa.type_for_alias(score_type)))})
+    if stamp is not None:
+        table = table.replace_schema_metadata({STAMP_KEY: json.dumps(dict(stamp), ensure_ascii=True).encode()})
     sink = io.BytesIO()
     pq.write_table(table, sink)
     return sink.getvalue()
@@ -85,8 +94,9 @@ def _check_trec_ids(records) -> None:
                                  "break): choose --format ranx or parquet")
 
 
-def qrels_bytes(qrels: Mapping[str, frozenset[str]], fmt: str) -> bytes:
-    """The qrels as TREC qrels (``q_id 0 doc_id 1``), ranx JSON or parquet (``q_id, doc_id, score``)."""
+def qrels_bytes(qrels: Mapping[str, frozenset[str]], fmt: str, *, stamp: Mapping | None = None) -> bytes:
+    """The qrels as TREC qrels (``q_id 0 doc_id 1``), ranx JSON or parquet (``q_id, doc_id, score``; with
+    ``stamp`` in its metadata)."""
     records = qrels_records(qrels)
     if fmt == "trec":
         _check_trec_ids(records)
@@ -94,16 +104,17 @@ def qrels_bytes(qrels: Mapping[str, frozenset[str]], fmt: str) -> bytes:
     if fmt == "ranx":
         return (json.dumps(_grouped(records), ensure_ascii=False) + "\n").encode("utf-8")
     if fmt == "parquet":
-        return _parquet(records, "int64")
+        return _parquet(records, "int64", stamp)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(EXCHANGE_FORMATS)}")
 
 
-def run_bytes(run: Run, fmt: str, *, tag: str = "bsard-demo", rank_scores: bool = False) -> bytes:
+def run_bytes(run: Run, fmt: str, *, tag: str = "bsard-demo", rank_scores: bool = False,
+              stamp: Mapping | None = None) -> bytes:
     """The run as TREC (:func:`bsard_demo.runs.write.format_run`), ranx JSON or parquet
-    (``q_id, doc_id, score``), scores as :func:`run_records` gives them."""
+    (``q_id, doc_id, score``; with ``stamp`` in its metadata), scores as :func:`run_records` gives them."""
     records = run_records(run, rank_scores=rank_scores)
     if fmt == "parquet":
-        return _parquet(records, "float64")
+        return _parquet(records, "float64", stamp)
     grouped = _grouped(records)
     if fmt == "ranx":
         return (json.dumps(grouped, ensure_ascii=False) + "\n").encode("utf-8")

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from .columns import Columns, Parsed
 from .decode import Content, size_text
 from .problems import ProblemList, quote
-from .text_formats import DOC_NAMES, QID_NAMES, columns_problem
+from .text_formats import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES, columns_problem
 
 BATCH_ROWS = 1 << 16
 
@@ -64,9 +64,10 @@ def _kind(t) -> str | None:
     return None
 
 
-def parse_parquet(content: Content, problems: ProblemList) -> Parsed:
+def parse_parquet(content: Content, problems: ProblemList, *, labels: bool = False) -> Parsed:
     """The run of a parquet file (docs/design.md, 'bsard_demo/runs/parquet_format.py'); its problems are
-    added to ``problems``."""
+    added to ``problems``. ``labels``: a qrels table (:mod:`.qrels_read`): its relevance column
+    (:data:`~.text_formats.RELEVANCE_NAMES`) is read in the place of the score, and no rank is read."""
     failed = Parsed("parquet")
     pf = _open(content, problems)
     if pf is None:
@@ -76,6 +77,8 @@ def parse_parquet(content: Content, problems: ProblemList) -> Parsed:
     qcol = next((names[n] for n in QID_NAMES if n in names), None)
     dcol = next((names[n] for n in DOC_NAMES if n in names), None)
     scol, rcol, tcol = names.get("score"), names.get("rank"), names.get("tag")
+    if labels:
+        scol, rcol, tcol = next((names[n] for n in RELEVANCE_NAMES if n in names), None), None, None
     lacking = columns_problem([str(n) for n in schema.names], qcol, dcol, scol, rcol)
     if lacking is not None:
         code, message = lacking

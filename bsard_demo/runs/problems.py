@@ -89,7 +89,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "duplicate_article": ("warning", "an article listed twice for a question; its better-ranked copy is kept"),
     "rank_score_order": ("warning", "ranks contradict the scores (a better score with a worse rank); articles "
                                     "are ordered by score"),
-    "tie_order": ("warning", "tied scores ranked otherwise than trec_eval's tie-break (article id descending)"),
+    "tie_order": ("warning", "the file ranks tied scores otherwise than trec_eval's tie-break (article id "
+                             "descending) and its own order would change a figure (by how much is said)"),
     "several_tags": ("warning", "several run tags in one file; all its lines are read as one run"),
     "unknown_questions": ("warning", "question ids that are not questions of the split; they are ignored"),
     "unknown_articles": ("warning", "article ids that are not in the corpus; they can never be relevant"),
@@ -117,9 +118,21 @@ CHECK_CODES: dict[str, tuple[Severity, str]] = {
 }
 
 
+#: What the labels reader (:mod:`bsard_demo.runs.qrels_read`) reports beside the decoding codes of :data:`CODES`.
+QRELS_CODES: dict[str, tuple[Severity, str]] = {
+    "lz4_file": ("error", "an LZ4-compressed labels file (ranx's kind='lz4'), not read here yet: the message says how "
+                          "to convert it"),
+    "bad_relevance": ("error", "a label's relevance is not a whole number"),
+    "conflicting_label": ("error", "an article judged twice for a question with two different relevances"),
+    "duplicate_label": ("warning", "an article listed twice for a question with the same relevance"),
+    "json_not_qrels": ("error", "the JSON is not ranx's qrels object {q_id: {doc_id: relevance}}"),
+    "no_labels": ("error", "the labels file holds no label"),
+}
+
+
 def codes_markdown(codes: Mapping[str, tuple[str, str]] | None = None) -> str:
-    """The README's table ``code | severity | meaning`` of :data:`CODES` then :data:`CHECK_CODES`."""
-    rows = codes if codes is not None else {**CODES, **CHECK_CODES}
+    """The README's table ``code | severity | meaning``: :data:`CODES`, :data:`CHECK_CODES`, :data:`QRELS_CODES`."""
+    rows = codes if codes is not None else {**CODES, **CHECK_CODES, **QRELS_CODES}
     lines = ["| code | severity | meaning |", "| --- | --- | --- |"]
     lines += [f"| `{code}` | {severity} | {meaning} |" for code, (severity, meaning) in rows.items()]
     return "\n".join(lines) + "\n"
@@ -176,7 +189,7 @@ class ProblemList:
 
     def add(self, severity: Severity, code: str, message: str, line: int | None = None,
             kind: str | None = None, hint: str = "") -> None:
-        declared = CODES.get(code) or CHECK_CODES.get(code)
+        declared = CODES.get(code) or CHECK_CODES.get(code) or QRELS_CODES.get(code)
         if declared is None or declared[0] != severity:
             raise ValueError(f"undeclared problem code {code!r} for a {severity}")
         if hint and hint not in HINTS:
@@ -230,7 +243,7 @@ class ProblemList:
         """The list of :meth:`state`, every code checked as :meth:`add` checks it."""
         out = cls(cap=int(state["cap"]))
         for key, severity, code, n in state["kinds"]:
-            declared = CODES.get(code) or CHECK_CODES.get(code)
+            declared = CODES.get(code) or CHECK_CODES.get(code) or QRELS_CODES.get(code)
             if declared is None or declared[0] != severity:
                 raise ValueError(f"undeclared problem code {code!r} for a {severity}")
             out.totals[str(key)], out._severity_of[str(key)], out._code_of[str(key)] = int(n), severity, code

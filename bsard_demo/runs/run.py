@@ -7,6 +7,8 @@ question keeps its best position (its first after ordering); later copies are dr
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence
 
@@ -85,7 +87,9 @@ class Run(Mapping[str, tuple[str, ...]]):
     Build it with :meth:`from_entries`, :meth:`from_scores` or :meth:`from_rankings`; all apply
     the ordering convention of this module. ``scores`` (a mapping of tuples: a dict, or the
     reader's :class:`ScoreTable`) are the scores as the file gives them; ``lower_is_better``
-    says they are distances, ranked ascending (read with ``lower_is_better=True``).
+    says they are distances, ranked ascending (read with ``lower_is_better=True``). ``file_order``: for
+    the questions whose file ranks tied scores otherwise than the tie rule, the articles in the file's own
+    rank order (the reader sets it; :mod:`bsard_demo.evaluation.ties` says whether it changes a figure).
     """
 
     rankings: dict[str, tuple[str, ...]]
@@ -93,6 +97,7 @@ class Run(Mapping[str, tuple[str, ...]]):
     name: str = ""
     tags: tuple[str, ...] = field(default=())
     lower_is_better: bool = False
+    file_order: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
     def __getitem__(self, qid: str) -> tuple[str, ...]:
         return self.rankings[qid]
@@ -133,6 +138,15 @@ class Run(Mapping[str, tuple[str, ...]]):
         """From ``{qid: [docid, ...]}`` already in rank order (first = best)."""
         entries = (Entry(str(q), str(d), None, r) for q, docs in rankings.items() for r, d in enumerate(docs, 1))
         return cls.from_entries(entries, by="rank", name=name, tags=tags)
+
+    def ranking_sha256(self) -> str:
+        """The sha256 of the ranking itself, whatever file it came from: the questions sorted, each with its
+        articles in rank order (as read and ordered by this module's rules), as compact JSON. The same run saved
+        as TREC, JSON, CSV or parquet, or re-spaced, has the same digest; another order, article or question
+        has another. 0.05 s for 222 questions x 1,000 articles."""
+        body = json.dumps([[q, list(self.rankings[q])] for q in sorted(self.rankings)], ensure_ascii=False,
+                          separators=(",", ":"))
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
     def to_trec(self, tag: str = "run") -> str:
         """TREC 6-column text (``qid Q0 docid rank score tag``, :func:`bsard_demo.runs.write.format_run`);

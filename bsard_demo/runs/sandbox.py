@@ -148,22 +148,24 @@ def warm_for(paths) -> None:
 
 
 def parse_parquet_isolated(content: Content, name: str, problems: ProblemList,
-                           isolation: Isolation = DEFAULT_ISOLATION, server: ForkServer | None = None) -> Parsed:
+                           isolation: Isolation = DEFAULT_ISOLATION, server: ForkServer | None = None, *,
+                           labels: bool = False) -> Parsed:
     """:func:`~bsard_demo.runs.parquet_format.parse_parquet` of ``content`` (the file ``name``) in a
     child within ``isolation`` (forked by ``server``, default the process's own): the same
     :class:`~bsard_demo.runs.columns.Parsed` and problems (added to ``problems``), or one ``reader_*``
-    error when the child did not answer (at most :data:`CHILDREN_AT_ONCE` at a time)."""
+    error when the child did not answer (at most :data:`CHILDREN_AT_ONCE` at a time). ``labels``: a qrels
+    table (``parse_parquet``'s ``labels`` mode)."""
     with _slots:
-        return _parse_in_child(content, quote(name, marks=False), problems, isolation, server or _server)
+        return _parse_in_child(content, quote(name, marks=False), problems, isolation, server or _server, labels)
 
 
 def _parse_in_child(content: Content, name: str, problems: ProblemList, isolation: Isolation,
-                    server: ForkServer) -> Parsed:
+                    server: ForkServer, labels: bool = False) -> Parsed:
     failed = Parsed("parquet")
     source = content.source
     job = {"cap": content.cap, "memory_mb": isolation.memory_mb, "cpu_seconds": int(isolation.seconds) + 1,
            "path": None if source.data is not None else str(Path(source.path).resolve()),
-           "size": None if source.data is None else len(source.data)}
+           "size": None if source.data is None else len(source.data), "labels": bool(labels)}
     ours, theirs = socket.socketpair()
     pid, answered = None, False
     deadline = time.monotonic() + isolation.seconds
@@ -355,7 +357,8 @@ def _child(conn: socket.socket) -> None:
     problems = ProblemList()
     try:
         content, _ = open_content(Source(data=data, path=job["path"], limit=job["cap"]), ProblemList(), job["cap"])
-        parsed = parse_parquet(content, problems) if content is not None and content.parquet else None
+        parsed = (parse_parquet(content, problems, labels=bool(job.get("labels")))
+                  if content is not None and content.parquet else None)
         answer = _message(problems, parsed)
     except MemoryError:
         answer = json.dumps({"outcome": "out_of_memory"}).encode() + b"\n"

@@ -26,6 +26,9 @@ DOC_NAMES = ("docid", "doc_id", "article_id")
 TREC_FIELDS = "qid Q0 docid rank score tag"
 _KNOWN_COLUMNS = frozenset(QID_NAMES + DOC_NAMES + ("rank", "score"))
 _RELEVANCE = "relevance"  # a qrels table's label column (ir_measures, ranx)
+#: A labels table's relevance column, first found wins (ir_measures' ``relevance``, ranx's ``score``):
+#: :mod:`.qrels_read` and the parquet parser's ``labels`` mode.
+RELEVANCE_NAMES = ("relevance", "rel", "label", "score")
 _CSV_BATCH = 50_000
 _ARRAY_LIMIT = 4 << 20  # chunks up to this size (all but very long lines) are split with numpy
 

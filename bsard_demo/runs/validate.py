@@ -105,12 +105,6 @@ def build_run(parsed: Parsed, problems: ProblemList, *, name: str, lower_is_bett
     del qo
     for line, message in contradictions:
         problems.warning("rank_score_order", message, line=line, kind="rank order contradicts score order")
-    if tie_questions:
-        problems.warning(
-            "tie_order",
-            f"{len(tie_questions)} question(s) have tied scores whose ranks are in another order than "
-            f"trec_eval's tie-break (article id descending), e.g. {_examples(tie_questions)}; "
-            "tied articles are ordered by article id, as trec_eval does")
     bounds = _starts(cols.q[rows]) if len(rows) != len(p) else starts
     del p
     _check_direction(cols, problems, lower_is_better)
@@ -124,8 +118,20 @@ def build_run(parsed: Parsed, problems: ProblemList, *, name: str, lower_is_bett
         rankings[qid] = tuple(names[d_rows[a:b]].tolist())
         spans[qid] = (a, b)
     scores = ScoreTable(cols.score[rows], spans) if by == "score" else None
-    run = Run(rankings, scores, name=name, tags=tags, lower_is_better=lower_is_better and by == "score")
+    # tied scores ranked otherwise by the file: its own order kept aside; the scorer, which knows the labels,
+    # warns (tie_order) only when that order would change a figure (bsard_demo.evaluation.ties)
+    file_order = {qid: _file_order(cols, rows[slice(*spans[qid])], names) for qid in tie_questions}
+    run = Run(rankings, scores, name=name, tags=tags, lower_is_better=lower_is_better and by == "score",
+              file_order=file_order or None)
     return run, Built(cols, rows, bounds)
+
+
+def _file_order(cols: Columns, rows: np.ndarray, names: np.ndarray) -> tuple[str, ...]:
+    """A question's articles (``rows``: one per article) in the file's own rank order, line order among equal
+    ranks."""
+    keys = (cols.line[rows],) if cols.line is not None else ()
+    order = np.lexsort((*keys, cols.rank[rows].astype(float)))
+    return tuple(names[cols.d[rows[order]]].tolist())
 
 
 def _drop_repeats(cols: Columns, p: np.ndarray, qo: np.ndarray, problems: ProblemList) -> np.ndarray:

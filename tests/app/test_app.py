@@ -433,5 +433,6 @@ def test_real_bsard_test_split_adds_the_published_rows(monkeypatch, real_bsard_d
     assert beside.loc["BM25", "R@100"] == 51.33 and beside.loc["BM25", "source"] == "publié"
     e5 = beside.loc["intfloat/multilingual-e5-large"]
     assert e5["Hit@100 (MTEB v1)"] == 63.06 and e5[["R@100", "R@200", "R@500"]].isna().all()
-    assert beside.loc["QABISAR", ["R@100", "Hit@100 (MTEB v1)"]].isna().all()  # listed, no figure read
+    assert beside.loc["QABISAR", "R@100"] == 83.7 and beside.loc[["QABISAR"], ["Hit@100 (MTEB v1)"]].isna().all().all()
+    assert beside.loc["G-DSR", ["R@100", "Hit@100 (MTEB v1)"]].isna().all()  # listed, no figure read
     assert any("mteb#2906" in c.value for c in at.caption)

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import random
+import re
 
 import pandas as pd
 import pytest
@@ -40,13 +41,35 @@ def test_every_shown_figure_was_read_and_says_where():
             assert a.value is None and not a.shown
 
 
-def test_figures_read_in_the_issue_but_not_in_a_source_are_not_given():
-    """QABISAR's and G-DSR's figures could not be read: none of the numbers quoted for them appears."""
-    values = {a.value for a in A.ANCHORS if a.value is not None}
-    assert not values & {83.7, 87.9, 91.3, 43.1, 35.6, 82.3, 85.1, 89.9, 42.6}
-    for system in ("G-DSR", "QABISAR"):
-        rows = [a for a in A.ANCHORS if a.system == system]
-        assert rows and all(a.read == A.NOT_READ and a.value is None for a in rows)
+def test_qabisar_table_1_as_read_in_the_paper():
+    """QABISAR's Table 1 (BSARD test), read in a copy of the paper: its rows, MRP under R-Prec, MAP without a
+    cut-off, each figure naming the paper, the table and where it was read."""
+    table = {("QABISAR", "recall@100"): 83.7, ("QABISAR", "recall@200"): 87.9, ("QABISAR", "recall@500"): 91.3,
+             ("QABISAR", "map"): 43.1, ("QABISAR", "rprec"): 35.6,
+             ("BM25 (in QABISAR)", "recall@100"): 49.3, ("BM25 (in QABISAR)", "rprec"): 13.6,
+             ("BE w/o Hier. (in QABISAR)", "map"): 36.4, ("BE (in QABISAR)", "recall@500"): 88.7,
+             ("BE+GE-Stat. (in QABISAR)", "recall@100"): 82.3, ("BE+GE-Stat. (in QABISAR)", "rprec"): 34.8}
+    figures = {(a.system, a.measure): a for a in A.ANCHORS}
+    for key, value in table.items():
+        a = figures[key]
+        assert a.value == value and a.shown and a.read == A.READ_SOURCE, a
+        assert a.paper == A.QABISAR_PAPER and "coling-main.100" in a.url and a.where.startswith("Table 1")
+        assert "page" in a.where and "coling-main.100.pdf" in a.read_in
+    qabisar = [a for a in A.ANCHORS if a.paper == A.QABISAR_PAPER]
+    assert len(qabisar) == 25 and not any(a.measure.startswith("mrr") for a in qabisar)  # MRP is not MRR
+    assert {a.measure for a in qabisar} == {"recall@100", "recall@200", "recall@500", "map", "rprec"}
+
+
+def test_gdsr_and_the_bsard_papers_own_table_are_not_shown_unread():
+    """G-DSR's table and the BSARD paper's MAP@100/MRR@100 could not be read: listed, no figure; none of the
+    G-DSR figures of a secondary note appears."""
+    assert not {a.value for a in A.ANCHORS if a.value is not None} & {84.3, 90.4, 93.1, 47.1}
+    gdsr = [a for a in A.ANCHORS if a.system == "G-DSR"]
+    assert gdsr and all(a.read == A.NOT_READ and a.value is None for a in gdsr)
+    for system in A.paper_baselines():
+        for measure in ("map@100", "mrr@100"):
+            (a,) = [a for a in A.ANCHORS if a.system == system and a.measure == measure]
+            assert a.read == A.NOT_READ and a.value is None and not a.shown
 
 
 def test_mteb_v1_figures_are_hit_rates_never_recall():
@@ -68,8 +91,10 @@ def test_mteb_v1_figures_are_hit_rates_never_recall():
 def test_anchors_frame_is_what_the_page_needs():
     frame = A.anchors_frame((100, 200, 500))
     assert frame.index.name == "system"
-    assert list(frame.columns) == ["recall@100", "recall@200", "recall@500", "hit@100", "ndcg@10 (one gold)",
-                                   "paper", "venue", "trained_on", "evaluated_on", "read", "read_in"]
+    assert list(frame.columns) == ["recall@100", "recall@200", "recall@500", "map", "rprec", "hit@100",
+                                   "ndcg@10 (one gold)", "paper", "venue", "trained_on", "evaluated_on", "read",
+                                   "read_in"]  # no MAP@100/MRR@100 column: none of those figures was read
+    assert frame.loc["QABISAR", "rprec"] == pytest.approx(0.356) and pd.isna(frame.loc["BM25", "rprec"])
     assert frame.loc["BM25", "recall@100"] == pytest.approx(0.5133)
     assert "G-DSR" not in frame.index  # nothing read, nothing shown
     full = A.anchors_frame((100,), shown_only=False)
@@ -100,15 +125,27 @@ def test_the_run_tables_published_rows_are_the_anchors_paper_rows():
     assert set(table.loc[[f"{s} (published)" for s in baselines], "source"]) == {A.PUBLISHED_SOURCE}
 
 
-def test_cli_anchors_prints_every_figure_with_its_provenance(capsys):
+def test_cli_anchors_table_fits_100_columns_and_shows_every_figure(capsys):
     assert main(["anchors"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["system", "measure", "value"]
-    for a in A.ANCHORS:
-        line = next(x for x in lines if x.startswith(a.system + " ") and A.LABELS[a.measure] in x)
-        assert (f"{a.value:.2f}" if a.shown else "not shown") in line and a.read in line
-    assert "Hit@100 (MTEB v1)" in out and "hit rate, not recall" in out
+    assert max(len(x) for x in lines) <= 100
+    cells = lambda line: re.split(r"\s{2,}", line.strip())  # noqa: E731
+    for a in A.ANCHORS:  # every figure in its system's row, under its measure's header, in its paper's block
+        i = next(n for n, x in enumerate(lines) if x.startswith(a.system + "  "))
+        header = next(lines[n] for n in range(i, -1, -1) if lines[n].startswith("system "))
+        cell = cells(lines[i])[cells(header).index(A.SHORT_LABELS[a.measure])]
+        assert cell == (f"{a.value:.2f}" if a.shown else "not shown"), a
+        block = "\n".join(lines[:i]).split("\n\n")[-1]
+        assert " ".join(block.split()).startswith(a.paper), a  # wrapped
+    for paper in {a.paper for a in A.ANCHORS}:
+        head = out[out.index(paper[:30]):]
+        assert "read (" in head.split("\nsystem")[0] or "not shown (" in head.split("\nsystem")[0]
+    assert "R-Prec" in out and "MRR" not in out.split("Santosh")[1].split("\n\n")[0]
+    assert "hit rate, not recall" in out
+
+
+def test_cli_anchors_full_provenance_in_json_csv_and_left_aligned_markdown(capsys):
     assert main(["anchors", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["anchors"] == A.anchors_records() and data["notes"] == list(A.NOTES)
@@ -116,7 +153,11 @@ def test_cli_anchors_prints_every_figure_with_its_provenance(capsys):
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert tuple(rows[0]) == A.COLUMNS and len(rows) == len(A.ANCHORS)
     assert main(["anchors", "--format", "markdown"]) == 0
-    assert capsys.readouterr().out.startswith("| system | measure | value % |")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| system | measure | value % |")
+    assert lines[1] == "|---|---|---:|---|---|---|---|---|"  # text left, the value right
+    for a in A.ANCHORS:
+        assert any(x.startswith(f"| {a.system} | {A.LABELS[a.measure]} |") and a.read_in[:40] in x for x in lines)
 
 
 def test_evaluate_anchors_on_the_real_test_split(tmp_path, real_bsard_dir, real_bsard, capsys):

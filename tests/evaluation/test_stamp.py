@@ -19,12 +19,14 @@ from bsard_demo.evaluation.stamp import (
     dataset_stamp,
     hub_revision,
     read_stamp,
+    read_stamp_bytes,
     run_sha256,
+    same_runs,
     stamp_differences,
     stamp_export,
     strip_stamp,
 )
-from bsard_demo.runs import Run
+from bsard_demo.runs import STAMP_KEY, Run
 from bsard_demo.sources import load_hub
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -142,12 +144,21 @@ def test_stamps_command_says_what_differs(tmp_path, sample, run_file, capsys):
     assert "k values: [100, 200, 500] vs [10]" in capsys.readouterr().out
     other = tmp_path / "other" / "a.trec"
     other.parent.mkdir()
-    other.write_text(run_file.read_text().replace(" 1 ", " 2 ", 1))
+    other.write_text("\n".join(run_file.read_text().splitlines()[1:]) + "\n")  # its best article dropped
     assert main(["evaluate", str(other), "--data", "sample", "--format", "json"]) == 0
     outputs["e.json"] = tmp_path / "e.json"
     outputs["e.json"].write_text(capsys.readouterr().out)
     assert main(["stamps", str(outputs["a.json"]), str(outputs["e.json"])]) == 3
-    assert "run a.trec: another file" in capsys.readouterr().out
+    assert "run a.trec: another ranking" in capsys.readouterr().out
+    # the same ranking re-spaced: another file, the same run (exit 0, said)
+    spaced = tmp_path / "spaced" / "a.trec"
+    spaced.parent.mkdir()
+    spaced.write_text(run_file.read_text().replace(" ", "\t"))
+    assert main(["evaluate", str(spaced), "--data", "sample", "--format", "json"]) == 0
+    outputs["f.json"] = tmp_path / "f.json"
+    outputs["f.json"].write_text(capsys.readouterr().out)
+    assert main(["stamps", str(outputs["a.json"]), str(outputs["f.json"])]) == 0
+    assert "run a.trec: the same ranking, another file" in capsys.readouterr().out
     plain = tmp_path / "plain.csv"
     plain.write_text("run,recall@100\n")
     assert main(["stamps", str(outputs["a.json"]), str(plain)]) == 2
@@ -203,3 +214,37 @@ def test_every_quoted_name_of_a_difference_is_bounded():
     b = {"runs": {long: "b"}, "measures": {long: "R@200", "n": "a"}, "dataset": {"sha256": {long: "b"}}}
     lines = stamp_differences(a, b)
     assert len(lines) >= 4 and max(map(len, lines)) < 300, [len(x) for x in lines]
+
+
+def test_the_same_rankings_as_trec_and_json_are_the_same_runs(tmp_path, sample, run_file, capsys):
+    """Issue 39: two results from the same rankings saved as TREC and as ranx JSON (export-run) exit 0 and say
+    so; the stamp carries each run's ranking digest beside its file's sha256."""
+    as_json = tmp_path / "a.json"
+    assert main(["export-run", str(run_file), "--format", "ranx", "--out", str(as_json)]) == 0
+    results = {}
+    for path in (run_file, as_json):
+        assert main(["evaluate", str(path), "--data", "sample", "--format", "csv"]) == 0
+        results[path.suffix] = tmp_path / f"result{path.suffix}.csv"
+        results[path.suffix].write_text(capsys.readouterr().out)
+    a, b = (read_stamp(results[s].read_text()) for s in (".trec", ".json"))
+    assert a["runs"]["a.trec"] != b["runs"]["a.json"] and a["rankings"]["a.trec"] == b["rankings"]["a.json"]
+    assert main(["stamps", str(results[".trec"]), str(results[".json"])]) == 0
+    assert "run a.trec and a.json: the same ranking, another file" in capsys.readouterr().out
+    # another ranking under the same names is a difference
+    c = {**b, "rankings": {"a.json": "0" * 64}}
+    assert stamp_differences(a, c) == ["runs in the first file only: a.trec", "runs in the second file only: a.json"]
+    assert same_runs(a, c) == []
+
+
+def test_a_parquet_stamp_is_read_from_the_footer_without_a_decoder():
+    """read_stamp_bytes finds a parquet export's stamp in its footer by the key and the JSON object after it;
+    damaged or hostile footers give no stamp, never an exception."""
+    stamp = {"stamp": STAMP_FORMAT, "runs": {"r": "0" * 64}}
+    footer = b"\x15\x00" + STAMP_KEY + b"\x18\x40" + json.dumps(stamp).encode() + b"\x00"
+    data = b"PAR1" + b"\x00" * 10 + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+    assert read_stamp_bytes(data) == stamp
+    for bad in (b"PAR1PAR1", b"PAR1" + STAMP_KEY + b'{"stamp": [' * 50_000 + b"\x10\x00\x00\x00PAR1",
+                b"PAR1" + STAMP_KEY + b'{"stamp": "x' + b"\xff" * 10 + b"\x20\x00\x00\x00PAR1",
+                b"PAR1" + b"\x00" * 20 + b"\xff\xff\xff\xffPAR1"):
+        assert read_stamp_bytes(bad) is None
+    assert read_stamp_bytes(b'{"stamp": {"split": "test"}}') == {"split": "test"}  # text: read_stamp

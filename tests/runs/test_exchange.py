@@ -5,8 +5,11 @@ the same order. Randomized runs with ties, repeated articles and missing questio
 and on the real BSARD test labels."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import random
+import stat
 
 import ir_measures
 import pandas as pd
@@ -14,6 +17,7 @@ import pytest
 
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation import evaluate
+from bsard_demo.evaluation.stamp import read_stamp_bytes
 from bsard_demo.runs import Run, qrels_bytes, read_run_bytes, read_run_path, run_bytes, run_records, tied_questions
 from bsard_demo.sources import load_dataset
 
@@ -189,3 +193,60 @@ def test_trec_refuses_an_id_with_a_blank_and_writes_nothing(tmp_path, capsys):
     assert main(["export-run", str(run), "--format", "trec", "--out", str(out)]) == 2
     assert "TREC cannot hold the question id 'q 1'" in capsys.readouterr().err and not out.exists()
     assert main(["export-run", str(run), "--format", "ranx", "--out", str(tmp_path / "r.json")]) == 0
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_exports_follow_the_umask_like_every_other_file(tmp_path, capsys, labels_cases, mask, mode):
+    """``export-qrels`` / ``export-run`` write through mkstemp (600) then rename: the file must end with the
+    mode a plain ``open`` gives under the umask, as ``--per-query`` and ``--misses`` files do; a file already
+    there keeps its own mode."""
+    _, qrels, data = labels_cases[0]
+    src = tmp_path / "src.trec"
+    src.write_text(Run.from_scores({q: {d: 1.0 for d in gold} for q, gold in qrels.items()}).to_trec("t"))
+    old = os.umask(mask)
+    try:
+        for fmt in ("trec", "ranx", "parquet"):
+            q_out, r_out = tmp_path / f"q.{fmt}", tmp_path / f"r.{fmt}"
+            assert main(["export-qrels", "--data", str(data), "--format", fmt, "--out", str(q_out)]) == 0
+            assert main(["export-run", str(src), "--format", fmt, "--out", str(r_out)]) == 0
+            plain = tmp_path / f"plain.{fmt}"
+            plain.write_text("x")
+            assert stat.S_IMODE(q_out.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == mode
+            assert stat.S_IMODE(r_out.stat().st_mode) == mode
+        os.chmod(q_out, 0o640)  # rewritten: its own mode stays
+        assert main(["export-qrels", "--data", str(data), "--format", "parquet", "--out", str(q_out)]) == 0
+        assert stat.S_IMODE(q_out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_parquet_exports_carry_a_stamp_and_stamps_matches_runs_by_ranking(tmp_path, capsys, labels_cases):
+    """export-run/export-qrels parquet files hold the stamp in their metadata (pandas still reads the table);
+    the same ranking exported from its TREC and its JSON twin is the same run for ``stamps`` (exit 0)."""
+    _, qrels, data = labels_cases[0]
+    src = tmp_path / "src.trec"
+    src.write_text(Run.from_scores({q: {d: 1.0 + i for i, d in enumerate(sorted(g))} for q, g in qrels.items()}
+                                   ).to_trec("t"))
+    twin = tmp_path / "src.json"
+    assert main(["export-run", str(src), "--format", "ranx", "--out", str(twin)]) == 0
+    outs = []
+    for source in (src, twin):
+        out = tmp_path / f"{source.suffix[1:]}.parquet"
+        assert main(["export-run", str(source), "--format", "parquet", "--out", str(out)]) == 0
+        outs.append(out)
+    stamps = [read_stamp_bytes(p.read_bytes()) for p in outs]
+    assert stamps[0]["runs"] == {"src.trec": hashlib.sha256(src.read_bytes()).hexdigest()}
+    digest = read_run_path(src).run.ranking_sha256()
+    assert stamps[0]["rankings"]["src.trec"] == stamps[1]["rankings"]["src.json"] == digest
+    assert len(pd.read_parquet(outs[0])) == sum(map(len, qrels.values()))
+    capsys.readouterr()
+    assert main(["stamps", str(outs[0]), str(outs[1])]) == 0
+    assert "run src.trec and src.json: the same ranking, another file" in capsys.readouterr().out
+    q_out = tmp_path / "q.parquet"
+    assert main(["export-qrels", "--data", str(data), "--format", "parquet", "--out", str(q_out)]) == 0
+    assert main(["evaluate", str(src), "--data", str(data), "--format", "json"]) == 0
+    evaluated = json.loads(capsys.readouterr().out)["stamp"]
+    assert read_stamp_bytes(q_out.read_bytes())["dataset"]["labels_sha256"] == evaluated["dataset"]["labels_sha256"]
+    # TREC and JSON exports have no room for a stamp that every reader skips: none is written
+    assert read_stamp_bytes(twin.read_bytes()) is None
