@@ -15,10 +15,12 @@ from .problems import CHECK_CODES, CODES, HINTS, Problem, ProblemList, percent, 
 from .read import (
                    BUILT_FORMAT,
                    DEFAULT_ISOLATION,
+                   DEFAULT_LIMITS,
                    DEFAULT_MAX_BYTES,
                    FORMATS,
                    UNKNOWN,
                    Isolation,
+                   ReadLimits,
                    ReadOptions,
                    RunFile,
                    read_run,
@@ -29,8 +31,8 @@ from .run import Entry, Run, order_entries
 from .sandbox import warm
 from .write import RUN_FORMATS, format_run, write_text_atomic
 
-__all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "EXCHANGE_FORMATS",
-           "FORMATS", "HINTS", "qrels_bytes", "run_bytes", "run_records", "tied_questions",
-           "RUN_FORMATS", "UNKNOWN", "Entry", "Isolation", "Problem", "ProblemList", "ReadOptions", "Run", "RunFile",
-           "SizeMessage", "format_run", "order_entries", "percent", "quote", "read_run", "read_run_bytes",
-           "read_run_path", "warm", "write_text_atomic"]
+__all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT_LIMITS", "DEFAULT_MAX_BYTES",
+           "EXCHANGE_FORMATS", "FORMATS", "HINTS", "qrels_bytes", "run_bytes", "run_records", "tied_questions",
+           "RUN_FORMATS", "UNKNOWN", "Entry", "Isolation", "Problem", "ProblemList", "ReadLimits", "ReadOptions",
+           "Run", "RunFile", "SizeMessage", "format_run", "order_entries", "percent", "quote", "read_run",
+           "read_run_bytes", "read_run_path", "warm", "write_text_atomic"]
