@@ -144,7 +144,6 @@ def test_entry_and_question_limits_name_the_limit(limits, phrase):
     assert read_run_bytes(data, "r").ok
 
 
-@pytest.mark.slow
 def test_a_real_depth_1000_run_of_every_bsard_question_reads_unchanged(tmp_path):
     """1,108 questions x 1,000 articles (45 MB, as make_run writes BM25-like lines): the same run with
     and without the limits, within them."""
