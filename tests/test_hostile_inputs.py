@@ -267,13 +267,19 @@ def test_a_million_tiny_junk_lines(tmp_path):
 
 def test_a_million_tiny_trec_lines(tmp_path):
     path = tmp_path / "tiny.trec"
-    size = write_chunks(path, (b"".join(b"%d Q0 %d 1 1 t\n" % (i % 1000, i) for i in range(s, s + 100_000))
+    size = write_chunks(path, (b"".join(b"%d Q0 %d 1 1 t\n" % (i % 1000, i // 5) for i in range(s, s + 100_000))
                                for s in range(0, 1_000_000, 100_000)))
     m = measure(path)
     assert m["ok"] and m["format"] == "trec" and m["questions"] == 1000, m
     # ~19 MB of text becomes a million (question, article, score) entries: Python objects,
     # about 15x the bytes; bounded, and the reader keeps no per-line objects beyond the run.
     assert m["peak_mb"] < 25 * size and m["seconds"] < 20, m
+    # with a million distinct articles (each id once): past the 250,000 a read may hold (issue 37), at once
+    write_chunks(path, (b"".join(b"%d Q0 %d 1 1 t\n" % (i % 1000, i) for i in range(s, s + 100_000))
+                        for s in range(0, 1_000_000, 100_000)))
+    m = measure(path)
+    assert not m["ok"] and "more than 250,000 distinct articles" in m["problems"][0], m
+    assert m["peak_mb"] < 5 * size, m
 
 
 @pytest.mark.parametrize("name, body", [

@@ -134,10 +134,12 @@ def test_a_read_past_its_deadline_stops_with_too_slow():
 @pytest.mark.parametrize("limits, phrase", [
     (ReadLimits(max_entries=99), "more than 99 lines (question-article pairs)"),
     (ReadLimits(max_questions=9), "more than 9 questions"),
+    (ReadLimits(max_articles=99), "more than 99 distinct articles"),
+    (ReadLimits(max_json_values=99, max_entries=99), "more than 99"),
 ])
 def test_entry_and_question_limits_name_the_limit(limits, phrase):
-    data = b"".join(b"%d Q0 d%d 1 1 t\n" % (q, d) for q in range(10) for d in range(10))
-    for body in (data, gzip.compress(data), json.dumps({str(q): {f"d{d}": 1 for d in range(10)}
+    data = b"".join(b"%d Q0 d%d 1 1 t\n" % (q, q * 10 + d) for q in range(10) for d in range(10))
+    for body in (data, gzip.compress(data), json.dumps({str(q): {f"d{q * 10 + d}": 1 for d in range(10)}
                                                        for q in range(10)}).encode()):
         [p] = read_run_bytes(body, "r", limits=limits).problems
         assert p.code == "too_large_in_memory" and phrase in p.message, p.message

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .columns import UNKNOWN, Columns, Parsed
 from .fields import whole
-from .limits import check_entries, tick
+from .limits import check_entries, check_json_values, tick
 from .problems import ProblemList, quote
 from .text_formats import DOC_NAMES, QID_NAMES, split_lines
 
@@ -114,7 +114,7 @@ def parse_json(text: str, problems: ProblemList) -> Parsed:
     cut = lead.find("\n")
     if cut >= 0 and lead[cut:].strip():  # several lines: JSON Lines when the first is an object
         first = lead[:cut]
-        check_entries(first.count(","))
+        check_json_values(first.count(","))
         try:
             first_value = _loads(first)
         except (json.JSONDecodeError, RecursionError):
@@ -122,7 +122,7 @@ def parse_json(text: str, problems: ProblemList) -> Parsed:
         if isinstance(first_value, _Obj):
             return _parse_jsonl(split_lines(text), problems)
     del lead  # a copy of the text
-    check_entries(text.count(","))
+    check_json_values(text.count(","))
     try:
         value = _loads(text)
     except RecursionError:
@@ -212,7 +212,8 @@ def _parse_jsonl(lines: list[str], problems: ProblemList) -> Parsed:
             continue
         if lineno % 1024 == 0:
             tick()
-        check_entries(len(cols.qids) + line.count(","))
+        check_json_values(line.count(","))
+        check_entries(len(cols.qids))
         try:
             value = _loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:

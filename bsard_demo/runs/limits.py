@@ -21,14 +21,19 @@ MAX_LINE = 64 * 2**10
 @dataclass(frozen=True)
 class ReadLimits:
     """``seconds`` of wall time for a whole read (a real 45 MB run of 1.1 million lines takes ~4 s on a
-    busy 2-core machine); ``max_entries`` run lines (question, article) kept, ``max_questions``
-    questions: a real BSARD run of depth 1,000 over its 1,108 questions has 1.1 million entries;
-    each entry costs ~100 B read from a table, ~330 B from JSON (docs/reliability.md, section 12);
-    ``max_line``: bytes of one line of a table format."""
+    busy 2-core machine); ``max_entries`` run lines (question, article) kept: a real BSARD run of
+    depth 1,000 over its 1,108 questions has 1.1 million; ``max_questions`` questions and
+    ``max_articles`` distinct article ids (BSARD's corpus has 22,633, frlaw-dev's 29,115), whose
+    strings and rankings cost more than entries (docs/reliability.md, section 12); ``max_json_values``:
+    values of one JSON document, counted before it is parsed (a JSON value with a distinct article id
+    costs ~330 B while parsed, a table's entry ~100 B; a depth-1,000 run of BSARD's 222 test questions
+    has 222,000); ``max_line``: bytes of one line of a table format."""
 
     seconds: float = 20.0
     max_entries: int = 1_200_000
     max_questions: int = 100_000
+    max_articles: int = 250_000
+    max_json_values: int = 600_000
     max_line: int = MAX_LINE
 
 
@@ -109,13 +114,30 @@ def check_entries(n: int) -> None:
         raise ReadOverrun("too_large_in_memory", too_many_entries(limits))
 
 
-def check_questions(n: int) -> None:
-    """:class:`ReadOverrun` when a run has more than the limit of questions."""
+def check_json_values(n: int) -> None:
+    """:class:`ReadOverrun` when one JSON document (or JSON Lines record) holds more than the limit of
+    values (``n``: its commas, counted before it is parsed)."""
     limits = _budget.limits
-    if limits is not None and n > limits.max_questions:
+    if limits is not None and n >= limits.max_json_values:
+        raise ReadOverrun("too_large_in_memory",
+                          f"the JSON holds more than {limits.max_json_values:,} values, the limit for one JSON "
+                          "document: it was not read (a JSON run costs three times the memory of the same run "
+                          "as TREC lines or JSON Lines: save a longer run in one of those)")
+
+
+def check_ids(questions: int, articles: int) -> None:
+    """:class:`ReadOverrun` when a run has more distinct questions or articles than the limits."""
+    limits = _budget.limits
+    if limits is None:
+        return
+    if questions > limits.max_questions:
         raise ReadOverrun("too_large_in_memory",
                           f"the run has more than {limits.max_questions:,} questions, the limit for one file: "
                           "it was not read (a run lists at most a few thousand questions)")
+    if articles > limits.max_articles:
+        raise ReadOverrun("too_large_in_memory",
+                          f"the run names more than {limits.max_articles:,} distinct articles, the limit for one "
+                          "file: it was not read (BSARD's corpus has 22,633 articles)")
 
 
 def too_many_entries(limits: ReadLimits) -> str:

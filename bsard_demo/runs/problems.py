@@ -113,8 +113,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     "reader_out_of_memory": ("error", "the reader process needed more memory than it is allowed for the file"),
     # every read's own limits (runs/limits.py)
     "too_slow": ("error", "reading the file took longer than the time limit (20 s) and was stopped"),
-    "too_large_in_memory": ("error", "the run has more lines (question-article pairs) or questions than a read may "
-                                     "hold (1.2 million, 100,000); it is not read"),
+    "too_large_in_memory": ("error", "the run has more lines (question-article pairs), questions, distinct "
+                                     "articles or JSON values than a read may hold (1.2 million, 100,000, 250,000, "
+                                     "600,000 in one JSON document); it is not read"),
 }
 
 #: The BSARD-aware checks of :mod:`bsard_demo.evaluation.checks` that the CLI and the Score page report
