@@ -158,3 +158,28 @@ def test_a_real_depth_1000_run_of_every_bsard_question_reads_unchanged(tmp_path)
     bounded, free = read_run_path(path), read_run_path(path, limits=None)
     assert bounded.ok and len(bounded.run) == 1108 and sum(map(len, bounded.run.rankings.values())) == 1_108_000
     assert bounded.run.rankings == free.run.rankings and bounded.run.scores == free.run.scores
+
+
+def test_the_child_s_time_is_what_is_left_of_the_read_s(monkeypatch):
+    """A parquet or LZ4 file goes to the child with the smaller of its 60 s and the read's time left."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bsard_demo.runs import sandbox
+
+    out = io.BytesIO()
+    pq.write_table(pa.table({"qid": ["1"], "docid": ["a"], "score": [1.0]}), out)
+    assert [p.code for p in read_run_bytes(out.getvalue(), "r.parquet", limits=ReadLimits(seconds=0)).problems] == \
+        ["too_slow"]
+    seen = []
+    real = sandbox._exchange
+
+    def spy(content, name, problems, isolation, server, kind):
+        seen.append(sandbox.remaining())
+        return real(content, name, problems, isolation, server, kind)
+
+    monkeypatch.setattr(sandbox, "_exchange", spy)
+    assert read_run_bytes(out.getvalue(), "r.parquet").ok
+    assert 0 < seen[0] <= DEFAULT_LIMITS.seconds

@@ -26,7 +26,7 @@ import numpy as np
 from ..settings import child_environment
 from .columns import Columns, Parsed
 from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, LZ4_MAGIC, PARQUET_MAGIC, Content, Source, open_content
-from .limits import remaining
+from .limits import remaining, tick
 
 try:  # imported here, decoded only in a child (or for trusted files: isolation None)
     from . import lz4_format
@@ -204,6 +204,7 @@ def _exchange(content: Content, name: str, problems: ProblemList, isolation: Iso
               kind: str) -> bytes | None:
     """The answer of a child that read ``content`` as ``kind`` (``parquet``, ``lz4``), or None after a
     ``reader_*`` error. Its time is the isolation's, or what is left of the read's own (:mod:`.limits`)."""
+    tick()  # a read already past its deadline is too_slow, not a child's timeout
     source = content.source
     seconds = min(isolation.seconds, remaining())
     job = {"cap": content.cap, "memory_mb": isolation.memory_mb, "cpu_seconds": int(seconds) + 1, "kind": kind,
