@@ -123,7 +123,7 @@ def test_a_flood_under_the_member_cap_inflates_in_linear_time():
 
 
 def test_a_read_past_its_deadline_stops_with_too_slow():
-    data = b"".join(b"%d Q0 d%d %d %d t\n" % (i % 100, i, i // 100 + 1, 10**6 - i) for i in range(300_000))
+    data = b"".join(b"%d Q0 d%d %d %d t\n" % (i % 100, i // 100, i // 100 + 1, 10**6 - i) for i in range(300_000))
     rf = read_run_bytes(data, "r.trec", limits=ReadLimits(seconds=0.01))
     assert [(p.code, p.message) for p in rf.problems] == [
         ("too_slow", "reading the file took longer than the limit of 0.01 s and was stopped: the file is hostile "
