@@ -130,8 +130,10 @@ def _tree_rss_kb(pid: int) -> int:
 
 def evaluate_cost(path: Path, data: str, timeout: float = 120.0) -> dict:
     """``python -m bsard_demo evaluate path --data data``: its exit code (``"killed"`` past ``timeout``),
-    seconds, the peak RSS of its whole process tree (MB, sampled every 20 ms) and stderr's first line."""
+    seconds, the peak RSS of its whole process tree (MB, sampled every 20 ms), stderr's first line and
+    the codes of its errors."""
     import os
+    import re
     import signal
     import subprocess
     import sys
@@ -149,6 +151,7 @@ def evaluate_cost(path: Path, data: str, timeout: float = 120.0) -> dict:
             proc.wait()
             return {"exit": "killed", "seconds": timeout, "peak_mb": peak / 1024, "message": f"> {timeout:g} s"}
         time.sleep(0.02)
-    err = proc.stderr.read().strip().splitlines()
+    text = proc.stderr.read()
+    err = text.strip().splitlines()
     return {"exit": proc.returncode, "seconds": time.perf_counter() - t0, "peak_mb": peak / 1024,
-            "message": (err[0] if err else "")[:140]}
+            "message": (err[0] if err else "")[:140], "errors": re.findall(r"error \[(\w+)\]", text)}

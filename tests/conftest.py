@@ -152,6 +152,7 @@ SLOW = (
     "tests/cli/test_cli_hostile_parquet.py",
     "tests/app/test_app_hostile_parquet.py",
     "tests/app/test_app_hostile_reads.py",
+    "tests/cli/test_cli_hostile_reads.py",
     # real data: frlaw-dev's 46 MB corpus (kept out of the quick loop, as its README asks)
     "tests/cli/test_cli_real_slice.py",
     # statistics against references, the real BSARD labels
