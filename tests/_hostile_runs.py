@@ -88,6 +88,22 @@ def jsonl_many_fields(path: Path, mb: float) -> Path:
                   + [b'"a",' * (n % 250_000), b'"a"]}\n'])
 
 
+def parquet_row_group(path: Path, mb: float) -> Path:
+    """A parquet run of 5 million rows in one row group, dictionary-encoded (whatever ``mb``: ~60 KB on
+    disk, its footer's sizes tiny): decoding it is what costs (40 million rows: 1.2 GB before issue 37)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 5_000_000
+    zeros = pa.array(np.zeros(n, dtype=np.int32))
+    table = pa.table({"qid": pa.DictionaryArray.from_arrays(zeros, pa.array(["1"])),
+                      "docid": pa.DictionaryArray.from_arrays(zeros, pa.array(["a" * 20])),
+                      "score": pa.DictionaryArray.from_arrays(zeros, pa.array([1.0]))})
+    pq.write_table(table, path, row_group_size=n, compression="zstd")
+    return path
+
+
 #: The classes, by name: ``(writer, file suffix)``.
 CLASSES = {
     "gzip member flood": (gzip_member_flood, ".trec.gz"),
@@ -98,6 +114,7 @@ CLASSES = {
     "JSON Lines, one huge record": (jsonl_many_fields, ".jsonl"),
     "many tiny lines": (many_tiny_lines, ".txt"),
     "many distinct ids": (many_distinct_ids, ".trec"),
+    "parquet, one huge row group": (parquet_row_group, ".parquet"),
 }
 
 

@@ -61,6 +61,7 @@ EXPECTED = {
     "JSON Lines, one huge record": ("too_large_in_memory", None),
     "many tiny lines": ("too_large_in_memory", None),
     "many distinct ids": ("too_large_in_memory", None),
+    "parquet, one huge row group": ("too_large_in_memory", None),
 }
 
 

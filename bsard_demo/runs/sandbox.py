@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from ..settings import child_environment
 from .columns import Columns, Parsed
 from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, LZ4_MAGIC, PARQUET_MAGIC, Content, Source, open_content
-from .limits import remaining, tick
+from .limits import ReadLimits, ReadOverrun, bounded, current, remaining, tick
 
 try:  # imported here, decoded only in a child (or for trusted files: isolation None)
     from . import lz4_format
@@ -207,7 +207,9 @@ def _exchange(content: Content, name: str, problems: ProblemList, isolation: Iso
     tick()  # a read already past its deadline is too_slow, not a child's timeout
     source = content.source
     seconds = min(isolation.seconds, remaining())
+    limits = current()
     job = {"cap": content.cap, "memory_mb": isolation.memory_mb, "cpu_seconds": int(seconds) + 1, "kind": kind,
+           "limits": None if limits is None else asdict(limits),
            "path": None if source.data is not None else str(Path(source.path).resolve()),
            "size": None if source.data is None else len(source.data)}
     ours, theirs = socket.socketpair()
@@ -423,15 +425,22 @@ def _child(conn: socket.socket) -> None:
         data = None
     _limit(int(job["memory_mb"]), int(job["cpu_seconds"]))
     problems = ProblemList()
+    limits = ReadLimits(**job["limits"]) if job.get("limits") else None
     try:
-        content, _ = open_content(Source(data=data, path=job["path"], limit=job["cap"]), ProblemList(), job["cap"])
-        if job.get("kind") == "lz4":
-            text = _lz4_json(content, problems) if content is not None and content.lz4 else None
-            header = {"outcome": "ok", "problems": problems.state(), "json": text is not None}
-            answer = json.dumps(header).encode() + b"\n" + (text.encode() if text is not None else b"")
-        else:
-            parsed = parse_parquet(content, problems) if content is not None and content.parquet else None
-            answer = _message(problems, parsed)
+        try:
+            with bounded(limits):  # the read's own limits (rows, ids), as in the parent
+                content, _ = open_content(Source(data=data, path=job["path"], limit=job["cap"]), ProblemList(),
+                                          job["cap"])
+                if job.get("kind") == "lz4":
+                    text = _lz4_json(content, problems) if content is not None and content.lz4 else None
+                    answer = _json_message(problems, text)
+                else:
+                    parsed = parse_parquet(content, problems) if content is not None and content.parquet else None
+                    answer = _message(problems, parsed)
+        except ReadOverrun as exc:
+            problems = ProblemList()
+            problems.error(exc.code, exc.message)
+            answer = _json_message(problems, None) if job.get("kind") == "lz4" else _message(problems, None)
     except MemoryError:
         answer = json.dumps({"outcome": "out_of_memory"}).encode() + b"\n"
     except Exception as exc:  # as the in-process reader words an unexpected failure
@@ -440,6 +449,11 @@ def _child(conn: socket.socket) -> None:
         answer = _message(problems, None)
     conn.sendall(answer)
     conn.close()
+
+
+def _json_message(problems: ProblemList, text: str | None) -> bytes:
+    header = {"outcome": "ok", "problems": problems.state(), "json": text is not None}
+    return json.dumps(header).encode() + b"\n" + (text.encode() if text is not None else b"")
 
 
 def _message(problems: ProblemList, parsed: Parsed | None) -> bytes:
