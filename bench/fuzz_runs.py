@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, cases, isolate in (
             ("parquet, decoded in the reading process (before)", lambda: parquet_cases(args.parquet, args.seed), False),
             ("parquet, the product's reader (child)", lambda: parquet_cases(args.parquet, args.seed), True),
-            ("gzip/JSON/JSON Lines/CSV/TREC", lambda: text_cases(args.text, args.seed), True),
+            ("gzip/JSON/JSON Lines/CSV/TREC/LZ4", lambda: text_cases(args.text, args.seed), True),
             ("dataset CSV (pandas' C parser)", lambda: dataset_cases(args.text, args.seed), "dataset")):
         t0 = time.perf_counter()
         outcomes = run_cases(cases(), isolate=isolate is True, kind="dataset" if isolate == "dataset" else "run")

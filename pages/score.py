@@ -94,7 +94,8 @@ Formats reconnus (détectés d'après le contenu, fichiers `.gz` acceptés) :
 - **CSV** avec en-tête : `qid`, `docid`, `score` et/ou `rank` ;
 - **JSON** : `{"qid": {"docid": score}}` ou `{"qid": ["docid", …]}` ;
 - **JSON Lines** : `{"qid": …, "docid": …, "score": …}` par ligne.
-- **Parquet** (comme ranx l'écrit) : colonnes `qid`/`query_id`, `docid`/`doc_id`, `score` et/ou `rank`.
+- **Parquet** (comme ranx l'écrit) : colonnes `qid`/`query_id`, `docid`/`doc_id`, `score` et/ou `rank` ;
+- **LZ4 de ranx** (`Run.save(…, kind="lz4")`), lu comme son JSON.
 
 Chaque question du split compte (absente du run : 0). Les articles sont classés par score décroissant,
 égalités départagées par identifiant décroissant (règle de trec_eval) ; cochez « scores = distances » sous

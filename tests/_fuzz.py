@@ -2,7 +2,7 @@
 
 Cases: structure-aware mutations of valid parquet runs (the thrift fields of the footer, of page
 headers, of statistics and the page index, dictionary pages: :func:`parquet_cases`), byte
-mutations of gzip, JSON, JSON Lines, CSV and TREC runs (:func:`text_cases`) and of a dataset
+mutations of gzip, JSON, JSON Lines, CSV, TREC and ranx LZ4 runs (:func:`text_cases`) and of a dataset
 folder's CSV files (:func:`dataset_cases`). :func:`run_cases`
 reads each one with :func:`bsard_demo.runs.read_run_bytes` in a child (:data:`_CHILD`), so an abort
 or a hang fails that case and never the caller; a case passes when it gives a run or problems with
@@ -257,17 +257,23 @@ def _text_bases() -> list[tuple[str, bytes]]:
     js = json.dumps(scores).encode()
     ranked = json.dumps({q: list(v) for q, v in scores.items()}).encode()
     jsonl = "".join(json.dumps({"qid": q, "docid": d, "score": s}) + "\n" for q, d, s in rows).encode()
+    import cbor2
+    import lz4.frame
+
+    packed = cbor2.dumps(scores)  # ranx's Run.save(kind="lz4"): a frame of a frame of CBOR (and one frame)
     return [("trec", trec), ("csv", csv), ("json", js), ("json-ranked", ranked), ("jsonl", jsonl),
-            ("trec.gz", gzip.compress(trec, mtime=0)), ("jsonl.gz", gzip.compress(jsonl, mtime=0))]
+            ("trec.gz", gzip.compress(trec, mtime=0)), ("jsonl.gz", gzip.compress(jsonl, mtime=0)),
+            ("lz4", lz4.frame.compress(lz4.frame.compress(packed))), ("lz4-1", lz4.frame.compress(packed))]
 
 
 _SPECIAL = [b"\x00", b"\xff", b"\xc3", b"\n", b"\r", b"\t", b" ", b",", b"\"", b"{", b"}", b"[", b"]", b":", b"-",
-            b"1e999", b"NaN", b"\xef\xbb\xbf", b"\x1f\x8b", b"PAR1", b"9" * 40]
+            b"1e999", b"NaN", b"\xef\xbb\xbf", b"\x1f\x8b", b"PAR1", b"9" * 40,
+            b"\x04\x22\x4d\x18", b"\xbf", b"\xd8\x1c"]  # an LZ4 frame's magic; CBOR: an open map, tag 28
 
 
 def text_cases(n: int, seed: int = 0) -> Iterator[tuple[str, bytes]]:
-    """``n`` byte mutations of valid TREC, CSV, JSON, JSON Lines and gzip runs: flips, inserted
-    specials, deletions, truncations and duplicated spans."""
+    """``n`` byte mutations of valid TREC, CSV, JSON, JSON Lines, gzip and ranx LZ4 runs: flips,
+    inserted specials, deletions, truncations and duplicated spans."""
     rng = random.Random(seed)
     for i, (name, data) in enumerate(_mutations(_text_bases(), n, rng)):
         yield f"t{seed}-{i}-{name}", data

@@ -64,6 +64,7 @@ SLOW = (
     # ranx's numba functions (compiled on first use, ~25-100 s on a busy machine; cached after)
     "tests/runs/test_exchange.py::test_round_trip_through_ranx_and_ir_measures",
     "tests/runs/test_exchange.py::test_runs_written_by_ranx_read_back_in_the_same_order",
+    "tests/cli/test_cli_lz4.py",
     "tests/training/test_ranker_training.py",  # trains an adapter and a ranker on the sample (~9 s)
     "tests/app/test_search_ranker.py",  # the same ranker (tests/_ranker_fixture.py)
     "tests/retrievers/test_parts_together.py::test_the_learned_ranker_gives_the_hits_of_its_parts_run_one_after_another",
@@ -127,6 +128,10 @@ SLOW = (
     "tests/app/test_ws_client.py",
     # large or hostile inputs, stalled downstreams, memory measured in a fresh process
     "tests/test_hostile_inputs.py::test_a_million_tiny_trec_lines",
+    "tests/test_hostile_reads.py::test_each_hostile_class_is_refused_at_once_with_one_error",
+    "tests/test_hostile_reads.py::test_a_real_depth_1000_run_of_every_bsard_question_reads_unchanged",
+    "tests/test_hostile_reads.py::test_a_flood_under_the_member_cap_inflates_in_linear_time",
+    "tests/test_hostile_reads.py::test_a_read_past_its_deadline_stops_with_too_slow",
     "tests/test_hostile_inputs.py::test_a_million_tiny_junk_lines",
     "tests/test_hostile_inputs.py::test_real_download_from_a_hub_that_stalls_is_bounded",
     "tests/test_hostile_inputs.py::test_bomb_stopped_at_the_default_cap",
@@ -149,6 +154,8 @@ SLOW = (
     "tests/test_suite_guards.py",
     "tests/cli/test_cli_hostile_parquet.py",
     "tests/app/test_app_hostile_parquet.py",
+    "tests/app/test_app_hostile_reads.py",
+    "tests/cli/test_cli_hostile_reads.py",
     # real data: frlaw-dev's 46 MB corpus (kept out of the quick loop, as its README asks)
     "tests/cli/test_cli_real_slice.py",
     # statistics against references, the real BSARD labels

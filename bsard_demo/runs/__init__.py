@@ -17,10 +17,12 @@ from .qrels_read import QRELS_FORMATS, QrelsFile, read_qrels_bytes, read_qrels_p
 from .read import (
                    BUILT_FORMAT,
                    DEFAULT_ISOLATION,
+                   DEFAULT_LIMITS,
                    DEFAULT_MAX_BYTES,
                    FORMATS,
                    UNKNOWN,
                    Isolation,
+                   ReadLimits,
                    ReadOptions,
                    RunFile,
                    read_run,
@@ -28,12 +30,12 @@ from .read import (
                    read_run_path,
 )
 from .run import Entry, Run, order_entries
-from .sandbox import warm
+from .sandbox import lz4_bytes_to_json, warm
 from .write import RUN_FORMATS, format_run, write_text_atomic
 
-__all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "EXCHANGE_FORMATS",
-           "FORMATS", "HINTS", "qrels_bytes", "run_bytes", "run_records", "tied_questions",
-           "RUN_FORMATS", "UNKNOWN", "Entry", "Isolation", "Problem", "ProblemList", "ReadOptions", "Run", "RunFile",
-           "SizeMessage", "format_run", "order_entries", "percent", "quote", "read_run", "read_run_bytes",
-           "read_run_path", "warm", "write_text_atomic", "QRELS_CODES", "QRELS_FORMATS", "QrelsFile",
-           "read_qrels_bytes", "read_qrels_path", "STAMP_KEY"]
+__all__ = ["BUILT_FORMAT", "CHECK_CODES", "CODES", "DEFAULT_ISOLATION", "DEFAULT_LIMITS", "DEFAULT_MAX_BYTES",
+           "EXCHANGE_FORMATS", "FORMATS", "HINTS", "qrels_bytes", "run_bytes", "run_records", "tied_questions",
+           "RUN_FORMATS", "UNKNOWN", "Entry", "Isolation", "Problem", "ProblemList", "ReadLimits", "ReadOptions",
+           "Run", "RunFile", "SizeMessage", "format_run", "lz4_bytes_to_json", "order_entries", "percent", "quote",
+           "read_run", "read_run_bytes", "read_run_path", "warm", "write_text_atomic", "QRELS_CODES", "QRELS_FORMATS",
+           "QrelsFile", "read_qrels_bytes", "read_qrels_path", "STAMP_KEY"]

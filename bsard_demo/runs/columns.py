@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .fields import KeyIndex
+from .limits import check_entries, check_ids, tick
 
 #: The format of a file whose layout was not recognised.
 UNKNOWN = "unknown"
@@ -83,6 +84,9 @@ class Columns:
         if not len(q):
             return
         self.n += len(q)
+        check_entries(self.n)  # the read's limits (.limits): a pass read again starts from 0
+        check_ids(len(self.qnames), len(self.dnames))
+        tick()
         for name, value in (("q", q), ("d", d), ("score", score), ("rank", rank), ("line", line)):
             if value is not None:
                 value = np.asarray(value)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .columns import UNKNOWN, Columns, Parsed
 from .fields import whole
+from .limits import check_entries, check_json_values, tick
 from .problems import ProblemList, quote
 from .text_formats import DOC_NAMES, QID_NAMES, split_lines
 
@@ -107,20 +108,27 @@ def _loads(text: str):
 
 
 def parse_json(text: str, problems: ProblemList) -> Parsed:
-    """The run of a JSON or JSON Lines ``text``; its problems are added to ``problems``."""
-    try:
-        value = _loads(text)
-    except RecursionError:
-        problems.error("json_too_deep", "the JSON is nested too deeply to be a run")
-        return Parsed(UNKNOWN)
-    except json.JSONDecodeError as exc:
-        first = text.lstrip().split("\n", 1)[0]
+    """The run of a JSON or JSON Lines ``text``; its problems are added to ``problems``. Its values
+    are counted (commas) before any is parsed, against the read's entry limit (:mod:`.limits`)."""
+    lead = text.lstrip()
+    cut = lead.find("\n")
+    if cut >= 0 and lead[cut:].strip():  # several lines: JSON Lines when the first is an object
+        first = lead[:cut]
+        check_json_values(first.count(","))
         try:
             first_value = _loads(first)
         except (json.JSONDecodeError, RecursionError):
             first_value = None
         if isinstance(first_value, _Obj):
             return _parse_jsonl(split_lines(text), problems)
+    del lead  # a copy of the text
+    check_json_values(text.count(","))
+    try:
+        value = _loads(text)
+    except RecursionError:
+        problems.error("json_too_deep", "the JSON is nested too deeply to be a run")
+        return Parsed(UNKNOWN)
+    except json.JSONDecodeError as exc:
         problems.error("invalid_json", f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno)
         return Parsed(UNKNOWN)
     if isinstance(value, _Obj) and any(k in QID_NAMES for k, _ in value) and not any(
@@ -153,6 +161,7 @@ def _parse_json_dict(obj: _Obj, problems: ProblemList) -> Parsed:
     cols = _Rows(scores=[] if by == "score" else None, ranks=[] if by == "rank" else None)
     next_rank: dict[str, int] = {}
     for key, value in obj:
+        tick()
         qid = key.strip()
         if not qid:
             problems.error("bad_id", "empty question id", kind="empty question id")
@@ -189,6 +198,7 @@ def _parse_json_dict(obj: _Obj, problems: ProblemList) -> Parsed:
                 cols.docs.append(docid)
                 cols.ranks.append(start + pos)
             next_rank[qid] = start + len(value)
+        value.clear()  # its pairs are in the rows now: freed as the rows grow (a lower peak)
     return Parsed(fmt, cols.columns(), by)
 
 
@@ -200,6 +210,10 @@ def _parse_jsonl(lines: list[str], problems: ProblemList) -> Parsed:
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if lineno % 1024 == 0:
+            tick()
+        check_json_values(line.count(","))
+        check_entries(len(cols.qids))
         try:
             value = _loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:

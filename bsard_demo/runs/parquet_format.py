@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from .columns import Columns, Parsed
 from .decode import Content, size_text
+from .limits import check_entries
 from .problems import ProblemList, quote
 from .text_formats import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES, columns_problem
 
@@ -103,6 +104,7 @@ def parse_parquet(content: Content, problems: ProblemList, *, labels: bool = Fal
     columns = [c for c in wanted.values() if c is not None]
     if not _sizes_fit(pf, columns, content.cap, problems):
         return failed
+    check_entries(pf.metadata.num_rows)  # the read's row limit (.limits), before a row is decoded
     cols = Columns()
     tags: dict[str, None] = {}
     stages = (ProblemList(), ProblemList(), ProblemList())  # ids, scores, ranks: the CSV order

@@ -55,6 +55,11 @@ CODES: dict[str, tuple[Severity, str]] = {
     "gzip_corrupt": ("error", "the gzip data is damaged (invalid deflate data or checksum)"),
     "gzip_trailing_data": ("warning", "bytes after the end of the gzip stream were ignored"),
     "gzip_twice": ("error", "the content is gzip-compressed twice"),
+    "gzip_too_many_members": ("error", "the gzip file holds more members (gzip streams one after another) than the "
+                                       "limit (100,000): a flood of tiny members; inflating is stopped there"),
+    "lz4_unreadable": ("error", "an LZ4 file (ranx's `kind=\"lz4\"`) that cannot be read: damaged, or not a ranx "
+                                "run or qrels"),
+    "lz4_too_large": ("error", "the LZ4 content inflates beyond the size limit; inflating is stopped there"),
     "binary_file": ("error", "a binary file, not text; the message names the kind (image, PDF, ZIP/Excel, "
                              "another archive, NumPy, SQLite, other bytes with NUL)"),
     "not_utf8": ("error", "a line is not valid UTF-8, UTF-16 text has no byte-order mark, or a file with a "
@@ -80,6 +85,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "json_mixed_layout": ("error", "a JSON question or record unlike the first (object vs list, score vs rank)"),
     "missing_field": ("error", "a JSON Lines record without question id, article id, or score/rank"),
     # one line
+    "line_too_long": ("error", "a line of a table format (TREC, 3 columns, CSV) is longer than the limit (64 KB); "
+                               "the rest of the file is not read"),
     "bad_field_count": ("error", "a line has another number of fields than the file's layout"),
     "bad_id": ("error", "an empty question or article id, or a JSON id that is not a string or whole number"),
     "bad_article_list": ("error", "a JSON Lines record's article list is not a list"),
@@ -105,6 +112,11 @@ CODES: dict[str, tuple[Severity, str]] = {
                                 "it was not read"),
     "reader_timeout": ("error", "the reader process overran its time limit on the file and was stopped"),
     "reader_out_of_memory": ("error", "the reader process needed more memory than it is allowed for the file"),
+    # every read's own limits (runs/limits.py)
+    "too_slow": ("error", "reading the file took longer than the time limit (20 s) and was stopped"),
+    "too_large_in_memory": ("error", "the run has more lines (question-article pairs), questions, distinct "
+                                     "articles or JSON values than a read may hold (1.2 million, 100,000, 250,000, "
+                                     "600,000 in one JSON document); it is not read"),
 }
 
 #: The BSARD-aware checks of :mod:`bsard_demo.evaluation.checks` that the CLI and the Score page report

@@ -19,13 +19,14 @@ from typing import Callable, Collection, Iterator
 from .columns import UNKNOWN, Parsed
 from .decode import DEFAULT_MAX_BYTES, Chunk, Content, SizeMessage, Source, open_content, size_problem
 from .json_formats import parse_json
+from .limits import DEFAULT_LIMITS, ReadLimits, ReadOverrun, bounded, line_limit
 from .problems import ProblemList, quote
 from .run import Run
-from .sandbox import DEFAULT_ISOLATION, Isolation, parse_parquet_isolated
+from .sandbox import DEFAULT_ISOLATION, Isolation, lz4_json_isolated, parse_parquet_isolated
 from .text_formats import parse_table
 from .validate import add_warnings, build_run
 
-FORMATS = ("trec", "3col-rank", "3col-score", "csv", "json-scores", "json-ranked", "jsonl", "parquet")
+FORMATS = ("trec", "3col-rank", "3col-score", "csv", "json-scores", "json-ranked", "jsonl", "parquet", "lz4")
 #: The format :func:`read_run` gives a run made in-process (the layout :meth:`Run.to_trec` writes).
 BUILT_FORMAT = "trec"
 _NOT_SPACE = re.compile(r"\S")  # as str.strip()/split() see whitespace
@@ -33,8 +34,8 @@ _NOT_SPACE_BYTES = re.compile(rb"\S")  # as bytes.split() does (ASCII chunks hol
 _HTML = ("<!doctype html", "<html", "<head", "<body")
 _PATH_LIMIT = 200  # characters of a path a message shows (a path may have 4,096)
 
-__all__ = ["BUILT_FORMAT", "DEFAULT_ISOLATION", "DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN", "Isolation",
-           "ReadOptions", "RunFile", "read_run", "read_run_bytes", "read_run_path"]
+__all__ = ["BUILT_FORMAT", "DEFAULT_ISOLATION", "DEFAULT_LIMITS", "DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN",
+           "Isolation", "ReadLimits", "ReadOptions", "RunFile", "read_run", "read_run_bytes", "read_run_path"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ class ReadOptions:
     limit of 1.0 MB"). ``lower_is_better``: the scores are distances, ordered ascending (ties by
     article id descending, as for similarities); ``Run.scores`` keep the values of the file.
     ``isolation``: the limits of the child process that decodes a parquet file (:mod:`.sandbox`);
-    None decodes it in this process (trusted files only: a damaged one can abort the process)."""
+    None decodes it in this process (trusted files only: a damaged one can abort the process).
+    ``limits``: the time, lines and questions a read may spend (:mod:`.limits`; None: unbounded)."""
 
     qids: Collection[str] | None = None
     corpus_ids: Collection[str] | None = None
@@ -55,6 +57,7 @@ class ReadOptions:
     size_message: SizeMessage | None = field(default=None, compare=False)
     lower_is_better: bool = False
     isolation: Isolation | None = DEFAULT_ISOLATION
+    limits: ReadLimits | None = DEFAULT_LIMITS
 
 
 @dataclass
@@ -129,7 +132,8 @@ def _read_source(make_source: Callable[[], Source], name: str, options: ReadOpti
     problems = ProblemList()
     try:
         source = make_source()
-        result = _read(source, name, problems, options)
+        with bounded(options.limits):
+            result = _read(source, name, problems, options)
         if source.path is not None and source.read > options.max_bytes:  # the file grew past the limit while read
             problems = ProblemList()
             problems.error("file_too_large", size_problem(source.read, options.max_bytes, options.size_message))
@@ -137,6 +141,9 @@ def _read_source(make_source: Callable[[], Source], name: str, options: ReadOpti
         return result
     except OSError as exc:
         problems.error("unreadable_file", f"cannot read {quote(name, marks=False)}: {exc.strerror or exc}")
+    except ReadOverrun as exc:  # a limit of the read: its one error, and nothing kept of the rest
+        problems = ProblemList()
+        problems.error(exc.code, exc.message)
     except MemoryError:
         problems = ProblemList()
         problems.error("reader_out_of_memory", f"reading {quote(name, marks=False)} needed more memory than this "
@@ -192,7 +199,8 @@ def _read(source: Source, name: str, problems: ProblemList, options: ReadOptions
     """bytes -> text -> :class:`Parsed` -> :class:`RunFile`, every problem in ``problems``."""
     content, compressed = open_content(source, problems, options.max_bytes, options.size_message)
     parsed = Parsed(UNKNOWN) if content is None else _parse(content, name, problems, options.isolation)
-    if content is not None and not content.parquet and content.late.has_errors:  # the file changed meanwhile
+    decoded_here = content is not None and not (content.parquet or content.lz4)
+    if decoded_here and content.late.has_errors:  # the file changed meanwhile
         late = ProblemList()
         late.extend(content.late)
         return RunFile(name, parsed.format, None, late, (), compressed)
@@ -215,7 +223,10 @@ def _parse(content: Content, name: str, problems: ProblemList, isolation: Isolat
         from .parquet_format import parse_parquet
 
         return parse_parquet(content, problems)
-    chunks = content.chunks(problems)
+    if content.lz4:
+        return _parse_lz4(content, name, problems, isolation)
+    max_line = None if _json_like(content.head) else line_limit()
+    chunks = content.chunks(problems, max_line)
     taken, first = _find_first(chunks)
     if first is None:
         if not problems.has_errors:
@@ -234,4 +245,22 @@ def _parse(content: Content, name: str, problems: ProblemList, isolation: Isolat
         text = "".join(c.as_str() for c in chain(taken, chunks))
         return parse_json(text, problems)
     return parse_table(chain(taken, chunks), first.line, first.text, problems,
-                       restart=lambda: content.chunks(ProblemList()))
+                       restart=lambda: content.chunks(ProblemList(), max_line))
+
+
+def _parse_lz4(content: Content, name: str, problems: ProblemList, isolation: Isolation | None) -> Parsed:
+    """ranx's LZ4 run: its content as JSON text (lz4 and cbor2 in a child unless ``isolation`` is None),
+    read as a JSON run (the same limits and problems) of format ``lz4``."""
+    text = lz4_json_isolated(content, name, problems, isolation)
+    if text is None:
+        return Parsed("lz4")
+    return replace(parse_json(text, problems), format="lz4")
+
+
+def _json_like(head: bytes) -> bool:
+    """Whether the first bytes look like JSON, as :func:`_parse` will tell (a ``{`` or ``[`` first,
+    within 4,096 characters): its lines may be long (a JSON run is often one line), so it is bounded
+    by its values (:mod:`.json_formats`), not by its lines."""
+    text = head.decode("utf-8", "ignore").removeprefix("\ufeff")
+    found = _NOT_SPACE.search(text)
+    return found is not None and found.start() < 4096 and text[found.start()] in "{["

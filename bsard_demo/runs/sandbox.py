@@ -18,14 +18,20 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..settings import child_environment
 from .columns import Columns, Parsed
-from .decode import GZIP_MAGIC, PARQUET_MAGIC, Content, Source, open_content
+from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, LZ4_MAGIC, PARQUET_MAGIC, Content, Source, open_content
+from .limits import ReadLimits, ReadOverrun, bounded, current, remaining, tick
+
+try:  # imported here, decoded only in a child (or for trusted files: isolation None)
+    from . import lz4_format
+except ImportError:  # lz4 and cbor2 are optional (requirements.in): an LZ4 file is then one error
+    lz4_format = None
 from .problems import ProblemList, quote
 
 #: The array fields of :class:`~bsard_demo.runs.columns.Columns` sent back, and the only dtypes accepted.
@@ -142,7 +148,7 @@ def warm_for(paths) -> None:
                 head = f.read(4)
         except OSError:
             continue
-        if head.startswith((PARQUET_MAGIC, GZIP_MAGIC)):
+        if head.startswith((PARQUET_MAGIC, GZIP_MAGIC, LZ4_MAGIC)):
             keep_warm()
             return
 
@@ -155,27 +161,69 @@ def parse_parquet_isolated(content: Content, name: str, problems: ProblemList,
     :class:`~bsard_demo.runs.columns.Parsed` and problems (added to ``problems``), or one ``reader_*``
     error when the child did not answer (at most :data:`CHILDREN_AT_ONCE` at a time). ``labels``: a qrels
     table (``parse_parquet``'s ``labels`` mode)."""
+    shown = quote(name, marks=False)
     with _slots:
-        return _parse_in_child(content, quote(name, marks=False), problems, isolation, server or _server, labels)
+        out = _exchange(content, shown, problems, isolation, server or _server, "parquet", labels)
+    return Parsed("parquet") if out is None else _answer(out, shown, problems)
 
 
-def _parse_in_child(content: Content, name: str, problems: ProblemList, isolation: Isolation,
-                    server: ForkServer, labels: bool = False) -> Parsed:
-    failed = Parsed("parquet")
+def lz4_json_isolated(content: Content, name: str, problems: ProblemList,
+                      isolation: Isolation | None = DEFAULT_ISOLATION, server: ForkServer | None = None) -> str | None:
+    """The JSON text of ranx's LZ4 file ``content`` (:func:`~bsard_demo.runs.lz4_format.lz4_json`), decoded in a
+    child as a parquet file is (same limits and ``reader_*`` errors; ``isolation`` None: in this process, for
+    trusted files only); None with the errors in ``problems``."""
+    if isolation is None:
+        return _lz4_json(content, problems)
+    shown = quote(name, marks=False)
+    with _slots:
+        out = _exchange(content, shown, problems, isolation, server or _server, "lz4")
+    return None if out is None else _json_answer(out, shown, problems)
+
+
+def lz4_bytes_to_json(data: bytes, name: str, problems: ProblemList, cap: int = DEFAULT_MAX_BYTES,
+                      isolation: Isolation = DEFAULT_ISOLATION) -> str | None:
+    """The JSON text of the bytes of a ranx LZ4 file (a run or qrels: ``{qid: {docid: value}}``), decoded
+    in a child (:func:`lz4_json_isolated`; gzip around it is inflated too), for any reader of such files;
+    None with the errors (``lz4_*``, ``reader_*``, size) in ``problems``."""
+    content, _ = open_content(Source(data=bytes(data), limit=cap), problems, cap)
+    if content is None:
+        return None
+    if not content.lz4:
+        problems.error("lz4_unreadable", "this is not an LZ4 file (no LZ4 frame at its start)")
+        return None
+    return lz4_json_isolated(content, name, problems, isolation)
+
+
+def _lz4_json(content: Content, problems: ProblemList) -> str | None:
+    if lz4_format is None:
+        problems.error("lz4_unreadable", "this is an LZ4 file (ranx's kind=\"lz4\"); reading it needs the lz4 and "
+                                         "cbor2 packages (pip install lz4 cbor2), or save the run as TREC or JSON")
+        return None
+    return lz4_format.lz4_json(content, problems)
+
+
+def _exchange(content: Content, name: str, problems: ProblemList, isolation: Isolation, server: ForkServer,
+              kind: str, labels: bool = False) -> bytes | None:
+    """The answer of a child that read ``content`` as ``kind`` (``parquet``, ``lz4``), or None after a
+    ``reader_*`` error. Its time is the isolation's, or what is left of the read's own (:mod:`.limits`)."""
+    tick()  # a read already past its deadline is too_slow, not a child's timeout
     source = content.source
-    job = {"cap": content.cap, "memory_mb": isolation.memory_mb, "cpu_seconds": int(isolation.seconds) + 1,
+    seconds = min(isolation.seconds, remaining())
+    limits = current()
+    job = {"cap": content.cap, "memory_mb": isolation.memory_mb, "cpu_seconds": int(seconds) + 1, "kind": kind,
+           "limits": None if limits is None else asdict(limits),
            "path": None if source.data is not None else str(Path(source.path).resolve()),
            "size": None if source.data is None else len(source.data), "labels": bool(labels)}
     ours, theirs = socket.socketpair()
     pid, answered = None, False
-    deadline = time.monotonic() + isolation.seconds
+    deadline = time.monotonic() + seconds
     try:
         try:
             server.fork(theirs)
         except OSError as exc:
             problems.error("reader_crashed", f"the reader process for {name} could not be started "
                                              f"({exc.strerror or exc}): the file was not read")
-            return failed
+            return None
         finally:
             theirs.close()
         try:
@@ -186,12 +234,12 @@ def _parse_in_child(content: Content, name: str, problems: ProblemList, isolatio
             out = _receive(ours, deadline, limit=8 * content.cap + 2**20)
             answered = True
         except socket.timeout:
-            problems.error("reader_timeout", f"reading {name} took longer than {isolation.seconds:g} s "
+            problems.error("reader_timeout", f"reading {name} took longer than {seconds:g} s "
                                              "and was stopped: the file is damaged or hostile and was not read")
-            return failed
+            return None
         except (OSError, EOFError, struct.error):  # the child died early, or answered too much
             out = b""
-        return _answer(out, name, problems)
+        return out
     finally:
         ours.close()
         if pid is not None and not answered:  # a child that may still run ends now (the zygote reaps it)
@@ -219,9 +267,8 @@ def _receive(sock: socket.socket, deadline: float, *, exactly: int | None = None
     return b"".join(parts)
 
 
-def _answer(out: bytes, name: str, problems: ProblemList) -> Parsed:
-    """The child's answer: its :class:`Parsed` and problems, or the one error that says why not."""
-    failed = Parsed("parquet")
+def _header(out: bytes, name: str, problems: ProblemList, what: str) -> tuple[dict, int] | None:
+    """The child's answer's header and where its payload starts, or None and the error that says why not."""
     try:
         header_end = out.index(b"\n")
         header = json.loads(out[:header_end])
@@ -231,14 +278,39 @@ def _answer(out: bytes, name: str, problems: ProblemList) -> Parsed:
     if outcome == "out_of_memory":
         problems.error("reader_out_of_memory", f"reading {name} needed more memory than the reader is "
                                                "allowed: the file is damaged, hostile or too large and was not read")
-        return failed
+        return None
     if outcome != "ok":
-        problems.error("reader_crashed", f"the parquet reader crashed on {name}: the file is damaged or "
+        problems.error("reader_crashed", f"the {what} reader crashed on {name}: the file is damaged or "
                                          "hostile and was not read")
+        return None
+    return header, header_end + 1
+
+
+def _json_answer(out: bytes, name: str, problems: ProblemList) -> str | None:
+    """The JSON text of the child's answer to an LZ4 job (its problems added), or None."""
+    found = _header(out, name, problems, "LZ4")
+    if found is None:
+        return None
+    header, start = found
+    try:
+        problems.extend(ProblemList.from_state(header["problems"]))
+        return out[start:].decode("utf-8") if header.get("json") else None
+    except (ValueError, KeyError, TypeError):
+        problems.error("reader_crashed", f"the LZ4 reader answered nonsense on {name}: the file is "
+                                         "damaged or hostile and was not read")
+        return None
+
+
+def _answer(out: bytes, name: str, problems: ProblemList) -> Parsed:
+    """The child's answer: its :class:`Parsed` and problems, or the one error that says why not."""
+    failed = Parsed("parquet")
+    found = _header(out, name, problems, "parquet")
+    if found is None:
         return failed
+    header, start = found
     try:
         found = ProblemList.from_state(header["problems"])
-        parsed = _parsed(header.get("parsed"), memoryview(out)[header_end + 1:])
+        parsed = _parsed(header.get("parsed"), memoryview(out)[start:])
     except (ValueError, KeyError, TypeError, IndexError):
         problems.error("reader_crashed", f"the parquet reader answered nonsense on {name}: the file is "
                                          "damaged or hostile and was not read")
@@ -355,11 +427,23 @@ def _child(conn: socket.socket) -> None:
         data = None
     _limit(int(job["memory_mb"]), int(job["cpu_seconds"]))
     problems = ProblemList()
+    limits = ReadLimits(**job["limits"]) if job.get("limits") else None
     try:
-        content, _ = open_content(Source(data=data, path=job["path"], limit=job["cap"]), ProblemList(), job["cap"])
-        parsed = (parse_parquet(content, problems, labels=bool(job.get("labels")))
-                  if content is not None and content.parquet else None)
-        answer = _message(problems, parsed)
+        try:
+            with bounded(limits):  # the read's own limits (rows, ids), as in the parent
+                content, _ = open_content(Source(data=data, path=job["path"], limit=job["cap"]), ProblemList(),
+                                          job["cap"])
+                if job.get("kind") == "lz4":
+                    text = _lz4_json(content, problems) if content is not None and content.lz4 else None
+                    answer = _json_message(problems, text)
+                else:
+                    parsed = (parse_parquet(content, problems, labels=bool(job.get("labels")))
+                              if content is not None and content.parquet else None)
+                    answer = _message(problems, parsed)
+        except ReadOverrun as exc:
+            problems = ProblemList()
+            problems.error(exc.code, exc.message)
+            answer = _json_message(problems, None) if job.get("kind") == "lz4" else _message(problems, None)
     except MemoryError:
         answer = json.dumps({"outcome": "out_of_memory"}).encode() + b"\n"
     except Exception as exc:  # as the in-process reader words an unexpected failure
@@ -368,6 +452,11 @@ def _child(conn: socket.socket) -> None:
         answer = _message(problems, None)
     conn.sendall(answer)
     conn.close()
+
+
+def _json_message(problems: ProblemList, text: str | None) -> bytes:
+    header = {"outcome": "ok", "problems": problems.state(), "json": text is not None}
+    return json.dumps(header).encode() + b"\n" + (text.encode() if text is not None else b"")
 
 
 def _message(problems: ProblemList, parsed: Parsed | None) -> bytes:

@@ -17,6 +17,7 @@ from bsard_demo.dataset import Dataset
 from bsard_demo.evaluation import checks
 from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.runs import Problem, ProblemList, read as read_module, read_run_bytes, read_run_path
+from bsard_demo.runs.limits import ReadLimits
 from bsard_demo.runs.problems import CHECK_CODES, CODES, QRELS_CODES, codes_markdown
 from bsard_demo.runs.sandbox import Isolation
 
@@ -43,6 +44,14 @@ _PARQUET = _parquet(qid=["1", "1"], docid=["a", "b"], score=[2.0, 1.0])
 _BIG_PARQUET = _parquet(qid=["1"] * 20_000, docid=[str(i) for i in range(20_000)], score=[1.0] * 20_000)
 
 
+def _lz4(content: bytes, frames: int = 2) -> bytes:
+    """``content`` in LZ4 frames, as ranx writes its ``kind="lz4"`` files (a frame of a frame)."""
+    lz4_frame = pytest.importorskip("lz4.frame")
+    for _ in range(frames):
+        content = lz4_frame.compress(content)
+    return content
+
+
 def _zeros_gzip(n: int) -> bytes:
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
     return comp.compress(bytes(n)) + comp.flush()
@@ -57,6 +66,15 @@ BYTES_INPUTS: dict[str, list] = {
     "gzip_corrupt": [gzip.compress(GOOD)[:-8] + b"\x00\x00\x00\x00" + gzip.compress(GOOD)[-4:]],
     "gzip_trailing_data": [gzip.compress(GOOD) + b"junk"],
     "gzip_twice": [gzip.compress(gzip.compress(GOOD))],
+    "gzip_too_many_members": [gzip.compress(GOOD) + gzip.compress(b"", mtime=0) * 100_001],
+    "lz4_unreadable": [b"\x04\x22\x4d\x18" + b"\x40" * 12, lambda: _lz4(b"\xff\xff", frames=1),
+                       lambda: _lz4(b"\x82\x01\x02")],
+    "lz4_too_large": [lambda: (_lz4(b"{" + b" " * 4096 + b"}"), {"max_bytes": 1024})],
+    "line_too_long": [GOOD + b"1 " * 40_000 + b"\n", b"qid,docid,score\n" + b"1," * 40_000 + b"\n"],
+    "too_slow": [(GOOD, {"limits": ReadLimits(seconds=0)})],
+    "too_large_in_memory": [(GOOD, {"limits": ReadLimits(max_entries=1)}),
+                            (GOOD, {"limits": ReadLimits(max_questions=0)}),
+                            (b'{"1": {"a": 1, "b": 2}}', {"limits": ReadLimits(max_entries=1)})],
     "binary_file": [b"\x89PNG\r\n\x1a\n\x00\x00", b"%PDF-1.7\n", b"\x00\x01\x02binary", b"BZh91AY&SY" + bytes(8)],
     "not_utf8": [b"1 Q0 a 1 2.0 t\xe9\n", "1 Q0 a 1 2.0 t\n".encode("utf-16-le") * 3,
                  b"\xff\xfe" + b"\x00\xd8" + b"a\x00"],
@@ -73,7 +91,8 @@ BYTES_INPUTS: dict[str, list] = {
     "qrels_file": [b"4 0 2222 1\n7 0 2222 1\n"],
     "csv_without_header": [b"1,947,0.5\n1,948,0.4\n"],
     "missing_columns": [b"qid,score\n1,0.5\n", _parquet(qid=["1"], score=[1.0])],
-    "csv_syntax_error": [b"qid,docid,score\n1,a," + b"9" * 200_000 + b"\n"],  # a field above csv's limit
+    # a field above csv's limit, its lines short (a longer line is line_too_long)
+    "csv_syntax_error": [b'qid,docid,score\n1,a,"' + b"9\n" * 100_000 + b'"\n'],
     "no_run_lines": [b"qid,docid,score\n", b"{}"],
     "invalid_json": [b'{"1": {"a": 0.5,}}', b'{"qid": "1", "docid": "a", "score": 1}\n{"qid": \n'],
     "json_too_deep": [b"[" * 100_000],
@@ -114,6 +133,7 @@ def _path_cases(tmp_path: Path) -> dict[str, list[set[str]]]:
 def test_every_declared_code_is_produced_by_a_crafted_input(tmp_path, monkeypatch):
     produced: dict[str, list[set[str]]] = {}
     for code, inputs in BYTES_INPUTS.items():
+        inputs = [i() if callable(i) else i for i in inputs]
         produced[code] = [codes_of(i) if isinstance(i, bytes) else codes_of(i[0], **i[1]) for i in inputs]
     produced.update(_path_cases(tmp_path))
     if all("unreadable_file" not in c for c in produced["unreadable_file"]):  # running as root: chmod 0 reads fine

@@ -80,6 +80,12 @@ def parquet(columns: dict) -> bytes:
 # --------------------------------------------------------------------------------------------
 # round trips
 
+def ranx_lz4(scores) -> bytes:
+    """``scores`` as ranx's ``Run.save(kind="lz4")`` writes them: LZ4 frame of LZ4 frame of CBOR."""
+    cbor2, lz4_frame = pytest.importorskip("cbor2"), pytest.importorskip("lz4.frame")
+    return lz4_frame.compress(lz4_frame.compress(cbor2.dumps(scores), compression_level=16))
+
+
 SCORE_FILES = {
     "trec": lambda: text(trec_lines()),
     "3col-score": lambda: text(three_col_score_lines()),
@@ -90,6 +96,7 @@ SCORE_FILES = {
     "parquet": lambda: parquet({"q_id": [q for q, docs in SCORES.items() for _ in docs],
                                 "doc_id": [d for docs in SCORES.values() for d in docs],
                                 "score": [s for docs in SCORES.values() for s in docs.values()]}),
+    "lz4": lambda: ranx_lz4(SCORES),
 }
 RANK_FILES = {
     "3col-rank": lambda: text(three_col_rank_lines()),

@@ -223,7 +223,7 @@ def test_at_most_two_children_read_at_once_and_each_is_the_first_oom_victim(prob
     data = parquet_bases()[0]
     running, most = [0], [0]
     lock = threading.Lock()
-    real = sandbox._parse_in_child
+    real = sandbox._exchange
 
     def counted(*args):
         with lock:
@@ -235,7 +235,7 @@ def test_at_most_two_children_read_at_once_and_each_is_the_first_oom_victim(prob
             with lock:
                 running[0] -= 1
 
-    monkeypatch.setattr(sandbox, "_parse_in_child", counted)
+    monkeypatch.setattr(sandbox, "_exchange", counted)
     results = []
     threads = [threading.Thread(target=lambda: results.append(read_run_bytes(data, "r.parquet").ok)) for _ in range(6)]
     for t in threads:
