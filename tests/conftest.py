@@ -132,6 +132,7 @@ SLOW = (
     "tests/test_hostile_reads.py::test_a_real_depth_1000_run_of_every_bsard_question_reads_unchanged",
     "tests/test_hostile_reads.py::test_a_flood_under_the_member_cap_inflates_in_linear_time",
     "tests/test_hostile_reads.py::test_a_read_past_its_deadline_stops_with_too_slow",
+    "tests/runs/test_qrels_read.py::test_lz4_labels_in_ranx_frames_are_read_in_the_child_like_their_json_twin",
     "tests/test_hostile_inputs.py::test_a_million_tiny_junk_lines",
     "tests/test_hostile_inputs.py::test_real_download_from_a_hub_that_stalls_is_bounded",
     "tests/test_hostile_inputs.py::test_bomb_stopped_at_the_default_cap",

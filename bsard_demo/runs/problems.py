@@ -132,8 +132,6 @@ CHECK_CODES: dict[str, tuple[Severity, str]] = {
 
 #: What the labels reader (:mod:`bsard_demo.runs.qrels_read`) reports beside the decoding codes of :data:`CODES`.
 QRELS_CODES: dict[str, tuple[Severity, str]] = {
-    "lz4_file": ("error", "an LZ4-compressed labels file (ranx's kind='lz4'), not read here yet: the message says how "
-                          "to convert it"),
     "bad_relevance": ("error", "a label's relevance is not a whole number"),
     "conflicting_label": ("error", "an article judged twice for a question with two different relevances"),
     "duplicate_label": ("warning", "an article listed twice for a question with the same relevance"),

@@ -7,8 +7,8 @@ trec_eval's measures use (relevance > 0).
 
 The bytes go through the run reader's decoding (:mod:`.decode`: gzip, byte-order marks, binary sniffing, the
 size limit) and a parquet file through :mod:`.sandbox`'s child: no native code reads untrusted bytes in this
-process. An LZ4 frame (ranx's ``kind="lz4"``) is passed to :data:`LZ4_DECODER`, the one hook a decoder plugs
-into; while it is ``None`` the file is refused with how to convert it.
+process. An LZ4 file (ranx's ``kind="lz4"``) is decoded in that same child
+(:func:`~bsard_demo.runs.sandbox.lz4_bytes_to_json`) and read as ranx's qrels JSON.
 """
 from __future__ import annotations
 
@@ -17,21 +17,16 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from .columns import UNKNOWN
-from .decode import Content, Source, open_content, size_problem
+from .decode import LZ4_MAGIC, Content, Source, open_content, size_problem
 from .problems import ProblemList, quote
-from .sandbox import DEFAULT_ISOLATION, Isolation, parse_parquet_isolated
+from .sandbox import DEFAULT_ISOLATION, Isolation, lz4_bytes_to_json, parse_parquet_isolated
 from .text_formats import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES
 
 #: The layouts :func:`read_qrels_bytes` tells apart.
 QRELS_FORMATS = ("trec-qrels", "ranx-json", "csv", "tsv", "parquet", "lz4")
-#: The magic number of an LZ4 frame (``lz4.frame``, ranx's ``kind="lz4"``).
-LZ4_MAGIC = b"\x04\x22\x4d\x18"
-#: ``(frame bytes, size cap) -> decompressed bytes`` or ``None`` (LZ4 not read): set once a decoder that runs
-#: the native code away from the server's process exists (the run reader's sandbox).
-LZ4_DECODER: Callable[[bytes, int], bytes] | None = None
 #: The default cap on a labels file's bytes, raw or inflated: a labels file is read whole (text, then a dict
 #: per question), so less than a run's; MS MARCO's dev qrels are under 1 MB, BSARD's test labels 18 KB.
 QRELS_MAX_BYTES = 64 * 2**20
@@ -98,14 +93,12 @@ def read_qrels_bytes(data: bytes, name: str, *, max_bytes: int = QRELS_MAX_BYTES
     name = str(name)
     try:
         data = bytes(data)
-        if data.startswith(LZ4_MAGIC):
-            if LZ4_DECODER is None:
-                problems.error("lz4_file", "this is an LZ4-compressed file (ranx's kind='lz4'), which is not read "
-                                           "here yet; decompress it (lz4 -d FILE qrels.json, or lz4.frame.decompress "
-                                           "in Python) or save the labels with ranx as JSON or TREC, then give that "
-                                           "file")
-                return QrelsFile(name, "lz4", None, problems)
-            data = LZ4_DECODER(data, max_bytes)
+        if data.startswith(LZ4_MAGIC):  # ranx's kind="lz4": decoded in the child, then read as ranx's JSON
+            text = lz4_bytes_to_json(data, name, problems, cap=max_bytes, isolation=isolation)
+            labels = _json(text, problems) if text is not None and not problems.has_errors else None
+            if labels is not None and not labels and not problems.has_errors:
+                problems.error("no_labels", "the file has no labels (no question with a judged article)")
+            return QrelsFile(name, "lz4", None if problems.has_errors else labels, problems)
         content, compressed = open_content(Source(data=data, limit=max_bytes), problems, max_bytes)
         labels, fmt = (None, UNKNOWN) if content is None else _parse(content, name, problems, isolation)
         if labels is not None and not labels and not problems.has_errors:

@@ -96,15 +96,13 @@ def test_a_damaged_parquet_file_is_read_in_the_child_and_refused():
     assert not got.ok and got.problems.items[0].code in ("parquet_unreadable", "reader_crashed")
 
 
-def test_lz4_is_refused_with_how_to_convert_it_until_a_decoder_is_plugged(monkeypatch):
-    frame = qrels_read.LZ4_MAGIC + b"\x64\x40\xa7" + b"\x00" * 8
-    got = read_qrels_bytes(frame, "qrels.lz4")
-    assert not got.ok and got.format == "lz4" and [p.code for p in got.problems] == ["lz4_file"]
-    assert "LZ4" in got.problems.items[0].message and "lz4 -d" in got.problems.items[0].message
-    # the one hook: a decoder plugged in makes the same file read
-    monkeypatch.setattr(qrels_read, "LZ4_DECODER", lambda data, cap: json.dumps(LABELS).encode())
-    got = read_qrels_bytes(frame, "qrels.lz4")
-    assert got.ok and got.labels == LABELS
+def test_lz4_labels_in_ranx_frames_are_read_in_the_child_like_their_json_twin(tmp_path):
+    ranx = pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
+    ranx.Run(LABELS).save(str(tmp_path / "q.lz4"), kind="lz4")  # ranx's Qrels.save has no lz4: its frame layout
+    got = read_qrels_bytes((tmp_path / "q.lz4").read_bytes(), "q.lz4")
+    assert got.ok and got.format == "lz4" and got.labels == LABELS
+    damaged = read_qrels_bytes(qrels_read.LZ4_MAGIC + b"\x64\x40\xa7" + b"\x00" * 8, "cut.lz4")
+    assert not damaged.ok and damaged.format == "lz4" and damaged.problems.has_errors
 
 
 def test_paths(tmp_path):
@@ -117,7 +115,7 @@ def test_paths(tmp_path):
 
 
 def test_codes_are_declared_with_their_severity():
-    assert set(QRELS_CODES) == {"lz4_file", "bad_relevance", "conflicting_label", "duplicate_label",
+    assert set(QRELS_CODES) == {"bad_relevance", "conflicting_label", "duplicate_label",
                                 "json_not_qrels", "no_labels"}
     assert QRELS_CODES["duplicate_label"][0] == "warning"
 
