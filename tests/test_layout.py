@@ -104,6 +104,54 @@ def test_cycle_finder_sees_lazy_cycles(tmp_path):
     assert find_cycle(import_graph(pkg)) is None
 
 
+#: The package's layers, lowest first (docs/design.md: data flows one way, source -> dataset -> retriever or run ->
+#: evaluation -> presentation): a package imports only from a lower layer, never from a peer of its layer or a
+#: higher one. "core" is the top-level foundations (and the sample's data); "entry" the entry points
+#: (``__init__.py``'s public verbs, ``__main__.py``), above everything.
+LAYERS = (("core", "sample_data"), ("runs", "retrievers"), ("evaluation",), ("training",), ("tuning",), ("bundles",),
+          ("cli", "app"), ("entry",))
+ENTRY_POINTS = ("__init__", "__main__")
+
+
+def package_of(module: str) -> str:
+    """The package a module of the graph belongs to: its subpackage, "core" or "entry" for a top-level module."""
+    parts = module.split(".")
+    if len(parts) == 1 or (len(parts) == 2 and parts[1] in ENTRY_POINTS):
+        return "entry"
+    return parts[1] if len(parts) > 2 or parts[1] in {p for layer in LAYERS for p in layer} else "core"
+
+
+def arrows_up(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
+    """``module -> module`` of every import from one package to another of the same or a higher layer (a
+    package in no layer counts as the highest, so a new one must be placed)."""
+    rank = {p: i for i, layer in enumerate(layers) for p in layer}
+    top = len(layers)
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if package_of(a) != package_of(b) and rank.get(package_of(b), top) >= rank.get(package_of(a), top))
+
+
+def test_no_import_runs_back_up_the_layers():
+    graph = import_graph(PACKAGE)
+    assert {package_of(m) for m in graph} <= {p for layer in LAYERS for p in layer}, "place the new package in LAYERS"
+    assert arrows_up(graph) == [], "move what the lower package needs down to it (or to a layer both use)"
+
+
+def test_the_layer_check_can_fail(tmp_path):
+    pkg = tmp_path / "pkg"
+    for sub in ("retrievers", "training", "runs", "app", "cli"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from .cli import main\n")
+    (pkg / "cache.py").write_text("")
+    (pkg / "retrievers" / "defaults.py").write_text("from ..training import folders\nfrom .. import cache\n")
+    (pkg / "training" / "folders.py").write_text("from ..retrievers import defaults\n")
+    (pkg / "runs" / "read.py").write_text("def f():\n    from ..retrievers import defaults\n")
+    (pkg / "app" / "ui.py").write_text("from ..cli import main\nfrom ..training import folders\n")
+    assert package_of("pkg.cache") == "core" and package_of("pkg") == "entry" and package_of("pkg.app.ui") == "app"
+    assert arrows_up(import_graph(pkg)) == ["pkg.app.ui -> pkg.cli", "pkg.retrievers.defaults -> pkg.training.folders",
+                                            "pkg.runs.read -> pkg.retrievers.defaults"]
+
+
 #: Modules known to be over the limit, each with who splits it. Strict xfail: once a module is
 #: split, its entry fails the suite until it is removed from here.
 KNOWN_LONG: dict[str, str] = {}

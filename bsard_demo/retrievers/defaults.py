@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..dataset import Dataset
-from ..training import articles_fingerprint, trained_for_corpus
 from .dense import DenseRetriever
 from .encoders import DEFAULT_ENCODER
 from .kinds import HYBRID, RANKER, ranker_folder
 from .neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
 from .ranker import part_specs
 from .registry import BASE_PART, RetrieverSpec, hybrid_spec
+from .trained import articles_fingerprint, trained_for_corpus
 
 _RANKER, _HYBRID = RANKER.name, HYBRID.name
 
@@ -32,7 +32,7 @@ _RANKER, _HYBRID = RANKER.name, HYBRID.name
 CHOICE = "default"
 CHOICE_HELP = (f"{CHOICE}: what the Search page shows a first visitor here (the index bundle of --index, the models "
                "of $BSARD_MODELS, the stored embeddings), its best column")
-#: The keys of :func:`~bsard_demo.training.trained_for_corpus`'s answer (a model record's kind).
+#: The keys of :func:`~.trained.trained_for_corpus`'s answer (a model record's kind).
 TRAINED_ADAPTERS, TRAINED_RANKERS = "adapter", _RANKER
 #: What a first visitor sees with nothing else at hand (and the app tests' first visitor).
 BASE_SYSTEMS = (BASE_PART,)
@@ -106,7 +106,7 @@ def gather(dataset: Dataset, *, cache_root=None, trained: Callable[[], Mapping[s
            neighbours: bool | None = None) -> Facts:
     """The facts of ``dataset`` here, in one call. Each source may be handed in (a page's cached
     one): ``trained()`` the adapters and rankers fitted on the corpus by kind (default
-    :func:`~bsard_demo.training.trained_for_corpus` of its fingerprint), ``stored(encoder)`` whether
+    :func:`~.trained.trained_for_corpus` of its fingerprint), ``stored(encoder)`` whether
     its embeddings are stored (default :meth:`~.dense.DenseRetriever.is_stored` in ``cache_root``);
     (``trained()``'s keys: :data:`TRAINED_ADAPTERS`, :data:`TRAINED_RANKERS`, as ``trained_for_corpus``'s);
     ``offered(encoder)``: whether a front end offers that encoder (or the neighbours part) at all

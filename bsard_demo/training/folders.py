@@ -20,19 +20,16 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import cache, settings
-from ..analyzer import DEFAULT_FIELDS, article_texts
-from ..dataset import DataError, frame_memo
-from ..retrievers.encoder_base import file_sha256, read_json_record
+from ..dataset import DataError
+from ..retrievers.encoder_base import file_sha256
+from ..retrievers.trained import METADATA_FILE, articles_fingerprint, model_records
 
-#: The record written into every trained model's folder.
-METADATA_FILE = "bsard_training.json"
 METADATA_FORMAT = 1
 #: Folder the app looks for trained models in (``$BSARD_MODELS`` overrides it).
 MODELS_ENV = settings.MODELS  # "BSARD_MODELS"
 #: Files above this size count as weights: their sha256 goes into the record (and so into the
 #: folder digest the dense cache keys on; the digest itself only sizes large files).
 _WEIGHTS_BYTES = 1 << 20
-_MAX_METADATA_BYTES = 1 << 20
 
 
 # ------------------------------------------------------------------------ fingerprints
@@ -44,18 +41,6 @@ def questions_fingerprint(questions) -> str:
                                    questions["article_ids"]):
         h.update("\x1f".join([str(qid), str(q), str(extra), ",".join(gold)]).encode("utf-8", "surrogatepass") + b"\x1e")
     return h.hexdigest()
-
-
-def articles_fingerprint(articles, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
-    """sha256 of the corpus as the encoder sees it: every id with its embedded text, in order
-    (memoised per frame: :func:`~bsard_demo.dataset.frame_memo`)."""
-    def digest() -> str:
-        h = hashlib.sha256()
-        for aid, text in zip(articles["id"], article_texts(articles, fields)):
-            h.update(f"{aid}\x1f{text}".encode("utf-8", "surrogatepass") + b"\x1e")
-        return h.hexdigest()
-
-    return frame_memo(articles, ("articles_fingerprint", tuple(fields)), digest)
 
 
 def weights_digests(folder: Path) -> dict[str, str]:
@@ -250,17 +235,6 @@ class TrainedModel:
                 f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {s.get('epochs', '?')} epoch(s))")
 
 
-def models_folder() -> Path:
-    """``$BSARD_MODELS`` when set, else ``~/.cache/bsard_demo/models``."""
-    return settings.current().models
-
-
-def read_metadata(folder: str | Path) -> dict:
-    """The :data:`METADATA_FILE` of a model folder. Raises :class:`ValueError` when it is
-    missing, too large or not a JSON object."""
-    return read_json_record(Path(folder) / METADATA_FILE, _MAX_METADATA_BYTES)
-
-
 def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
     """The trained encoders in ``folder`` (default :func:`models_folder`): its sub-folders holding a
     :data:`METADATA_FILE` and a sentence-transformers ``modules.json`` (or, for a query adapter,
@@ -268,45 +242,10 @@ def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
     :data:`ENCODER_KINDS` is skipped. A missing folder gives an empty list; an unreadable record is
     listed with its ``error``."""
     out = []
-    for sub, meta, error in _model_records(folder):
+    for sub, meta, error in model_records(folder):
         if error is None and meta.get("kind") not in ENCODER_KINDS:
             continue  # a trained model, not an encoder
         if error is None and meta.get("kind") != "adapter" and not (sub / "modules.json").is_file():
             error = "not a sentence-transformers folder (no modules.json)"
         out.append(TrainedModel(sub, {}, error) if error else TrainedModel(sub, meta))
     return out
-
-
-def _model_records(folder: str | Path | None = None):
-    """``(sub-folder, record, error)`` of each sub-folder of ``folder`` (default
-    :func:`models_folder`) holding a :data:`METADATA_FILE`, in name order (``record`` empty and
-    ``error`` the reason when it cannot be read; nothing for a missing folder)."""
-    root = Path(folder).expanduser() if folder is not None else models_folder()
-    if not root.is_dir():
-        return
-    for sub in sorted(root.iterdir(), key=lambda p: p.name):
-        if sub.name.startswith(".") or not sub.is_dir() or not (sub / METADATA_FILE).exists():
-            continue
-        try:
-            meta, error = read_metadata(sub), None
-        except (OSError, ValueError) as exc:
-            meta, error = {}, str(exc)
-        yield sub, meta, error
-
-
-def trained_for_corpus(corpus_sha256: str, folder: str | Path | None = None) -> dict[str, list[str]]:
-    """The query adapters and learned rankers fitted on the corpus of fingerprint ``corpus_sha256``
-    (:func:`articles_fingerprint`), as ``--encoder`` takes them, by kind (``"adapter"``,
-    ``"ranker"``): the active index bundle's models first (by name), then the folders of
-    ``folder`` (default :func:`models_folder`) by path, each in name order."""
-    found: dict[str, list[str]] = {"adapter": [], "ranker": []}
-    for bundle in cache.active_bundles():
-        for model in getattr(bundle, "model_list", lambda: [])():
-            t = model.training if isinstance(model.training, dict) else {}
-            if t.get("kind") in found and t.get("articles_sha256") == corpus_sha256:
-                found[t["kind"]].append(model.name)
-    for sub, meta, _ in _model_records(folder):  # an unreadable record has no kind: skipped
-        if meta.get("kind") in found and (meta.get("dataset") or {}).get("articles_sha256") == corpus_sha256:
-            found[meta["kind"]].append(str(sub))
-    return found
-
