@@ -24,7 +24,7 @@ from .kinds import HYBRID, RANKER, ranker_folder
 from .neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
 from .ranker import part_specs
 from .registry import BASE_PART, RetrieverSpec, hybrid_spec
-from .trained import articles_fingerprint, trained_for_corpus
+from .trained import ADAPTER_MODEL, RANKER_MODEL, articles_fingerprint, trained_for_corpus
 
 _RANKER, _HYBRID = RANKER.name, HYBRID.name
 
@@ -33,7 +33,7 @@ CHOICE = "default"
 CHOICE_HELP = (f"{CHOICE}: what the Search page shows a first visitor here (the index bundle of --index, the models "
                "of $BSARD_MODELS, the stored embeddings), its best column")
 #: The keys of :func:`~.trained.trained_for_corpus`'s answer (a model record's kind).
-TRAINED_ADAPTERS, TRAINED_RANKERS = "adapter", _RANKER
+TRAINED_ADAPTERS, TRAINED_RANKERS = ADAPTER_MODEL.record, RANKER_MODEL.record
 #: What a first visitor sees with nothing else at hand (and the app tests' first visitor).
 BASE_SYSTEMS = (BASE_PART,)
 

@@ -22,7 +22,18 @@ from typing import Sequence
 from .. import cache, settings
 from ..dataset import DataError
 from ..retrievers.encoder_base import file_sha256
-from ..retrievers.trained import METADATA_FILE, articles_fingerprint, model_records
+from ..retrievers.kinds import DENSE, HYBRID, RANKER
+from ..retrievers.trained import (
+    ADAPTER_MODEL,
+    ENCODER_KINDS,
+    FINETUNE_MODEL,
+    METADATA_FILE,
+    RANKER_MODEL,
+    TrainedKind,
+    articles_fingerprint,
+    model_records,
+    trained_kind_of,
+)
 
 METADATA_FORMAT = 1
 #: Folder the app looks for trained models in (``$BSARD_MODELS`` overrides it).
@@ -155,28 +166,31 @@ class TrainResult:
         dev = m.get("evaluation")
         if dev:
             lines.append(f"scored on {dev['split']} ({dev['questions']} questions): R@100 "
-                         f"{dev['ranker']['recall@100']:.4f} MAP@100 {dev['ranker']['map@100']:.4f}")
+                         f"{dev[RANKER.name]['recall@100']:.4f} MAP@100 {dev[RANKER.name]['map@100']:.4f}")
         lines += [f"use it: {c}" for c in self.commands()] + [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def commands(self) -> list[str]:
-        """``run`` lines that use the model: dense alone, and fused with BM25."""
+        """``run`` lines that use the model: those of the retriever kinds it serves (dense alone and fused with
+        BM25; a learned ranker's own)."""
         data = ["--data", str(self.data)] if self.data is not None else []
         enc = ["--encoder", str(self.out)]
-        if self.metadata.get("kind") == "ranker":
-            return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "ranker", *enc, *data,
-                                "--out", "ranker.trec"])]
         return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", kind, *enc, *data,
-                            "--out", f"{kind}.trec"]) for kind in ("dense", "hybrid")]
+                            "--out", f"{kind}.trec"]) for kind in self.kind.runs_with]
+
+    @property
+    def kind(self) -> TrainedKind:
+        """What was trained (its record's kind; none: a fine-tuned model)."""
+        return trained_kind_of(self.metadata) or FINETUNE_MODEL
 
     def summary(self) -> str:
         """What was trained, where it is, and the ``run`` lines that use it."""
         m, s, d = self.metadata, self.metadata["settings"], self.metadata["dataset"]
         loss = m["loss"]["last"]
-        if m.get("kind") == "ranker":
+        if self.kind is RANKER_MODEL:
             return self._ranker_summary()
         negatives = f" and {m['negatives']} BM25 hard negatives" if m.get("negatives") else ""
-        if m.get("kind") == "adapter":
+        if self.kind is ADAPTER_MODEL:
             head = (f"fitted a query adapter on {m['base']['name']} over {d['name']}, split {d['split']}: {m['pairs']} "
                     f"pairs from {d['questions_used']} questions, {m['steps']} full-batch steps (tau {s['tau']:g}, "
                     f"lam {s['lam']:g}, lr {s['lr']:g}) in {self.seconds:.0f} s")
@@ -190,7 +204,7 @@ class TrainResult:
         if dev:
             lines.append(f"scored on {dev['split']} ({dev['questions']} questions): "
                          + "; ".join(f"{what} R@100 {dev[key]['recall@100']:.4f} MAP@100 {dev[key]['map@100']:.4f}"
-                                     for key, what in (("dense", "dense"), ("hybrid", "hybrid with BM25"))))
+                                     for key, what in ((DENSE.name, DENSE.name), (HYBRID.name, "hybrid with BM25"))))
         onnx = m.get("onnx") or {}
         if onnx.get("files"):
             size = onnx["files"]["model.onnx"]["size"] / 1e6
@@ -202,11 +216,6 @@ class TrainResult:
 
 
 # ---------------------------------------------------------------------- finding models
-
-#: The record kinds whose folder serves as ``--encoder DIR`` (what :func:`list_trained_models`
-#: offers): a fine-tuned model (no kind) and a query adapter. A trained model of another kind (a
-#: learned ranker) records its own ``"kind"`` and is not offered as an encoder.
-ENCODER_KINDS = (None, "adapter")
 
 @dataclass
 class TrainedModel:
@@ -225,14 +234,9 @@ class TrainedModel:
         """One line for a menu: folder name, base, dataset and split, pairs."""
         if self.error:
             return f"{self.name} (unreadable: {self.error})"
-        m = self.metadata
-        d, s = m.get("dataset", {}), m.get("settings", {})
-        if m.get("kind") == "adapter":
-            return (f"{self.name}: query adapter on {m.get('base', {}).get('name', '?')}, "
-                    f"fitted on {d.get('name', '?')} {d.get('split', '?')} ({m.get('pairs', '?')} pairs, "
-                    f"{m.get('steps', '?')} steps)")
-        return (f"{self.name}: {m.get('base', {}).get('name', '?')} fine-tuned on {d.get('name', '?')} "
-                f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {s.get('epochs', '?')} epoch(s))")
+        kind = trained_kind_of(self.metadata)
+        kind = kind if kind is not None and kind.encoder else FINETUNE_MODEL  # no kind: a fine-tuned model
+        return f"{self.name}: {kind.summary(self.metadata, lambda v: '?' if v is None else str(v))}"
 
 
 def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
@@ -245,7 +249,7 @@ def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
     for sub, meta, error in model_records(folder):
         if error is None and meta.get("kind") not in ENCODER_KINDS:
             continue  # a trained model, not an encoder
-        if error is None and meta.get("kind") != "adapter" and not (sub / "modules.json").is_file():
+        if error is None and trained_kind_of(meta) is FINETUNE_MODEL and not (sub / "modules.json").is_file():
             error = "not a sentence-transformers folder (no modules.json)"
         out.append(TrainedModel(sub, {}, error) if error else TrainedModel(sub, meta))
     return out
