@@ -32,6 +32,7 @@ from bsard_demo.app.search_page import column_specs
 from bsard_demo.evaluation import measures
 from bsard_demo.evaluation.report import display_columns
 from bsard_demo.evaluation.stats import compare_measure
+from bsard_demo.retrievers.registry import menu_kinds
 from bsard_demo.runs import Run
 
 
@@ -43,8 +44,8 @@ def board(sample):
 
 def test_baselines_are_the_search_pages_systems():
     specs = baseline_specs()
-    assert specs == column_specs(["bm25", "dense", "hybrid"], encoder="use")
-    assert list(specs)[0] == "BM25" and [s.kind for s in specs.values()] == ["bm25", "dense", "hybrid"]
+    assert specs == column_specs(menu_kinds(), encoder="use")  # every kind the menu offers, the registry's order
+    assert list(specs)[0] == "BM25" and [s.kind for s in specs.values()] == menu_kinds()
     assert builtin_name("BM25") == "BM25 intégré"
     assert builtin_name("Dense (use)", "question+description") == "Dense (use) intégré (question + description)"
 
