@@ -1,16 +1,11 @@
-"""The first visitor's system: one rule (:func:`first_visitor`) read by the Search page (its default columns) and by
+"""The first visitor's system: one rule (:func:`first_visitor`) for the Search page, the Score page's built-ins and
 ``run --retriever default``, so a figure a script prints is the page's. Decided on frlaw-dev train (docs/
-effectiveness.md, "The first visitor's system"): the learned ranker (70.75 R@100 in 5-fold CV; with e5 among its
-inputs 71.91, "Learned ranker, issue 31") when one fitted on this corpus is at hand and the embeddings of its dense
-inputs are stored (:func:`inputs_stored`); else BM25 + an adapter + neighbours + structure (67.96);
-else BM25 + use + neighbours + structure (65.03); with no embeddings stored, BM25 + neighbours + structure (62.80)
-rather than BM25 alone (51.48); without labelled training questions, BM25 + use + structure or BM25 alone.
-
-Its facts are gathered in one call, :func:`gather` (the index bundle's and ``$BSARD_MODELS``' adapters and rankers
-fitted on this corpus, the stored embeddings, the labelled train split), used by ``run --retriever default``
-(:func:`default_spec`), the Search page (its first visitor's columns) and the Score page (its built-ins hold the
-same system); each front end may hand it its own cached sources of those facts, never its own rule.
-tests/retrievers/test_defaults.py gives the three the same facts and checks they agree.
+effectiveness.md, "The first visitor's system"): the learned ranker fitted on this corpus when its dense inputs'
+embeddings are stored (:func:`inputs_stored`; 71.91 R@100 in 5-fold CV with e5); else BM25 + an adapter +
+neighbours + structure (67.96); else BM25 + use + neighbours + structure (65.03); with no embeddings stored, BM25 +
+neighbours + structure (62.80); without labelled training questions, BM25 + use + structure or BM25 alone. Its
+facts come from one call (:func:`gather`), to which each front end may hand its own cached sources, never its own
+rule (tests/retrievers/test_defaults.py gives the three the same facts).
 """
 from __future__ import annotations
 
