@@ -44,14 +44,21 @@ def test_every_trained_kind_has_its_train_flag_and_one_default():
     assert f"(the default) {' '.join(default_trained().help.split())[:30]}" in text
 
 
-def test_every_trained_kind_is_fitted_by_train(tmp_path):
-    """``train --NAME`` reaches the kind's own fit: each refuses the sample's missing folder in one line, none
-    falls through to another's (a kind without its handler would raise KeyError here)."""
+def test_every_trained_kind_is_fitted_by_train(tmp_path, capsys):
+    """``train --NAME`` reaches a fit of its own: each refuses a missing data folder in one line, and none says
+    it has no way to be fitted (a kind registered without its handler in cli/train.py)."""
     from bsard_demo.cli.main import main
 
     for kind in trained_kinds().values():
         code = main(["train", f"--{kind.name}", "--data", str(tmp_path / "absent"), "--out", str(tmp_path / "m")])
-        assert code == 2, kind.name
+        assert code == 2 and "cannot fit it" not in capsys.readouterr().err, kind.name
+
+
+def test_the_handler_check_can_fail(toy_kind, tmp_path, capsys):
+    from bsard_demo.cli.main import main
+
+    assert main(["train", "--toy", "--data", str(tmp_path / "absent"), "--out", str(tmp_path / "m")]) == 2
+    assert "--toy: registered, but train cannot fit it" in capsys.readouterr().err
 
 
 def test_the_summaries_read_the_record():
