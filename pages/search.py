@@ -55,6 +55,7 @@ from bsard_demo.app.search_examples import Examples, examples_of
 from bsard_demo.app.search_model import link_choices
 from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
 from bsard_demo.app.state import is_built
+from bsard_demo.retrievers.ranker import ADAPTER_INPUT
 from bsard_demo.retrievers.registry import BASE_PART, kind as retriever_kind, menu_kinds
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
@@ -301,7 +302,7 @@ def _why_labels(retriever, hybrid_labels: list[str]) -> list[str]:
     ranker's), else the hybrid's."""
     systems = getattr(retriever, "systems", None)
     if systems:
-        return [part_label(s, ("adapter",)) for s in systems]
+        return [part_label(s, (ADAPTER_INPUT,)) for s in systems]
     return hybrid_labels
 
 

@@ -33,6 +33,40 @@ def sample():
     return load_sample()
 
 
+# -- process state, reset between tests -------------------------------------------------------
+# What the app and the library keep per process (st.cache_resource: scoreboards, kept charts, built
+# indexes; module-level BuildOnce memos: built-in runs, query vectors, part searches) would otherwise
+# carry one test's uploads, patches and builds into the next: a test saw a board, and its charts, kept
+# from an earlier test's upload of the same run (issue 40 item 7). Loaded models (lru_cache) stay:
+# they are read-only and loading them again costs seconds. Order checks: .ci/run (a shuffled order).
+
+
+def reset_process_state() -> None:
+    """Empty Streamlit's caches and every module-level :class:`~bsard_demo.cache.BuildOnce` of the
+    project's modules already imported (none is imported here: a test that never loaded the app pays nothing)."""
+
+    cache = sys.modules.get("bsard_demo.cache")
+    if "streamlit" in sys.modules:
+        import streamlit as st
+
+        st.cache_resource.clear()
+        st.cache_data.clear()
+    if cache is None:
+        return
+    for name, module in list(sys.modules.items()):
+        if name.startswith("bsard_demo.") and module is not None:
+            for value in list(vars(module).values()):
+                if isinstance(value, cache.BuildOnce):
+                    value.clear()
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_state():
+    """Each test starts from an empty process state (:func:`reset_process_state`), whatever ran before it."""
+    reset_process_state()
+    yield
+
+
 # Property tests: in CI, a fixed sequence of examples (a new random example must not turn CI red
 # on its own; failures found locally are replayed from the example database) and no database
 # written into the checkout.
@@ -225,11 +259,3 @@ def _suffix_group(item, group: str) -> None:
     if "@" not in item.nodeid:
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
-
-@pytest.fixture(autouse=True)
-def no_kept_scorings():
-    """Every test starts with no scoreboard or built-in run kept by the process (bsard_demo.app.score_ui keeps
-    them for every visitor): a board kept by an earlier test would serve a later one without running its code."""
-    if "bsard_demo.app.score_ui" in sys.modules:
-        sys.modules["bsard_demo.app.score_ui"].forget_scorings()
-    yield

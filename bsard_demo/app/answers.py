@@ -26,6 +26,7 @@ from ..retrievers.neighbours import (
     NeighboursRetriever,
     labelled_questions,
 )
+from ..retrievers.ranker import ADAPTER_INPUT
 from ..retrievers.registry import BASE_PART
 from .search_page import ColumnResult, breadcrumb_text, describe_article
 
@@ -34,7 +35,7 @@ PANEL_TOP = 5
 PANEL_TITLE = "Questions proches déjà traitées"
 _HYBRID_WORD = HYBRID.label
 #: How a part of a hybrid is named in a why-line (other parts by their encoder key).
-PART_WORDS = {BASE_PART: BM25.label, "adapter": "adaptateur"}
+PART_WORDS = {BASE_PART: BM25.label, ADAPTER_INPUT: "adaptateur"}
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ def part_label(name: str, adapters: Iterable[str] = ()) -> str:
     neighbours part's :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`, else the encoder key."""
     if name == BASE_PART:
         return PART_WORDS[BASE_PART]
-    return PART_WORDS["adapter"] if name in set(adapters) else name
+    return PART_WORDS[ADAPTER_INPUT] if name in set(adapters) else name
 
 
 def cite_counts(neighbours: Sequence[Neighbour]) -> dict[str, int]:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..evaluation.measures import Measure
-from ..retrievers.defaults import TRAINED_RANKERS
 from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
 from ..retrievers.onnx_encoder import find_export
+from ..retrievers.trained import ADAPTER_MODEL, FINETUNE_MODEL, RANKER_MODEL, trained_kind_of
 from ..training import list_trained_models
 from . import french
 
@@ -87,15 +87,10 @@ def trained_label(name: str, metadata: Mapping, corpus_sha256: str | None = None
         value = metadata.get(key)
         return value if isinstance(value, Mapping) else {}
 
-    data, base, settings = part("dataset"), part("base"), part("settings")
-    if metadata.get("kind") == "adapter":
-        line = (f"{name} — adaptateur des questions sur {_text(base.get('name'))} (articles inchangés), ajusté sur "
-                f"{_text(data.get('name'))} (split {_text(data.get('split'))}, {_text(metadata.get('pairs'))} paires, "
-                f"{_text(metadata.get('steps'))} pas)")
-    else:
-        line = (f"{name} — {_text(base.get('name'))} affiné sur {_text(data.get('name'))} "
-                f"(split {_text(data.get('split'))}, {_text(metadata.get('pairs'))} paires, "
-                f"{_text(settings.get('epochs'))} époque(s))")
+    data = part("dataset")
+    kind = trained_kind_of(metadata)
+    kind = kind if kind is not None and kind.encoder else FINETUNE_MODEL  # no kind: a fine-tuned model
+    line = f"{name} — {kind.summary(metadata, _text, french=True)}"
     if corpus_sha256 and data.get("articles_sha256"):
         line += " · ce corpus" if data.get("articles_sha256") == corpus_sha256 else " · entraîné sur un autre corpus"
     return line
@@ -135,7 +130,7 @@ def bundle_label(model, corpus_sha256: str | None = None) -> str:
     (dataset, split, date), whether that was this corpus, its recorded test figure, ONNX."""
     t = model.training if isinstance(model.training, Mapping) else {}
     base = model.base_model or _text(t.get("base"), "modèle")
-    adapter = t.get("kind") == "adapter"
+    adapter = trained_kind_of(t) is ADAPTER_MODEL
     if adapter:
         line = (f"{model.name} — adaptateur des questions sur {_text(t.get('base'))}, ajusté sur "
                 f"{_text(t.get('dataset'))} (split {_text(t.get('split'))}, {str(t.get('created') or '')[:10] or '?'}) "
@@ -171,16 +166,17 @@ def _bundle_options(bundle, present: Callable[[str], bool], corpus_sha256: str |
     for model in bundle.model_list():
         key = BUNDLE_PREFIX + model.name
         t = model.training if isinstance(model.training, Mapping) else {}
-        if t.get("kind") == TRAINED_RANKERS:  # a learned ranker, not an encoder: the systems menu offers it
+        kind = trained_kind_of(t)
+        if kind is RANKER_MODEL:  # a learned ranker, not an encoder: the systems menu offers it
             continue
-        missing = _missing(adapter_requires(t.get("base")), present) if t.get("kind") == "adapter" else onnx_missing
+        missing = _missing(adapter_requires(t.get("base")), present) if kind is ADAPTER_MODEL else onnx_missing
         this = (t.get("articles_sha256") == corpus_sha256) if corpus_sha256 and t.get("articles_sha256") else None
         label = bundle_label(model, corpus_sha256)
         try:
             _folder, problem = bundle.model_folder(model.name)
         except OSError as exc:
             problem = str(exc)
-        adapter = t.get("kind") == "adapter"
+        adapter = kind is ADAPTER_MODEL
         if problem:
             out.append(EncoderOption(key, label, model.name, False, f"fichiers endommagés : {problem}", True, this,
                                      adapter))
@@ -223,7 +219,7 @@ def encoder_options(models: Iterable | None = None, *, present: Callable[[str], 
         data = model.metadata.get("dataset") if isinstance(model.metadata.get("dataset"), Mapping) else {}
         this = (data.get("articles_sha256") == corpus_sha256) if corpus_sha256 and data.get("articles_sha256") else None
         label = trained_label(model.name, model.metadata, corpus_sha256)
-        if model.metadata.get("kind") == "adapter":  # numpy on its built-in base: no torch, no ONNX
+        if trained_kind_of(model.metadata) is ADAPTER_MODEL:  # numpy on its built-in base: no torch, no ONNX
             need = _missing(adapter_requires((model.metadata.get("base") or {}).get("name")), present)
             out.append(EncoderOption(key, label, str(model.path), not need,
                                      f"{', '.join(need)} absent(s) de ce serveur" if need else None, False, this, True))

@@ -64,12 +64,6 @@ class _Scored:
 _BOARDS: BuildOnce = BuildOnce(ttl=SCOREBOARD_TTL_S, budget=SCOREBOARD_BUDGET, weigh=lambda scored: scored.weight)
 
 
-def forget_scorings() -> None:
-    """Drop the scorings and built-in runs this process keeps (a test starts from none; no client can call it)."""
-    _BOARDS.clear()
-    _BUILTIN.clear()
-
-
 def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], lower_is_better=(),
                built=()) -> tuple:
     """``(board, stamp, misses)`` of the uploads ``files`` and the built-in runs ``built``

@@ -13,6 +13,7 @@ from .. import cache
 from ..dataset import ARTICLE_COLUMNS, DataError, frame_memo
 from ..retrievers.encoder_base import EncoderUnavailable
 from ..retrievers.onnx_encoder import OnnxEncoder
+from ..retrievers.trained import FINETUNE_MODEL, trained_kind_of
 
 BUNDLE_FILE = "bundle.json"
 README_FILE = "README.md"
@@ -124,11 +125,9 @@ class BundleModel:
 
     def describe(self) -> str:
         """One line: name, base, what it was trained on, size."""
-        kind = self.training.get("kind") if isinstance(self.training, Mapping) else None
-        trained = f", {'fitted' if kind in ('adapter', 'ranker') else 'fine-tuned'} on {self.trained_on}" \
-            if self.trained_on else ""
-        served = {"adapter": "numpy, no torch", "ranker": "numpy trees, no torch"}.get(
-            kind, f"ONNX{' int8' if self.int8 else ''}")
+        kind = trained_kind_of(self.training) or FINETUNE_MODEL  # a record without a kind: a fine-tuned model
+        trained = f", {kind.verb} on {self.trained_on}" if self.trained_on else ""
+        served = kind.served or f"ONNX{' int8' if self.int8 else ''}"
         return f"{self.name} ({self.base_model or 'model'}{trained}; {served}, {self.size / 1e6:.1f} MB)"
 
 

@@ -18,6 +18,7 @@ from ..retrievers.adapter import is_adapter_folder
 from ..retrievers.encoders import ENCODER_CHOICES
 from ..retrievers.onnx_encoder import find_export
 from ..retrievers.ranker import is_ranker_folder
+from ..retrievers.registry import retriever_kinds
 from .common import fail, say
 
 
@@ -63,8 +64,9 @@ def check_export_arguments(args: argparse.Namespace) -> int | None:
 
 def _torch_only_models(args: argparse.Namespace) -> str | None:
     """Why the bundle could not carry a model folder of ``--encoder`` (before any build), or ``None``."""
-    if getattr(args, "retriever", "bm25") == "bm25" or not getattr(args, "encoder", None):
-        return None
+    kind = retriever_kinds().get(getattr(args, "retriever", None))
+    if (kind is not None and "encoder" not in kind.takes) or not getattr(args, "encoder", None):
+        return None  # a kind that reads no --encoder (BM25) carries no model
     for name in (n.strip() for n in str(args.encoder).split(",")):
         folder = Path(name).expanduser()
         if name.lower() in ENCODER_CHOICES or not folder.is_dir() or is_adapter_folder(folder) \

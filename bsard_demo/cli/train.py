@@ -15,6 +15,7 @@ from ..dataset import DataError, parse_splits
 from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..retrievers.ranker import INPUTS as RANKER_INPUTS, SYSTEMS as RANKER_SYSTEMS
+from ..retrievers.trained import ADAPTER_MODEL, FINETUNE_MODEL, RANKER_MODEL, default_trained, trained_kinds
 from ..sources import load_dataset
 from ..training import AdapterOptions, TrainOptions, train, train_adapter
 from ..training.adapter import DEFAULT_ADAPTER_BASE
@@ -31,12 +32,12 @@ from ..training.finetune import (
 from ..training.ranker import CHOSEN as RANKER_CHOSEN, CONFIGS as RANKER_CONFIGS, RankerOptions, train_ranker
 from .common import TqdmProgress, add_data_argument, data_spec, fail, say
 
-#: What ``train`` fits when neither ``--adapter`` nor ``--finetune`` is given: the query adapter.
+#: What ``train`` fits when no method flag is given (the registered default: the query adapter).
 #: Decided on frlaw-dev's train split (docs/effectiveness.md, "Fine-tuning recipes against the
 #: query adapter"): on held-out train questions the adapter fused with BM25 (and the neighbours)
 #: equals the best fine-tuning recipe within noise and beats the others, far ahead alone (dense),
 #: and it fits in minutes on the stored ``use`` embeddings, with no torch, into a 1 MB folder.
-DEFAULT_METHOD = "adapter"
+DEFAULT_METHOD = default_trained().name
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
@@ -59,20 +60,9 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
                         f"with --finetune, the model to start from: {DEFAULT_BASE} (default, offline), a "
                         "sentence-transformers id in the local Hugging Face cache, or a model folder")
     method = p.add_mutually_exclusive_group()
-    method.add_argument("--adapter", dest="method", action="store_const", const="adapter",
-                   help=f"{'(the default) ' if DEFAULT_METHOD == 'adapter' else ''}fit a query-side adapter on the "
-                        "frozen built-in encoder --base: a linear map of its question vectors, the articles keep its "
-                        "embeddings (no corpus re-encoding, numpy at query time, no torch to fit or serve: the hosted "
-                        "demo serves it); minutes, not an hour")
-    method.add_argument("--finetune", dest="method", action="store_const", const="finetune",
-                   help=f"{'(the default) ' if DEFAULT_METHOD == 'finetune' else ''}fine-tune the bi-encoder --base "
-                        "(needs torch and sentence-transformers); --epochs, --batch, --max-seq, --hard-negatives, "
-                        "--lr, --warmup, --seed, --threads and --with-description apply to it")
-    method.add_argument("--ranker", dest="method", action="store_const", const="ranker",
-                        help="fit the learned ranker (LightGBM LambdaRank, needs lightgbm to fit, numpy to serve) over "
-                             "BM25, use, the query adapter --ranker-adapter, the neighbours, e5 (--ranker-inputs) and "
-                             "the code's structure; "
-                             "its folder is --retriever ranker's --encoder DIR")
+    for kind in trained_kinds().values():  # one flag per registered trained kind
+        method.add_argument(f"--{kind.name}", dest="method", action="store_const", const=kind.name,
+                            help=f"{'(the default) ' if kind.name == DEFAULT_METHOD else ''}{kind.help}")
     p.add_argument("--ranker-adapter", default=None, metavar="DIR",
                    help="--ranker: the query adapter folder (train's default) whose runs it reads; each training "
                         "question's adapter run comes from an adapter refitted on the other folds with its settings")
@@ -126,11 +116,14 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """Handler of ``train``; returns the exit code."""
-    if (args.method or DEFAULT_METHOD) == "adapter":
-        return _cmd_adapter(args)
-    if args.method == "ranker":
-        return _cmd_ranker(args)
+    """Handler of ``train``; returns the exit code: the handler of the trained kind asked for."""
+    method = args.method or DEFAULT_METHOD
+    handler = _HANDLERS.get(method)
+    return handler(args) if handler is not None else fail("train", f"--{method}: registered, but train cannot fit it")
+
+
+def _cmd_finetune(args: argparse.Namespace) -> int:
+    """``train --finetune``: fine-tune a bi-encoder (bsard_demo.training.finetune)."""
     ranker_given = _given(args, _RANKER_ONLY)
     if ranker_given:
         return fail("train", f"{', '.join(ranker_given)} do(es) not apply to --finetune (they set the ranker)")
@@ -240,3 +233,7 @@ def _cmd_adapter(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail("train", exc)
     return _fit_and_say(args, lambda dataset, progress: train_adapter(options, dataset, progress=progress))
+
+
+#: What fits each registered trained kind, by its flag (tests/cli/test_cli_train_kinds.py: one for each).
+_HANDLERS = {ADAPTER_MODEL.name: _cmd_adapter, FINETUNE_MODEL.name: _cmd_finetune, RANKER_MODEL.name: _cmd_ranker}

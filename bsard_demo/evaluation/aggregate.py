@@ -13,8 +13,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .measures import EXTRA, EXTRA_COLUMNS, Measure, cutoff_columns, cutoff_families
-from .metrics import VALUES, gold_positions, graded_ndcg
+from .measures import FAMILIES, Measure, cutoff_columns, cutoff_families, extra_columns, extra_measures
+from .metrics import gold_positions, graded_ndcg
 
 DEFAULT_KS: tuple[int, ...] = (100, 200, 500)
 
@@ -53,18 +53,19 @@ class Evaluation:
 
 
 def _extra_measures(extra: Sequence[str] | None) -> list[Measure]:
-    chosen = EXTRA_COLUMNS if extra is None else tuple(extra)
-    unknown = [m for m in chosen if m not in EXTRA_COLUMNS]
+    known = extra_columns()
+    chosen = known if extra is None else tuple(extra)
+    unknown = [m for m in chosen if m not in known]
     if unknown:
-        raise ValueError(f"unknown extra measure(s) {', '.join(map(repr, unknown))}; known: {', '.join(EXTRA_COLUMNS)}")
-    return [m for m in EXTRA if m.column in chosen]
+        raise ValueError(f"unknown extra measure(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+    return [m for m in extra_measures() if m.column in chosen]
 
 
 def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]], ks: Sequence[int] = DEFAULT_KS,
              *, extra: Sequence[str] | None = None, gains: Mapping[str, Mapping[str, float]] | None = None
              ) -> Evaluation:
     """Score ``run`` (question id → ranked article ids) against ``qrels`` at each cutoff in ``ks``,
-    plus the ``extra`` measures (names from :data:`~.measures.EXTRA_COLUMNS`: ``rprec``, ``ndcg@10``;
+    plus the ``extra`` measures (names from :func:`~.measures.extra_columns`: ``rprec``, ``ndcg@10``;
     default: all of them), whose columns follow the cutoff metrics in that order. ``gains``: graded labels
     (question → article → relevance, from a qrels file); nDCG then uses them as gains, as trec_eval does,
     while the other measures count ``qrels``' articles (relevance > 0) as relevant."""
@@ -88,11 +89,11 @@ def evaluate(qrels: Mapping[str, Iterable[str]], run: Mapping[str, Sequence[str]
             missing += 1
             ranking = ()
         pos = gold_positions(rel, ranking)
-        vals = {f"{family}@{k}": VALUES[family](pos, len(rel), k) for k in ks for family in families}
+        vals = {f"{family}@{k}": FAMILIES[family].value(pos, len(rel), k) for k in ks for family in families}
         for m in extras:
             graded = gains is not None and m.family == "ndcg" and qid in gains
             vals[m.column] = (graded_ndcg(ranking, gains[qid], m.k) if graded
-                              else VALUES[m.family](pos, len(rel), m.k))
+                              else FAMILIES[m.family].value(pos, len(rel), m.k))
         vals.update(n_relevant=len(rel), n_retrieved=len(ranking), missing=qid not in run)
         rows.append(vals)
         index.append(qid)

@@ -1,14 +1,9 @@
-"""What a measure is, apart from who computes it (as ``ir_measures`` declares ``R@k``, ``AP@k``,
-``RR@k``, ``nDCG@k``, ``Rprec``): :class:`Measure` is a family and a cut-off (none for R-Precision),
-with its column name, its labels and one parser. :mod:`bsard_demo.evaluation.metrics` and
-:mod:`bsard_demo.evaluation` compute the values; the report, the charts, tuning and the CLI name and label them
-through this module.
-A new family is one row of :data:`FAMILIES` and one function of :data:`bsard_demo.evaluation.metrics.VALUES`.
-
-R-Precision (``rprec``, trec_eval's ``Rprec``: precision at rank R, R = the question's number of
-relevant articles) has no cut-off of its own: R is the cut-off, from 1 to 57 on BSARD test. It is
-therefore an extra measure (:data:`EXTRA`), computed once per evaluation like nDCG@10, column
-``rprec``; it is QABISAR's and G-DSR's "MRP" (mean R-Precision), so a run can sit in their tables.
+"""What a measure is, apart from how a run is scored (as ``ir_measures`` declares ``R@k``, ``AP@k``, ``RR@k``,
+``nDCG@k``, ``Rprec``): a :class:`Family` is declared once, in :data:`FAMILIES` (its labels, what computes it, the
+cut-offs it is computed at, the names it is parsed from, its definition and where it comes from), and everything
+else derives from the declarations: the columns and their order (:func:`cutoff_columns`, :func:`extra_measures`),
+what :meth:`Measure.parse` accepts and its messages, and docs/design.md's table (:func:`families_markdown`).
+:class:`Measure` is a family and a cut-off (none for R-Precision), with its column name and labels.
 
 The families, their columns and labels: docs/design.md, 'bsard_demo/evaluation/measures.py'.
 """
@@ -16,29 +11,67 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Sequence
+
+from .metrics import (
+    ap_from_positions,
+    ndcg_from_positions,
+    recall_from_positions,
+    rprec_from_positions,
+    rr_from_positions,
+)
+
+#: What computes a family at cut-off ``k`` (``None`` without one) from the sorted 1-based ranks of the relevant
+#: articles found and their number (:mod:`bsard_demo.evaluation.metrics`).
+Value = Callable[[Sequence[int], int, "int | None"], float]
 
 
 class Family(NamedTuple):
-    """One family of measures: its column prefix and its labels."""
+    """One family of measures, declared once: its column prefix, labels, what computes it (``value``) and where.
+
+    ``cutoffs``: ``None``, at every cut-off an evaluation asks for (``ks``: R@100, R@200…); a tuple of cut-offs,
+    an *extra* measure computed at those only, beside the others (nDCG@10); ``()``, no cut-off: one figure,
+    column ``name`` (R-Precision). ``aliases``: other names :meth:`Measure.parse` takes for a family without
+    cut-off. ``definition`` and ``citation``: docs/design.md's table."""
 
     name: str  # column prefix: recall@100
     label: str  # English label (tables of the CLI and the Score page): R@100
     short: str  # ir_measures' name (the Search page's per-question scores): R@100, AP@100, RR@100
     label_fr: str  # the Score page's charts and selectors: Rappel@100
-    every_cutoff: bool = True  # computed at every cut-off of an evaluation; else an extra one (EXTRA)
-    cutoff: bool = True  # has a cut-off (``name@k``); False: one figure, column ``name`` (R-Precision)
-    aliases: tuple[str, ...] = ()  # other names :meth:`Measure.parse` takes for a family without cut-off
+    value: Value
+    cutoffs: tuple[int, ...] | None = None
+    aliases: tuple[str, ...] = ()
+    definition: str = ""
+    citation: str = ""
+
+    @property
+    def every_cutoff(self) -> bool:
+        """Computed at every cut-off of an evaluation (else an extra measure)."""
+        return self.cutoffs is None
+
+    @property
+    def cutoff(self) -> bool:
+        """Has a cut-off (``name@k``); False: one figure, column ``name``."""
+        return self.cutoffs != ()
 
 
-#: The one label table, in column order.
+_BSARD = "Louis & Spanakis, ACL 2022 (BSARD)"
+#: The families, in column order: those at every cut-off first (each at every ``k``), then the extra ones,
+#: each at its cut-offs (R-Precision first: the published BSARD tables put it after MAP; then nDCG@10, MTEB's).
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("recall", "R", "R", "Rappel"),
-    Family("map", "MAP", "AP", "MAP"),
-    Family("mrr", "MRR", "RR", "MRR"),
-    Family("ndcg", "nDCG", "nDCG", "nDCG", every_cutoff=False),
-    Family("rprec", "R-Prec", "Rprec", "R-Précision", every_cutoff=False, cutoff=False,
-           aliases=("R-Precision",)),
+    Family("recall", "R", "R", "Rappel", recall_from_positions,
+           definition="share of the question's relevant articles in the top k", citation=_BSARD),
+    Family("map", "MAP", "AP", "MAP", ap_from_positions,
+           definition="average precision at k: the precision at each relevant article found in the top k, "
+                      "summed and divided by the number of relevant articles", citation=_BSARD),
+    Family("mrr", "MRR", "RR", "MRR", rr_from_positions,
+           definition="reciprocal rank of the first relevant article in the top k (0 if none)", citation=_BSARD),
+    Family("rprec", "R-Prec", "Rprec", "R-Précision", rprec_from_positions, cutoffs=(), aliases=("R-Precision",),
+           definition="share of the top R that is relevant, R the question's number of relevant articles",
+           citation="trec_eval's Rprec; the MRP of QABISAR and G-DSR"),
+    Family("ndcg", "nDCG", "nDCG", "nDCG", ndcg_from_positions, cutoffs=(10,),
+           definition="discounted cumulative gain at k with binary gains, over the ideal ranking's",
+           citation="trec_eval's ndcg_cut; MTEB's figure"),
 )}
 
 
@@ -96,14 +129,14 @@ class Measure:
     def parse(cls, text: str) -> "Measure":
         """``"recall@100"``, ``"map@100"``, ``"mrr@10"``, ``"ndcg@10"`` (case and blanks ignored:
         ``"MAP @ 100"``, ``"nDCG@10"``), ``"rprec"`` (also ``"Rprec"``, ``"R-Prec"``,
-        ``"R-Precision"``). nDCG is computed at :data:`EXTRA`'s cut-offs only.
+        ``"R-Precision"``). A family with declared cut-offs is computed at those only (nDCG@10).
         Raises :class:`ValueError` with the accepted forms otherwise."""
         bare = _bare_families().get(_bare_name(text))
         if bare is not None:
             return cls(bare)
         m = _measure_re().match(str(text))
         if not m:
-            forms = [f"{f}@k" for f in cutoff_families()] + list(EXTRA_COLUMNS)
+            forms = [f"{f}@k" for f in cutoff_families()] + list(extra_columns())
             raise ValueError(f"unknown measure {str(text)!r}; use {', '.join(forms[:-1])} or {forms[-1]} "
                              "(e.g. recall@100)")
         family, k = m.group(1).lower(), int(m.group(2))
@@ -112,8 +145,8 @@ class Measure:
         if k < 1:
             raise ValueError(f"the cutoff of {text!r} must be at least 1")
         measure = cls(family, k)
-        if not FAMILIES[family].every_cutoff and Measure(family, k) not in EXTRA:
-            at = ", ".join(c for c in EXTRA_COLUMNS if Measure.from_column(c).family == family)
+        if not FAMILIES[family].every_cutoff and k not in FAMILIES[family].cutoffs:
+            at = ", ".join(m.column for m in extra_measures() if m.family == family)
             raise ValueError(f"{FAMILIES[family].label} is available at {at} only, not {measure.column}")
         return measure
 
@@ -168,10 +201,20 @@ class Measure:
         return self.column
 
 
-#: The extra measures an evaluation can add beside the cut-off ones, in column order: R-Precision
-#: first (the published BSARD tables put it after MAP), then nDCG@10 (MTEB's figure).
-EXTRA: tuple[Measure, ...] = (Measure("rprec"), Measure("ndcg", 10))
-EXTRA_COLUMNS: tuple[str, ...] = tuple(m.column for m in EXTRA)
+def extra_measures() -> tuple[Measure, ...]:
+    """The extra measures an evaluation adds beside the cut-off ones, in column order: each family not computed
+    at every cut-off, at each of its declared cut-offs (or without one): R-Precision, then nDCG@10."""
+    return tuple(Measure(f.name, k) for f in FAMILIES.values() if not f.every_cutoff for k in (f.cutoffs or (None,)))
+
+
+def extra_columns() -> tuple[str, ...]:
+    """The columns of :func:`extra_measures`: ``("rprec", "ndcg@10")``."""
+    return tuple(m.column for m in extra_measures())
+
+
+#: :func:`extra_measures` and :func:`extra_columns` of the declared families (as imported).
+EXTRA: tuple[Measure, ...] = extra_measures()
+EXTRA_COLUMNS: tuple[str, ...] = extra_columns()
 
 
 def cutoff_columns(ks) -> list[str]:
@@ -191,3 +234,15 @@ def column_label(column: object, *, french: bool = False) -> str:
     if m is None:
         return column
     return m.label_fr if french else m.label
+
+
+def families_markdown() -> str:
+    """docs/design.md's table of the families, in column order (tests/evaluation/test_measures.py checks it)."""
+    rows = []
+    for f in FAMILIES.values():
+        at = "every k asked" if f.every_cutoff else ", ".join(f"@{k}" for k in f.cutoffs) or "none"
+        m = Measure(f.name, 100 if f.every_cutoff else (f.cutoffs or (None,))[0])
+        rows.append(f"| {f.name} | {m.column} | {at} | {m.label} | {m.short_label} | {m.label_fr} | "
+                    f"{', '.join(f.aliases) or '—'} | {f.definition} | {f.citation} |")
+    return "\n".join(["| family | column | cut-offs | English label | short | French label | also parsed from | "
+                      "definition | source |", "|---|---|---|---|---|---|---|---|---|", *rows]) + "\n"

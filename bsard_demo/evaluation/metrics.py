@@ -1,14 +1,14 @@
 """The BSARD metrics of one question (Louis & Spanakis, ACL 2022), exactly as defined there: recall@k,
 AP@k, RR@k, and beside them nDCG@k with binary gains as MTEB quotes it (``trec_eval -m ndcg_cut.k``)
 and R-Precision as QABISAR and G-DSR report it (``trec_eval -m Rprec``);
-:data:`VALUES` maps each family to what computes it, for :mod:`bsard_demo.evaluation.aggregate`.
+:data:`bsard_demo.evaluation.measures.FAMILIES` declares which computes each family.
 
 Definitions: docs/design.md, 'bsard_demo/evaluation/metrics.py'.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 
 def gold_positions(relevant: Iterable[str], ranking: Sequence[str]) -> list[int]:
@@ -88,7 +88,7 @@ def graded_ndcg(ranking: Sequence[str], gains: Mapping[str, float], k: int = 10)
 def rprec_from_positions(positions: Sequence[int], n_relevant: int, k: int | None = None) -> float:
     """R-Precision, trec_eval's ``Rprec``: the share of the top R that is relevant, R = ``n_relevant``
     (the question's number of distinct relevant docs), from the sorted ranks of the relevant docs
-    found. It has no cut-off (``k`` is ignored, kept for :data:`VALUES`' signature); a ranking
+    found. It has no cut-off (``k`` is ignored, kept for the families' one signature); a ranking
     shorter than R counts its missing ranks as misses. A question with no relevant doc scores 0."""
     if n_relevant == 0:
         return 0.0
@@ -104,9 +104,3 @@ def compute_metrics(relevant_docs: Iterable[str], ranked_docs: Sequence[str],
     return metrics_from_positions(gold_positions(rel, ranked_docs[:k]), len(rel), k)
 
 
-#: What computes each family of :data:`bsard_demo.evaluation.measures.FAMILIES` at cut-off ``k``,
-#: from the sorted ranks of the relevant docs found and their number (``k`` is ``None`` for R-Precision).
-VALUES: dict[str, Callable[[Sequence[int], int, int | None], float]] = {
-    "recall": recall_from_positions, "map": ap_from_positions, "mrr": rr_from_positions, "ndcg": ndcg_from_positions,
-    "rprec": rprec_from_positions,
-}

@@ -12,9 +12,10 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from . import measures
 from .aggregate import Evaluation
 from .anchors import PUBLISHED_SOURCE, paper_baselines
-from .measures import EXTRA_COLUMNS, Measure, column_label, cutoff_families, is_measure_column
+from .measures import Measure, column_label, cutoff_families, is_measure_column
 
 #: sha256 of the real BSARD test labels (sorted (qid, sorted gold ids)), to recognise the split
 #: whatever source it was loaded from.
@@ -75,10 +76,10 @@ def metric_label(metric: str) -> str:
 
 
 def extra_columns(evaluations: Mapping[str, Evaluation]) -> list[str]:
-    """The extra measures (:data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS`, e.g. ``ndcg@10``) that
+    """The extra measures (:func:`~bsard_demo.evaluation.measures.extra_columns`, e.g. ``ndcg@10``) that
     every evaluation has, in their column order."""
     evs = list(evaluations.values())
-    return [m for m in EXTRA_COLUMNS if evs and all(m in ev.means for ev in evs)]
+    return [m for m in measures.extra_columns() if evs and all(m in ev.means for ev in evs)]
 
 
 #: The cut-off families shown after the extra measures, at the end of a table (:func:`display_columns`).
@@ -87,7 +88,7 @@ LAST_FAMILIES = ("mrr",)
 
 def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
     """The table's metric columns: recall at every cutoff, then MAP at the smallest, then the
-    ``extra`` measures (``rprec``, ``ndcg@10``) in :data:`~bsard_demo.evaluation.measures.EXTRA_COLUMNS`
+    ``extra`` measures (``rprec``, ``ndcg@10``) in :func:`~bsard_demo.evaluation.measures.extra_columns`
     order, then MRR at the smallest cutoff (:data:`LAST_FAMILIES`).
 
     The first columns are those of the published BSARD tables (R@100/200/500, MAP, then MRP =
@@ -98,7 +99,7 @@ def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
     k0 = min(ks)
     middle = [Measure(f, k0).column for f in cutoff_families() if f != "recall" and f not in LAST_FAMILIES]
     return ([Measure("recall", k).column for k in sorted(ks)] + middle
-            + [m for m in EXTRA_COLUMNS if m in extra]
+            + [m for m in measures.extra_columns() if m in extra]
             + [Measure(f, k0).column for f in LAST_FAMILIES if f in cutoff_families()])
 
 

@@ -1,17 +1,12 @@
-"""The first visitor's system: one rule (:func:`first_visitor`) read by the Search page (its default columns) and by
+"""The first visitor's system: one rule (:func:`first_visitor`) for the Search page, the Score page's built-ins and
 ``run --retriever default``, so a figure a script prints is the page's. Decided on frlaw-dev train (docs/
-effectiveness.md, "The first visitor's system"): the learned ranker (70.75 R@100 in 5-fold CV; with e5 among its
-inputs 71.91, "Learned ranker, issue 31") when one fitted on this corpus is at hand and the embeddings of its dense
-inputs are stored (:func:`inputs_stored`); else BM25 + an adapter + neighbours + structure (67.96);
-else BM25 + use + neighbours + structure (65.03); with no embeddings stored, BM25 + neighbours + structure (62.62
-with the neighbours' similarity threshold, 62.80 before) rather than BM25 alone (51.48); without labelled training
-questions, BM25 + use + structure or BM25 alone.
-
-Its facts are gathered in one call, :func:`gather` (the index bundle's and ``$BSARD_MODELS``' adapters and rankers
-fitted on this corpus, the stored embeddings, the labelled train split), used by ``run --retriever default``
-(:func:`default_spec`), the Search page (its first visitor's columns) and the Score page (its built-ins hold the
-same system); each front end may hand it its own cached sources of those facts, never its own rule.
-tests/retrievers/test_defaults.py gives the three the same facts and checks they agree.
+effectiveness.md, "The first visitor's system"): the learned ranker fitted on this corpus when its dense inputs'
+embeddings are stored (:func:`inputs_stored`; 71.91 R@100 in 5-fold CV with e5); else BM25 + an adapter +
+neighbours + structure (67.96); else BM25 + use + neighbours + structure (65.03); with no embeddings stored, BM25 +
+neighbours + structure (62.62 with the neighbours' similarity threshold, 62.80 before); without labelled training
+questions, BM25 + use + structure or BM25 alone. Its facts come from one call (:func:`gather`), to which each front
+end may hand its own cached sources, never its own rule (tests/retrievers/test_defaults.py gives the three the same
+facts).
 """
 from __future__ import annotations
 
@@ -19,13 +14,13 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..dataset import Dataset
-from ..training import articles_fingerprint, trained_for_corpus
 from .dense import DenseRetriever
 from .encoders import DEFAULT_ENCODER
 from .kinds import HYBRID, RANKER, ranker_folder
 from .neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
 from .ranker import part_specs
 from .registry import BASE_PART, RetrieverSpec, hybrid_spec
+from .trained import ADAPTER_MODEL, RANKER_MODEL, articles_fingerprint, trained_for_corpus
 
 _RANKER, _HYBRID = RANKER.name, HYBRID.name
 
@@ -33,8 +28,8 @@ _RANKER, _HYBRID = RANKER.name, HYBRID.name
 CHOICE = "default"
 CHOICE_HELP = (f"{CHOICE}: what the Search page shows a first visitor here (the index bundle of --index, the models "
                "of $BSARD_MODELS, the stored embeddings), its best column")
-#: The keys of :func:`~bsard_demo.training.trained_for_corpus`'s answer (a model record's kind).
-TRAINED_ADAPTERS, TRAINED_RANKERS = "adapter", _RANKER
+#: The keys of :func:`~.trained.trained_for_corpus`'s answer (a model record's kind).
+TRAINED_ADAPTERS, TRAINED_RANKERS = ADAPTER_MODEL.record, RANKER_MODEL.record
 #: What a first visitor sees with nothing else at hand (and the app tests' first visitor).
 BASE_SYSTEMS = (BASE_PART,)
 
@@ -107,7 +102,7 @@ def gather(dataset: Dataset, *, cache_root=None, trained: Callable[[], Mapping[s
            neighbours: bool | None = None) -> Facts:
     """The facts of ``dataset`` here, in one call. Each source may be handed in (a page's cached
     one): ``trained()`` the adapters and rankers fitted on the corpus by kind (default
-    :func:`~bsard_demo.training.trained_for_corpus` of its fingerprint), ``stored(encoder)`` whether
+    :func:`~.trained.trained_for_corpus` of its fingerprint), ``stored(encoder)`` whether
     its embeddings are stored (default :meth:`~.dense.DenseRetriever.is_stored` in ``cache_root``);
     (``trained()``'s keys: :data:`TRAINED_ADAPTERS`, :data:`TRAINED_RANKERS`, as ``trained_for_corpus``'s);
     ``offered(encoder)``: whether a front end offers that encoder (or the neighbours part) at all

@@ -20,6 +20,9 @@ from .hybrid import part_rows, run_together
 
 #: Every system a ranker can read: its record names those it was fitted on (``bm25`` always among them).
 INPUTS = ("bm25", "use", "adapter", "neighbours", "e5")
+#: The inputs the fit treats apart: BM25 (always among them), the query adapter (its runs out-of-fold, from its
+#: folder: the record's ``adapter`` entry) and the neighbours (their votes leave-one-out).
+BASE_INPUT, ADAPTER_INPUT, NEIGHBOURS_INPUT = INPUTS[0], INPUTS[2], INPUTS[3]
 #: What ``train --ranker`` fits on by default (the adapter's when one is given): e5 added 2.12 R@100 and 1.10 MAP@100
 #: in 5-fold CV on frlaw-dev train (71.91 / 32.11; 84.52 % of the gold among the candidates, was 82.46 %); without
 #: the adapter, 2.50 R@100 less (docs/effectiveness.md, "Learned ranker, issue 31").

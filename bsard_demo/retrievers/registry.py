@@ -1,11 +1,8 @@
-"""Build any retriever from a small declarative spec (:class:`RetrieverSpec`, used by the CLI and the app), and the
-one list of the kinds of retriever (:func:`register`, :func:`retriever_kinds`). A kind is whole where it is
-registered (:class:`RetrieverKind`): its build, its parts (shared builds, why-lines), its command-line flags both
-ways (``run``/``index``/``tune``'s arguments -> spec, spec -> the ``run`` line ``tune`` prints), its French menu
-label and Search column, its link settings and whether ``tune`` searches it. The front ends (cli/, app/, tuning/,
-pages/) read these and name no kind (tests/test_layout.py). The built-in kinds register in :mod:`.kinds`; a new
-kind is its module plus one :func:`register` call (tests/retrievers/test_registry_kinds.py registers a toy one).
-:func:`hybrid_spec` builds a hybrid spec from simple arguments, with the product's default fusion (RRF k = 60,
+"""What a kind of retriever is, whole where it is registered (:class:`RetrieverKind`, :func:`register`,
+:func:`retriever_kinds`): its build or parts, its command-line flags both ways, its French menu label and Search
+column, its link settings, whether ``tune`` searches it; the front ends read it and name no kind
+(tests/test_layout.py). The built-in kinds register in :mod:`.kinds`. A :class:`RetrieverSpec` says what to build
+(:func:`build_retriever`); :func:`hybrid_spec` builds a hybrid's with the product's default fusion (RRF k = 60,
 zero-shot dense parts weighted 0.5: :func:`default_weights`).
 
 Every kind's options and defaults: docs/design.md, 'bsard_demo/retrievers/registry.py'.

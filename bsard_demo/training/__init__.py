@@ -6,22 +6,18 @@ record :data:`METADATA_FILE`, :func:`prepare_out`, :class:`TrainResult`, and the
 
 The modules, and what a new method needs: docs/design.md, 'bsard_demo/training/__init__.py'.
 """
+from ..retrievers.trained import METADATA_FILE, articles_fingerprint, models_folder, read_metadata, trained_for_corpus
 from .adapter import AdapterOptions, train_adapter
 from .dev import dev_evaluation
 from .finetune import TrainingPairs, TrainOptions, load_base, train, training_pairs
 from .folders import (
     ENCODER_KINDS,
-    METADATA_FILE,
     MODELS_ENV,
     TrainedModel,
     TrainResult,
-    articles_fingerprint,
     list_trained_models,
-    models_folder,
     prepare_out,
     questions_fingerprint,
-    read_metadata,
-    trained_for_corpus,
 )
 
 __all__ = [

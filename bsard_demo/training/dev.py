@@ -9,7 +9,8 @@ from ..evaluation import evaluate
 from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
-from ..retrievers.registry import hybrid_spec, make_hybrid
+from ..retrievers.kinds import DENSE, HYBRID
+from ..retrievers.registry import BASE_PART, hybrid_spec, make_hybrid
 
 #: The split ``train`` scores its model on (its "dev figure"), when the dataset has it.
 DEV_SPLIT = "test"
@@ -27,19 +28,19 @@ def dev_evaluation(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *,
     (the product's hybrid of that model: :func:`~bsard_demo.retrievers.registry.hybrid_spec`),
     exactly as ``run`` + ``evaluate`` give them; the embeddings land in the cache, so those
     ``run`` lines then only load them. ``value`` is the dense R@100 (what a bundle's menu shows)."""
-    dense = build_retriever(RetrieverSpec("dense", {"encoder": str(folder)}), dataset, cache_root=cache_root,
+    dense = build_retriever(RetrieverSpec(DENSE.name, {"encoder": str(folder)}), dataset, cache_root=cache_root,
                             progress=progress)
-    bm25 = build_retriever(RetrieverSpec("bm25"), dataset, cache_root=cache_root, progress=progress)
+    bm25 = build_retriever(RetrieverSpec(BASE_PART), dataset, cache_root=cache_root, progress=progress)
     hybrid = make_hybrid(hybrid_spec([str(folder)]), [bm25, dense], corpus_size=len(dataset.articles))
     questions = dataset.questions(split)
     texts = question_texts(questions, with_description)
     out: dict = {"split": split, "questions": len(questions), "measure": "recall@100"}
-    for name, retriever in (("dense", dense), ("hybrid", hybrid)):
+    for name, retriever in ((DENSE.name, dense), (HYBRID.name, hybrid)):
         hits = search_all(retriever, texts, min(100, len(dataset.articles)))
         ranked = {str(q): [h.article_id for h in hs] for q, hs in zip(questions["id"], hits)}
         means = evaluate(dataset.qrels(split), ranked, ks=(100,)).means
         out[name] = {"recall@100": means["recall@100"], "map@100": means["map@100"]}
-    out["value"] = out["dense"]["recall@100"]
+    out["value"] = out[DENSE.name]["recall@100"]
     return out
 
 

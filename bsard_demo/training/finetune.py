@@ -31,7 +31,7 @@ from ..retrievers.base import Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
 from ..retrievers.encoders import EncoderUnavailable, resolve_encoder
 from ..retrievers.onnx_export import export_onnx
-from ..retrievers.registry import RetrieverSpec, build_retriever
+from ..retrievers.registry import BASE_PART, RetrieverSpec, build_retriever
 from .dev import dev_evaluation, dev_wanted
 from .folders import (
     METADATA_FILE,
@@ -168,7 +168,7 @@ def training_pairs(dataset: Dataset, split: str = "train", *, hard_negatives: in
                         "nothing to train on")
     negatives_of: dict[str, list[str]] = {}
     if hard_negatives:
-        retriever = build_retriever(RetrieverSpec("bm25", dict(bm25 or {})), dataset, cache_root=cache_root,
+        retriever = build_retriever(RetrieverSpec(BASE_PART, dict(bm25 or {})), dataset, cache_root=cache_root,
                                     progress=progress, notice=notice)
         depth = min(len(ids), hard_negatives + max(len(g) for _, _, g in per_question) + 20)
         hits = search_all(retriever, [t for _, t, _ in per_question], depth, progress)
@@ -264,7 +264,7 @@ def train(options: TrainOptions, dataset: Dataset, progress: Progress | None = N
                          "hard_negatives": options.hard_negatives, "seed": options.seed, "lr": options.lr,
                          "warmup": options.warmup, "loss": "MultipleNegativesRankingLoss (scale 20, cosine)",
                          "batch_sampler": "no_duplicates",
-                         "bm25": dict(options.bm25) if options.hard_negatives else None,
+                         BASE_PART: dict(options.bm25) if options.hard_negatives else None,
                          "threads": options.threads},
             "pairs": len(pairs), "negatives": sum(len(n) for n in pairs.negatives), "steps": steps,
             "loss": {"first": history[0][1] if history else None, "last": history[-1][1] if history else None,

@@ -20,19 +20,27 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import cache, settings
-from ..analyzer import DEFAULT_FIELDS, article_texts
-from ..dataset import DataError, frame_memo
-from ..retrievers.encoder_base import file_sha256, read_json_record
+from ..dataset import DataError
+from ..retrievers.encoder_base import file_sha256
+from ..retrievers.kinds import DENSE, HYBRID, RANKER
+from ..retrievers.trained import (
+    ADAPTER_MODEL,
+    ENCODER_KINDS,
+    FINETUNE_MODEL,
+    METADATA_FILE,
+    RANKER_MODEL,
+    TrainedKind,
+    articles_fingerprint,
+    model_records,
+    trained_kind_of,
+)
 
-#: The record written into every trained model's folder.
-METADATA_FILE = "bsard_training.json"
 METADATA_FORMAT = 1
 #: Folder the app looks for trained models in (``$BSARD_MODELS`` overrides it).
 MODELS_ENV = settings.MODELS  # "BSARD_MODELS"
 #: Files above this size count as weights: their sha256 goes into the record (and so into the
 #: folder digest the dense cache keys on; the digest itself only sizes large files).
 _WEIGHTS_BYTES = 1 << 20
-_MAX_METADATA_BYTES = 1 << 20
 
 
 # ------------------------------------------------------------------------ fingerprints
@@ -44,18 +52,6 @@ def questions_fingerprint(questions) -> str:
                                    questions["article_ids"]):
         h.update("\x1f".join([str(qid), str(q), str(extra), ",".join(gold)]).encode("utf-8", "surrogatepass") + b"\x1e")
     return h.hexdigest()
-
-
-def articles_fingerprint(articles, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
-    """sha256 of the corpus as the encoder sees it: every id with its embedded text, in order
-    (memoised per frame: :func:`~bsard_demo.dataset.frame_memo`)."""
-    def digest() -> str:
-        h = hashlib.sha256()
-        for aid, text in zip(articles["id"], article_texts(articles, fields)):
-            h.update(f"{aid}\x1f{text}".encode("utf-8", "surrogatepass") + b"\x1e")
-        return h.hexdigest()
-
-    return frame_memo(articles, ("articles_fingerprint", tuple(fields)), digest)
 
 
 def weights_digests(folder: Path) -> dict[str, str]:
@@ -170,28 +166,31 @@ class TrainResult:
         dev = m.get("evaluation")
         if dev:
             lines.append(f"scored on {dev['split']} ({dev['questions']} questions): R@100 "
-                         f"{dev['ranker']['recall@100']:.4f} MAP@100 {dev['ranker']['map@100']:.4f}")
+                         f"{dev[RANKER.name]['recall@100']:.4f} MAP@100 {dev[RANKER.name]['map@100']:.4f}")
         lines += [f"use it: {c}" for c in self.commands()] + [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def commands(self) -> list[str]:
-        """``run`` lines that use the model: dense alone, and fused with BM25."""
+        """``run`` lines that use the model: those of the retriever kinds it serves (dense alone and fused with
+        BM25; a learned ranker's own)."""
         data = ["--data", str(self.data)] if self.data is not None else []
         enc = ["--encoder", str(self.out)]
-        if self.metadata.get("kind") == "ranker":
-            return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", "ranker", *enc, *data,
-                                "--out", "ranker.trec"])]
         return [shlex.join(["python", "-m", "bsard_demo", "run", "--retriever", kind, *enc, *data,
-                            "--out", f"{kind}.trec"]) for kind in ("dense", "hybrid")]
+                            "--out", f"{kind}.trec"]) for kind in self.kind.runs_with]
+
+    @property
+    def kind(self) -> TrainedKind:
+        """What was trained (its record's kind; none: a fine-tuned model)."""
+        return trained_kind_of(self.metadata) or FINETUNE_MODEL
 
     def summary(self) -> str:
         """What was trained, where it is, and the ``run`` lines that use it."""
         m, s, d = self.metadata, self.metadata["settings"], self.metadata["dataset"]
         loss = m["loss"]["last"]
-        if m.get("kind") == "ranker":
+        if self.kind is RANKER_MODEL:
             return self._ranker_summary()
         negatives = f" and {m['negatives']} BM25 hard negatives" if m.get("negatives") else ""
-        if m.get("kind") == "adapter":
+        if self.kind is ADAPTER_MODEL:
             head = (f"fitted a query adapter on {m['base']['name']} over {d['name']}, split {d['split']}: {m['pairs']} "
                     f"pairs from {d['questions_used']} questions, {m['steps']} full-batch steps (tau {s['tau']:g}, "
                     f"lam {s['lam']:g}, lr {s['lr']:g}) in {self.seconds:.0f} s")
@@ -205,7 +204,7 @@ class TrainResult:
         if dev:
             lines.append(f"scored on {dev['split']} ({dev['questions']} questions): "
                          + "; ".join(f"{what} R@100 {dev[key]['recall@100']:.4f} MAP@100 {dev[key]['map@100']:.4f}"
-                                     for key, what in (("dense", "dense"), ("hybrid", "hybrid with BM25"))))
+                                     for key, what in ((DENSE.name, DENSE.name), (HYBRID.name, "hybrid with BM25"))))
         onnx = m.get("onnx") or {}
         if onnx.get("files"):
             size = onnx["files"]["model.onnx"]["size"] / 1e6
@@ -217,11 +216,6 @@ class TrainResult:
 
 
 # ---------------------------------------------------------------------- finding models
-
-#: The record kinds whose folder serves as ``--encoder DIR`` (what :func:`list_trained_models`
-#: offers): a fine-tuned model (no kind) and a query adapter. A trained model of another kind (a
-#: learned ranker) records its own ``"kind"`` and is not offered as an encoder.
-ENCODER_KINDS = (None, "adapter")
 
 @dataclass
 class TrainedModel:
@@ -240,25 +234,9 @@ class TrainedModel:
         """One line for a menu: folder name, base, dataset and split, pairs."""
         if self.error:
             return f"{self.name} (unreadable: {self.error})"
-        m = self.metadata
-        d, s = m.get("dataset", {}), m.get("settings", {})
-        if m.get("kind") == "adapter":
-            return (f"{self.name}: query adapter on {m.get('base', {}).get('name', '?')}, "
-                    f"fitted on {d.get('name', '?')} {d.get('split', '?')} ({m.get('pairs', '?')} pairs, "
-                    f"{m.get('steps', '?')} steps)")
-        return (f"{self.name}: {m.get('base', {}).get('name', '?')} fine-tuned on {d.get('name', '?')} "
-                f"{d.get('split', '?')} ({m.get('pairs', '?')} pairs, {s.get('epochs', '?')} epoch(s))")
-
-
-def models_folder() -> Path:
-    """``$BSARD_MODELS`` when set, else ``~/.cache/bsard_demo/models``."""
-    return settings.current().models
-
-
-def read_metadata(folder: str | Path) -> dict:
-    """The :data:`METADATA_FILE` of a model folder. Raises :class:`ValueError` when it is
-    missing, too large or not a JSON object."""
-    return read_json_record(Path(folder) / METADATA_FILE, _MAX_METADATA_BYTES)
+        kind = trained_kind_of(self.metadata)
+        kind = kind if kind is not None and kind.encoder else FINETUNE_MODEL  # no kind: a fine-tuned model
+        return f"{self.name}: {kind.summary(self.metadata, lambda v: '?' if v is None else str(v))}"
 
 
 def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
@@ -268,45 +246,10 @@ def list_trained_models(folder: str | Path | None = None) -> list[TrainedModel]:
     :data:`ENCODER_KINDS` is skipped. A missing folder gives an empty list; an unreadable record is
     listed with its ``error``."""
     out = []
-    for sub, meta, error in _model_records(folder):
+    for sub, meta, error in model_records(folder):
         if error is None and meta.get("kind") not in ENCODER_KINDS:
             continue  # a trained model, not an encoder
-        if error is None and meta.get("kind") != "adapter" and not (sub / "modules.json").is_file():
+        if error is None and trained_kind_of(meta) is FINETUNE_MODEL and not (sub / "modules.json").is_file():
             error = "not a sentence-transformers folder (no modules.json)"
         out.append(TrainedModel(sub, {}, error) if error else TrainedModel(sub, meta))
     return out
-
-
-def _model_records(folder: str | Path | None = None):
-    """``(sub-folder, record, error)`` of each sub-folder of ``folder`` (default
-    :func:`models_folder`) holding a :data:`METADATA_FILE`, in name order (``record`` empty and
-    ``error`` the reason when it cannot be read; nothing for a missing folder)."""
-    root = Path(folder).expanduser() if folder is not None else models_folder()
-    if not root.is_dir():
-        return
-    for sub in sorted(root.iterdir(), key=lambda p: p.name):
-        if sub.name.startswith(".") or not sub.is_dir() or not (sub / METADATA_FILE).exists():
-            continue
-        try:
-            meta, error = read_metadata(sub), None
-        except (OSError, ValueError) as exc:
-            meta, error = {}, str(exc)
-        yield sub, meta, error
-
-
-def trained_for_corpus(corpus_sha256: str, folder: str | Path | None = None) -> dict[str, list[str]]:
-    """The query adapters and learned rankers fitted on the corpus of fingerprint ``corpus_sha256``
-    (:func:`articles_fingerprint`), as ``--encoder`` takes them, by kind (``"adapter"``,
-    ``"ranker"``): the active index bundle's models first (by name), then the folders of
-    ``folder`` (default :func:`models_folder`) by path, each in name order."""
-    found: dict[str, list[str]] = {"adapter": [], "ranker": []}
-    for bundle in cache.active_bundles():
-        for model in getattr(bundle, "model_list", lambda: [])():
-            t = model.training if isinstance(model.training, dict) else {}
-            if t.get("kind") in found and t.get("articles_sha256") == corpus_sha256:
-                found[t["kind"]].append(model.name)
-    for sub, meta, _ in _model_records(folder):  # an unreadable record has no kind: skipped
-        if meta.get("kind") in found and (meta.get("dataset") or {}).get("articles_sha256") == corpus_sha256:
-            found[meta["kind"]].append(str(sub))
-    return found
-

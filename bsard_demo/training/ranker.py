@@ -28,11 +28,15 @@ from ..retrievers.adapter import AdapterSettings, adapt, fit_adapter, read_adapt
 from ..retrievers.base import DEFAULT_DEPTH, Progress, Step, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
 from ..retrievers.encoder_base import normalize_rows
+from ..retrievers.kinds import RANKER
 from ..retrievers.neighbours import fold as fold_text, labelled_questions
 from ..retrievers.ranker import (
+    ADAPTER_INPUT,
+    BASE_INPUT,
     CANDIDATES,
     INPUTS,
     KIND,
+    NEIGHBOURS_INPUT,
     RECORD_FILE,
     SYSTEMS,
     TREES_FILE,
@@ -103,14 +107,14 @@ def ranker_systems(options: RankerOptions) -> list[str]:
     :class:`ValueError` with one line naming every problem (an unknown name, no ``bm25``, an ``adapter`` without
     its folder or a folder without ``adapter``)."""
     if options.systems is None:
-        return [s for s in SYSTEMS if s != "adapter" or options.adapter]
+        return [s for s in SYSTEMS if s != ADAPTER_INPUT or options.adapter]
     asked = [s.strip() for s in str(options.systems).split(",") if s.strip()]
     problems = [f"{s!r} is not one of {', '.join(INPUTS)}" for s in asked if s not in INPUTS][:5]
-    if "bm25" not in asked:
+    if BASE_INPUT not in asked:
         problems.append("bm25 must be among them")
-    if "adapter" in asked and not options.adapter:
+    if ADAPTER_INPUT in asked and not options.adapter:
         problems.append("adapter needs --ranker-adapter DIR")
-    if options.adapter and "adapter" not in asked:
+    if options.adapter and ADAPTER_INPUT not in asked:
         problems.append("--ranker-adapter is given but adapter is not among them")
     if problems:
         raise ValueError(f"--ranker-inputs: {'; '.join(problems)}")
@@ -183,14 +187,14 @@ def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | 
     texts, gold = labelled_questions(dataset, options.split)
     systems = ranker_systems(options)
     depth = min(DEFAULT_DEPTH, len(dataset.articles))
-    searched = [s for s in systems if s != "adapter"]
-    needed = searched + (["use"] if "adapter" in systems and "use" not in systems else [])
+    searched = [s for s in systems if s != ADAPTER_INPUT]
+    needed = searched + (["use"] if ADAPTER_INPUT in systems and "use" not in systems else [])
     built = {name: build_retriever(RetrieverSpec(*input_spec(name, split=options.split)), dataset,
                                    cache_root=options.cache_root, progress=progress) for name in needed}
     runs = {name: built[name].search_rows(texts, depth) for name in searched}
-    if "adapter" in systems:
-        runs["adapter"] = _adapter_runs(options, texts, gold, built["use"], depth, progress)
-    votes = [built["neighbours"].votes(t) if "neighbours" in built else (None, None) for t in texts]
+    if ADAPTER_INPUT in systems:
+        runs[ADAPTER_INPUT] = _adapter_runs(options, texts, gold, built["use"], depth, progress)
+    votes = [built[NEIGHBOURS_INPUT].votes(t) if NEIGHBOURS_INPUT in built else (None, None) for t in texts]
     return systems, texts, gold, runs, votes
 
 
@@ -249,7 +253,7 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
         metadata |= {
             "base": {"name": "lightgbm lambdarank"}, "split": options.split,
             "systems": systems, "features": feature_names(systems), "structure": structure.as_dict(),
-            "candidates": CANDIDATES, "depth": DEFAULT_DEPTH, "adapter": adapter_record,
+            "candidates": CANDIDATES, "depth": DEFAULT_DEPTH, ADAPTER_INPUT: adapter_record,
             "settings": {"config": options.config, **BASE, **CONFIGS[options.config]},
             "pairs": int(sum(len(y) for y in labels)), "positives": int(sum(int(y.sum()) for y in labels)),
             "gold_in_candidates": round(float(np.mean([y.sum() / len(g) for y, g in zip(labels, gold)])), 4),
@@ -267,14 +271,14 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
 def ranker_dev(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *, cache_root: Path | None = None,
                progress: Progress | None = None) -> dict:
     """R@100 and MAP@100 on ``split`` of the ranker ``folder``, exactly as ``run`` + ``evaluate``."""
-    ranker = build_retriever(RetrieverSpec("ranker", {"model": str(folder)}), dataset, cache_root=cache_root,
+    ranker = build_retriever(RetrieverSpec(RANKER.name, {"model": str(folder)}), dataset, cache_root=cache_root,
                              progress=progress)
     questions = dataset.questions(split)
     hits = search_all(ranker, question_texts(questions, DEFAULT_WITH_DESCRIPTION), min(100, len(dataset.articles)))
     means = evaluate(dataset.qrels(split), {str(q): [h.article_id for h in hs] for q, hs in zip(questions["id"], hits)},
                      ks=(100,)).means
     return {"split": split, "questions": len(questions), "measure": "recall@100",
-            "ranker": {"recall@100": means["recall@100"], "map@100": means["map@100"]},
+            RANKER.name: {"recall@100": means["recall@100"], "map@100": means["map@100"]},
             "value": means["recall@100"]}
 
 

@@ -17,7 +17,9 @@ from streamlit.testing.v1 import AppTest
 
 from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
 from bsard_demo.app.data_words import ALLOW_FOLDERS_ENV
+from bsard_demo.evaluation.measures import column_label, extra_columns
 from bsard_demo.evaluation.metrics import compute_metrics
+from bsard_demo.evaluation.report import display_columns
 from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
@@ -277,7 +279,9 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
         assert row["manquantes"] == cli[name]["missing_questions"]
         assert row["inconnues"] == cli[name]["unknown_questions"]
     assert cli["systeme_b.trec.gz"]["missing_questions"] == 2
-    assert list(table.columns[:7]) == ["R@100", "R@200", "R@500", "MAP@100", "R-Prec", "nDCG@10", "MRR@100"]
+    columns = [column_label(c) for c in display_columns((100, 200, 500), extra_columns())]  # the CLI table's
+    assert list(table.columns[:len(columns)]) == columns and columns[:6] == ["R@100", "R@200", "R@500", "MAP@100",
+                                                                             "R-Prec", "nDCG@10"]
     # charts (4 + the A-vs-B scatter), per-question table, drill-down, comparison and downloads are all there
     assert len(at.get("vega_lite_chart")) == 7  # + where misses land, per run and for A against B
     assert [h.value for h in at.header] == ["Validation des fichiers", "Mesures", "Graphiques", "Par question",

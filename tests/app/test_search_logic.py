@@ -36,7 +36,8 @@ from bsard_demo.app.state import (ActiveData, FailureMemo, data_key, dataset_sum
 from bsard_demo.cache import BuildOnce
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
-from bsard_demo.evaluation.report import metrics_table, render_table
+from bsard_demo.evaluation.measures import column_label, extra_columns
+from bsard_demo.evaluation.report import display_columns, metrics_table, render_table
 from bsard_demo.evaluation.scoring import unique_names
 from bsard_demo.retrievers import Hit, RetrieverSpec, build_retriever
 from bsard_demo.runs import read_run_bytes
@@ -363,7 +364,7 @@ def test_score_files_matches_evaluate_and_the_cli_table(sample):
     table = metrics_frame(board)
     assert not board.published and list(table["source"]) == ["this run", "this run"]
     shown = display_metrics(table)
-    assert list(shown.columns) == ["R@100", "R@200", "R@500", "MAP@100", "R-Prec", "nDCG@10", "MRR@100",
+    assert list(shown.columns) == [*(column_label(c) for c in display_columns((100, 200, 500), extra_columns())),
                                    "manquantes", "inconnues", "source"]
     # the displayed numbers are the CLI table's numbers
     cli_rows = [line.split() for line in render_table(table, "table").splitlines()[2:]]

@@ -1,21 +1,28 @@
 """bsard_demo.evaluation.measures: one parser and one label table for every measure of the product."""
+from pathlib import Path
+
 import pytest
 
 from bsard_demo.evaluation.measures import (
-    EXTRA,
-    EXTRA_COLUMNS,
     FAMILIES,
+    Family,
     Measure,
     column_label,
     cutoff_columns,
+    cutoff_families,
+    extra_columns,
+    extra_measures,
+    families_markdown,
     is_measure_column,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_parse_accepts_case_and_blanks_and_gives_the_column():
     assert Measure.parse("recall@100") == Measure("recall", 100)
     assert Measure.parse(" MAP @ 10 ").column == "map@10"
-    assert Measure.parse("nDCG@10") == Measure("ndcg", 10) == EXTRA[1]
+    assert Measure.parse("nDCG@10") == Measure("ndcg", 10) in extra_measures()
     assert str(Measure.parse("MRR@100")) == "mrr@100" == Measure("mrr", 100).name
 
 
@@ -33,22 +40,25 @@ def test_parse_refuses_what_nothing_computes(text, message):
 def test_labels_cutoff_and_columns():
     m = Measure("map", 100)
     assert (m.label, m.short_label, m.label_fr, m.cutoff, m.is_extra) == ("MAP@100", "AP@100", "MAP@100", 100, False)
-    with_k = [f for f in FAMILIES if f != "rprec"]
-    assert [Measure(f, 10).label for f in with_k] == ["R@10", "MAP@10", "MRR@10", "nDCG@10"]
-    assert [Measure(f, 10).short_label for f in with_k] == ["R@10", "AP@10", "RR@10", "nDCG@10"]
+    for family, label, short in (("recall", "R@10", "R@10"), ("mrr", "MRR@10", "RR@10"),
+                                 ("ndcg", "nDCG@10", "nDCG@10")):
+        assert (Measure(family, 10).label, Measure(family, 10).short_label) == (label, short)
     assert Measure("recall", 200).label_fr == "Rappel@200" and Measure("ndcg", 10).is_extra
     assert column_label("recall@500") == "R@500" and column_label("ndcg@10", french=True) == "nDCG@10"
     assert column_label("n_relevant") == "n_relevant"
     assert column_label("missing_questions", french=True) == "missing_questions"
-    assert cutoff_columns((100, 200)) == [
-        "recall@100", "recall@200", "map@100", "map@200", "mrr@100", "mrr@200"]
-    assert EXTRA_COLUMNS == ("rprec", "ndcg@10")
+    # the columns derive from the declarations: each family at every cut-off, in declaration order, then the extras
+    assert cutoff_columns((100, 200)) == [f"{f}@{k}" for f in cutoff_families() for k in (100, 200)]
+    assert cutoff_columns((100,))[:3] == ["recall@100", "map@100", "mrr@100"]
+    assert extra_columns() == tuple(m.column for f in FAMILIES.values() if not f.every_cutoff
+                                    for m in extra_measures() if m.family == f.name)
+    assert extra_columns().index("rprec") < extra_columns().index("ndcg@10")  # the published tables' order
 
 
 @pytest.mark.parametrize("text", ["rprec", "Rprec", " R-Prec ", "R-Precision", "r precision", "R-Précision"])
 def test_r_precision_has_no_cutoff_and_one_column(text):
     m = Measure.parse(text)
-    assert m == Measure("rprec") == EXTRA[0] and m.k is None and m.cutoff is None and m.is_extra
+    assert m == Measure("rprec") in extra_measures() and m.k is None and m.cutoff is None and m.is_extra
     assert (m.column, m.label, m.short_label, m.label_fr) == ("rprec", "R-Prec", "Rprec", "R-Précision")
     assert Measure.from_column("rprec") == m and is_measure_column("rprec") and not is_measure_column("rprec@10")
     assert column_label("rprec") == "R-Prec" and column_label("rprec", french=True) == "R-Précision"
@@ -66,24 +76,49 @@ def test_from_column_reads_only_measure_columns():
         Measure("precision", 10)
 
 
-def test_every_family_has_what_computes_it():
-    from bsard_demo.evaluation.metrics import VALUES
+def test_every_family_has_what_computes_it_and_says_what_it_is():
+    for f in FAMILIES.values():
+        assert callable(f.value) and f.definition and f.citation, f.name
+        assert f.cutoffs is None or all(isinstance(k, int) and k >= 1 for k in f.cutoffs), f.name
 
-    assert set(VALUES) == set(FAMILIES)
+
+def test_design_md_lists_the_declared_families():
+    design = (REPO / "docs" / "design.md").read_text(encoding="utf-8")
+    assert families_markdown() in design, "paste measures.families_markdown() into docs/design.md's families table"
 
 
 def test_a_new_family_is_declared_once(monkeypatch):
-    """One row of FAMILIES and one function of metrics.VALUES: the parser, the columns, the labels
-    and evaluate follow (a toy precision@k)."""
+    """One declaration (a row of FAMILIES with what computes it): the parser, the columns, the labels and
+    evaluate follow (a toy precision@k)."""
     from bsard_demo.evaluation import evaluate
-    from bsard_demo.evaluation.measures import Family, cutoff_families
-    from bsard_demo.evaluation.metrics import VALUES
 
-    monkeypatch.setitem(FAMILIES, "p", Family("p", "P", "P", "Précision"))
-    monkeypatch.setitem(VALUES, "p", lambda positions, n_relevant, k: len([p for p in positions if p <= k]) / k)
+    def precision(positions, n_relevant, k):
+        return len([p for p in positions if p <= k]) / k
+
+    monkeypatch.setitem(FAMILIES, "p", Family("p", "P", "P", "Précision", precision, definition="d", citation="c"))
     assert Measure.parse("P @ 2") == Measure("p", 2) and column_label("p@2") == "P@2"
     assert cutoff_families()[-1] == "p" and cutoff_columns((2,))[-1] == "p@2"
     ev = evaluate({"q": {"a", "b"}}, {"q": ["a", "x", "b"]}, ks=(2,), extra=())
     assert ev.means["p@2"] == 0.5 and ev.means["recall@2"] == 0.5
-    with pytest.raises(ValueError, match=r"use recall@k, map@k, mrr@k, p@k, rprec or ndcg@10"):
+    forms = ", ".join([f"{f}@k" for f in cutoff_families()] + list(extra_columns())[:-1])
+    with pytest.raises(ValueError, match=rf"use {forms} or {extra_columns()[-1]} \(e.g. recall@100\)"):
         Measure.parse("precision@2")
+    assert "| p | p@100 | every k asked | P@100 | P@100 | Précision@100 | — | d | c |" in families_markdown()
+
+
+def test_a_family_at_its_own_cutoffs_is_computed_there_and_parsed_there_only(monkeypatch):
+    """A family computed at declared cut-offs only (as nDCG@10) is an extra measure at each of them: evaluate
+    computes it with nothing else to edit, and the parser names those cut-offs when given another."""
+    from bsard_demo.evaluation import evaluate
+
+    def success(positions, n_relevant, k):
+        return float(any(p <= k for p in positions))
+
+    monkeypatch.setitem(FAMILIES, "s", Family("s", "S", "Success", "Succès", success, cutoffs=(1, 10)))
+    assert extra_columns()[-2:] == ("s@1", "s@10") and Measure.parse("S@10") == Measure("s", 10)
+    with pytest.raises(ValueError, match=r"S is available at s@1, s@10 only, not s@5"):
+        Measure.parse("s@5")
+    ev = evaluate({"q": {"a"}}, {"q": ["x", "a"]}, ks=(5,))
+    assert (ev.means["s@1"], ev.means["s@10"]) == (0.0, 1.0)
+    assert list(ev.per_question.columns[:len(cutoff_columns((5,)) + list(extra_columns()))]) == \
+        cutoff_columns((5,)) + list(extra_columns())

