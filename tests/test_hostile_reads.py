@@ -177,9 +177,9 @@ def test_the_child_s_time_is_what_is_left_of_the_read_s(monkeypatch):
     seen = []
     real = sandbox._exchange
 
-    def spy(content, name, problems, isolation, server, kind):
+    def spy(content, name, problems, isolation, server, kind, labels=False):
         seen.append(sandbox.remaining())
-        return real(content, name, problems, isolation, server, kind)
+        return real(content, name, problems, isolation, server, kind, labels)
 
     monkeypatch.setattr(sandbox, "_exchange", spy)
     assert read_run_bytes(out.getvalue(), "r.parquet").ok
