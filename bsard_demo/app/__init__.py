@@ -8,6 +8,7 @@ build's progress); page models :mod:`.search_model` (its sections :mod:`.search_
 :mod:`.score_systems`, :mod:`.score_misses`); :mod:`.menus`: what the shared menus offer; :mod:`.naming`: names
 and fingerprints, not paths; :mod:`.builds`: encoders offered, :mod:`.first_builds`: their slow first builds;
 output: :mod:`.render`, :mod:`.highlight`, :mod:`.charts`, :mod:`.french`, :mod:`.style`; hosting: :mod:`.hosting`,
-:mod:`.hosting_ui`, :mod:`.visitor_limits` (what one visitor cannot do to the others); Streamlit glue: :mod:`.ui`, :mod:`.sidebar`, :mod:`.score_ui`.
+:mod:`.hosting_ui`, :mod:`.visitor_limits` (what one visitor cannot do to the others); Streamlit glue:
+:mod:`.ui`, :mod:`.sidebar`, :mod:`.score_ui`.
 A test (``tests/app/test_app_modules.py``) checks that this list names every module.
 """

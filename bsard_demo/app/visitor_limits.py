@@ -1,16 +1,9 @@
-"""What one visitor cannot do to the others (Streamlit glue, set once per process by
-:func:`bsard_demo.app.hosting_ui.tune_process`): empty the process's shared state, or hold more uploaded
-bytes than a budget.
-
-- Streamlit 1.67 takes a ``clear_cache`` back-message from any client, developer mode or not, and empties
-  every ``st.cache_resource`` of the process (indexes, datasets, bundle, scoreboards): ten visitors who each
-  searched and sent it made a fresh visitor's BM25 search 1.70 s instead of 0.11 s and the server grow from
-  342 to 915 MB (docs/reliability.md, "12. What one visitor can do to the others"). :func:`refuse_cache_clears`
-  makes the message drop the sender's own session state only.
-- Streamlit caps each uploaded file (``server.maxUploadSize``), not what a session holds: one session had
-  20 × 48 MB stored in 9 s. :func:`cap_uploads` refuses a file, before it is stored, that would take its
-  session past :attr:`UploadBudget.per_visitor` or every session together past :attr:`UploadBudget.total`
-  (HTTP 413; the page says the budget).
+"""What one visitor cannot do to the others (set once per process by :func:`bsard_demo.app.hosting_ui.tune_process`):
+empty the process's shared state, or hold more uploaded bytes than a budget. Streamlit 1.67 takes a ``clear_cache``
+message from any client and empties every ``st.cache_resource``: ten such visitors made a fresh BM25 search 9.6 s
+instead of 0.17 s and the server grow 593 MB (docs/reliability.md, section 12); :func:`refuse_cache_clears` makes it
+clear the sender's session state only. :func:`cap_uploads` refuses a file, before it is stored, that would take its
+session or all sessions past :class:`UploadBudget` (HTTP 413; the page says the budget).
 """
 from __future__ import annotations
 

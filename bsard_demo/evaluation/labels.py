@@ -1,13 +1,10 @@
 """Labels from a file instead of a dataset's split: ``evaluate``/``compare --qrels FILE`` and the Score page's
 labels upload. :func:`labels_dataset` turns a read labels file (:class:`bsard_demo.runs.qrels_read.QrelsFile`)
-into a :class:`~bsard_demo.dataset.Dataset` whose split holds those labels, so that
-:func:`bsard_demo.evaluation.scoring.score_runs` scores against it as against any split: with ``base`` (``--data``)
-the corpus and the other splits are the base's, without it there is no corpus and the checks that need one are
-skipped (:data:`SKIPPED_CHECKS`). Graded labels ride along in the split's :data:`GAINS_COLUMN` (nDCG's gains,
+into a :class:`~bsard_demo.dataset.Dataset` whose split holds those labels, scored as any split: with ``base``
+(``--data``) the corpus and other splits are the base's; without it there is no corpus and the checks that need
+one are skipped (:data:`SKIPPED_CHECKS`). Graded labels ride in :data:`GAINS_COLUMN` (nDCG's gains,
 :func:`gains_of`); every other measure counts relevance > 0 as relevant, as trec_eval does.
-
-For the Score page: ``read_qrels_bytes(data, name)`` (:mod:`bsard_demo.runs`), then :func:`labels_dataset` and
-``score_runs(dataset, split, sources)``; or :func:`labels_from_upload` for both steps.
+:func:`labels_from_upload` reads and wraps an uploaded file in one step.
 """
 from __future__ import annotations
 
