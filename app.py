@@ -10,12 +10,12 @@ from bsard_demo import settings
 
 settings.prepare_runtime()  # before any page loads faiss, torch or tokenizers (a user's own values win)
 
-from bsard_demo.app import hosting_ui, sidebar, ui  # noqa: E402
+from bsard_demo.app import hosting_ui, sidebar, style, ui  # noqa: E402
 
 hosting_ui.tune_process()  # once per process: memory handed back when idle, glibc's arenas capped, BLAS on 1 thread
 
 # "auto": the sidebar is open on a wide screen and closed on a phone, where it would cover the question box
-st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",
+st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=str(style.ICON), layout="wide",
                    initial_sidebar_state="auto")
 hosting_ui.hide_error_details()  # Community Cloud forces a value that shows tracebacks on 1.67
 ui.inject_style()
@@ -37,9 +37,8 @@ data = None
 with ui.guard("chargement des données"):
     data = sidebar.active_data()
     sidebar.sidebar_data(data)
-    sidebar.fallback_banner(data)
-    sidebar.fictional_notice(data)
-    hosting_ui.show_bundle_notices(data)  # the index bundle (BSARD_INDEX), activated once per process
+    # one notice: the data shown and why, the index bundle's (BSARD_INDEX, activated once per process) included
+    sidebar.data_notice(data, hosting_ui.bundle_notes(data))
 st.session_state["active_data"] = data
 
 if data is not None:

@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 from ..dataset import Dataset
 from ..retrievers.base import Retriever
 from ..retrievers.hybrid import first_ranks
-from ..retrievers.kinds import BM25, HYBRID
+from ..retrievers.kinds import BM25, HYBRID, NEIGHBOURS_KIND
 from ..retrievers.neighbours import DEFAULT_SPLIT, NEIGHBOURS, Neighbour, NeighboursRetriever, labelled_questions
 from ..retrievers.registry import BASE_PART
 from .search_page import ColumnResult, breadcrumb_text, describe_article
@@ -79,8 +79,8 @@ def panel_reason(dataset: Dataset, active: bool) -> str | None:
         return (f"{PANEL_TITLE} : indisponibles, aucune question du split « {DEFAULT_SPLIT} » ne cite un article "
                 "de ce corpus.")
     if not active:
-        return (f"{PANEL_TITLE} : ajoutez « {NEIGHBOURS} » (questions voisines) aux encodeurs de l'hybride pour voir "
-                "les questions déjà traitées les plus proches de la vôtre.")
+        return (f"{PANEL_TITLE} : ajoutez « {NEIGHBOURS_KIND.title} » aux encodeurs du classement combiné (réglages "
+                "avancés) pour voir les questions déjà traitées les plus proches de la vôtre.")
     return None
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
+from _app_helpers import assert_clean, column_names, sample_run_trec, set_app_env, start
+from bsard_demo.app import french
 from bsard_demo.app.data_words import ALLOW_FOLDERS_ENV
 from bsard_demo.evaluation.metrics import compute_metrics
 from bsard_demo.evaluation.scoring import RunSource, score_runs
@@ -72,7 +73,7 @@ def test_sidebar_shows_the_sample_and_its_fictional_notice_on_every_page():
     assert "Échantillon fictif" in side and f"{len(ds.articles)} articles" in side
     assert f"{len(ds.questions('test'))} questions (test)" in side
     assert any("FICTIFS" in w.value for w in at.main.warning)
-    assert any("FICTIFS" in w.value for w in at.sidebar.warning)
+    assert "Articles fictifs" in side and not at.sidebar.warning  # one notice: the main area's
     at.switch_page("pages/score.py").run()
     assert_clean(at)
     assert any("FICTIFS" in w.value for w in at.main.warning)
@@ -93,10 +94,14 @@ def test_unreachable_hub_falls_back_to_the_sample_with_the_reason(monkeypatch):
     monkeypatch.setattr(sidebar, "load_uncached", unreachable)
     sidebar.failure_memo().forget(("hub",))
     at = start()
-    banner = " ".join(i.value for i in at.info)
-    assert "hub Hugging Face" in banner and "échantillon fictif" in banner
-    assert "hub is unreachable and the file is not in the local cache" in banner.replace("\\", "")
-    assert any("FICTIFS" in w.value for w in at.main.warning)
+    # one notice, in French: the data shown and why; the loader's English message is the sidebar's details
+    assert not at.main.info and len(at.main.warning) == 1
+    banner = at.main.warning[0].value
+    assert "hub Hugging Face" in banner and "échantillon fictif" in banner and "FICTIFS" in banner
+    assert "hub is unreachable" not in banner.replace("\\", "")
+    details = [e for e in at.sidebar.expander if e.label == "Détails techniques"]
+    assert "hub is unreachable and the file is not in the local cache" in details[0].caption[0].value.replace("\\", "")
+    assert at.sidebar.radio(key="data_choice").value == "sample"  # the source loaded, not the one that failed
     sidebar.failure_memo().forget(("hub",))
 
 
@@ -138,7 +143,8 @@ def test_no_folder_choice_unless_the_server_allows_it(tmp_path):
     at = start()
     assert at.sidebar.radio(key="data_choice").options == SOURCES
     assert not at.sidebar.text_input and not at.sidebar.button
-    assert any("BSARD_ALLOW_FOLDERS=1" in c.value for c in at.sidebar.caption)
+    assert any("ne propose pas de dossier local" in c.value for c in at.sidebar.caption)
+    assert not any("BSARD_" in c.value for c in at.sidebar.caption)  # no server setting told to a visitor
     at.session_state["data_spec"] = str(tmp_path)  # even a forged request does not load it
     at.run()
     assert_clean(at)
@@ -179,9 +185,9 @@ def test_typed_question_returns_hits():
     assert len(cards) == 10
     assert all("bsard-badge gold" not in c for c in cards)  # a typed question has no labels
     assert "<mark>" in "".join(cards)
-    assert [s.value for s in at.main.subheader] == ["BM25"]
+    assert column_names(at) == ["BM25"]
     assert any("ms (serveur)" in c.value for c in at.caption)
-    assert not at.metric
+    assert not at.metric and not [c for c in at.caption if c.value.startswith("R@")]  # no labels: no scores
     # the question and its results are still there after a visit to the other page
     at.switch_page("pages/score.py").run()
     at.switch_page("pages/search.py").run()
@@ -200,8 +206,8 @@ def test_example_question_fills_the_box_and_marks_gold_articles():
     bm25 = build_retriever(RetrieverSpec("bm25"), ds, cache_root=Path(os.environ["BSARD_CACHE"]))
     ranking = [h.article_id for h in bm25.search(q["question"], len(ds.articles))]
     recall, ap, rr = compute_metrics(q["article_ids"], ranking, 20)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics == {"R@20": f"{recall:.3f}", "AP@20": f"{ap:.3f}", "RR@20": f"{rr:.3f}"}
+    lines = [c.value for c in at.caption if c.value.startswith("R@")]  # in French percentages, as the page shows
+    assert lines == [f"R@20 {french.percent(recall)} · AP@20 {french.percent(ap)} · RR@20 {french.percent(rr)}"]
     cards = hit_cards(at)
     gold_in_top = [a for a in ranking[:20] if a in q["article_ids"]]
     assert gold_in_top, "choose a question whose gold articles BM25 finds"
@@ -217,7 +223,7 @@ def test_hostile_question_is_shown_literally():
     at = start()
     at.text_area(key="question").input(XSS).run()
     assert_clean(at)
-    shown = [h.value for h in at.html if h.value.startswith('<div class="bsard-question"')]
+    shown = [h.value for h in at.html if 'class="bsard-question"' in h.value]
     assert len(shown) == 1 and "<img" not in shown[0]
     assert "&lt;img src=x onerror=alert(1)&gt;" in re.sub(r"</?mark>", "", shown[0])
     assert all("<img" not in h.value for h in at.html)
@@ -242,7 +248,7 @@ def test_dense_and_bm25_side_by_side():
     at.multiselect(key="kinds").select("dense")
     at.text_area(key="question").input("Mon propriétaire peut-il garder ma garantie locative ?").run()
     assert_clean(at)
-    assert [s.value for s in at.main.subheader] == ["BM25", "Dense \\(use\\)"]
+    assert column_names(at) == ["BM25", "Dense \\(use\\)"]
     cards = hit_cards(at)
     assert len(cards) == 20
     markers = [c for c in cards[10:] if "bsard-badge " in c]

@@ -12,7 +12,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
+from _app_helpers import REPO, TIMEOUT, assert_clean, column_names, set_app_env
 from bsard_demo.cli.main import main
 
 QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
@@ -42,7 +42,7 @@ def visit(params: dict | None = None, clean: bool = True) -> AppTest:
 
 
 def columns(at: AppTest) -> list[str]:
-    return [h.value.replace("\\", "") for h in at.main.subheader]
+    return [h.replace("\\", "") for h in column_names(at)]
 
 
 def hit_ids(at: AppTest, column: int) -> list[str]:
