@@ -75,7 +75,15 @@ from bsard_demo.app.score_tables import (
     score_tables,
     shown_metrics,
 )
-from bsard_demo.app.score_uploads import DISTANCES_LABEL, MAX_FILES, prepare_reader, problems_frame, too_many_files
+from bsard_demo.app.score_uploads import (
+    DISTANCES_LABEL,
+    MAX_FILES,
+    UPLOAD_HELP,
+    prepare_reader,
+    problem_details,
+    problems_frame,
+    too_many_files,
+)
 from bsard_demo.app.search_model import first_visit
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
@@ -191,7 +199,7 @@ def page() -> None:
     with left:
         uploads = st.file_uploader(f"Fichiers de run (jusqu'à {MAX_FILES} fichiers de "
                                    f"{score_ui.upload_limit_bytes() // 2**20} Mo chacun)",
-                                   accept_multiple_files=True, key="runs")
+                                   accept_multiple_files=True, key="runs", help=UPLOAD_HELP)
         st.html(upload_refused_notice(score_ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
         uploads, ignored = split_uploads(list(uploads or []))
         lower = [st.checkbox(f"« {md_escape(quote(u.name, marks=False))} » : {DISTANCES_LABEL} (plus petit = meilleur)",
@@ -246,6 +254,9 @@ def _validation(board) -> None:
                                             "code": st.column_config.TextColumn(
                                                 "code", help="Code stable du problème (README, tableau des codes)"),
                                             "problème": st.column_config.TextColumn("problème", width="large")})
+            with st.expander(f"Détails techniques des problèmes de {md_escape(run.name)} (messages du lecteur)"):
+                st.dataframe(problem_details(problems), hide_index=True, width="stretch",
+                             column_config={"ligne": st.column_config.NumberColumn("ligne", format="%d")})
 
 
 def _metrics(board, data, split, tables, stamp) -> None:

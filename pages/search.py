@@ -199,7 +199,12 @@ def _link(settings, choices: LinkChoices) -> str:
 
 
 def _link_box(link: str) -> None:
-    """The search's link, to share it (its settings are in it)."""
+    """The search's link, to share it (its settings are in it), one tap away."""
+    with st.expander("Partager cette recherche"):
+        _link_text(link)
+
+
+def _link_text(link: str) -> None:
     st.caption("Lien de cette recherche, avec tous ses réglages (bouton « copier » à droite)"
                if "://" in link else
                "Lien de cette recherche, relatif à l'adresse de cette page (bouton « copier » à droite)")

@@ -39,6 +39,11 @@ STYLE = """
 .bsard-hit details summary {cursor: pointer; color: #0068c9; font-size: .8rem; margin-top: .3rem;}
 .bsard-full {font-size: .86rem; line-height: 1.45; margin-top: .3rem; white-space: normal;}
 .bsard-missed {font-size: .86rem;}
+/* Streamlit 1.67's uploader has no words of its own to set (its button says "Upload", its instructions
+   "50MB per file"): they are hidden, the button gets French words, the limit is in the uploader's label */
+[data-testid="stFileUploaderDropzone"] button [data-testid="stMarkdownContainer"],
+[data-testid="stFileUploaderDropzoneInstructions"] {display: none;}
+[data-testid="stFileUploaderDropzone"] button span[data-has-shortcut]::after {content: "Choisir des fichiers";}
 .bsard-upload-refused {display: none; color: #7d1a1a; background: #fdecea; border-radius: .5rem; padding: .6rem .8rem;
                        font-size: .9rem;}
 /* Streamlit refuses a file above server.maxUploadSize in the browser (red file chip): say so */

@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 from _app_helpers import assert_clean, column_names, sample_run_trec, set_app_env, start
 from bsard_demo.app import french
 from bsard_demo.app.data_words import ALLOW_FOLDERS_ENV
+from bsard_demo.app.problem_words import PROBLEMS_FR
 from bsard_demo.evaluation.metrics import compute_metrics
 from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
@@ -355,7 +356,9 @@ def test_unreadable_and_oversized_uploads_get_a_clear_message():
     at.file_uploader(key="runs").upload("image.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "image/png").run()
     assert not at.exception
     problems = next(d.value for d in at.dataframe if "problème" in d.value.columns)
-    assert "PNG" in " ".join(problems["problème"])
+    assert list(problems["problème"]) == [PROBLEMS_FR["binary_file"]]  # in French; the reader's words in the details
+    details = next(d.value for d in at.dataframe if "message" in d.value.columns)
+    assert "PNG" in " ".join(details["message"])
     previous = config.get_option("server.maxUploadSize")
     config.set_option("server.maxUploadSize", 1)
     try:
