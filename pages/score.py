@@ -21,7 +21,7 @@ from bsard_demo.app.charts import (
 )
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.naming import strip_paths
-from bsard_demo.app.render import question_box, upload_refused_notice
+from bsard_demo.app.render import COPY_SCRIPT, question_box, upload_refused_notice
 from bsard_demo.app.score_anchors import NOTES_FR, beside_frame, figure_columns
 from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun
 from bsard_demo.app.score_builtins import baseline_specs
@@ -201,6 +201,7 @@ def page() -> None:
                                    f"{score_ui.upload_limit_bytes() // 2**20} Mo chacun)",
                                    accept_multiple_files=True, key="runs", help=UPLOAD_HELP)
         st.html(upload_refused_notice(score_ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
+        st.html(COPY_SCRIPT, unsafe_allow_javascript=True)  # the uploader's French names (fixed text)
         uploads, ignored = split_uploads(list(uploads or []))
         lower = [st.checkbox(f"« {md_escape(quote(u.name, marks=False))} » : {DISTANCES_LABEL} (plus petit = meilleur)",
                              key=f"lower_{u.file_id}",

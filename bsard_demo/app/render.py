@@ -24,8 +24,9 @@ COPY_TITLE = "Copier la référence et son fil d'Ariane"
 #: ``button.bsard-copy`` copies its ``data-copy`` text; a click on ``button.bsard-edit`` brings the
 #: question's box into view and puts the cursor in it; and a searched question's box
 #: (:func:`question_box` with a ``search``) that this tab has not shown yet is scrolled to the top of the
-#: view, so the first hits are on the screen after a search. Fixed text: no data goes into it (the
-#: browser tests tell it from an injected script by its ``data-bsard`` attribute).
+#: view, so the first hits are on the screen after a search; and Streamlit's file uploader gets French
+#: accessible names (its own English words are hidden by the stylesheet). Fixed text: no data goes into it
+#: (the browser tests tell it from an injected script by its ``data-bsard`` attribute).
 COPY_SCRIPT = """<script data-bsard="copy">
 if (!window.__bsardCopy) {
   window.__bsardCopy = true;
@@ -48,7 +49,14 @@ if (!window.__bsardCopy) {
     button.textContent = 'Copié ✓';
     setTimeout(() => { button.textContent = label; }, 1500);
   });
+  const name = (element, words) => {
+    if (element && element.getAttribute('aria-label') !== words) element.setAttribute('aria-label', words);
+  };
   const reveal = () => {
+    for (const zone of document.querySelectorAll('[data-testid="stFileUploaderDropzone"]')) {
+      name(zone.querySelector('button'), 'Choisir des fichiers');
+      name(zone.querySelector('input[type="file"]'), 'Fichiers à évaluer');
+    }
     const box = document.querySelector('.bsard-question[data-search]');
     if (!box || box.dataset.search === window.__bsardShown) return;
     window.__bsardShown = box.dataset.search;

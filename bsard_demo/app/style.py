@@ -14,6 +14,8 @@ STYLE = """
 [data-testid="stMetricValue"] {font-size: 1.5rem;}
 /* captions and their code spans dark enough for WCAG AA (4.5:1) on the page's and the sidebar's background */
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] code {color: #4b4e58;}
+[data-testid="stMain"] [data-testid="stCaptionContainer"], [data-testid="stSidebar"] [data-testid="stCaptionContainer"]
+  {opacity: 1;}  /* Streamlit dims some captions (0.6): 3:1 */
 [data-testid="stSidebar"] [data-testid="stCaptionContainer"] {color: #3f424b;}
 /* long unbroken strings (ids, junk text, 5,000-letter words) wrap instead of widening the page */
 .bsard-hit, .bsard-question, .bsard-missed, .bsard-similar {overflow-wrap: anywhere; min-width: 0;}
