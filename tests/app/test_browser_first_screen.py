@@ -24,8 +24,8 @@ FORBIDDEN = re.compile(r"neighbours|lucene|sibling|k1=|rrf k=|\bhybrid\b|upload|
 #: The visible text of the page outside the data's own texts (articles, references, breadcrumbs, the
 #: question typed, the similar questions), the closed disclosures and hidden elements left out.
 VISIBLE_TEXT_JS = """() => {
-  const skip = '.bsard-text, .bsard-full, .bsard-crumbs, .bsard-ref, .bsard-question, .bsard-sq summary, script, style, '
-    + '[data-testid="stIconMaterial"]';  // an icon's ligature name is drawn as the icon
+  const skip = '.bsard-text, .bsard-full, .bsard-crumbs, .bsard-ref, .bsard-question, .bsard-sq summary, script, '
+    + 'style, [data-testid="stIconMaterial"]';  // an icon's ligature name is drawn as the icon
   const out = [], walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   while (walk.nextNode()) {
     const e = walk.currentNode.parentElement;

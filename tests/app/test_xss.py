@@ -323,7 +323,7 @@ def test_score_page_shows_hostile_runs_as_text():
     for name in names:
         assert any(a.startswith(f"**{name}** : format") for a in alerts), (name, alerts)
         assert any(unmd(e.label) == f"Problèmes de {name}" for e in at.expander), name
-    problems = " ".join(" ".join(d.value["problème"]) for d in at.dataframe if "problème" in d.value.columns)
+    problems = " ".join(" ".join(d.value["message"]) for d in at.dataframe if "message" in d.value.columns)  # details
     assert SCRIPT in problems  # the run tags
     assert SVG in problems and IMG in problems  # unknown article ids, from the TREC and the JSON files
 
@@ -583,7 +583,7 @@ def test_a_compressed_upload_may_not_inflate_past_the_upload_limit(monkeypatch):
     finally:
         config.set_option("server.maxUploadSize", previous)
     assert not at.exception
-    problems = " ".join(" ".join(d.value["problème"]) for d in at.dataframe if "problème" in d.value.columns)
+    problems = " ".join(" ".join(d.value["message"]) for d in at.dataframe if "message" in d.value.columns)  # details
     assert "larger than the limit of 1.0 MB" in problems
     # the same file is fine under the default limit
     at = start("pages/score.py")
