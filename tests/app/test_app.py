@@ -292,7 +292,10 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
     row = comparison[0].iloc[0]
     assert (row["run A"], row["run B"]) == ("systeme_a.trec", "systeme_b.trec.gz")
     assert row["A gagne"] + row["égalités"] + row["A perd"] == runs["cli"]["questions"]
-    assert len(at.get("download_button")) == 4
+    assert "p test t" not in comparison[0].columns  # the page's table fits; every test is in its download
+    assert len(at.get("download_button")) == 5
+    (download,) = [b for b in at.get("download_button") if b.proto.label.startswith("Télécharger la comparaison")]
+    assert download.proto.label == "Télécharger la comparaison (CSV, tous les tests)"
 
 
 def test_at_most_ten_files_are_scored_the_others_are_not_read():

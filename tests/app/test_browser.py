@@ -27,6 +27,7 @@ from _browser import (
     table_cells,
     wait_idle as _wait_idle,
 )
+from bsard_demo.app import french
 from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.sources import load_sample
 
@@ -103,7 +104,7 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
     other.write_text(sample_run_trec(seed=4, drop=2))
     # the page shows the scoring service's figure (the one evaluate prints: tests/evaluation/test_scoring.py)
     board = score_runs(load_sample(), "test", [RunSource.file(run_file)])
-    expected = f"{100 * board.evaluations['systeme_a.trec'].means['recall@100']:.2f}"
+    expected = french.decimal(100 * board.evaluations['systeme_a.trec'].means['recall@100'], 2)  # « 12,34 »
 
     with new_page(browser, "score") as page:
         page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
