@@ -54,7 +54,9 @@ if (!window.__bsardCopy) {
   };
   const reveal = () => {
     for (const zone of document.querySelectorAll('[data-testid="stFileUploaderDropzone"]')) {
-      name(zone.querySelector('button'), 'Choisir des fichiers');
+      for (const button of zone.querySelectorAll('button')) {  // the one whose English words are hidden
+        if (button.querySelector('[data-testid="stMarkdownContainer"]')) name(button, 'Choisir des fichiers');
+      }
       name(zone.querySelector('input[type="file"]'), 'Fichiers à évaluer');
     }
     const box = document.querySelector('.bsard-question[data-search]');

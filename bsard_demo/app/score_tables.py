@@ -141,7 +141,14 @@ def french_view(frame: pd.DataFrame, *, fractions: Sequence[str] = (), percents:
     formats = {c: shown(lambda v: french.percent(v, digits)) for c in fractions if c in frame.columns}
     formats.update({c: shown(lambda v: french.decimal(v, 2)) for c in percents if c in frame.columns})
     formats.update({c: shown(lambda v: french.decimal(v, 4)) for c in decimals if c in frame.columns})
-    return frame.style.format(na_rep="").format(formats)
+    frame = frame.copy()
+    for c in frame.columns:  # the grid draws a missing value as "None", whatever its display text
+        if c in formats and frame[c].isna().any():
+            frame[c] = [formats[c](v) for v in frame[c]]  # a column with holes is shown as its French text
+        elif frame[c].isna().any() and not pd.api.types.is_float_dtype(frame[c]):
+            frame[c] = frame[c].astype(object).where(frame[c].notna(), "")
+    numeric = {c: f for c, f in formats.items() if pd.api.types.is_numeric_dtype(frame[c])}
+    return frame.style.format(na_rep="").format(numeric)
 
 
 def to_csv_bytes(df: pd.DataFrame, *, index: bool = False) -> bytes:

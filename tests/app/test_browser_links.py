@@ -99,6 +99,7 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
                                timeout=STEP_MS)
         address = page.url
         assert query(address)["q"] == [SECOND] and query(address)["systems"] == ["bm25", "hybrid"]
+        page.get_by_text("Partager cette recherche", exact=True).click()  # the link, one tap away
         code = page.locator("[data-testid='stCode']").first
         code.wait_for(timeout=STEP_MS)
         shared = code.inner_text().strip()
