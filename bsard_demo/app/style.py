@@ -85,7 +85,7 @@ h2.bsard-question {font-size: 1rem; font-weight: 400; line-height: 1.5; letter-s
 /* a menu's long option (an example question) on two lines of its fixed-height row, not cut at the edge */
 [role="option"]:has(> [data-item-hl]) {padding-top: 2px; padding-bottom: 2px;}
 [role="option"] [data-item-hl] {white-space: normal; overflow: hidden; display: -webkit-box;
-                                -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-height: 1.15; font-size: .8rem;}
+  -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-height: 1.15; font-size: .8rem;}
 .bsard-qrow {display: flex; flex-wrap: wrap; gap: .4rem .8rem; align-items: center;}
 .bsard-edit {font-size: .8rem; border: 1px solid rgba(49,51,63,.25); border-radius: .4rem; background: #fff;
              color: #0b5cad; padding: .15rem .6rem; cursor: pointer;}
