@@ -119,8 +119,8 @@ COMPARISON_LABELS = {
     "significant": significant_label(),
 }
 #: The comparison's columns the page shows (the download has them all).
-SHOWN_COMPARISON = ("run_a", "run_b", "mean_a", "mean_b", "diff", "wins", "ties", "losses", "p_permutation_holm",
-                    "significant")
+SHOWN_COMPARISON = ("run_a", "run_b", "significant", "diff", "p_permutation_holm", "mean_a", "mean_b", "wins", "ties",
+                    "losses")  # the verdict first: on a phone the table scrolls sideways, the verdict stays in view
 PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie", "question": "texte",
                        "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
 BUILD_ERRORS = (DataError, ValueError, OSError)

@@ -293,6 +293,7 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
     assert (row["run A"], row["run B"]) == ("systeme_a.trec", "systeme_b.trec.gz")
     assert row["A gagne"] + row["égalités"] + row["A perd"] == runs["cli"]["questions"]
     assert "p test t" not in comparison[0].columns  # the page's table fits; every test is in its download
+    assert list(comparison[0].columns)[2].startswith("significatif")  # the verdict in view on a phone too
     assert len(at.get("download_button")) == 5
     (download,) = [b for b in at.get("download_button") if b.proto.label.startswith("Télécharger la comparaison")]
     assert download.proto.label == "Télécharger la comparaison (CSV, tous les tests)"
