@@ -146,7 +146,10 @@ def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
     try:
         retriever = ui.retriever(data, specs[label], label)
     except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
-        st.error(f"Système intégré « {md_escape(label)} » indisponible : {md_escape(strip_paths(str(exc)))}")
+        st.error(f"Système intégré « {md_escape(label)} » indisponible sur ce serveur : son index ou son modèle n'a "
+                 "pas pu être chargé.")
+        with st.expander("Détails techniques"):  # the builder's own (English) words
+            st.caption(md_escape(strip_paths(str(exc))))
         return None
     update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
     try:

@@ -48,6 +48,7 @@ from bsard_demo.app.link_widgets import (
     state_from_settings,
     weight_key,
 )
+from bsard_demo.app.naming import strip_paths
 from bsard_demo.app.passages import group_passages, section_context
 from bsard_demo.app.render import COPY_SCRIPT, entry_card, missed_list, question_box, similar_panel
 from bsard_demo.app.search_examples import Examples, examples_of
@@ -320,8 +321,11 @@ def _results(data, settings, m: Menus, link: str) -> None:
     if not specs:
         return
     retrievers, failures = build_columns(specs, lambda label, spec: ui.retriever(data, spec, label))
-    for label, message in failures.items():
-        st.error(f"{md_escape(label)} indisponible : {md_escape(message)}")
+    for label, message in failures.items():  # in French; the builder's own (English) words in the details
+        st.error(f"« {md_escape(kind_label(specs[label].kind))} » est indisponible sur ce serveur : son index ou "
+                 "son modèle n'a pas pu être chargé.")
+        with st.expander(f"{DETAILS} de l'erreur"):
+            st.caption(f"{md_escape(label)} : {md_escape(strip_paths(message))}")
     if not retrievers:
         return
     titles = column_titles({label: specs[label] for label in retrievers})

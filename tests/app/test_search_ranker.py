@@ -108,7 +108,10 @@ def test_a_damaged_ranker_is_one_error_on_its_column(server, tmp_path):
         at = visit({"q": QUESTION, "systems": ["bm25", "ranker"]}, clean=False)
         assert not at.exception
         errors = [e.value.replace("\\", "") for e in at.error]  # the page escapes Markdown
-        assert len(errors) == 1 and "trees.json" in errors[0] and "Traceback" not in errors[0]
+        assert len(errors) == 1 and errors[0].startswith("« Classement appris » est indisponible")  # in French
+        details = [c.value.replace("\\", "") for e in at.main.expander if e.label == "Détails techniques de l'erreur"
+                   for c in e.caption]
+        assert any("trees.json" in d for d in details) and not any("Traceback" in d for d in details)
         assert columns(at) == ["BM25"]
     finally:
         trees.write_bytes(saved)
