@@ -38,6 +38,9 @@ VISIBLE_TEXT_JS = """() => {
 FIRST_HIT_JS = """() => { const r = document.querySelector('.bsard-hit').getBoundingClientRect();
   return {top: r.top, bottom: r.bottom}; }"""
 NOTICES = "[data-testid='stMain'] [data-testid='stAlert']"
+#: ``[top of the main area's first notice, bottom of the page's header]`` (the page not scrolled).
+NOTICE_UNDER_HEADER_JS = """() => [document.querySelector("[data-testid='stMain'] [data-testid='stAlert']")
+  .getBoundingClientRect().top, document.querySelector("header").getBoundingClientRect().bottom]"""
 
 
 def _axe_script() -> Path:
@@ -116,6 +119,11 @@ def test_the_score_page_with_a_scored_run_in_a_citizens_words(server, browser, s
     context, page = _page(browser, size)
     try:
         page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
+        page.get_by_role("button", name="Évaluer ce système intégré").wait_for(timeout=STEP_MS)
+        wait_idle(page)
+        if size is PHONE:  # the data notice's first line is not under the page's header (opaque on a phone)
+            notice, header = page.evaluate(NOTICE_UNDER_HEADER_JS)
+            assert notice >= header, (notice, header)
         page.get_by_role("button", name="Évaluer ce système intégré").click(timeout=STEP_MS)  # BM25, the first
         page.wait_for_function(SCORED_JS, timeout=STEP_MS * 3)
         wait_idle(page)
