@@ -12,13 +12,13 @@ from bsard_demo import settings
 
 settings.prepare_runtime()  # before any page loads faiss, torch or tokenizers (a user's own values win)
 
-from bsard_demo.app import hosting_ui, sidebar, ui  # noqa: E402
+from bsard_demo.app import hosting_ui, sidebar, style, ui  # noqa: E402
 
 hosting_ui.tune_process()  # once per process: memory handed back when idle, glibc's arenas capped, BLAS on 1 thread
 ui.drop_forged_widget_states()  # a client's states for widgets no page drew, before anything reads the session
 
 # "auto": the sidebar is open on a wide screen and closed on a phone, where it would cover the question box
-st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=":material/balance:", layout="wide",
+st.set_page_config(page_title="BSARD — recherche et évaluation", page_icon=str(style.ICON), layout="wide",
                    initial_sidebar_state="auto")
 hosting_ui.hide_error_details()  # Community Cloud forces a value that shows tracebacks on 1.67
 ui.inject_style()
@@ -40,9 +40,8 @@ data = None
 with ui.guard("chargement des données"):
     data = sidebar.active_data()
     sidebar.sidebar_data(data)
-    sidebar.fallback_banner(data)
-    sidebar.fictional_notice(data)
-    hosting_ui.show_bundle_notices(data)  # the index bundle (BSARD_INDEX), activated once per process
+    # one notice: the data shown and why, the index bundle's (BSARD_INDEX, activated once per process) included
+    sidebar.data_notice(data, hosting_ui.bundle_notes(data))
 # The run's dataset for the page (ui.current_data): a weak reference, so that a session keeps no dataset of its own
 # between runs (a disconnected one is kept two minutes for a reconnection): every session uses the shared one.
 st.session_state[ui.RUN_DATA] = weakref.ref(data) if data is not None else None

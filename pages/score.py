@@ -12,6 +12,7 @@ from bsard_demo.app.builds import builtin_models, offered
 from bsard_demo.app.charts import (
     ab_scatter,
     category_breakdown,
+    french_chart,
     metric_bars,
     metric_label_fr,
     misses_ab,
@@ -21,7 +22,7 @@ from bsard_demo.app.charts import (
 )
 from bsard_demo.app.highlight import md_escape, query_terms
 from bsard_demo.app.naming import strip_paths
-from bsard_demo.app.render import question_box, upload_refused_notice
+from bsard_demo.app.render import COPY_SCRIPT, question_box, upload_refused_notice
 from bsard_demo.app.score_anchors import NOTES_FR, beside_frame, figure_columns
 from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun
 from bsard_demo.app.score_builtins import baseline_specs
@@ -71,11 +72,21 @@ from bsard_demo.app.score_tables import (
     ci_frame,
     curve_frame,
     filter_categories,
+    french_view,
     measure_headers,
     score_tables,
     shown_metrics,
+    to_csv_bytes,
 )
-from bsard_demo.app.score_uploads import DISTANCES_LABEL, budget_words, prepare_reader, problems_frame, too_many_files
+from bsard_demo.app.score_uploads import (
+    DISTANCES_LABEL,
+    UPLOAD_HELP,
+    budget_words,
+    prepare_reader,
+    problem_details,
+    problems_frame,
+    too_many_files,
+)
 from bsard_demo.app.search_model import first_visit
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
@@ -108,6 +119,9 @@ COMPARISON_LABELS = {
     "p_ttest": "p test t", "p_permutation_holm": "p permutation (Holm)", "p_ttest_holm": "p test t (Holm)",
     "significant": significant_label(),
 }
+#: The comparison's columns the page shows (the download has them all).
+SHOWN_COMPARISON = ("run_a", "run_b", "significant", "diff", "p_permutation_holm", "mean_a", "mean_b", "wins", "ties",
+                    "losses")  # the verdict first: on a phone the table scrolls sideways, the verdict stays in view
 PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie", "question": "texte",
                        "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
 BUILD_ERRORS = (DataError, ValueError, OSError)
@@ -133,7 +147,10 @@ def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
     try:
         retriever = ui.retriever(data, specs[label], label)
     except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
-        st.error(f"Système intégré « {md_escape(label)} » indisponible : {md_escape(strip_paths(str(exc)))}")
+        st.error(f"Système intégré « {md_escape(label)} » indisponible sur ce serveur : son index ou son modèle n'a "
+                 "pas pu être chargé.")
+        with st.expander("Détails techniques"):  # the builder's own (English) words
+            st.caption(md_escape(strip_paths(str(exc))))
         return None
     update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
     try:
@@ -192,8 +209,9 @@ def page() -> None:
     with left:
         budget = score_ui.upload_budget_bytes()
         uploads = st.file_uploader(budget_words(score_ui.upload_limit_bytes() // 2**20, budget // 2**20),
-                                   accept_multiple_files=True, key="runs")
+                                   accept_multiple_files=True, key="runs", help=UPLOAD_HELP)
         st.html(upload_refused_notice(score_ui.upload_limit_bytes() // 2**20, max(DEFAULT_KS)))
+        st.html(COPY_SCRIPT, unsafe_allow_javascript=True)  # the uploader's French names (fixed text)
         uploads, ignored = split_uploads(list(uploads or []), budget=budget)
         lower = [st.checkbox(f"« {md_escape(quote(u.name, marks=False))} » : {DISTANCES_LABEL} (plus petit = meilleur)",
                              key=f"lower_{u.file_id}",
@@ -248,6 +266,9 @@ def _validation(board) -> None:
                                             "code": st.column_config.TextColumn(
                                                 "code", help="Code stable du problème (README, tableau des codes)"),
                                             "problème": st.column_config.TextColumn("problème", width="large")})
+            with st.expander(f"Détails techniques des problèmes de {md_escape(run.name)} (messages du lecteur)"):
+                st.dataframe(problem_details(problems), hide_index=True, width="stretch",
+                             column_config={"ligne": st.column_config.NumberColumn("ligne", format="%d")})
 
 
 def _metrics(board, data, split, tables, stamp) -> None:
@@ -255,8 +276,8 @@ def _metrics(board, data, split, tables, stamp) -> None:
     st.caption(metrics_caption(score_ui.dataset_label(data), split, board))
     shown = tables.shown
     helps = {"nDCG@10": NDCG_HELP, "R-Prec": RPREC_HELP}
-    config = {c: st.column_config.NumberColumn(c, format="%.2f", help=helps.get(c)) for c in measure_headers(shown)}
-    st.dataframe(shown, width="stretch", column_config=config)
+    config = {c: st.column_config.Column(c, help=helps.get(c)) for c in measure_headers(shown)}
+    st.dataframe(french_view(shown, percents=measure_headers(shown)), width="stretch", column_config=config)
     st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles) ; R-Prec : la précision "
                "au rang R (R = nombre d'articles pertinents), le « MRP » des travaux récents.", help=NDCG_HELP)
     row = st.container(horizontal=True)
@@ -269,9 +290,8 @@ def _metrics(board, data, split, tables, stamp) -> None:
 def _state_of_the_art(tables, board) -> None:
     st.subheader("Vos runs et l'état de l'art publié (BSARD, split test)", anchor=False)
     table = beside_frame(tables.metrics, board.ks)
-    config = {c: st.column_config.NumberColumn(c, format="%.2f") for c in figure_columns(table)}
-    config["lu dans"] = st.column_config.TextColumn("lu dans", width="medium")
-    st.dataframe(table, width="stretch", column_config=config)
+    config = {"lu dans": st.column_config.TextColumn("lu dans", width="medium")}
+    st.dataframe(french_view(table, percents=figure_columns(table)), width="stretch", column_config=config)
     st.caption("  \n".join(NOTES_FR) + "  \nLe même tableau : `python -m bsard_demo anchors` ; "
                "`python -m bsard_demo evaluate --anchors` l'imprime sous vos runs.")
 
@@ -314,10 +334,15 @@ def _chart(board, kept, chart, **options) -> None:
     """The Altair chart ``chart()``, converted once per board and ``kept``, the chart's key in the board's memo
     (:func:`score_ui.chart_spec`; the same element as ``st.altair_chart``); ``kept`` None: a view that depends on
     the visitor's picks, drawn, not kept. ``options``: the element's (a widget key, a selection)."""
+    french = partial(_french, chart)  # French numbers: « 12,5 % »
     if kept is None:
-        st.altair_chart(chart(), width="stretch", **options)
+        st.altair_chart(french(), width="stretch", **options)
     else:
-        st.vega_lite_chart(spec=score_ui.chart_spec(board, kept, chart), width="stretch", **options)
+        st.vega_lite_chart(spec=score_ui.chart_spec(board, kept, french), width="stretch", **options)
+
+
+def _french(chart):
+    return french_chart(chart())
 
 
 def _per_question(board, ds, split, tables, misses, k, misses_shown) -> None:
@@ -326,11 +351,12 @@ def _per_question(board, ds, split, tables, misses, k, misses_shown) -> None:
     chosen = st.multiselect("Filtrer par catégorie", categories(table), key=PQ_FILTER,
                             placeholder="toutes les catégories")
     shown = filter_categories(table, chosen)
-    config = {c: st.column_config.NumberColumn(metric_label_fr(c), format="%.3f") for c in shown.columns
-              if is_measure_column(c)}
+    measures = [c for c in shown.columns if is_measure_column(c)]
+    config = {c: st.column_config.Column(metric_label_fr(c)) for c in measures}
     config.update({c: st.column_config.Column(label) for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
     config["question"] = st.column_config.TextColumn("texte", width="medium")
-    st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=320)
+    st.dataframe(french_view(shown, fractions=measures), hide_index=True, width="stretch", column_config=config,
+                 height=320)
     st.caption("Cliquez sur un en-tête pour trier.")
     if compares(board):
         _a_versus_b(board, tables, misses_shown, k)
@@ -386,7 +412,7 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
         st.caption(md_escape(question_line(lines, k)))
         notes = nearest_notes(lines, k, {a: article_reference(ds, a) for a in set(lines["nearest_id"].dropna())})
     st.markdown("**Articles pertinents et leur rang dans chaque run** (— : absent du classement)")
-    st.dataframe(gold_ranks_frame(dd, usable), hide_index=True, width="stretch")
+    st.dataframe(french_view(gold_ranks_frame(dd, usable)), hide_index=True, width="stretch")
     if ds.articles is None:
         st.caption("Textes et références indisponibles : ce jeu de données n'a pas de corpus d'articles.")
     else:
@@ -406,9 +432,10 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
                     # escaped: as above, the whole text
                     st.html(article_text_html(g.text, terms, max_chars=None))
     st.markdown(f"**Premiers articles du run « {md_escape(run_name)} »** ({len(dd.top)})")
-    st.dataframe([{"rang": r.rank, "article": quote(r.article_id, marks=False),  # a 40 MB id: 80 characters shown
-                   "score": r.score, "référence": r.reference, "pertinent": r.gold} for r in dd.top],
-                 hide_index=True, width="stretch")
+    top = pd.DataFrame([{"rang": r.rank, "article": quote(r.article_id, marks=False),  # a 40 MB id: 80 characters
+                         "score": r.score, "référence": r.reference, "pertinent": r.gold} for r in dd.top],
+                       columns=["rang", "article", "score", "référence", "pertinent"])
+    st.dataframe(french_view(top, decimals=["score"]), hide_index=True, width="stretch")
 
 
 def _comparison(board) -> None:
@@ -417,10 +444,18 @@ def _comparison(board) -> None:
                                              persist_state="session", placeholder="Choisir…",
                                              format_func=metric_label_fr)
     table = comparison(board, metric).pairs
-    st.dataframe(table.rename(columns=COMPARISON_LABELS), hide_index=True, width="stretch",
-                 column_config={v: st.column_config.NumberColumn(v, format="%.4f")
-                                for k, v in COMPARISON_LABELS.items() if k.startswith(("mean", "diff", "p_"))})
+    # the page's table: the means and their difference in %, the corrected permutation p and the verdict (every
+    # column, the t-test's included, in the download)
+    shown = table[[c for c in SHOWN_COMPARISON if c in table.columns]].rename(columns=COMPARISON_LABELS)
+    narrow = {v: st.column_config.Column(v, width="small") for k, v in COMPARISON_LABELS.items()
+              if k in ("wins", "ties", "losses")}
+    st.dataframe(french_view(shown, fractions=[COMPARISON_LABELS[c] for c in ("mean_a", "mean_b", "diff")],
+                             decimals=[COMPARISON_LABELS["p_permutation_holm"]]),
+                 hide_index=True, width="stretch", column_config=narrow)
     st.caption(permutation_caption())
+    st.download_button("Télécharger la comparaison (CSV, tous les tests)", to_csv_bytes(table),
+                       file_name=f"comparaison_{metric.replace('@', '_')}.csv", mime="text/csv", key="dl_comparison",
+                       on_click="ignore")
 
 
 ui.ensure_shell()

@@ -4,14 +4,14 @@ URL holds the search (bsard_demo.app.link_codec): opening a link reproduces it. 
 menus, question inputs, system inputs, link, pending builds, similar questions, columns,
 downloads; what it decides is bsard_demo.app.search_model's, their logic in bsard_demo.app (search_page,
 link_codec, link_policy, link_widgets, answers, passages, render)."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
 import streamlit as st
 
 from bsard_demo import settings
-from bsard_demo.app import ui
+from bsard_demo.app import french, ui
 from bsard_demo.app.answers import (
     PANEL_TITLE,
     cite_counts,
@@ -49,11 +49,13 @@ from bsard_demo.app.link_widgets import (
     state_from_settings,
     weight_key,
 )
+from bsard_demo.app.naming import strip_paths
 from bsard_demo.app.passages import group_passages, section_context
 from bsard_demo.app.render import COPY_SCRIPT, entry_card, missed_list, question_box, similar_panel
 from bsard_demo.app.search_examples import Examples, examples_of
 from bsard_demo.app.search_model import link_choices
 from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
+from bsard_demo.app.search_words import SCORES_HELP, column_titles, part_words, scores_line
 from bsard_demo.app.state import is_built
 from bsard_demo.retrievers.ranker import ADAPTER_INPUT
 from bsard_demo.retrievers.registry import BASE_PART, kind as retriever_kind, menu_kinds
@@ -64,7 +66,8 @@ QUESTION, EXAMPLE = WIDGET_KEYS["question"], WIDGET_KEYS["example"]
 WRITTEN = "_link_written"     # session: the URL parameters this session wrote last
 NOTES = "_link_notes"         # session: (notes on the link opened, the parameters written after it)
 CONFIRMED = "_confirmed_builds"  # session: encoders whose first build the visitor asked for
-FUSION_LABELS = {"rrf": "RRF (rangs)", "weighted": "pondérée (scores)"}
+FUSION_LABELS = {"rrf": "par rangs (RRF)", "weighted": "pondérée (scores)"}
+DETAILS = "Détails techniques"
 
 
 def _fill_from_example() -> None:
@@ -95,7 +98,7 @@ def _sync_state(choices: LinkChoices, encoder_keys: list[str]) -> None:
 def _weights_inputs(systems: list[str]) -> None:
     cols = st.columns(min(len(systems), 4))
     for i, system in enumerate(systems):
-        cols[i % len(cols)].number_input(f"Poids {md_escape(system)}", 0.0, MAX_WEIGHT, step=0.1,
+        cols[i % len(cols)].number_input(f"Poids : {md_escape(part_words(system))}", 0.0, MAX_WEIGHT, step=0.1,
                                          key=weight_key(system), persist_state="session")
 
 
@@ -128,16 +131,15 @@ def _menus(data) -> Menus:
                  choices)
 
 
-def _question_inputs(m: Menus):
-    """The left half: example, question box, button; returns the container of the link."""
+def _question_inputs(m: Menus) -> None:
+    """The left half: example, question box, button."""
     by_id = m.examples.texts
-    st.selectbox(f"Exemple de question (split {m.examples.split or '—'})", list(by_id), key=EXAMPLE,
+    st.selectbox("Exemple de question du jeu de données", list(by_id), key=EXAMPLE,
                  persist_state="session", index=None, placeholder="Choisir une question du jeu de données…",
                  format_func=m.examples.labels.get, on_change=_fill_from_example, disabled=not by_id)
     st.text_area("Votre question", key=QUESTION, persist_state="session", height=110, max_chars=MAX_QUESTION_CHARS,
                  placeholder="Ex. : Mon propriétaire peut-il garder ma garantie locative ?")
     st.button("Rechercher", type="primary", icon=":material/search:")
-    return st.container()
 
 
 def _system_inputs(m: Menus) -> None:
@@ -145,28 +147,27 @@ def _system_inputs(m: Menus) -> None:
     keys, labels = m.keys, m.labels
     st.multiselect("Systèmes (côte à côte)", list(m.choices.kinds), format_func=kind_label, key=WIDGET_KEYS["systems"],
                    persist_state="session", placeholder="Choisir un ou plusieurs systèmes")
-    st.slider("Nombre de résultats (top-k)", 1, MAX_K, key=WIDGET_KEYS["k"], persist_state="session")
+    st.slider("Nombre de résultats", 1, MAX_K, key=WIDGET_KEYS["k"], persist_state="session")
     st.selectbox("Filtrer par code", sorted(m.choices.codes), key=WIDGET_KEYS["code"], persist_state="session",
                  index=None, placeholder="Tous les codes")
-    with st.expander("Réglages des systèmes dense et hybride"):
+    with st.expander("Réglages avancés (encodeurs, fusion)"):
         st.selectbox("Encodeur dense", keys, key=WIDGET_KEYS["encoder"], persist_state="session",
                      format_func=labels.get)
         st.multiselect("Encodeurs de l'hybride (fusionnés avec BM25)", keys, key=WIDGET_KEYS["hybrid_encoders"],
                        persist_state="session", format_func=labels.get, placeholder="Au moins un encodeur")
-        fusion = st.radio("Fusion hybride", list(FUSIONS), horizontal=True, key=WIDGET_KEYS["fusion"],
+        fusion = st.radio("Fusion du classement combiné", list(FUSIONS), horizontal=True, key=WIDGET_KEYS["fusion"],
                           persist_state="session", format_func=FUSION_LABELS.get)
-        st.number_input("Constante k de RRF", 1, MAX_RRF_K, key=WIDGET_KEYS["rrf_k"], persist_state="session",
-                        disabled=fusion != "rrf")
+        st.number_input("Constante k de la fusion par rangs", 1, MAX_RRF_K, key=WIDGET_KEYS["rrf_k"],
+                        persist_state="session", disabled=fusion != "rrf")
         st.checkbox("Structure du code : remonter les articles voisins, la section et les renvois des meilleurs "
-                    "résultats de l'hybride", key=WIDGET_KEYS["structure"], persist_state="session")
+                    "résultats du classement combiné", key=WIDGET_KEYS["structure"], persist_state="session")
         settings = settings_from_state(st.session_state, m.choices)
         if settings.uses_alpha:
-            st.slider("α : poids de BM25 (fusion pondérée)", 0.0, 1.0, step=0.05, key=WIDGET_KEYS["alpha"],
-                      persist_state="session")
+            st.slider("α : poids des mots de la question (fusion pondérée)", 0.0, 1.0, step=0.05,
+                      key=WIDGET_KEYS["alpha"], persist_state="session")
         else:
-            st.caption("Poids de chaque système dans la fusion. Par défaut en RRF : BM25 1, encodeur pré-entraîné "
-                       "(use, e5, minilm) 0,5, modèle entraîné (trained:…, bundle:…) 1, comme `run --retriever hybrid` "
-                       "; 1 partout : fusion simple.")
+            st.caption("Poids de chaque système dans la fusion par rangs. Par défaut : mots de la question 1, "
+                       "encodeur pré-entraîné 0,5, modèle entraîné 1 ; 1 partout : fusion simple.")
             _weights_inputs(hybrid_systems(settings))
         _kind_settings()
         note = unavailable_note(m.options)
@@ -182,9 +183,8 @@ def _kind_settings() -> None:
                          persist_state="session")
 
 
-def _link(settings, choices: LinkChoices, link_box) -> str:
-    """Write the search into the address bar and show its link; returns that link ("" without
-    a question)."""
+def _link(settings, choices: LinkChoices) -> str:
+    """Write the search into the address bar; returns its link to show ("" without a question)."""
     if not settings.systems:
         return ""
     params = link_params(settings, choices.default_encoder)
@@ -196,13 +196,20 @@ def _link(settings, choices: LinkChoices, link_box) -> str:
         st.warning("Lien corrigé : " + "  \n".join(md_escape(n) for n in notes), icon=":material/link_off:")
     if not settings.question.strip():
         return ""
-    base = st.context.url
-    link = share_url(base, settings, choices.default_encoder)
-    with link_box:
-        st.caption("Lien de cette recherche (bouton « copier » à droite)" if base else
-                   "Lien de cette recherche, relatif à l'adresse de cette page (bouton « copier » à droite)")
-        st.code(link, language=None, wrap_lines=True)
-    return link
+    return share_url(st.context.url, settings, choices.default_encoder)
+
+
+def _link_box(link: str) -> None:
+    """The search's link, to share it (its settings are in it), one tap away."""
+    with st.expander("Partager cette recherche"):
+        _link_text(link)
+
+
+def _link_text(link: str) -> None:
+    st.caption("Lien de cette recherche, avec tous ses réglages (bouton « copier » à droite)"
+               if "://" in link else
+               "Lien de cette recherche, relatif à l'adresse de cette page (bouton « copier » à droite)")
+    st.code(link, language=None, wrap_lines=True)
 
 
 def _ready_specs(data, specs: dict, targets: dict[str, str]) -> dict:
@@ -233,9 +240,9 @@ def _ready_specs(data, specs: dict, targets: dict[str, str]) -> dict:
 
 def _question_captions(settings, example, gold) -> None:
     if example is not None:
-        st.caption(f"Question n° {md_escape(example.qid)} du split {md_escape(example.split)} · catégorie "
-                   f"{md_escape(example.category or '—')} · {len(gold)} article(s) pertinent(s) selon le jeu de "
-                   "données")
+        st.caption(f"Question n° {md_escape(example.qid)} du jeu de données (série {md_escape(example.split)}) · "
+                   f"catégorie {md_escape(example.category or '—')} · {len(gold)} article(s) pertinent(s) selon ses "
+                   "juristes")
     if settings.code:
         st.caption(f"Filtre : seuls les articles du code « {md_escape(settings.code)} » sont classés.")
 
@@ -258,15 +265,13 @@ def _similar(ds, question: str, retrievers: dict, results: list):
     return cite_counts(neighbours)
 
 
-def _column(ds, result, retriever, terms, gold, shown_k: int, code) -> None:
-    """One system's column: name, time, the question's scores, then its hits (passages grouped)."""
-    st.subheader(md_escape(result.name), anchor=False)
-    st.caption(f"{md_escape(retriever.name)}  \nrecherche : {result.seconds * 1000:.1f} ms (serveur)")
+def _column(ds, result, title: str, retriever, terms, gold, shown_k: int, code) -> None:
+    """One system's column: its title (the kind's), time, the question's scores, then its hits (passages
+    grouped), and its settings in « Détails techniques »."""
+    st.subheader(md_escape(title), anchor=False)
+    st.caption(f"recherche : {french.decimal(result.seconds * 1000, 1)} ms (serveur)")
     if result.scores is not None:
-        m1, m2, m3 = st.columns(3)
-        m1.metric(f"R@{shown_k}", f"{result.scores.recall:.3f}")
-        m2.metric(f"AP@{shown_k}", f"{result.scores.ap:.3f}")
-        m3.metric(f"RR@{shown_k}", f"{result.scores.rr:.3f}")
+        st.caption(scores_line(result.scores, shown_k), help=SCORES_HELP)
         if result.scores.code:
             n = result.scores.n_relevant
             st.caption("Scores calculés sur "
@@ -282,6 +287,9 @@ def _column(ds, result, retriever, terms, gold, shown_k: int, code) -> None:
         st.html(entry_card(entry, terms, context))
     if result.missed is not None:
         st.html(missed_list(result.missed, shown_k, result.depth, result.outside or (), code))
+    with st.expander(DETAILS):
+        st.caption(md_escape(result.name))
+        st.caption(md_escape(retriever.name))
 
 
 def _downloads(question: str, results: list, link: str) -> None:
@@ -319,28 +327,41 @@ def _results(data, settings, m: Menus, link: str) -> None:
     if not specs:
         return
     retrievers, failures = build_columns(specs, lambda label, spec: ui.retriever(data, spec, label))
-    for label, message in failures.items():
-        st.error(f"{md_escape(label)} indisponible : {md_escape(message)}")
+    for label, message in failures.items():  # in French; the builder's own (English) words in the details
+        st.error(f"« {md_escape(kind_label(specs[label].kind))} » est indisponible sur ce serveur : son index ou "
+                 "son modèle n'a pas pu être chargé.")
+        with st.expander(f"{DETAILS} de l'erreur"):
+            st.caption(f"{md_escape(label)} : {md_escape(strip_paths(message))}")
     if not retrievers:
         return
+    titles = column_titles({label: specs[label] for label in retrievers})
+    terms = query_terms(question)
+    # the question heads the results (scrolled into view once per question: COPY_SCRIPT), the columns
+    # follow; the similar questions, the rank reference, the link and the downloads come after them
+    st.html(question_box(question, terms, search=True))
+    _question_captions(settings, example, gold)
+    columns = st.columns(len(retrievers), gap="medium")
+    similar_box, after = st.container(), st.container()
     reference = next(iter(retrievers))
     if len(retrievers) > 1:
-        reference = st.columns([2, 3])[0].selectbox(
+        reference = after.columns([2, 3])[0].selectbox(
             "Référence des écarts de rang", list(retrievers), key="reference", placeholder="Choisir…",
+            format_func=lambda label: titles.get(label, label),
             help="▲n : classé n places plus haut que dans la colonne de référence ; ▼n : plus bas ; "
-                 "= : même rang ; nouveau : absent du top-k de la référence.")
-    terms = query_terms(question)
-    st.html(question_box(question, terms))
-    _question_captions(settings, example, gold)
+                 "= : même rang ; nouveau : absent des premiers résultats de la référence.")
     results = run_search(retrievers, ds, question, settings.k, gold=gold, code=settings.code, reference=reference)
-    counts = _similar(ds, question, retrievers, results)
+    with similar_box:
+        counts = _similar(ds, question, retrievers, [replace(r, name=titles[r.name]) for r in results])
     parts = [part_label(p, m.adapters) for p in [BASE_PART, *dict.fromkeys(settings.hybrid_encoders)]]
     results = [with_why_lines(r, _why_labels(retrievers[r.name], parts), counts) for r in results]
     shown_k = min(settings.k, len(ds.articles))
-    for column, result in zip(st.columns(len(results), gap="medium"), results):
+    for column, result in zip(columns, results):
         with column:
-            _column(ds, result, retrievers[result.name], terms, gold, shown_k, settings.code)
-    _downloads(question, results, link)
+            _column(ds, result, titles[result.name], retrievers[result.name], terms, gold, shown_k, settings.code)
+    with after:
+        if link:
+            _link_box(link)
+        _downloads(question, results, link)
     st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
 
 
@@ -348,8 +369,8 @@ def page() -> None:
     data = ui.current_data()
     ds = data.dataset
     st.title("Rechercher des articles de loi")
-    st.caption("Posez une question en français : chaque système classe les articles du corpus. "
-               "Les mots de la question (et leurs variantes : « locatif » ↔ « locatives ») sont surlignés.")
+    st.caption("Posez une question en français : chaque système classe les articles de loi, les mots de votre "
+               "question sont surlignés.")
     if ds.articles is None or len(ds.articles) == 0:
         st.warning("Ce jeu de données n'a pas de corpus d'articles (articles.csv) : la recherche est impossible. "
                    "La page « Évaluer des runs » fonctionne sans corpus.")
@@ -358,15 +379,15 @@ def page() -> None:
     _sync_state(m.choices, m.keys)
     left, right = st.columns([3, 2], gap="large")
     with left:
-        link_box = _question_inputs(m)
+        _question_inputs(m)
     with right:
         _system_inputs(m)
     settings = settings_from_state(st.session_state, m.choices)
-    link = _link(settings, m.choices, link_box)
+    link = _link(settings, m.choices)
     if not settings.systems:
-        st.info("Choisissez au moins un système.")
+        st.caption("Choisissez au moins un système.")  # a caption: the data's notice stays the page's one notice
     elif not settings.question.strip():
-        st.info("Tapez une question ou choisissez un exemple, puis « Rechercher ».")
+        st.caption("Tapez une question ou choisissez un exemple, puis « Rechercher ».")
     else:
         _results(data, settings, m, link)
 

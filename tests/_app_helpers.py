@@ -60,3 +60,9 @@ def sample_run_trec(seed: int = 0, split: str = "test", depth: int = 150, drop: 
         ranking = rng.permutation(ids)[:depth]
         lines += [f"{qid} Q0 {doc} {r} {depth - r + 1}.5 seed{seed}" for r, doc in enumerate(ranking, 1)]
     return "\n".join(lines) + "\n"
+
+
+def column_names(at: AppTest) -> list[str]:
+    """The Search page's columns, left to right, by their label with its settings (Markdown-escaped, as the
+    page writes it): the first line of each column's « Détails techniques » (its heading is its kind's title)."""
+    return [e.caption[0].value for e in at.main.expander if e.label == "Détails techniques"]

@@ -201,9 +201,10 @@ RESULTS_READY_JS = """([question, n, hits]) => {
   return times.length === n && document.querySelectorAll('.bsard-hit').length >= Math.max(1, hits || 0);
 }"""
 
-#: JavaScript: the server times (ms) shown on the Search page, one per column, left to right.
+#: JavaScript: the server times (ms) shown on the Search page (in French: « 1 234,5 »), one per column, left to right.
 SERVER_TIMES_JS = """() => [...document.querySelectorAll("[data-testid='stCaptionContainer']")]
-  .map(e => e.innerText.match(/recherche : ([0-9.]+) ms \\(serveur\\)/)).filter(m => m).map(m => parseFloat(m[1]))"""
+  .map(e => e.innerText.match(/recherche : ([0-9\u202f]+(?:,[0-9]+)?) ms \\(serveur\\)/)).filter(m => m)
+  .map(m => parseFloat(m[1].replace(/\u202f/g, '').replace(',', '.')))"""
 
 #: JavaScript: the article ids of the hit cards, in page order.
 HIT_IDS_JS = """() => [...document.querySelectorAll('.bsard-hit')].map(e => e.dataset.article)"""

@@ -48,7 +48,7 @@ SUBPROTOCOL = "streamlit"
 RUN_TIMEOUT_S = 120.0
 #: the Search page's hit card (``bsard_demo.app.render.hit_card``) and its server-time caption
 HIT_RE = re.compile(r'<div class="bsard-hit[^"]*" data-article="([^"]*)"')
-SERVER_MS_RE = re.compile(r"recherche : ([0-9.]+) ms \(serveur\)")
+SERVER_MS_RE = re.compile(r"recherche : ([0-9\u202f]+(?:,[0-9]+)?) ms \(serveur\)")  # French: « 1 234,5 »
 SCORE_BUTTON = "Évaluer ce système intégré"
 
 
@@ -92,7 +92,8 @@ class Page:
             elif kind == "heading" and element.heading.tag == "h3":
                 blocks.setdefault(block, Column("", None, [])).label = element.heading.body
             elif kind == "markdown" and (m := SERVER_MS_RE.search(element.markdown.body)):
-                blocks.setdefault(block, Column("", None, [])).server_ms = float(m.group(1))
+                ms = m.group(1).replace("\u202f", "").replace(",", ".")
+                blocks.setdefault(block, Column("", None, [])).server_ms = float(ms)
         return [c for c in blocks.values() if c.ids]
 
     def errors(self) -> list[str]:

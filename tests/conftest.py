@@ -85,9 +85,9 @@ from _training_fixture import tiny_data, tiny_model  # noqa: E402,F401
 #: Whole files, or single tests (``path::name`` covers every parametrisation of ``name``), by marker.
 #: ``slow`` = over ~1 s measured on a busy 2-core machine (load 6-8: ~0.5 s on a quiet one), or
 #: behind a slow module fixture. ``browser`` and ``training`` are also ``slow``.
-BROWSER = ("tests/app/test_browser.py", "tests/app/test_browser_hostile.py", "tests/app/test_browser_links.py",
-           "tests/app/test_browser_nginx.py",
-           "tests/app/test_browser_phone.py", "tests/app/test_browser_reader_crash.py")
+BROWSER = ("tests/app/test_browser.py", "tests/app/test_browser_first_screen.py", "tests/app/test_browser_hostile.py",
+           "tests/app/test_browser_links.py", "tests/app/test_browser_nginx.py", "tests/app/test_browser_phone.py",
+           "tests/app/test_browser_reader_crash.py")
 #: Tests that use these fixtures are ``training`` (and ``slow``), and run in one xdist group.
 TRAINING_FIXTURES = ("tiny_model",)
 TRAINING = (

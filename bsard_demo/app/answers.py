@@ -17,7 +17,7 @@ from ..dataset import Dataset
 from ..evaluation.report import formula_safe
 from ..retrievers.base import Retriever
 from ..retrievers.hybrid import first_ranks
-from ..retrievers.kinds import BM25, HYBRID
+from ..retrievers.kinds import BM25, HYBRID, NEIGHBOURS_KIND
 from ..retrievers.neighbours import (
     DEFAULT_MIN_SIMILARITY,
     DEFAULT_SPLIT,
@@ -96,8 +96,8 @@ def panel_reason(dataset: Dataset, active: bool, questions: Sequence[SimilarQues
         return (f"{PANEL_TITLE} : indisponibles, aucune question du split « {DEFAULT_SPLIT} » ne cite un article "
                 "de ce corpus.")
     if not active:
-        return (f"{PANEL_TITLE} : ajoutez « {NEIGHBOURS} » (questions voisines) aux encodeurs de l'hybride pour voir "
-                "les questions déjà traitées les plus proches de la vôtre.")
+        return (f"{PANEL_TITLE} : ajoutez « {NEIGHBOURS_KIND.title} » aux encodeurs du classement combiné (réglages "
+                "avancés) pour voir les questions déjà traitées les plus proches de la vôtre.")
     if questions is not None and not questions:
         return (f"{PANEL_TITLE} : aucune question déjà traitée ne ressemble assez à la vôtre (il en faut une "
                 f"similaire à au moins {round(100 * DEFAULT_MIN_SIMILARITY)} %).")

@@ -237,8 +237,8 @@ def encoder_options(models: Iterable | None = None, *, present: Callable[[str], 
 
 
 #: The menu line of the neighbours part (:mod:`bsard_demo.retrievers.neighbours`).
-NEIGHBOURS_LABEL = ("neighbours — questions voisines : les articles cités par les questions du split train "
-                    "les plus proches (étiquettes transférées, sans encodeur)")
+NEIGHBOURS_LABEL = ("Questions proches : les articles cités par les questions d'entraînement les plus proches "
+                    "(sans encodeur)")
 
 
 def neighbours_option(dataset) -> EncoderOption:

@@ -20,12 +20,24 @@ from ..evaluation.measures import column_label
 from . import french
 
 RUN_TITLE = "Système"
-VALUE_FORMAT = ".3f"
+#: Every measure in %, as the measures table: d3's format, in :data:`FRENCH_NUMBERS`' marks.
+VALUE_FORMAT = ".1%"
+_AXIS_PERCENT = ".0%"
+#: Vega-Lite's number locale for French (:func:`french_chart`): decimal comma, narrow no-break spaces.
+FRENCH_NUMBERS = {"decimal": ",", "thousands": french.THIN, "grouping": [3], "currency": ["", f"{french.THIN}€"],
+                  "percent": f"{french.THIN}%"}
+#: Category labels of a crowded axis turned so that each is read on a phone (390 px).
+_SLANTED = {"labelAngle": -40, "labelOverlap": False, "labelLimit": 140}
 #: k at which :func:`recall_curve_chart` draws vertical rules (the reported cutoffs).
 CUTOFFS = DEFAULT_KS
 #: Bins of :func:`distribution_bins`: exactly 0, five intervals, exactly 1 (labels in French).
-BIN_LABELS = ("0", "]0 ; 0,2]", "]0,2 ; 0,4]", "]0,4 ; 0,6]", "]0,6 ; 0,8]", "]0,8 ; 1[", "1")
+BIN_LABELS = ("0 %", "]0 ; 20 %]", "]20 ; 40 %]", "]40 ; 60 %]", "]60 ; 80 %]", "]80 ; 100 %[", "100 %")
 _BIN_TOL = 1e-12
+
+
+def french_chart(chart):
+    """``chart`` with French numbers (:data:`FRENCH_NUMBERS`): « 12,5 % », « 1 000 »."""
+    return chart.configure(locale={"number": FRENCH_NUMBERS})
 
 
 def metric_label_fr(metric: str) -> str:
@@ -74,12 +86,12 @@ def metric_bars(df: pd.DataFrame, *, confidence: float = 0.95) -> alt.LayerChart
         alt.Tooltip("ci_high:Q", title=f"{ci} (haut)", format=VALUE_FORMAT),
     ]
     base = alt.Chart(data).encode(
-        x=alt.X("label:N", title="Mesure", sort=labels, axis=alt.Axis(labelAngle=0)),
+        x=alt.X("label:N", title="Mesure", sort=labels, axis=alt.Axis(**_SLANTED)),
         xOffset=alt.XOffset("run:N", sort=runs),
         tooltip=tooltip,
     )
     bars = base.mark_bar().encode(
-        y=alt.Y("value:Q", title="Valeur"),
+        y=alt.Y("value:Q", title="Valeur", axis=alt.Axis(format=_AXIS_PERCENT)),
         color=alt.Color("run:N", title=RUN_TITLE, sort=runs),
     )
     errors = base.mark_rule(color="black", strokeWidth=1.5).encode(y="ci_low:Q", y2="ci_high:Q")
@@ -98,7 +110,7 @@ def recall_curve_chart(df: pd.DataFrame, *, cutoffs: Sequence[int] = CUTOFFS) ->
     data["run"] = data["run"].astype(str)
     runs = _runs(data)
     x = alt.X("k:Q", title="Nombre d'articles retournés (k)", scale=alt.Scale(nice=False))
-    y = alt.Y("recall:Q", title="Rappel@k", scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y("recall:Q", title="Rappel@k", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=_AXIS_PERCENT))
     color = alt.Color("run:N", title=RUN_TITLE, sort=runs)
     tooltip = [
         alt.Tooltip("run:N", title=RUN_TITLE),
@@ -158,7 +170,7 @@ def category_breakdown(df: pd.DataFrame, metric: str) -> alt.Chart:
     return alt.Chart(data).mark_bar().encode(
         y=alt.Y("category:N", title="Catégorie", sort=categories),
         yOffset=alt.YOffset("run:N", sort=runs),
-        x=alt.X("value:Q", title=f"{label} (moyenne par catégorie)", axis=alt.Axis(tickCount=5)),
+        x=alt.X("value:Q", title=f"{label} (moyenne par catégorie)", axis=alt.Axis(tickCount=5, format=_AXIS_PERCENT)),
         color=alt.Color("run:N", title=RUN_TITLE, sort=runs),
         tooltip=[
             alt.Tooltip("run:N", title=RUN_TITLE),
@@ -207,7 +219,7 @@ def per_question_distribution(df: pd.DataFrame, metric: str) -> alt.Chart:
     runs = _runs(data)
     label = metric_label_fr(metric)
     return alt.Chart(data).mark_bar().encode(
-        x=alt.X("bin:N", title=f"{label} par question", sort=list(BIN_LABELS), axis=alt.Axis(labelAngle=0)),
+        x=alt.X("bin:N", title=f"{label} par question", sort=list(BIN_LABELS), axis=alt.Axis(**_SLANTED)),
         xOffset=alt.XOffset("run:N", sort=runs),
         y=alt.Y("questions:Q", title="Nombre de questions"),
         color=alt.Color("run:N", title=RUN_TITLE, sort=runs),
@@ -242,8 +254,8 @@ def ab_scatter(points: pd.DataFrame, metric: str, *, current: str | None = None,
     data["b"] = _metric_values(data, "b", "ab_scatter")
     label = metric_label_fr(metric)
     scale = alt.Scale(domain=[0, 1], nice=False)
-    x = alt.X("a:Q", title=f"{label} du run A", scale=scale)
-    y = alt.Y("b:Q", title=f"{label} du run B", scale=scale)
+    x = alt.X("a:Q", title=f"{label} du run A", scale=scale, axis=alt.Axis(format=_AXIS_PERCENT))
+    y = alt.Y("b:Q", title=f"{label} du run B", scale=scale, axis=alt.Axis(format=_AXIS_PERCENT))
     pick = alt.selection_point(name=selection, fields=["qid"], on="click", clear="dblclick")
     tooltip = [
         alt.Tooltip("qid:N", title="Question n°"),

@@ -13,7 +13,7 @@ SOURCE_LABELS = {"hub": "BSARD (hub Hugging Face)", "sample": "Échantillon fict
 FICTIONAL_NOTICE = ("Échantillon de démonstration : ces articles sont FICTIFS, inventés pour montrer "
                     "l'application. Ce ne sont pas des textes de loi belges ; ne vous y fiez pas.")
 
-FICTIONAL_SHORT = "Articles FICTIFS : échantillon de démonstration, pas du droit belge."
+FICTIONAL_SHORT = "Articles fictifs : pas du droit belge."
 
 
 def source_kind(spec: str) -> str:
@@ -22,9 +22,8 @@ def source_kind(spec: str) -> str:
 
 
 ALLOW_FOLDERS_ENV = settings.ALLOW_FOLDERS
-FOLDERS_DISABLED = ("Dossier local désactivé sur ce serveur. Pour l'activer, démarrez l'application avec "
-                    "`BSARD_DATA=/chemin/du/dossier` (ce dossier seul) ou `BSARD_ALLOW_FOLDERS=1` (tout dossier "
-                    "lisible par le serveur : à réserver à un usage local).")
+#: Said to a visitor; how a server's keeper offers folders is the README's (BSARD_DATA, BSARD_ALLOW_FOLDERS).
+FOLDERS_DISABLED = "Ce serveur ne propose pas de dossier local."
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,21 @@ WORD_OVERRUN = 40
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&\"'])")
 
 
+#: Words of a question too common to be worth a highlight (the stop words aside): the forms of « pouvoir »,
+#: « devoir », « falloir », « faire », « vouloir », « avoir », « être », « aller » a question is asked with.
+QUIET_WORDS = ("peut peux peuvent pouvez pouvons pourrait pourrais pourraient puis puisse doit dois doivent devez "
+               "devons devrait devrais faut faudrait fait fais faire font faites veut veux veulent voudrais voudrait "
+               "avoir être aller va vais vont")
+_QUIET = frozenset(_DEFAULT.tokens(QUIET_WORDS))
+#: Terms shorter than this are not highlighted (« a », « y », a stray letter).
+MIN_TERM = 3
+
+
 def query_terms(question: str, analyzer: Analyzer | None = None) -> frozenset[str]:
-    """The analyzed terms of ``question`` (stop words dropped, stems accent-folded)."""
-    return frozenset((analyzer or _DEFAULT).tokens(question or ""))
+    """The analyzed terms of ``question`` worth a highlight: stop words dropped, stems accent-folded,
+    without the common verbs of :data:`QUIET_WORDS` nor terms under :data:`MIN_TERM` characters."""
+    quiet = _QUIET if analyzer is None else frozenset(analyzer.tokens(QUIET_WORDS))
+    return frozenset(t for t in (analyzer or _DEFAULT).tokens(question or "") if len(t) >= MIN_TERM and t not in quiet)
 
 
 def highlight_html(text: str, terms: Iterable[str], analyzer: Analyzer | None = None, *,

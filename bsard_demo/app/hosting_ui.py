@@ -104,14 +104,14 @@ def bundle_setup() -> BundleSetup:
     return setup
 
 
-def show_bundle_notices(data: ActiveData) -> None:
-    """The bundle's notices for the active dataset, on every page; its summary in the sidebar."""
+def bundle_notes(data: ActiveData) -> list[tuple[str, str]]:
+    """The bundle's notices for the active dataset, ``(level, text)``, for the page's one notice
+    (:func:`bsard_demo.app.sidebar.data_notice`); its summary goes in the sidebar now."""
     setup = bundle_setup()
     ds = data.dataset
-    for level, text in bundle_notices(setup, data.key, ds.articles, ds.name):
-        (st.warning if level == "warning" else st.info)(md_escape(strip_paths(text)), icon=":material/inventory_2:")
     if setup.serves(data.key, ds.articles, ds.name):
         st.sidebar.caption(sidebar_line(setup))
+    return list(bundle_notices(setup, data.key, ds.articles, ds.name))
 
 
 #: The sidebar's bundle line, with the bundle it was made for: ``{"line": (bundle, line)}``.

@@ -7,6 +7,7 @@ one script, :data:`COPY_SCRIPT` (the copy buttons), is fixed text. Labels are Fr
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Iterable, Sequence
 
 from ..analyzer import Analyzer
@@ -20,12 +21,22 @@ PREVIEW_CHARS = 300
 COPY_TITLE = "Copier la référence et son fil d'Ariane"
 
 #: Run once per page (``st.html(..., unsafe_allow_javascript=True)``): a click on a
-#: ``button.bsard-copy`` copies its ``data-copy`` text. Fixed text: no data goes into it (the
-#: browser tests tell it from an injected script by its ``data-bsard`` attribute).
+#: ``button.bsard-copy`` copies its ``data-copy`` text; a click on ``button.bsard-edit`` brings the
+#: question's box into view and puts the cursor in it; and a searched question's box
+#: (:func:`question_box` with a ``search``) that this tab has not shown yet is scrolled to the top of the
+#: view, so the first hits are on the screen after a search; and Streamlit's file uploader gets French
+#: accessible names (its own English words are hidden by the stylesheet). Fixed text: no data goes into it
+#: (the browser tests tell it from an injected script by its ``data-bsard`` attribute).
 COPY_SCRIPT = """<script data-bsard="copy">
 if (!window.__bsardCopy) {
   window.__bsardCopy = true;
   document.addEventListener('click', async (event) => {
+    const edit = event.target.closest && event.target.closest('button.bsard-edit');
+    if (edit) {
+      const box = document.querySelector('[data-testid="stTextArea"] textarea');
+      if (box) { box.scrollIntoView({block: 'center'}); box.focus(); }
+      return;
+    }
     const button = event.target.closest && event.target.closest('button.bsard-copy');
     if (!button) return;
     const text = button.dataset.copy || '';
@@ -38,6 +49,23 @@ if (!window.__bsardCopy) {
     button.textContent = 'Copié ✓';
     setTimeout(() => { button.textContent = label; }, 1500);
   });
+  const name = (element, words) => {
+    if (element && element.getAttribute('aria-label') !== words) element.setAttribute('aria-label', words);
+  };
+  const reveal = () => {
+    for (const zone of document.querySelectorAll('[data-testid="stFileUploaderDropzone"]')) {
+      for (const button of zone.querySelectorAll('button')) {  // the one whose English words are hidden
+        if (button.querySelector('[data-testid="stMarkdownContainer"]')) name(button, 'Choisir des fichiers');
+      }
+      name(zone.querySelector('input[type="file"]'), 'Fichiers à évaluer');
+    }
+    const box = document.querySelector('.bsard-question[data-search]');
+    if (!box || box.dataset.search === window.__bsardShown) return;
+    window.__bsardShown = box.dataset.search;
+    box.scrollIntoView({block: 'start'});
+  };
+  new MutationObserver(reveal).observe(document.body, {childList: true, subtree: true});
+  reveal();
 }
 </script>"""
 
@@ -48,7 +76,8 @@ def breadcrumb(parts: Sequence[str]) -> str:
 
 
 def score_text(score: float) -> str:
-    return f"{score:.4g}"
+    """A hit's score in French, four significant digits (``4,428``)."""
+    return french.decimal(float(f"{score:.4g}"))
 
 
 def copy_text(reference: str, parts: Sequence[str]) -> str:
@@ -93,16 +122,17 @@ def _crumbs(parts: Sequence[str]) -> str:
 def _body(hit: ShownHit, terms: frozenset[str], analyzer: Analyzer | None, preview_chars: int) -> str:
     preview = highlight_html(hit.text, terms, analyzer, max_chars=preview_chars)
     body = f'<div class="bsard-text">{preview}</div>'
-    if len(hit.text) > preview_chars:
-        full = highlight_html(hit.text, terms, analyzer)
+    full = highlight_html(hit.text, terms, analyzer)
+    if full != preview:  # a preview that runs to the end of its last word may be the whole text
         body += f'<details><summary>Texte complet</summary><div class="bsard-full">{full}</div></details>'
     return body
 
 
-def section_view(context: Sequence[ContextArticle], terms: Iterable[str] = (), analyzer: Analyzer | None = None) -> str:
+def section_view(context: Sequence[ContextArticle], terms: Iterable[str] = (), analyzer: Analyzer | None = None,
+                 shown: Iterable[str] = ()) -> str:
     """« Voir la section »: the articles around a hit or passage, the displayed hits marked (nothing
-    when the section holds no other article)."""
-    if len(context) <= 1:
+    when the section holds no other article than those of the card, ``shown``)."""
+    if len(context) <= 1 or {c.article_id for c in context} <= set(shown):
         return ""
     terms = frozenset(terms)
     items = []
@@ -149,7 +179,8 @@ def passage_card(entry: Entry, terms: Iterable[str], analyzer: Analyzer | None =
     blocks = [f'<div class="{"bsard-member gold" if m.gold else "bsard-member"}" data-member="{esc(m.article_id)}">'
               f'{_head(m, f"n° {m.rank}")}{_why(m)}{_body(m, terms, analyzer, preview_chars)}</div>' for m in members]
     css = "bsard-hit bsard-passage gold" if any(m.gold for m in members) else "bsard-hit bsard-passage"
-    tools = _tools(entry.title, lead.breadcrumb, section_view(context, terms, analyzer))
+    tools = _tools(entry.title, lead.breadcrumb, section_view(context, terms, analyzer,
+                                                              [m.article_id for m in members]))
     return (f'<div class="{css}" data-article="{esc(lead.article_id)}">{head}{_crumbs(lead.breadcrumb)}'
             f'{"".join(blocks)}{tools}</div>')
 
@@ -233,9 +264,21 @@ def missed_list(missed: Sequence[MissedGold], k: int, depth: int, outside: Seque
             f'<small>(non classés ici, non comptés dans les scores)</small><ul>{"".join(items)}</ul></div>')
 
 
-def question_box(question: str, terms: Iterable[str], analyzer: Analyzer | None = None) -> str:
-    """The searched question, escaped, its indexed terms highlighted."""
-    return f'<div class="bsard-question">{highlight_html(question, terms, analyzer, newlines=True)}</div>'
+def search_id(question: str) -> str:
+    """A searched question's mark (hex digits): :data:`COPY_SCRIPT` scrolls to a question box once per mark."""
+    return hashlib.sha1(question.strip().encode("utf-8")).hexdigest()[:16]
+
+
+def question_box(question: str, terms: Iterable[str], analyzer: Analyzer | None = None, *,
+                 search: bool = False) -> str:
+    """The searched question, escaped, its indexed terms highlighted. ``search``: the Search page's
+    question, the heading of its results (an ``h2``, marked for :data:`COPY_SCRIPT`'s scroll), with a
+    « Modifier la question » button that brings the question's box back."""
+    text = highlight_html(question, terms, analyzer, newlines=True)
+    if not search:
+        return f'<div class="bsard-question">{text}</div>'
+    return (f'<div class="bsard-qrow"><h2 class="bsard-question" data-search="{search_id(question)}">{text}</h2>'
+            '<button class="bsard-edit" type="button">Modifier la question</button></div>')
 
 
 #: Shown by the stylesheet (``bsard_demo.app.style.STYLE``) only while the page holds a file the uploader

@@ -26,6 +26,7 @@ from ..evaluation.report import (
 )
 from ..evaluation.scoring import Scoreboard
 from ..evaluation.stats import metric_table_with_ci
+from . import french
 
 SHORT_NAMES = {"missing_questions": "manquantes", "unknown_questions": "inconnues", "source": "source"}
 #: What the page says about nDCG@10 and MTEB's figures (behind a help icon).
@@ -134,6 +135,27 @@ def _tables(board: Scoreboard) -> ScoreTables:
     with_text = per_question_frame(board, board.dataset.questions(board.split))
     plain = with_text.drop(columns=["question"]) if "question" in with_text.columns else with_text
     return ScoreTables(metrics_table(board.evaluations), display_metrics(metrics_frame(board)), plain, with_text)
+
+
+def french_view(frame: pd.DataFrame, *, fractions: Sequence[str] = (), percents: Sequence[str] = (),
+                decimals: Sequence[str] = (), digits: int = 1):
+    """``frame`` as the page shows it, in French numbers (a pandas Styler: the values stay numbers, so a click on a
+    header still sorts): ``fractions`` (0–1) as « 12,5 % », ``percents`` (already ×100) as « 12,50 » (two
+    decimals), ``decimals`` (p-values) as « 0,0123 »; every empty cell empty (never "None")."""
+    def shown(fn):
+        return lambda v: "" if v is None or pd.isna(v) else fn(float(v))
+
+    formats = {c: shown(lambda v: french.percent(v, digits)) for c in fractions if c in frame.columns}
+    formats.update({c: shown(lambda v: french.decimal(v, 2)) for c in percents if c in frame.columns})
+    formats.update({c: shown(lambda v: french.decimal(v, 4)) for c in decimals if c in frame.columns})
+    frame = frame.copy()
+    for c in frame.columns:  # the grid draws a missing value as "None", whatever its display text
+        if c in formats and frame[c].isna().any():
+            frame[c] = [formats[c](v) for v in frame[c]]  # a column with holes is shown as its French text
+        elif frame[c].isna().any() and not pd.api.types.is_float_dtype(frame[c]):
+            frame[c] = frame[c].astype(object).where(frame[c].notna(), "")
+    numeric = {c: f for c, f in formats.items() if pd.api.types.is_numeric_dtype(frame[c])}
+    return frame.style.format(na_rep="").format(numeric)
 
 
 def to_csv_bytes(df: pd.DataFrame, *, index: bool = False) -> bytes:

@@ -16,22 +16,23 @@ from ..evaluation import DEFAULT_KS
 from ..evaluation.scoring import Limits, RunSource, Scoreboard, score_runs
 from ..runs import ProblemList, Run, warm
 from . import french
+from .problem_words import DISTANCES_LABEL, problem_fr
 
 SEVERITY_FR = {"error": "erreur", "warning": "avertissement"}
-#: The label of the Score page's checkbox that reads a file's scores as distances (the CLI's
-#: ``--lower-is-better``), which the problems' hints name.
-DISTANCES_LABEL = "scores = distances"
-#: The page's words for a problem's hint (:data:`bsard_demo.runs.problems.HINTS`): the problems
-#: table is in the reader's English, and its hints name both front ends, as the CLI's do.
+#: The reader's words for a problem's hint (:data:`bsard_demo.runs.problems.HINTS`), in the technical details
+#: (the reader's English, as the CLI's): they name both front ends.
 PROBLEM_HINTS = {
     "read_as_distances": f"use --lower-is-better (CLI) / tick « {DISTANCES_LABEL} » under the file (Score page)",
     "read_as_similarities": f"if higher scores are better, drop --lower-is-better (CLI) / untick « {DISTANCES_LABEL} » "
                             "(Score page)",
 }
-PROBLEM_COLUMNS = ["ligne", "gravité", "code", "problème"]
+PROBLEM_COLUMNS = ["ligne", "gravité", "problème", "code"]
 #: Uploaded files scored at once (each may hold up to the upload limit, and a run costs about 20
 #: times its text in memory); the page does not read the others.
 MAX_FILES = 10
+#: The uploader's help (Streamlit's own words on its drop zone are hidden: bsard_demo.app.style).
+UPLOAD_HELP = ("Glissez vos fichiers de run sur le cadre, ou touchez « Choisir des fichiers ». Formats : TREC, "
+               "3 colonnes, CSV, JSON, JSON Lines, parquet, compressés en gzip ou non (détails ci-dessous).")
 #: Built-in runs kept per process, and how long a scoreboard or a built-in run is kept.
 SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
 #: What the scoreboards kept per process may weigh together (:func:`board_weight`; the newest is always kept):
@@ -119,10 +120,20 @@ def prepare_reader() -> None:
 
 def problems_frame(problems: ProblemList) -> pd.DataFrame:
     """The problems of one file as a table: ``ligne`` (1-based, empty for the whole file),
-    ``gravité`` (erreur / avertissement), ``code`` (the stable code, as in the CLI's JSON),
-    ``problème``; the reader's order (file-level first), then the checks' findings."""
-    rows = [{"ligne": p.line, "gravité": SEVERITY_FR.get(p.severity, p.severity), "code": p.code,
-             "problème": p.text(PROBLEM_HINTS)} for p in problems]
+    ``gravité`` (erreur / avertissement), ``problème`` (the code's French sentence:
+    :func:`~bsard_demo.app.problem_words.problem_fr`), ``code`` (the stable code, as in the CLI's JSON); the
+    reader's order (file-level first), then the checks' findings."""
+    rows = [{"ligne": p.line, "gravité": SEVERITY_FR.get(p.severity, p.severity),
+             "problème": problem_fr(p.code, p.hint, p.message), "code": p.code} for p in problems]
     df = pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    df["ligne"] = df["ligne"].astype("Int64")
+    return df
+
+
+def problem_details(problems: ProblemList) -> pd.DataFrame:
+    """The reader's own messages (English, with the figures and ids), the technical details of
+    :func:`problems_frame`: ``ligne``, ``code``, ``message``."""
+    rows = [{"ligne": p.line, "code": p.code, "message": p.text(PROBLEM_HINTS)} for p in problems]
+    df = pd.DataFrame(rows, columns=["ligne", "code", "message"])
     df["ligne"] = df["ligne"].astype("Int64")
     return df

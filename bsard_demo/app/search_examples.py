@@ -52,10 +52,21 @@ def examples_of(dataset: Dataset) -> Examples:
     return dataset.memo("examples", lambda: _examples(dataset))
 
 
+#: An example question's menu line keeps about this many characters of it (two lines of a phone's menu).
+EXAMPLE_CHARS = 90
+
+
+def _short(question: str) -> str:
+    """The question's first :data:`EXAMPLE_CHARS` characters, cut at a word, « … » when cut."""
+    if len(question) <= EXAMPLE_CHARS:
+        return question
+    return question[:EXAMPLE_CHARS].rsplit(" ", 1)[0] + " …"
+
+
 def _examples(dataset: Dataset) -> Examples:
     split = "test" if "test" in dataset.splits else (dataset.split_names[0] if dataset.split_names else None)
     frame = example_questions(dataset, split) if split else example_questions(dataset)
     texts = dict(zip(frame["id"], frame["question"]))
-    labels = {row.id: f"n° {row.id} · {row.category or 'sans catégorie'} · {row.question[:110]}"
+    labels = {row.id: f"n° {row.id} · {row.category or 'sans catégorie'} · {_short(row.question)}"
               for row in frame.itertuples()}
     return Examples(split, frame, texts, labels)

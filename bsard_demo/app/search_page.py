@@ -221,7 +221,7 @@ class _KindLabels(Mapping[str, str]):
     def __getitem__(self, name: str) -> str:
         if name not in menu_kinds():
             raise KeyError(name)
-        return retriever_kind(name).label
+        return retriever_kind(name).title
 
     def __iter__(self):
         return iter(menu_kinds())
@@ -235,9 +235,10 @@ KIND_LABELS: Mapping[str, str] = _KindLabels()
 
 
 def kind_label(name: str) -> str:
-    """The systems menu's word for the kind ``name`` (its registered label; an unknown name as it is)."""
+    """The systems menu's words for the kind ``name`` (its registered title; an unknown name as it is)."""
     found = retriever_kinds().get(name)
-    return found.label if found is not None else name
+    return found.title if found is not None else name
+
 
 
 def column_specs(kinds: Sequence[str], *, encoder: str = "use", fusion: str = DEFAULT_FUSION,

@@ -6,6 +6,8 @@ retried on every run.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import streamlit as st
 
 from ..dataset import Dataset
@@ -52,17 +54,21 @@ def active_data() -> ActiveData:
     return data
 
 
-def fictional_notice(data: ActiveData, *, short: bool = False, where=st) -> None:
-    """The warning that the sample's articles are invented (when the sample is active)."""
+def data_notice(data: ActiveData, notes: Sequence[tuple[str, str]] = ()) -> None:
+    """The main area's one notice about the data shown, in French: why it is not the one asked for
+    (the fallback), that the sample's articles are invented, the index bundle's ``notes``
+    (``(level, text)``); a warning when any of them warns, else an information, nothing without
+    any. The loader's own (English) message is the sidebar's « Détails techniques »."""
+    lines = []
+    if data.fallback_reason:  # a public page names no path of the server (a folder's last part stays)
+        lines.append(md_escape(strip_paths(data.fallback_reason)))
     if data.dataset.fictional:
-        where.warning(FICTIONAL_SHORT if short else FICTIONAL_NOTICE, icon=":material/warning:")
-
-
-def fallback_banner(data: ActiveData) -> None:
-    if data.fallback_reason:
-        # a public page names no path of the server (a folder's last part stays: strip_paths)
-        st.info(md_escape(strip_paths(data.fallback_reason)) + "  \n" + "Raison : "
-                + md_escape(strip_paths(data.detail or "")), icon=":material/info:")
+        lines.append(FICTIONAL_NOTICE)
+    lines += [md_escape(strip_paths(text)) for _level, text in notes]
+    if not lines:
+        return
+    warns = data.dataset.fictional or any(level == "warning" for level, _text in notes)
+    (st.warning if warns else st.info)("  \n".join(lines), icon=":material/warning:" if warns else ":material/info:")
 
 
 def sidebar_data(data: ActiveData) -> None:
@@ -74,12 +80,20 @@ def sidebar_data(data: ActiveData) -> None:
     lines = [f"**{md_escape(menus.dataset_label(data, access))}**", f"{french.integer(summary['articles'])} articles"]
     for split in data.dataset.split_names:
         lines.append(f"{summary[f'questions_{split}']} questions ({md_escape(split)})")
+    if data.dataset.fictional:
+        lines.append(FICTIONAL_SHORT)
     sb.markdown("  \n".join(lines))
-    fictional_notice(data, short=True, where=sb)
     if data.fallback_reason:
         sb.button("Réessayer la source demandée", key="data_retry", on_click=_switch, args=(data.requested,))
+        if data.detail:
+            with sb.expander("Détails techniques"):
+                st.caption(md_escape(strip_paths(data.detail)))
     choices = menus.source_choices(access)
-    choice = menus.source_choice(st.session_state.get(CHOICE_KEY), choices, data.requested, data.spec)
+    # the radio shows what is loaded (after a fallback, the source used, not the one that failed), unless the
+    # visitor is typing a folder to load
+    current = st.session_state.get(CHOICE_KEY)
+    choice = menus.source_choice(current if current == "local" and access.free else None, choices, data.spec,
+                                 data.spec)
     if st.session_state.get(CHOICE_KEY) != choice:  # set only when it changes: a set value is the widget's value
         st.session_state[CHOICE_KEY] = choice
     if access.free and source_kind(data.requested) == "local" and FOLDER_KEY not in st.session_state:
@@ -93,7 +107,7 @@ def sidebar_data(data: ActiveData) -> None:
                                placeholder="/chemin/vers/bsard (articles.csv, questions_test.csv…)")
         sb.button("Charger ce dossier", key="load_folder", disabled=not (folder or "").strip(), on_click=_load_folder)
     elif choice == "local":
-        sb.caption("Dossier choisi au démarrage (`BSARD_DATA`) : " + md_escape(public_name(access.fixed)))
+        sb.caption("Dossier choisi par ce serveur : " + md_escape(public_name(access.fixed)))
 
 
 # Widget callbacks run before the script, so the new dataset is used by the same run (no rerun,

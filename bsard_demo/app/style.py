@@ -3,10 +3,20 @@ classes of the HTML fragments of :mod:`bsard_demo.app.render`, and the phone lay
 below 640 px).
 """
 
+from pathlib import Path
+
+#: The page's icon, a file of the package: a ``:material/…:`` icon would make the browser fetch it from a font CDN.
+ICON = Path(__file__).with_name("icon.png")
+
 STYLE = """
 <style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem;}
 [data-testid="stMetricValue"] {font-size: 1.5rem;}
+/* captions and their code spans dark enough for WCAG AA (4.5:1) on the page's and the sidebar's background */
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] code {color: #4b4e58;}
+[data-testid="stMain"] [data-testid="stCaptionContainer"], [data-testid="stSidebar"] [data-testid="stCaptionContainer"]
+  {opacity: 1;}  /* Streamlit dims some captions (0.6): 3:1 */
+[data-testid="stSidebar"] [data-testid="stCaptionContainer"] {color: #3f424b;}
 /* long unbroken strings (ids, junk text, 5,000-letter words) wrap instead of widening the page */
 .bsard-hit, .bsard-question, .bsard-missed, .bsard-similar {overflow-wrap: anywhere; min-width: 0;}
 .bsard-hit {border: 1px solid rgba(49,51,63,.15); border-radius: .5rem; padding: .6rem .8rem; margin-bottom: .6rem;
@@ -31,6 +41,11 @@ STYLE = """
 .bsard-hit details summary {cursor: pointer; color: #0068c9; font-size: .8rem; margin-top: .3rem;}
 .bsard-full {font-size: .86rem; line-height: 1.45; margin-top: .3rem; white-space: normal;}
 .bsard-missed {font-size: .86rem;}
+/* Streamlit 1.67's uploader has no words of its own to set (its button says "Upload", its instructions
+   "50MB per file"): they are hidden, the button gets French words, the limit is in the uploader's label */
+[data-testid="stFileUploaderDropzone"] button [data-testid="stMarkdownContainer"],
+[data-testid="stFileUploaderDropzoneInstructions"] {display: none;}
+[data-testid="stFileUploaderDropzone"] button span[data-has-shortcut]::after {content: "Choisir des fichiers";}
 .bsard-upload-refused {display: none; color: #7d1a1a; background: #fdecea; border-radius: .5rem; padding: .6rem .8rem;
                        font-size: .9rem;}
 /* Streamlit refuses a file above server.maxUploadSize in the browser (red file chip): say so */
@@ -56,11 +71,23 @@ STYLE = """
 .bsard-sq ul {margin: .3rem 0 .3rem 1.2rem; padding: 0; font-size: .86rem;}
 /* a phone (Streamlit stacks the columns below 640 px): narrower margins, no element wider than the screen */
 @media (max-width: 640px) {
-  [data-testid="stMainBlockContainer"] {padding-left: .9rem; padding-right: .9rem;}
+  /* below the page's header (3.75rem on a phone): the first notice's first line is not under it */
+  [data-testid="stMainBlockContainer"] {padding-left: .9rem; padding-right: .9rem; padding-top: 4.2rem;}
   [data-testid="stMainBlockContainer"] h1 {font-size: 1.9rem;}
   .bsard-score {margin-left: 0;}
 }
 .bsard-question {font-size: 1rem; padding: .5rem .8rem; border-left: 4px solid #0068c9; background: rgba(0,104,201,.05);
                  border-radius: .3rem; margin-bottom: .6rem; white-space: pre-wrap;}
+/* the Search page's question heads its results (h2): the box's look, scrolled below the page's header */
+h2.bsard-question {font-size: 1rem; font-weight: 400; line-height: 1.5; letter-spacing: normal; margin: 0;
+                   scroll-margin-top: 4.2rem; flex: 1 1 auto; min-width: 0; overflow-wrap: anywhere;}
+[data-testid="stColumn"] h3 {font-size: 1.35rem;}
+/* a menu's long option (an example question) on two lines of its fixed-height row, not cut at the edge */
+[role="option"]:has(> [data-item-hl]) {padding-top: 2px; padding-bottom: 2px;}
+[role="option"] [data-item-hl] {white-space: normal; overflow: hidden; display: -webkit-box;
+  -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-height: 1.15; font-size: .8rem;}
+.bsard-qrow {display: flex; flex-wrap: wrap; gap: .4rem .8rem; align-items: center;}
+.bsard-edit {font-size: .8rem; border: 1px solid rgba(49,51,63,.25); border-radius: .4rem; background: #fff;
+             color: #0b5cad; padding: .15rem .6rem; cursor: pointer;}
 </style>
 """

@@ -167,22 +167,24 @@ def _ranker_column(c: ColumnChoice) -> tuple[str, RetrieverSpec]:
 BM25 = register(RetrieverKind(
     "bm25", "BM25 over each article's text with its reference and headers (the default)",
     frozenset(BM25Settings.__dataclass_fields__), _build_bm25, flags=BM25_FLAGS, takes=dests(BM25_FLAGS),
-    from_args=bm25_from_args, to_flags=bm25_flags, tunable=True, label="BM25"))
+    from_args=bm25_from_args, to_flags=bm25_flags, tunable=True, label="BM25",
+    title="Mots de la question (BM25)"))
 DENSE = register(RetrieverKind(
     "dense", "a dense encoder: `use`, `e5`, `minilm`, a sentence-transformers model or folder, a query adapter",
     frozenset({"encoder", "fields", "pooling", "window", "batch_size", "backend"}), _build_dense, flags=DENSE_FLAGS,
-    takes=dests(DENSE_FLAGS), from_args=dense_from_args, to_flags=dense_flags, label="Dense", column=_dense_column,
-    link_params=("enc",), prepare=_prepare_dense))
+    takes=dests(DENSE_FLAGS), from_args=dense_from_args, to_flags=dense_flags, label="Dense",
+    title="Sens de la question (dense)", column=_dense_column, link_params=("enc",), prepare=_prepare_dense))
 NEIGHBOURS_KIND = register(RetrieverKind(
     NEIGHBOURS, "the articles cited by the most similar questions of the `train` split",
     frozenset({"split", "n", "min_similarity"}), _build_neighbours, to_flags=neighbours_flags, label=NEIGHBOURS_COLUMN,
+    title="Questions proches",
     offered="never"))
 HYBRID = register(RetrieverKind(
     "hybrid", "BM25 fused with dense and/or neighbours parts (reciprocal rank fusion, or a weighted sum)",
     frozenset({"retrievers", "method", "rrf_k", "alpha", "weights", "normalisation", "depth", "structure"}),
     parts=hybrid_parts, assemble=_assemble_hybrid, flags=HYBRID_FLAGS,
     takes=dests(DENSE_FLAGS + BM25_FLAGS + HYBRID_FLAGS), from_args=hybrid_from_args, to_flags=hybrid_flags,
-    tunable=True, label="Hybride", column=_hybrid_column,
+    tunable=True, label="Hybride", title="Classement combiné", column=_hybrid_column,
     link_params=("henc", "struct", "fusion", "rrfk", "alpha", "w")))
 RANKER = register(RetrieverKind(
     "ranker", "a learned ranker (LambdaRank trees, `train --ranker`) over BM25, `use`, the adapter, the neighbours, "

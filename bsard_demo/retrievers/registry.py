@@ -113,7 +113,8 @@ class RetrieverKind:
       those values (``None``: the kind with its defaults), ``to_flags(spec, notes)`` the ``run``
       flags that build ``spec`` (``tune``'s printed command; a setting with no flag is a line of
       ``notes``); ``tunable``: ``tune`` grid-searches it.
-    - The Search page (French): ``label`` its menu word (default: its name), ``offered``
+    - The Search page (French): ``label`` its short name (default: its name), ``title`` its words for a
+      citizen, the systems menu's and the column's heading (default: its label), ``offered``
       ``"always"`` (the systems menu and the Score page's built-ins), ``"with_model"`` (only when
       a model of its kind is at hand: :attr:`ColumnChoice.model`) or ``"never"`` (reached another
       way: neighbours is an "encoder" of the dense column); ``column(choice)`` its column's label
@@ -135,6 +136,7 @@ class RetrieverKind:
     to_flags: Callable[["RetrieverSpec", list[str]], list[str]] | None = None
     tunable: bool = False
     label: str = ""
+    title: str = ""
     offered: str = "always"
     column: Callable[[ColumnChoice], tuple[str, "RetrieverSpec"]] | None = None
     settings: tuple[Setting, ...] = ()
@@ -143,6 +145,8 @@ class RetrieverKind:
     def __post_init__(self) -> None:
         if not self.label:
             object.__setattr__(self, "label", self.name)
+        if not self.title:
+            object.__setattr__(self, "title", self.label)
         if (self.build is None) == (self.parts is None or self.assemble is None):
             raise ValueError(f"a retriever kind {self.name!r} is built by build, or by parts and assemble")
         if self.offered not in ("always", "with_model", "never"):

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import assert_clean, sample_run_trec, set_app_env, start
+from _app_helpers import assert_clean, column_names, sample_run_trec, set_app_env, start
+from bsard_demo.app import french
 from bsard_demo.app.data_words import ALLOW_FOLDERS_ENV
+from bsard_demo.app.problem_words import PROBLEMS_FR
 from bsard_demo.evaluation.measures import column_label, extra_columns
 from bsard_demo.evaluation.metrics import compute_metrics
 from bsard_demo.evaluation.report import display_columns
@@ -36,6 +38,13 @@ def app_env(monkeypatch, tmp_path_factory):
 
 def hit_cards(at: AppTest) -> list[str]:
     return [h.value for h in at.html if h.value.startswith('<div class="bsard-hit')]
+
+
+def number(cell) -> float:
+    """A table cell as a number: a float, or the French text of a column with holes (« 51,33 »; empty: NaN)."""
+    if isinstance(cell, str):
+        return float(cell.replace("\u202f", "").replace(",", ".")) if cell else float("nan")
+    return float(cell)
 
 
 def metrics_df(at: AppTest):
@@ -74,7 +83,7 @@ def test_sidebar_shows_the_sample_and_its_fictional_notice_on_every_page():
     assert "Échantillon fictif" in side and f"{len(ds.articles)} articles" in side
     assert f"{len(ds.questions('test'))} questions (test)" in side
     assert any("FICTIFS" in w.value for w in at.main.warning)
-    assert any("FICTIFS" in w.value for w in at.sidebar.warning)
+    assert "Articles fictifs" in side and not at.sidebar.warning  # one notice: the main area's
     at.switch_page("pages/score.py").run()
     assert_clean(at)
     assert any("FICTIFS" in w.value for w in at.main.warning)
@@ -95,10 +104,14 @@ def test_unreachable_hub_falls_back_to_the_sample_with_the_reason(monkeypatch):
     monkeypatch.setattr(sidebar, "load_uncached", unreachable)
     sidebar.failure_memo().forget(("hub",))
     at = start()
-    banner = " ".join(i.value for i in at.info)
-    assert "hub Hugging Face" in banner and "échantillon fictif" in banner
-    assert "hub is unreachable and the file is not in the local cache" in banner.replace("\\", "")
-    assert any("FICTIFS" in w.value for w in at.main.warning)
+    # one notice, in French: the data shown and why; the loader's English message is the sidebar's details
+    assert not at.main.info and len(at.main.warning) == 1
+    banner = at.main.warning[0].value
+    assert "hub Hugging Face" in banner and "échantillon fictif" in banner and "FICTIFS" in banner
+    assert "hub is unreachable" not in banner.replace("\\", "")
+    details = [e for e in at.sidebar.expander if e.label == "Détails techniques"]
+    assert "hub is unreachable and the file is not in the local cache" in details[0].caption[0].value.replace("\\", "")
+    assert at.sidebar.radio(key="data_choice").value == "sample"  # the source loaded, not the one that failed
     sidebar.failure_memo().forget(("hub",))
 
 
@@ -140,7 +153,8 @@ def test_no_folder_choice_unless_the_server_allows_it(tmp_path):
     at = start()
     assert at.sidebar.radio(key="data_choice").options == SOURCES
     assert not at.sidebar.text_input and not at.sidebar.button
-    assert any("BSARD_ALLOW_FOLDERS=1" in c.value for c in at.sidebar.caption)
+    assert any("ne propose pas de dossier local" in c.value for c in at.sidebar.caption)
+    assert not any("BSARD_" in c.value for c in at.sidebar.caption)  # no server setting told to a visitor
     at.session_state["data_spec"] = str(tmp_path)  # even a forged request does not load it
     at.run()
     assert_clean(at)
@@ -181,9 +195,9 @@ def test_typed_question_returns_hits():
     assert len(cards) == 10
     assert all("bsard-badge gold" not in c for c in cards)  # a typed question has no labels
     assert "<mark>" in "".join(cards)
-    assert [s.value for s in at.main.subheader] == ["BM25"]
+    assert column_names(at) == ["BM25"]
     assert any("ms (serveur)" in c.value for c in at.caption)
-    assert not at.metric
+    assert not at.metric and not [c for c in at.caption if c.value.startswith("R@")]  # no labels: no scores
     # the question and its results are still there after a visit to the other page
     at.switch_page("pages/score.py").run()
     at.switch_page("pages/search.py").run()
@@ -202,8 +216,8 @@ def test_example_question_fills_the_box_and_marks_gold_articles():
     bm25 = build_retriever(RetrieverSpec("bm25"), ds, cache_root=Path(os.environ["BSARD_CACHE"]))
     ranking = [h.article_id for h in bm25.search(q["question"], len(ds.articles))]
     recall, ap, rr = compute_metrics(q["article_ids"], ranking, 20)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics == {"R@20": f"{recall:.3f}", "AP@20": f"{ap:.3f}", "RR@20": f"{rr:.3f}"}
+    lines = [c.value for c in at.caption if c.value.startswith("R@")]  # in French percentages, as the page shows
+    assert lines == [f"R@20 {french.percent(recall)} · AP@20 {french.percent(ap)} · RR@20 {french.percent(rr)}"]
     cards = hit_cards(at)
     gold_in_top = [a for a in ranking[:20] if a in q["article_ids"]]
     assert gold_in_top, "choose a question whose gold articles BM25 finds"
@@ -219,7 +233,7 @@ def test_hostile_question_is_shown_literally():
     at = start()
     at.text_area(key="question").input(XSS).run()
     assert_clean(at)
-    shown = [h.value for h in at.html if h.value.startswith('<div class="bsard-question"')]
+    shown = [h.value for h in at.html if 'class="bsard-question"' in h.value]
     assert len(shown) == 1 and "<img" not in shown[0]
     assert "&lt;img src=x onerror=alert(1)&gt;" in re.sub(r"</?mark>", "", shown[0])
     assert all("<img" not in h.value for h in at.html)
@@ -246,7 +260,7 @@ def test_dense_and_bm25_side_by_side():
     assert_clean(at)
     if any(b.key == "build:use" for b in at.button):  # use not stored by an earlier test: its first build waits
         at.button(key="build:use").click().run()
-    assert [s.value for s in at.main.subheader] == ["BM25", "Dense \\(use\\)"]
+    assert column_names(at) == ["BM25", "Dense \\(use\\)"]
     cards = hit_cards(at)
     assert len(cards) == 20
     markers = [c for c in cards[10:] if "bsard-badge " in c]
@@ -291,7 +305,11 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
     row = comparison[0].iloc[0]
     assert (row["run A"], row["run B"]) == ("systeme_a.trec", "systeme_b.trec.gz")
     assert row["A gagne"] + row["égalités"] + row["A perd"] == runs["cli"]["questions"]
-    assert len(at.get("download_button")) == 4
+    assert "p test t" not in comparison[0].columns  # the page's table fits; every test is in its download
+    assert list(comparison[0].columns)[2].startswith("significatif")  # the verdict in view on a phone too
+    assert len(at.get("download_button")) == 5
+    (download,) = [b for b in at.get("download_button") if b.proto.label.startswith("Télécharger la comparaison")]
+    assert download.proto.label == "Télécharger la comparaison (CSV, tous les tests)"
 
 
 def test_at_most_ten_files_are_scored_the_others_are_not_read():
@@ -355,7 +373,9 @@ def test_unreadable_and_oversized_uploads_get_a_clear_message():
     at.file_uploader(key="runs").upload("image.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "image/png").run()
     assert not at.exception
     problems = next(d.value for d in at.dataframe if "problème" in d.value.columns)
-    assert "PNG" in " ".join(problems["problème"])
+    assert list(problems["problème"]) == [PROBLEMS_FR["binary_file"]]  # in French; the reader's words in the details
+    details = next(d.value for d in at.dataframe if "message" in d.value.columns)
+    assert "PNG" in " ".join(details["message"])
     previous = config.get_option("server.maxUploadSize")
     config.set_option("server.maxUploadSize", 1)
     try:
@@ -428,15 +448,16 @@ def test_real_bsard_test_split_adds_the_published_rows(monkeypatch, real_bsard_d
     table = metrics_df(at)
     assert list(table.index) == ["synth.trec", "BM25 (published)", "siamese bi-encoder (published)",
                                  "two-tower bi-encoder (published)"]
-    assert table.loc["BM25 (published)", "R@100"] == 51.33
-    assert f"{table.loc['synth.trec', 'R@100']:.2f}" == f"{100 * expected['recall@100']:.2f}"
-    assert f"{table.loc['synth.trec', 'MAP@100']:.2f}" == f"{100 * expected['map@100']:.2f}"
+    # a column with holes is shown as French text, its holes empty (french_view): read both as numbers
+    assert number(table.loc["BM25 (published)", "R@100"]) == 51.33
+    assert f"{number(table.loc['synth.trec', 'R@100']):.2f}" == f"{100 * expected['recall@100']:.2f}"
+    assert f"{number(table.loc['synth.trec', 'MAP@100']):.2f}" == f"{100 * expected['map@100']:.2f}"
     # the published state of the art beside the run: recall in recall columns, MTEB v1's hit rate apart
     beside = next(d.value for d in at.dataframe if "Hit@100 (MTEB v1)" in d.value.columns)
-    assert beside.loc["synth.trec", "R@100"] == table.loc["synth.trec", "R@100"]
-    assert beside.loc["BM25", "R@100"] == 51.33 and beside.loc["BM25", "source"] == "publié"
+    assert number(beside.loc["synth.trec", "R@100"]) == number(table.loc["synth.trec", "R@100"])
+    assert number(beside.loc["BM25", "R@100"]) == 51.33 and beside.loc["BM25", "source"] == "publié"
     e5 = beside.loc["intfloat/multilingual-e5-large"]
-    assert e5["Hit@100 (MTEB v1)"] == 63.06 and e5[["R@100", "R@200", "R@500"]].isna().all()
-    assert beside.loc["QABISAR", "R@100"] == 83.7 and beside.loc[["QABISAR"], ["Hit@100 (MTEB v1)"]].isna().all().all()
-    assert beside.loc["G-DSR", ["R@100", "Hit@100 (MTEB v1)"]].isna().all()  # listed, no figure read
+    assert number(e5["Hit@100 (MTEB v1)"]) == 63.06 and all(e5[c] == "" for c in ("R@100", "R@200", "R@500"))
+    assert number(beside.loc["QABISAR", "R@100"]) == 83.7 and beside.loc["QABISAR", "Hit@100 (MTEB v1)"] == ""
+    assert all(beside.loc["G-DSR", c] == "" for c in ("R@100", "Hit@100 (MTEB v1)"))  # listed, no figure read
     assert any("mteb#2906" in c.value for c in at.caption)

@@ -19,11 +19,12 @@ def test_the_aborting_file_is_named_and_the_others_are_scored():
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
     assert len(errors) == 2 and all("ce run n'est pas évalué" in e for e in errors), errors
-    problems = [d.value for d in at.dataframe if "code" in d.value.columns][:2]  # then bon.trec's warnings
+    problems = [d.value for d in at.dataframe if "problème" in d.value.columns][:2]  # then bon.trec's warnings
     assert [list(p["code"]) for p in problems] == [["reader_crashed"], ["reader_crashed"]]
+    details = [d.value for d in at.dataframe if "message" in d.value.columns][:2]  # the reader's own words
     names = sorted(HOSTILE.glob("abort-*.parquet"))[:2]
-    for frame, path in zip(problems, names):
-        [message] = list(frame["problème"])
+    for frame, path in zip(details, names):
+        [message] = list(frame["message"])
         assert path.name in message and "damaged or hostile" in message and "parquet::" not in message
     [metrics] = [d.value for d in at.dataframe if "R@100" in d.value.columns]
     assert list(metrics.index) == ["bon.trec"]

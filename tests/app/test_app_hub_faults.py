@@ -33,8 +33,13 @@ def unmd(body: str) -> str:
 
 
 def banners(at: AppTest) -> list[str]:
-    """The fallback banners (the info boxes about the data source)."""
-    return [b for b in (unmd(i.value) for i in at.info) if b.startswith("Le ")]
+    """The fallback banners (the page's notice about the data source, when it says why)."""
+    return [b for b in (unmd(i.value) for i in [*at.main.info, *at.main.warning]) if b.startswith("Le ")]
+
+
+def details(at: AppTest) -> str:
+    """The sidebar's « Détails techniques »: the loader's own message."""
+    return " ".join(unmd(c.value) for e in at.sidebar.expander if e.label == "Détails techniques" for c in e.caption)
 
 
 @pytest.fixture(autouse=True)
@@ -104,13 +109,14 @@ def start() -> AppTest:
 def assert_on_the_sample_saying(at: AppTest, cause: str, message: str) -> None:
     """The banner (a French sentence with the cause, then the loader's message), the sample in
     the sidebar with its fictional notice, and a search that works."""
-    banner = banners(at)
+    banner = banners(at)  # one notice: why, and what is shown instead (its articles invented)
     assert banner == [f"Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face ({cause}) : {FALLBACK}\n"
-                      f"Raison : {message}"], banner
-    assert "--data" not in banner[0]  # CLI advice is not shown in the app
+                      f"{unmd(data_words.FICTIONAL_NOTICE)}"], banner
+    assert len(at.main.info) + len(at.main.warning) == 1
+    assert details(at) == message and "--data" not in details(at)  # CLI advice is not shown in the app
     side = " ".join(m.value for m in at.sidebar.markdown)
     assert "Échantillon fictif" in side
-    assert any("FICTIFS" in w.value for w in at.main.warning)
+    assert at.sidebar.radio(key="data_choice").value == "sample"  # what is loaded
     assert at.sidebar.button(key="data_retry").label == "Réessayer la source demandée"
     at.text_area(key="question").input(QUESTION).run()
     assert not at.exception and not at.error
@@ -162,6 +168,7 @@ def test_partial_download_then_retry(monkeypatch, tmp_path):
     at.sidebar.button(key="data_retry").click().run()
     assert not at.exception and not banners(at)
     assert "BSARD (hub Hugging Face)" in " ".join(unmd(m.value) for m in at.sidebar.markdown)
+    assert at.sidebar.radio(key="data_choice").value == "hub"
     assert not any("FICTIFS" in w.value for w in at.main.warning)
 
 
@@ -180,7 +187,8 @@ def test_choosing_the_hub_offline_keeps_the_current_folder(monkeypatch, tmp_path
     banner = banners(at)
     assert banner == ["Le jeu BSARD n'a pas pu être obtenu du hub Hugging Face (hub injoignable et aucune copie en "
                       "cache local) : l'application utilise le jeu de données déjà chargé (Dossier local : "
-                      f"{tmp_path.name}).\nRaison : {message}"], banner  # the server's folder by its last part
+                      f"{tmp_path.name})."], banner  # the server's folder by its last part
+    assert details(at) == message and at.sidebar.radio(key="data_choice").value == "local"
     side = " ".join(unmd(m.value) for m in at.sidebar.markdown)
     assert f"Dossier local : {tmp_path.name}" in side and str(tmp_path.parent) not in side
     assert "30 articles" in side and "3 questions (test)" in side

@@ -191,7 +191,7 @@ def test_problem_table_has_codes_and_ndcg_its_note():
     at.file_uploader(key="runs").upload("shifted.trec", shifted.encode()).run()
     assert_clean(at)
     problems = next(d.value for d in at.dataframe if "problème" in d.value.columns)
-    assert list(problems.columns) == ["ligne", "gravité", "code", "problème"] and "ids_shifted" in set(problems["code"])
+    assert list(problems.columns) == ["ligne", "gravité", "problème", "code"] and "ids_shifted" in set(problems["code"])
     (note,) = [c for c in at.caption if c.value.startswith("nDCG@10 : le chiffre que rapporte MTEB")]
     assert note.proto.help == NDCG_HELP
     assert "un seul article pertinent" in NDCG_HELP and "2025" in NDCG_HELP and "extra_description" in NDCG_HELP

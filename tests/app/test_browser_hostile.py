@@ -160,9 +160,9 @@ def test_score_page_with_hostile_runs(server, page, tmp_path):
     assert_inert(page)
 
     # the problems of the first file list its run tags and unknown article id, as text
-    page.get_by_text(f"Problèmes de {RUN_IMG}", exact=True).click()
-    problems = page.locator("[data-testid='stExpander']").filter(has_text=f"Problèmes de {RUN_IMG}") \
-        .locator("[data-testid='stDataFrame']")
+    page.get_by_text(f"Détails techniques des problèmes de {RUN_IMG} (messages du lecteur)", exact=True).click()
+    problems = page.locator("[data-testid='stExpander']").filter(
+        has_text=f"Détails techniques des problèmes de {RUN_IMG}").locator("[data-testid='stDataFrame']")
     problems.wait_for(timeout=STEP_MS)
     scroll_to(page, problems)
     page.wait_for_function("e => e.querySelectorAll('td, [role=gridcell]').length > 0", arg=problems.element_handle(),

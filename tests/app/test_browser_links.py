@@ -100,6 +100,7 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
                                timeout=STEP_MS)
         address = page.url
         assert query(address)["q"] == [SECOND] and query(address)["systems"] == ["bm25", "hybrid"]
+        page.get_by_text("Partager cette recherche", exact=True).click()  # the link, one tap away
         code = page.locator("[data-testid='stCode']").first
         code.wait_for(timeout=STEP_MS)
         shared = code.inner_text().strip()
@@ -107,8 +108,16 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
 
         # the copy button puts that link on the clipboard
         browser.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
-        code.hover()
-        page.locator("[data-testid='stCode'] button").first.click()
+        wait_idle(page)
+        code.scroll_into_view_if_needed()
+        for attempt in range(3):  # the button shows on hover only: hover again if the view moved meanwhile
+            code.hover()
+            try:
+                page.locator("[data-testid='stCode'] button").first.click(timeout=5_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
         assert page.evaluate("() => navigator.clipboard.readText()").strip() == shared
 
         # reopening the address (a new tab: a new session) gives the same hits

@@ -66,8 +66,10 @@ def test_the_server_survives_a_file_that_aborts_the_reader(app, browser, tmp_pat
         wait_idle(page)
         alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
         assert any(a.startswith(f"{crash.name} : 1 erreur(s)") for a in alerts), alerts
-        problems = page.locator("[data-testid='stExpander']").filter(has_text=f"Problèmes de {crash.name}") \
-            .locator("[data-testid='stDataFrame']")
+        # the French problem, then the reader's own message in the technical details
+        page.get_by_text(f"Détails techniques des problèmes de {crash.name} (messages du lecteur)", exact=True).click()
+        problems = page.locator("[data-testid='stExpander']").filter(
+            has_text=f"Détails techniques des problèmes de {crash.name}").locator("[data-testid='stDataFrame']")
         problems.wait_for(timeout=STEP_MS)
         scroll_to(page, problems)
         page.wait_for_function("e => e.querySelectorAll('td, [role=gridcell]').length > 0",

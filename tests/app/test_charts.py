@@ -203,3 +203,12 @@ def test_per_question_distribution_rejects_out_of_range_values():
 def test_charts_do_not_import_streamlit():
     code = "import sys, bsard_demo.app.charts; assert 'streamlit' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_measure_is_in_percent_with_french_numbers():
+    table = pd.DataFrame({"run": ["a"], "metric": ["recall@100"], "value": [0.5], "ci_low": [0.4], "ci_high": [0.6]})
+    spec = charts.french_chart(charts.metric_bars(table)).to_dict()
+    assert spec["config"]["locale"]["number"]["decimal"] == ","
+    assert spec["layer"][0]["encoding"]["y"]["axis"]["format"] == "%" or \
+        spec["layer"][0]["encoding"]["y"]["axis"]["format"].endswith("%")
+    assert charts.VALUE_FORMAT.endswith("%") and charts.BIN_LABELS[-1] == "100 %"

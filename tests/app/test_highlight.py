@@ -9,7 +9,8 @@ import pytest
 from _html_fragments import parse
 from bsard_demo.analyzer import Analyzer
 from bsard_demo.app.highlight import escape_html, highlight_html, matched_terms, md_escape, query_terms
-from bsard_demo.app.render import hit_card, missed_list, question_box
+from bsard_demo.app.passages import ContextArticle, Entry
+from bsard_demo.app.render import hit_card, missed_list, passage_card, question_box
 from bsard_demo.app.search_page import MissedGold, RankMarker, ShownHit
 
 XSS = '<img src=x onerror=alert(1)>'
@@ -107,7 +108,7 @@ def test_hit_card_shows_rank_reference_breadcrumb_score_and_marks():
     p = parse(card)
     text = "".join(p.text)
     assert "3." in text and "Art. 5, Code civil" in text and "Code civil › Livre I" in text
-    assert "score 1.235" in text and "id 42" in text
+    assert "score 1,235" in text and "id 42" in text
     assert "▲2" in text and "✓ pertinent" in text
     assert marked(card) == ["bail"]
     assert 'class="bsard-hit gold"' in card
@@ -121,6 +122,26 @@ def test_hit_card_full_text_only_when_the_preview_is_cut():
     assert "<details><summary>Texte complet</summary>" in card
     full = card.split("<details>")[1]
     assert len(marked(full)) == 200
+
+
+def test_no_full_text_when_the_preview_runs_to_the_end_of_the_text():
+    # 20 characters over the preview's 100, inside the word the preview finishes: the preview is the whole text
+    card = hit_card(_hit(text="a" * 95 + " " + "b" * 24), (), preview_chars=100)
+    assert "Texte complet" not in card and "…" not in card
+
+
+def test_the_section_view_only_when_the_section_holds_more_than_the_card():
+    section = [ContextArticle("1", "Art. 1", "un", False, 1), ContextArticle("2", "Art. 2", "deux", False, 2)]
+    passage = Entry(_hit(article_id="1", rank=1), (_hit(article_id="1", rank=1), _hit(article_id="2", rank=2)))
+    assert "Voir la section" not in passage_card(passage, (), context=section)  # the passage is the whole section
+    more = [*section, ContextArticle("3", "Art. 3", "trois", False)]
+    assert "Voir la section (3 articles)" in passage_card(passage, (), context=more)
+    assert "Voir la section (2 articles)" in hit_card(_hit(article_id="1", rank=1), (), context=section)
+
+
+def test_common_verbs_and_short_words_are_not_highlighted():
+    terms = query_terms("Mon propriétaire peut-il garder ma garantie ? Dois-je y aller ?")
+    assert marked(highlight_html("Il peut garder la garantie, il doit y aller.", terms)) == ["garder", "garantie"]
 
 
 def test_hit_card_escapes_every_field_from_the_data():

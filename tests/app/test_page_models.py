@@ -193,3 +193,12 @@ def test_the_first_a_versus_b_view_is_kept_with_the_board(sample):
     fresh = ab_view(board, text, "s0.trec", "s1.trec", first)
     pd.testing.assert_frame_equal(kept.points, fresh.points)
     assert (kept.wins, kept.ties, kept.losses) == (fresh.wins, fresh.ties, fresh.losses)
+
+
+def test_french_view_shows_french_numbers_and_empty_cells():
+    from bsard_demo.app.score_tables import french_view
+
+    frame = pd.DataFrame({"m": [0.123, 0.5], "gap": [12.345, None], "p": [0.01234, 0.5], "t": ["x", None]})
+    html = french_view(frame, fractions=["m"], percents=["gap"], decimals=["p"]).to_html()
+    assert "12,3\u202f%" in html and "12,35" in html and "0,0123" in html
+    assert "None" not in html and "nan" not in html.lower()

@@ -195,7 +195,7 @@ def test_problem_table_shows_the_codes(sample):
                       for r, d in enumerate(sorted(gold, key=int), 1))
     board = score_files([("shifted.trec", shifted.encode()), ("bad.trec", b"1 Q0 23 1 x t\n")], sample, "test")
     frame = problems_frame(board.runs[0].file.problems)
-    assert list(frame.columns) == ["ligne", "gravité", "code", "problème"]
+    assert list(frame.columns) == ["ligne", "gravité", "problème", "code"]
     assert "ids_shifted" in list(frame["code"])
     assert list(problems_frame(board.runs[1].file.problems)["code"]) == ["bad_score"]
     # the CLI table's columns (derived from the declared families: a new measure edits no test here)

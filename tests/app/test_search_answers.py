@@ -149,7 +149,7 @@ def test_the_panel_shows_no_question_under_the_threshold_and_says_so():
 
 def test_the_panel_says_in_one_line_why_it_is_absent():
     assert panel_reason(TINY, active=True) is None
-    assert "ajoutez « neighbours »" in panel_reason(TINY, active=False)
+    assert "ajoutez « Questions proches »" in panel_reason(TINY, active=False)
     no_train = Dataset(name="t", kind="local", articles=ARTICLES, splits={"test": TRAIN})
     assert "n'a pas de questions d'entraînement" in panel_reason(no_train, active=False)
     outside = Dataset(name="t", kind="local", articles=ARTICLES,
@@ -235,7 +235,7 @@ def test_the_page_shows_the_panel_passages_and_why_lines_of_the_library(monkeypa
         assert why_of(card) == " · ".join(expected), article
     assert all("bsard-why" not in c for c in cards[:10])  # BM25 alone: no why-line
     passages = [c for c in cards if "bsard-passage" in c]
-    assert passages and all("Voir la section" in c for c in passages)
+    assert passages  # « Voir la section » only where the section has more than the passage (test_highlight.py)
     assert any("bsard-reminder" in c for c in cards)
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Télécharger (CSV)", "Télécharger (Markdown)"]

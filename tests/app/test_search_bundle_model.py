@@ -14,7 +14,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
+from _app_helpers import REPO, TIMEOUT, assert_clean, column_names, set_app_env
 from _onnx_model import exported_model
 from _tiny_corpus import articles, make_data, run_cli, without_bundle
 from bsard_demo import bundles, cache
@@ -78,7 +78,7 @@ def app(served, params: dict | None = None) -> AppTest:
 
 
 def columns(at: AppTest) -> list[str]:
-    return [h.value.replace("\\", "") for h in at.main.subheader]  # the page escapes Markdown
+    return [h.replace("\\", "") for h in column_names(at)]  # the page escapes Markdown
 
 
 def test_a_first_visitor_gets_bm25_and_the_bundled_models_hybrid_built_from_nothing(served, monkeypatch):

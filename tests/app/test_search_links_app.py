@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
+from _app_helpers import REPO, TIMEOUT, assert_clean, column_names, set_app_env
 from bsard_demo.app.link_codec import LinkChoices, parse_link
 from bsard_demo.app.link_widgets import same_params
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
@@ -62,7 +62,7 @@ def test_a_link_reproduces_the_librarys_results():
     assert_clean(at)
     assert not warnings(at)
     assert at.text_area(key="question").value == QUESTION
-    assert [s.value for s in at.main.subheader] == ["BM25", "Dense \\(use\\)"]
+    assert column_names(at) == ["BM25", "Dense \\(use\\)"]
     assert hit_ids(at) == expected
     # the address bar holds the search, in its written form
     assert same_params(at.query_params, {"q": QUESTION, "systems": ["bm25", "dense"], "k": "7", "enc": "use"})
@@ -72,7 +72,7 @@ def test_a_hybrid_link_with_its_fusion_settings():
     top(RetrieverSpec("dense", {"encoder": "use"}), QUESTION, 1)  # use's embeddings stored: no first build to ask for
     at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5", "henc": "use", "rrfk": "20", "w": ["2", "0.5"]})
     assert_clean(at) and not warnings(at)
-    assert [s.value for s in at.main.subheader] == ["Hybride RRF k\\=20 w\\=2,0\\.5 \\(use\\)"]
+    assert column_names(at) == ["Hybride RRF k\\=20 w\\=2,0\\.5 \\(use\\)"]
     spec = RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense", {"encoder": "use"})],
                                     "method": "rrf", "rrf_k": 20, "weights": [2, 0.5]})
     assert hit_ids(at) == top(spec, QUESTION, 5)
@@ -81,7 +81,7 @@ def test_a_hybrid_link_with_its_fusion_settings():
     # no weights in the link: the CLI's default hybrid (with the neighbours, the sample having
     # labelled training questions), whose weights the address bar then spells out
     at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5"})
-    assert [s.value for s in at.main.subheader] == ["Hybride RRF k\\=60 w\\=1,0\\.5,0\\.5 \\(use \\+ neighbours\\)"]
+    assert column_names(at) == ["Hybride RRF k\\=60 w\\=1,0\\.5,0\\.5 \\(use \\+ neighbours\\)"]
     assert hit_ids(at) == top(hybrid_spec("use,neighbours"), QUESTION, 5)
     assert [at.number_input(key=f"weight:{s}").value for s in ("bm25", "use", "neighbours")] == [1.0, 0.5, 0.5]
     assert same_params(at.query_params,
@@ -89,12 +89,12 @@ def test_a_hybrid_link_with_its_fusion_settings():
                         "fusion": "rrf", "rrfk": "60", "w": ["1", "0.5", "0.5"]})
     # with the code's structure (the link says struct=1)
     at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5", "henc": "use", "struct": "1"})
-    assert [s.value for s in at.main.subheader] == ["Hybride RRF k\\=60 w\\=1,0\\.5 \\(use\\) \\+ structure du code"]
+    assert column_names(at) == ["Hybride RRF k\\=60 w\\=1,0\\.5 \\(use\\) \\+ structure du code"]
     assert hit_ids(at) == top(hybrid_spec("use", structure=True), QUESTION, 5)
     assert at.checkbox(key="hybrid_structure").value
     # the weighted fusion of two systems is set by alpha
     at = open_link({"q": QUESTION, "systems": "hybrid", "k": "5", "henc": "use", "fusion": "weighted", "alpha": "0.3"})
-    assert [s.value for s in at.main.subheader] == ["Hybride pondéré α\\=0\\.3 \\(use\\)"]
+    assert column_names(at) == ["Hybride pondéré α\\=0\\.3 \\(use\\)"]
     spec = RetrieverSpec("hybrid", {"retrievers": [RetrieverSpec("bm25"), RetrieverSpec("dense", {"encoder": "use"})],
                                     "method": "weighted", "alpha": 0.3})
     assert hit_ids(at) == top(spec, QUESTION, 5) and at.slider(key="alpha").value == 0.3
@@ -121,7 +121,7 @@ def test_every_new_search_rewrites_the_url_and_the_url_gives_it_back():
     assert link.startswith("?") and parse_link(_parse(link), _choices(ds))[0] == parse_link(url, _choices(ds))[0]
     # a new visitor with that URL sees the same columns and hits
     again = open_link(url)
-    assert [s.value for s in again.main.subheader] == [s.value for s in at.main.subheader]
+    assert column_names(again) == column_names(at)
     assert hit_ids(again) == shown and again.selectbox(key="code").value == code
     # a visit to the other page and back keeps the search and writes the URL again
     at.switch_page("pages/score.py").run()
@@ -148,7 +148,8 @@ def test_an_example_link_scores_the_question_against_its_labels():
     at = open_link({"ex": q["id"], "systems": "bm25", "k": "20"})
     assert_clean(at)
     assert at.text_area(key="question").value == q["question"] and at.selectbox(key="example_qid").value == q["id"]
-    assert {m.label for m in at.metric} == {"R@20", "AP@20", "RR@20"}
+    assert [[p.split()[0] for p in c.value.split(" · ")] for c in at.caption if c.value.startswith("R@")] == \
+        [["R@20", "AP@20", "RR@20"]]
     assert same_params(at.query_params, {"q": q["question"], "systems": "bm25", "k": "20", "ex": q["id"]})
 
 
@@ -158,7 +159,7 @@ def test_an_invalid_link_falls_back_to_defaults_with_a_note():
     assert_clean(at)
     (note,) = warnings(at)
     assert note.startswith("Lien corrigé") and note.count("\n") == 7  # eight notes, one per line
-    assert [s.value for s in at.main.subheader] == ["BM25"] and len(hit_ids(at)) == 10
+    assert column_names(at) == ["BM25"] and len(hit_ids(at)) == 10
     assert same_params(at.query_params, {"q": QUESTION, "systems": "bm25", "k": "10"})
     # the note goes with the next search
     at.slider(key="top_k").set_value(3).run()
@@ -199,19 +200,19 @@ def test_e5_waits_for_the_visitor_before_a_first_build(small_folder):
     assert for_e5.endswith("Colonne(s) en attente : « Dense (e5) », « Hybride RRF k=60 w=1,0.5,0.5 (use + e5) ».")
     assert "Premier calcul de l'index use" in for_use
     assert for_use.endswith("« Hybride RRF k=60 w=1,0.5,0.5 (use + e5) ».")
-    assert [s.value for s in at.main.subheader] == ["BM25"]  # the others wait; nothing was encoded
+    assert column_names(at) == ["BM25"]  # the others wait; nothing was encoded
     assert not list((Path(os.environ["BSARD_CACHE"])).glob("dense*/*"))
     at.button(key="build:e5").click().run()
     assert [s.value for s in at.main.subheader] == ["BM25", "Dense \\(e5\\)"]  # the hybrid still waits for use
     at.button(key="build:use").click().run()
     assert_clean(at) and not warnings(at)
-    assert [s.value for s in at.main.subheader] == \
+    assert column_names(at) == \
         ["BM25", "Dense \\(e5\\)", "Hybride RRF k\\=60 w\\=1,0\\.5,0\\.5 \\(use \\+ e5\\)"]
     ds = load_dataset(str(small_folder))
     assert hit_ids(at)[3:6] == top(RetrieverSpec("dense", {"encoder": "e5"}), QUESTION, 3, ds)
     # another visitor: the index is there, no note
     other = open_link({"q": QUESTION, "systems": "dense", "enc": "e5", "k": "3"})
-    assert not warnings(other) and [s.value for s in other.main.subheader] == ["Dense \\(e5\\)"]
+    assert not warnings(other) and column_names(other) == ["Dense \\(e5\\)"]
 
 
 @pytest.mark.parametrize("params, column", [
@@ -258,5 +259,5 @@ def test_a_trained_model_is_an_encoder_of_the_menu_and_of_links(small_folder, tm
     assert at.selectbox(key="encoder").options[-1] == label and \
         at.selectbox(key="encoder").value == "trained:bsard-minilm"
     assert at.multiselect(key="hybrid_encoders").options[-1] == label
-    assert [s.value for s in at.main.subheader] == ["Dense \\(trained\\:bsard\\-minilm\\)"]
+    assert column_names(at) == ["Dense \\(trained\\:bsard\\-minilm\\)"]
     assert hit_ids(at) == top(RetrieverSpec("dense", {"encoder": str(model)}), QUESTION, 4, ds)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from _app_helpers import sample_run_trec
+from bsard_demo.app.problem_words import PROBLEMS_FR
 from bsard_demo.app.render import missed_list
 
 # Wrapped by hand (isort skips it): one name a line would repeat app/ui.py's and test_score_page_model.py's imports.
@@ -22,7 +23,7 @@ from bsard_demo.app.score_tables import (
     metrics_frame,
     per_question_frame,
 )
-from bsard_demo.app.score_uploads import problems_frame, score_files
+from bsard_demo.app.score_uploads import problem_details, problems_frame, score_files
 from bsard_demo.app.search_examples import example_questions
 
 from bsard_demo.app.search_page import (NEW, article_codes, column_specs, filter_by_code,  # isort: skip
@@ -378,10 +379,11 @@ def test_score_files_blocks_errors_and_reports_lines(sample):
     board = score_files([("bad.trec", bad), ("img.png", b"\x89PNG\r\n\x1a\n\x00\x00")], sample)
     assert not any(r.usable for r in board.runs) and board.evaluations == {}
     frame = problems_frame(board.runs[0].file.problems)
-    assert list(frame.columns) == ["ligne", "gravité", "code", "problème"]
+    assert list(frame.columns) == ["ligne", "gravité", "problème", "code"]
+    assert list(frame["problème"]) == [PROBLEMS_FR["bad_score"], PROBLEMS_FR["bad_field_count"]]  # French
     assert list(frame["code"]) == ["bad_score", "bad_field_count"]
     assert list(frame["ligne"]) == [1, 2] and set(frame["gravité"]) == {"erreur"}
-    assert "PNG" in " ".join(problems_frame(board.runs[1].file.problems)["problème"])
+    assert "PNG" in " ".join(problem_details(board.runs[1].file.problems)["message"])
 
 
 def test_score_files_size_limit(sample):
@@ -465,3 +467,9 @@ def test_display_metrics_keeps_published_rows_labelled():
     assert "BM25 (published)" in shown.index and shown.loc["BM25 (published)", "R@100"] == 51.33
     assert shown.loc["BM25 (published)", "source"].startswith("publié")
     assert shown.loc["run", "R@100"] == 50.0 and shown.loc["run", "source"] == "ce run"
+
+
+def test_every_problem_code_has_its_french_sentence():
+    from bsard_demo.runs.problems import CHECK_CODES, CODES
+
+    assert set(CODES) | set(CHECK_CODES) <= set(PROBLEMS_FR)  # a new code gets its French words here

@@ -12,7 +12,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import REPO, TIMEOUT, assert_clean, set_app_env
+from _app_helpers import REPO, TIMEOUT, assert_clean, column_names, set_app_env
 from bsard_demo.cli.main import main
 
 QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
@@ -42,7 +42,7 @@ def visit(params: dict | None = None, clean: bool = True) -> AppTest:
 
 
 def columns(at: AppTest) -> list[str]:
-    return [h.value.replace("\\", "") for h in at.main.subheader]
+    return [h.replace("\\", "") for h in column_names(at)]
 
 
 def hit_ids(at: AppTest, column: int) -> list[str]:
@@ -108,7 +108,10 @@ def test_a_damaged_ranker_is_one_error_on_its_column(server, tmp_path):
         at = visit({"q": QUESTION, "systems": ["bm25", "ranker"]}, clean=False)
         assert not at.exception
         errors = [e.value.replace("\\", "") for e in at.error]  # the page escapes Markdown
-        assert len(errors) == 1 and "trees.json" in errors[0] and "Traceback" not in errors[0]
+        assert len(errors) == 1 and errors[0].startswith("« Classement appris » est indisponible")  # in French
+        details = [c.value.replace("\\", "") for e in at.main.expander if e.label == "Détails techniques de l'erreur"
+                   for c in e.caption]
+        assert any("trees.json" in d for d in details) and not any("Traceback" in d for d in details)
         assert columns(at) == ["BM25"]
     finally:
         trees.write_bytes(saved)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from _app_helpers import TIMEOUT, assert_clean, set_app_env
+from _app_helpers import TIMEOUT, assert_clean, column_names, set_app_env
 from _tiny_corpus import make_data, run_cli
 from bsard_demo.app.link_codec import LinkChoices, SearchSettings, link_params, parse_link
 from bsard_demo.app.link_widgets import settings_from_state, state_from_settings
@@ -182,9 +182,9 @@ def test_the_search_page_shows_the_toy_by_its_label_and_searches_it_from_a_link(
     at.query_params.update({"q": "bail", "systems": "toy", "toyorder": "file", "k": "3"})
     at.run()
     assert_clean(at)
-    assert at.multiselect(key="kinds").options == [retriever_kinds()[k].label for k in menu_kinds()]
+    assert at.multiselect(key="kinds").options == [retriever_kinds()[k].title for k in menu_kinds()]
     assert at.multiselect(key="kinds").options[-1] == "Jouet"
-    assert [s.value for s in at.main.subheader] == ["Jouet"]
+    assert column_names(at) == ["Jouet"]
     assert at.selectbox(key="setting:toyorder").value == "file"
     ids = [str(a) for a in load_sample().articles["id"]][:3]
     shown = [h.value.split('data-article="')[1].split('"')[0] for h in at.html
