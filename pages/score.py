@@ -1,6 +1,7 @@
 """Score page: upload run files (or build a built-in system's run), validate them, score them against a
 split, compare them; wiring only (the decisions are in bsard_demo.app.score_page
 and its section modules)."""
+import hashlib
 from functools import partial
 
 import pandas as pd
@@ -80,6 +81,7 @@ from bsard_demo.app.score_tables import (
 )
 from bsard_demo.app.score_uploads import (
     DISTANCES_LABEL,
+    LABELS_HELP,
     UPLOAD_HELP,
     budget_words,
     prepare_reader,
@@ -159,6 +161,24 @@ def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
         clear()
 
 
+def _labels(data, split: str):
+    """The labels file a visitor may give instead of the split's labels: ``None`` without one, ``False`` when it
+    has errors (they are shown), else ``(name, sha256, dataset)`` for :func:`score_ui.scoreboard`."""
+    with st.expander("Étiquettes d'un fichier (facultatif)"):
+        upload = st.file_uploader("Fichier d'étiquettes (qrels)", key="qrels", help=LABELS_HELP)
+    if upload is None:
+        return None
+    name, blob = quote(upload.name, marks=False), upload.getvalue()
+    read, labelled = score_ui.labels_of(data, split, name, blob)
+    if labelled is None:
+        st.error(f"Fichier d'étiquettes « {md_escape(name)} » inutilisable : corrigez les erreurs ci-dessous.")
+        st.dataframe(problems_frame(read.problems), hide_index=True)
+        return False
+    st.info(f"Évalué contre les étiquettes de « {md_escape(name)} » ({len(labelled.questions(split))} questions) "
+            "au lieu de celles du split ; les runs intégrés ne sont pas proposés.", icon=":material/label:")
+    return name, hashlib.sha256(blob).hexdigest(), labelled
+
+
 def _builtins(data, split: str) -> BuiltinRun:
     ds = data.dataset
     builtin = BuiltinRun(st.session_state, data.key, split)
@@ -205,6 +225,7 @@ def page() -> None:
         split = st.selectbox("Split de questions évalué", splits, index=default_split(splits),
                              key="score_split", persist_state="session", placeholder="Choisir…",
                              format_func=lambda s: f"{s} ({len(ds.questions(s))} questions)")
+        labels = _labels(data, split)
         builtin = _builtins(data, split)
     with left:
         budget = score_ui.upload_budget_bytes()
@@ -223,14 +244,16 @@ def page() -> None:
     if ignored:  # the extra files are not read (their bytes stay untouched)
         st.warning(too_many_files([md_escape(quote(u.name, marks=False)) for u in ignored], budget_mb=budget // 2**20),
                    icon=":material/warning:")
-    built = builtin.built()
+    if labels is False:  # a labels file with errors: said above, nothing is scored against it
+        return
+    built = builtin.built() if labels is None else []  # a built-in run searches the split's questions, not a file's
     files = [(quote(u.name, marks=False), u.getvalue()) for u in uploads]  # a client-given name, bounded once
     if not files and not built:
         st.info("Déposez un ou plusieurs fichiers de run, ou cliquez sur « Évaluer ce système intégré » pour voir la "
                 "page fonctionner sans fichier.")
         return
 
-    board, stamp, misses = score_ui.scoreboard(data, split, files, lower, built)
+    board, stamp, misses = score_ui.scoreboard(data, split, files, lower, built, labels)
     _validation(board)
     evaluations = board.evaluations
     if not evaluations:

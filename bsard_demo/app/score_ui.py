@@ -5,6 +5,7 @@ as Streamlit sends them, made once per board (:func:`chart_spec`).
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Callable, Hashable
 
@@ -13,6 +14,7 @@ from streamlit.elements.vega_charts import _convert_altair_to_vega_lite_spec as 
 
 from ..cache import BuildOnce
 from ..dataset import DataError
+from ..evaluation.labels import labels_from_upload
 from ..evaluation.misses import board_misses
 from ..evaluation.scoring import RunSource, Scoreboard
 from ..evaluation.stamp import board_stamp
@@ -64,8 +66,21 @@ class _Scored:
 _BOARDS: BuildOnce = BuildOnce(ttl=SCOREBOARD_TTL_S, budget=SCOREBOARD_BUDGET, weigh=lambda scored: scored.weight)
 
 
+#: Labels files read by this process (the last few; each is small: a labels file is capped at 64 MiB).
+_LABELS: BuildOnce = BuildOnce(entries=8, ttl=SCOREBOARD_TTL_S)
+
+
+def labels_of(data: ActiveData, split: str, name: str, blob: bytes) -> tuple:
+    """``(labels file, dataset)`` of an uploaded labels file (qrels: :func:`bsard_demo.evaluation.labels.
+    labels_from_upload`, every problem at once, nothing native in this process) over the active dataset's corpus,
+    its ``split`` replaced by the file's labels; the dataset is ``None`` when the file has errors. Read once per
+    process and file."""
+    key = (data.key, split, name, hashlib.sha256(blob).hexdigest())
+    return _LABELS.get(key, lambda: labels_from_upload(blob, name, split, base=data.dataset))
+
+
 def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], lower_is_better=(),
-               built=()) -> tuple:
+               built=(), labels: tuple | None = None) -> tuple:
     """``(board, stamp, misses)`` of the uploads ``files`` and the built-in runs ``built``
     (:meth:`bsard_demo.app.score_builtin_runs.BuiltinRun.built`: name, Run, TREC bytes), made once per process
     and :func:`bsard_demo.app.score_uploads.scoreboard_key` (the files hashed once a run; who asks while it is
@@ -73,15 +88,18 @@ def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], low
     scored (:func:`~bsard_demo.app.score_uploads.score_sources`), the downloads' reproducibility stamp
     (:func:`bsard_demo.evaluation.stamp.board_stamp`; a built-in run stamped by the TREC file the page offers for
     it, the bytes ``evaluate`` would hash) and where each usable run misses
-    (:func:`bsard_demo.evaluation.misses.board_misses`; ``None`` when the dataset has no articles to place them in)."""
+    (:func:`bsard_demo.evaluation.misses.board_misses`; ``None`` when the dataset has no articles to place them in).
+    ``labels``: ``(name, sha256, dataset)`` of an uploaded labels file (:func:`labels_of`) scored instead of the
+    split's own labels."""
     limit = upload_limit_bytes()
-    key = scoreboard_key(data.key, split, files, built, limit, lower_is_better)
+    key = scoreboard_key(data.key, split, files, built, limit, lower_is_better) + (labels[:2] if labels else (),)
+    dataset = labels[2] if labels else data.dataset
     blobs = list(files) + [(name, blob) for name, _, blob in built]
 
     def make() -> _Scored:
         with st.spinner("Lecture et évaluation des runs…"):
-            sources = run_sources(files, key[-1], [(name, run) for name, run, _ in built])
-            board = score_sources(sources, data.dataset, split, limit_bytes=limit)
+            sources = run_sources(files, key[-2], [(name, run) for name, run, _ in built])
+            board = score_sources(sources, dataset, split, limit_bytes=limit)
             stamped = sources[:len(files)] + [RunSource.upload(name, blob) for name, _, blob in built]
             return _Scored(board, board_stamp(board, stamped), _misses(board), board_weight(board))
 

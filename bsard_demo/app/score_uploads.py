@@ -33,6 +33,10 @@ MAX_FILES = 10
 #: The uploader's help (Streamlit's own words on its drop zone are hidden: bsard_demo.app.style).
 UPLOAD_HELP = ("Glissez vos fichiers de run sur le cadre, ou touchez « Choisir des fichiers ». Formats : TREC, "
                "3 colonnes, CSV, JSON, JSON Lines, parquet, compressés en gzip ou non (détails ci-dessous).")
+#: The labels uploader's help (bsard_demo.runs.qrels_read reads every layout named).
+LABELS_HELP = ("Pour évaluer contre d'autres étiquettes que celles du split : qrels TREC (q 0 article pertinence), "
+               "JSON de ranx, CSV/TSV ou parquet avec q_id, doc_id et relevance, LZ4 de ranx ; compressé en gzip "
+               "ou non. Une pertinence > 0 compte comme pertinente.")
 #: Built-in runs kept per process, and how long a scoreboard or a built-in run is kept.
 SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
 #: What the scoreboards kept per process may weigh together (:func:`board_weight`; the newest is always kept):

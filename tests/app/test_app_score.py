@@ -395,3 +395,33 @@ def test_kept_scoreboards_stay_within_their_memory_budget(monkeypatch):
         at.file_uploader(key="runs").upload(f"r{seed}.trec", sample_run_trec(seed=seed).encode()).run()
         assert_clean(at)
     assert len(kept) == 1 and kept.weight > BOARD_BYTES  # the newest board, its runs included
+
+
+def test_a_labels_file_is_scored_like_evaluate_qrels_and_a_bad_one_is_refused(tmp_path, capsys):
+    """The Score page's labels upload (issue 39 item 2): a run scored against a qrels file gives ``evaluate --qrels``'s
+    figures; a labels file with errors is refused with its problems and nothing is scored against it."""
+    import json
+
+    from bsard_demo.cli.main import main
+
+    ds = load_sample()
+    lines = [f"{q} 0 {a} 2" for q, ids in zip(ds.questions("test")["id"][:12], ds.questions("test")["article_ids"][:12])
+             for a in ids]
+    qrels, run = tmp_path / "mine.qrels", tmp_path / "r.trec"
+    qrels.write_text("\n".join(lines) + "\n")
+    run.write_text(sample_run_trec(seed=31))
+    assert main(["evaluate", str(run), "--qrels", str(qrels), "--data", "sample", "--format", "json"]) == 0
+    want = json.loads(capsys.readouterr().out)["runs"]["r.trec"]
+    at = start("pages/score.py")
+    at.file_uploader(key="qrels").upload("mine.qrels", qrels.read_bytes()).run()
+    at.file_uploader(key="runs").upload("r.trec", run.read_bytes()).run()
+    assert_clean(at)
+    table = metrics_df(at)
+    for col, key in (("R@100", "recall@100"), ("MAP@100", "map@100"), ("nDCG@10", "ndcg@10")):
+        assert f"{table.loc['r.trec', col]:.2f}" == f"{100 * want[key]:.2f}", col
+    assert any("mine\\.qrels" in i.value and "(12 questions)" in i.value for i in at.info), [i.value for i in at.info]
+    bad = start("pages/score.py")
+    bad.file_uploader(key="qrels").upload("bad.qrels", b"1 0 a x\n").run()
+    bad.file_uploader(key="runs").upload("r.trec", run.read_bytes()).run()
+    assert any("inutilisable" in e.value for e in bad.error) and not [d for d in bad.dataframe
+                                                                       if "R@100" in d.value.columns]
