@@ -31,7 +31,6 @@ from .score_uploads import (
     SCOREBOARD_BUDGET,
     SCOREBOARD_ENTRIES,
     SCOREBOARD_TTL_S,
-    board_weight,
     run_sources,
     score_sources,
     scoreboard_key,
@@ -101,7 +100,7 @@ def scoreboard(data: ActiveData, split: str, files: list[tuple[str, bytes]], low
             sources = run_sources(files, key[-2], [(name, run) for name, run, _ in built])
             board = score_sources(sources, dataset, split, limit_bytes=limit)
             stamped = sources[:len(files)] + [RunSource.upload(name, blob) for name, _, blob in built]
-            return _Scored(board, board_stamp(board, stamped), _misses(board), board_weight(board))
+            return _Scored(board, board_stamp(board, stamped), _misses(board), board.nbytes)
 
     with hosting_ui.large_upload_slot(blobs, key):  # one large scoring at a time per process
         scored = _BOARDS.get(key, make)

@@ -39,21 +39,10 @@ LABELS_HELP = ("Pour évaluer contre d'autres étiquettes que celles du split : 
                "ou non. Une pertinence > 0 compte comme pertinente.")
 #: Built-in runs kept per process, and how long a scoreboard or a built-in run is kept.
 SCOREBOARD_ENTRIES, SCOREBOARD_TTL_S = 4, 3600
-#: What the scoreboards kept per process may weigh together (:func:`board_weight`; the newest is always kept):
+#: What the scoreboards kept per process may weigh together (:attr:`~bsard_demo.evaluation.scoring.Scoreboard.nbytes`;
+#: the newest is always kept):
 #: a board of ten runs of 150 questions cut at rank 1,000 weighs ~40 MB.
 SCOREBOARD_BUDGET = 256 * 2**20
-#: A kept ranked article's bytes and a board's own (its tables), measured with tracemalloc on frlaw-dev test boards
-#: of 1 to 10 runs of depth 100 to 1,000: 27 bytes an entry (the ids are the corpus's strings), ~4 MB a board
-#: (docs/reliability.md, section 12).
-ENTRY_BYTES, BOARD_BYTES = 27, 4 * 2**20
-
-
-def board_weight(board: Scoreboard) -> int:
-    """An estimate of the bytes a kept scoreboard holds: its runs' ranked articles, its per-question tables and
-    a board's own share (the corpus and the split's labels belong to the dataset)."""
-    entries = sum(len(docs) for r in board.runs if r.file.run is not None for docs in r.file.run.rankings.values())
-    tables = sum(int(ev.per_question.memory_usage(deep=True).sum()) for ev in board.evaluations.values())
-    return entries * ENTRY_BYTES + tables + BOARD_BYTES
 
 
 def too_many_files(ignored: Sequence[str], limit: int = MAX_FILES, budget_mb: int | None = None) -> str:

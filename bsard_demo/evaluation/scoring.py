@@ -34,6 +34,10 @@ from .ties import add_tie_warning, tie_effect, tie_note
 
 T = TypeVar("T")
 
+#: A kept ranked article's bytes and a board's own (its tables), measured with tracemalloc on frlaw-dev test boards
+#: of 1 to 10 runs of depth 100 to 1,000: 27 bytes an entry (the ids are the corpus's strings), ~4 MB a board
+#: (docs/reliability.md, section 12).
+ENTRY_BYTES, BOARD_BYTES = 27, 4 * 2**20
 #: The format a :class:`~bsard_demo.runs.Run` source is shown with (the layout it is written in).
 RUN_SOURCE_FORMAT = BUILT_FORMAT
 
@@ -120,6 +124,14 @@ class Scoreboard:
     def evaluations(self) -> dict[str, Evaluation]:
         """The usable runs' evaluations by name."""
         return {r.name: r.evaluation for r in self.runs if r.evaluation is not None}
+
+    @property
+    def nbytes(self) -> int:
+        """An estimate of the bytes the board holds: its runs' ranked articles, its per-question tables and a
+        board's own share (:data:`ENTRY_BYTES`, :data:`BOARD_BYTES`; the corpus and labels are the dataset's)."""
+        entries = sum(len(docs) for r in self.runs if r.file.run is not None for docs in r.file.run.rankings.values())
+        tables = sum(int(ev.per_question.memory_usage(deep=True).sum()) for ev in self.evaluations.values())
+        return entries * ENTRY_BYTES + tables + BOARD_BYTES
 
     @property
     def labelled(self) -> int:

@@ -14,7 +14,8 @@ from bsard_demo.app.score_builtin_runs import BuiltinRun
 from bsard_demo.app.score_compare import SELECTION
 from bsard_demo.app.score_drill import DD_QID, RANK_PREFIX
 from bsard_demo.app.score_tables import NDCG_HELP
-from bsard_demo.app.score_uploads import BOARD_BYTES, score_files
+from bsard_demo.app.score_uploads import score_files
+from bsard_demo.evaluation.scoring import BOARD_BYTES
 from bsard_demo.retrievers.kinds import NEIGHBOURS_COLUMN
 from bsard_demo.runs import read_run_bytes
 from bsard_demo.sources import load_sample

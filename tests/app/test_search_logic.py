@@ -470,6 +470,6 @@ def test_display_metrics_keeps_published_rows_labelled():
 
 
 def test_every_problem_code_has_its_french_sentence():
-    from bsard_demo.runs.problems import CHECK_CODES, CODES
+    from bsard_demo.runs.problems import CHECK_CODES, CODES, QRELS_CODES
 
-    assert set(CODES) | set(CHECK_CODES) <= set(PROBLEMS_FR)  # a new code gets its French words here
+    assert set(CODES) | set(CHECK_CODES) | set(QRELS_CODES) <= set(PROBLEMS_FR)  # a new code gets its French words here
