@@ -205,9 +205,9 @@ def large_upload_slot(files, key: Hashable | None = None) -> Iterator[None]:
 
 def drop_expired_sessions() -> int:
     """Shut down the disconnected sessions whose keep for a reconnection (Streamlit's 120 s) is over,
-    as Streamlit's own ``close_session`` does, and empty their state. Its storage reaps them only when another session is
-    stored, and then without a shutdown: after a crowd up to 128 stay alive, with their state and
-    their download buttons' files. Returns how many were shut down (0 where Streamlit's private
+    as Streamlit's own ``close_session`` does, and empty their state. Its storage reaps them only when
+    another session is stored, and then without a shutdown: after a crowd up to 128 stay alive, with
+    their state and their download buttons' files. Returns how many were shut down (0 where Streamlit's private
     names differ from 1.67's: then a no-op)."""
     try:
         if not runtime.exists():
