@@ -205,9 +205,9 @@ def large_upload_slot(files, key: Hashable | None = None) -> Iterator[None]:
 
 def drop_expired_sessions() -> int:
     """Shut down the disconnected sessions whose keep for a reconnection (Streamlit's 120 s) is over,
-    as Streamlit's own ``close_session`` does. Its storage reaps them only when another session is
-    stored, and then without a shutdown: after a crowd up to 128 stay alive, with their state and
-    their download buttons' files. Returns how many were shut down (0 where Streamlit's private
+    as Streamlit's own ``close_session`` does, and empty their state. Its storage reaps them only when
+    another session is stored, and then without a shutdown: after a crowd up to 128 stay alive, with
+    their state and their download buttons' files. Returns how many were shut down (0 where Streamlit's private
     names differ from 1.67's: then a no-op)."""
     try:
         if not runtime.exists():
@@ -221,6 +221,11 @@ def drop_expired_sessions() -> int:
     for _, info in expired:
         try:
             info.session.shutdown()
+            # Its state too (widget values: the file uploader's holds the uploads' bytes): Streamlit's
+            # runtime loop keeps the last session it flushed in a local variable (``active_session_info``
+            # of ``Runtime._loop_coroutine``) until it flushes another's, and after a lone visitor's upload
+            # flood the server kept their 2 x 48 MB for good (docs/reliability.md, section 12).
+            info.session.session_state.clear()
         except Exception:  # noqa: BLE001 - one session's cleanup must not stop the others'
             log.warning("could not shut down an expired session", exc_info=True)
     return len(expired)

@@ -176,7 +176,10 @@ def test_a_deployers_malloc_settings_are_left_alone():
 
 class FakeSession:
     def __init__(self, name: str, shut: list) -> None:
+        from streamlit.runtime.state.session_state import SessionState
+
         self.id, self.name, self.shut = name, name, shut
+        self.session_state = SessionState()
 
     def shutdown(self) -> None:
         self.shut.append(self.name)
@@ -217,6 +220,33 @@ def test_expired_disconnected_sessions_are_shut_down_and_recent_ones_kept(monkey
     assert shut == ["a", "b", "c"] and len(storage._cache) == 0
 
 
+def test_a_dropped_session_keeps_nothing_of_its_state(monkeypatch):
+    """Streamlit's runtime loop keeps the last session it flushed (``active_session_info``, a local of
+    ``Runtime._loop_coroutine``) until it flushes another's: a session that is dropped must not keep its state
+    alive through it (the file uploader's value holds the uploads' bytes: 2 x 48 MB kept for good after an
+    upload flood, docs/reliability.md, section 12)."""
+    import weakref
+
+    from streamlit.runtime.session_manager import SessionInfo
+
+    from bsard_demo.app import hosting_ui
+
+    class Upload:  # stands for an UploadedFile and its bytes
+        pass
+
+    clock, shut = Clock(), []
+    storage = fake_runtime(monkeypatch, clock)
+    session, upload = FakeSession("a", shut), Upload()
+    session.session_state["runs"] = [upload]
+    held = weakref.ref(upload)
+    del upload
+    storage.save(SessionInfo(client=None, session=session))
+    clock.now = 125.0
+    assert hosting_ui.drop_expired_sessions() == 1
+    assert shut == ["a"]
+    assert held() is None  # the session itself is still referenced (here, as by Streamlit's loop)
+
+
 def test_another_streamlit_leaves_its_sessions_alone(monkeypatch):
     from types import SimpleNamespace
 
@@ -240,6 +270,11 @@ def test_the_installed_streamlit_has_the_names_it_relies_on():
     source = inspect.getsource(WebsocketSessionManager.__init__)
     assert "self._storage_lock = threading.Lock()" in source and "self._session_storage = " in source
     assert callable(MemorySessionStorage()._cache.expire)
+    # drop_expired_sessions clears a dropped session's state (the public property, SessionState.clear)
+    from streamlit.runtime.app_session import AppSession
+    from streamlit.runtime.state.session_state import SessionState
+
+    assert isinstance(AppSession.session_state, property) and callable(SessionState.clear)
     # keep_script_cache: the runtime's one ScriptCache, which the session manager empties when the last session leaves
     from streamlit.runtime.runtime import Runtime
 
