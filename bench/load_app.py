@@ -46,7 +46,7 @@ if __package__ in (None, ""):  # python bench/load_app.py (bench/_path.py)
     import _path  # noqa: F401
 
 # Wrapped by hand (isort skips it): one name a line would repeat bench_app.py's and load_uploads.py's imports.
-from _browser import (ERRORS_JS, HIT_IDS_JS, QUESTION_BOX, RESULTS_READY_JS, SCORED_JS,  # noqa: E402  # isort: skip
+from _browser import (ERRORS_JS, HIT_IDS_JS, QUESTION_BOX, RESULTS_READY_JS, RUNS_INPUT, SCORED_JS,  # noqa: E402  # isort: skip
                       SERVER_TIMES_JS, SETTLED_JS, STEP_MS, TABLE_JS, TOP_K, VIEWPORT, AppServer, app_env,
                       browser_missing, chromium_options, first_row_cell)
 from bench.common import (REPO, app_machine_facts, cli, cpu_seconds, json_option, load_average, mb,  # noqa: E402  # isort: skip
@@ -175,13 +175,13 @@ async def session(browser, url: str, task: Task, go: asyncio.Event) -> Outcome:
 
         async def score_page():
             await page.locator("[data-testid='stSidebarNavLink']").filter(has_text="Évaluer des runs").click()
-            await page.locator("[data-testid='stFileUploaderDropzoneInput']").wait_for(state="attached")
+            await page.locator(RUNS_INPUT).wait_for(state="attached")
             await page.wait_for_function(SETTLED_JS, polling=50)
         await _timed(out, "score page", score_page())
 
         async def score():
             if task.run_file is not None:
-                await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(task.run_file))
+                await page.locator(RUNS_INPUT).set_input_files(str(task.run_file))
             else:
                 # the built-in system's menu opens on BM25, its first entry
                 await page.get_by_role("button", name="Évaluer ce système intégré").click()

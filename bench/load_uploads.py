@@ -36,6 +36,7 @@ from _browser import (
     ERRORS_JS,
     QUESTION_BOX,
     RESULTS_READY_JS,
+    RUNS_INPUT,
     STEP_MS,
     TABLE_JS,
     TOP_K,
@@ -136,11 +137,11 @@ async def upload(browser, url: str, task: dict, go: asyncio.Event, timeout_s: fl
     page.set_default_timeout(STEP_MS)
     try:
         await page.goto(f"{url}/score", wait_until="commit")
-        await page.locator("[data-testid='stFileUploaderDropzoneInput']").wait_for(state="attached",
+        await page.locator(RUNS_INPUT).wait_for(state="attached",
                                                                                    timeout=5 * STEP_MS)
         await go.wait()
         start = time.perf_counter()
-        await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(task["path"]))
+        await page.locator(RUNS_INPUT).set_input_files(str(task["path"]))
         while True:
             state = await page.evaluate(STATE_JS)
             out["waited"] |= state["waiting"]

@@ -22,6 +22,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SERVER_START_S = 90
+#: The Score page's runs uploader's file input (the labels uploader beside it takes one file, not several).
+RUNS_INPUT = "[data-testid='stFileUploaderDropzoneInput'][multiple]"
 STEP_MS = 60_000
 
 

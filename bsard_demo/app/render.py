@@ -57,7 +57,8 @@ if (!window.__bsardCopy) {
       for (const button of zone.querySelectorAll('button')) {  // the one whose English words are hidden
         if (button.querySelector('[data-testid="stMarkdownContainer"]')) name(button, 'Choisir des fichiers');
       }
-      name(zone.querySelector('input[type="file"]'), 'Fichiers à évaluer');
+      const input = zone.querySelector('input[type="file"]');  // the runs' uploader takes several files
+      name(input, input && input.multiple ? 'Fichiers à évaluer' : "Fichier d'étiquettes");
     }
     const box = document.querySelector('.bsard-question[data-search]');
     if (!box || box.dataset.search === window.__bsardShown) return;

@@ -17,6 +17,7 @@ import pytest
 from _app_helpers import sample_run_trec
 from _browser import (
     REPO,
+    RUNS_INPUT,
     STEP_MS,
     ask,
     browser_context,
@@ -108,7 +109,7 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
     with new_page(browser, "score") as page:
         page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
         page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(run_file), str(other)])
+        page.locator(RUNS_INPUT).set_input_files([str(run_file), str(other)])
         page.get_by_text("Validation des fichiers").wait_for(timeout=STEP_MS)
         _wait_idle(page)
         table = page.locator("[data-testid='stDataFrame']").filter(has_text="R@100").first
@@ -137,7 +138,7 @@ def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_pat
     with new_page(browser, "score-ab") as page:
         page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
         page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(a), str(b)])
+        page.locator(RUNS_INPUT).set_input_files([str(a), str(b)])
         heading = page.get_by_role("heading", name="Run A contre run B, question par question")
         heading.wait_for(timeout=STEP_MS)
         _wait_idle(page)

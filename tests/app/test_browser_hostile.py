@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_browser import ARTIFACTS
 
-from _browser import STEP_MS, ask, browser_context, choose, scroll_to, serve_app, table_cells, wait_idle
+from _browser import RUNS_INPUT, STEP_MS, ask, browser_context, choose, scroll_to, serve_app, table_cells, wait_idle
 from _hostile_data import (
     BOLD_MD,
     CATEGORY,
@@ -150,7 +150,7 @@ def test_score_page_with_hostile_runs(server, page, tmp_path):
     runs[1].write_bytes(run_trec(reverse=True))
     page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
     page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(r) for r in runs])
+    page.locator(RUNS_INPUT).set_input_files([str(r) for r in runs])
     page.get_by_role("heading", name="Comparaison deux à deux").wait_for(timeout=STEP_MS)
     wait_idle(page)
     alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
@@ -245,7 +245,7 @@ def test_upload_above_the_limit_is_refused_with_a_message(server, page, tmp_path
     notice.wait_for(state="attached", timeout=STEP_MS)  # drawn hidden with the page
     wait_idle(page)
     assert notice.count() == 1 and not notice.is_visible()
-    dropzone = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+    dropzone = page.locator(RUNS_INPUT)
     dropzone.set_input_files(str(big))
     notice.wait_for(state="visible", timeout=STEP_MS)
     assert "Fichier refusé" in notice.inner_text() and "limite de 50 Mo" in notice.inner_text()

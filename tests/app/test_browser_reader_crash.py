@@ -15,6 +15,7 @@ from test_browser import ARTIFACTS
 
 from _app_helpers import sample_run_trec
 from _browser import (
+    RUNS_INPUT,
     STEP_MS,
     AppServer,
     ServerError,
@@ -61,7 +62,7 @@ def test_the_server_survives_a_file_that_aborts_the_reader(app, browser, tmp_pat
     try:
         page.goto(f"{app.url}/score", wait_until="domcontentloaded", timeout=STEP_MS)
         page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([str(crash), str(good)])
+        page.locator(RUNS_INPUT).set_input_files([str(crash), str(good)])
         page.get_by_role("heading", name="Mesures", exact=True).wait_for(timeout=STEP_MS)
         wait_idle(page)
         alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
