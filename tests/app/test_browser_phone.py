@@ -99,8 +99,10 @@ def test_a_phone_gets_the_question_box_and_readable_answers(server, phone):
 
         # /score: the Score page; its metrics table scrolls in its own frame, not the page
         page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
+        page.get_by_label("Système intégré").wait_for(timeout=STEP_MS)
+        wait_idle(page)  # a menu opened while the page still runs is closed again by the page's next delta
         page.get_by_label("Système intégré").click(timeout=STEP_MS)
-        page.get_by_role("option").filter(has_text="BM25").first.click()
+        page.get_by_role("option").filter(has_text="BM25").first.click(timeout=STEP_MS)
         wait_idle(page)
         page.get_by_role("button", name="Évaluer ce système intégré").click()
         page.wait_for_function(SCORED_JS, timeout=STEP_MS * 3)
