@@ -61,7 +61,7 @@ class _Scored:
 
 
 #: The scorings of this process (not ``st.cache_resource``, which any client could empty: docs/reliability.md,
-#: section 11), kept within :data:`~bsard_demo.app.score_uploads.SCOREBOARD_BUDGET` bytes, each at most an hour.
+#: section 12), kept within :data:`~bsard_demo.app.score_uploads.SCOREBOARD_BUDGET` bytes, each at most an hour.
 _BOARDS: BuildOnce = BuildOnce(ttl=SCOREBOARD_TTL_S, budget=SCOREBOARD_BUDGET, weigh=lambda scored: scored.weight)
 
 
