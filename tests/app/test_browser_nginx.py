@@ -23,7 +23,7 @@ from _ws_client import Visitor
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 #: The template's limits (deploy/nginx.conf.template).
-BURST, CONNECTIONS = 200, 20
+BURST, CONNECTIONS = 400, 20
 
 
 def require_nginx() -> None:
