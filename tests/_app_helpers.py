@@ -66,3 +66,17 @@ def column_names(at: AppTest) -> list[str]:
     """The Search page's columns, left to right, by their label with its settings (Markdown-escaped, as the
     page writes it): the first line of each column's « Détails techniques » (its heading is its kind's title)."""
     return [e.caption[0].value for e in at.main.expander if e.label == "Détails techniques"]
+
+
+def scored_runs(at: AppTest) -> list[str]:
+    """The names of the runs the Score page's metrics table holds (it shows exactly one such table)."""
+    [metrics] = [d.value for d in at.dataframe if "R@100" in d.value.columns]
+    return list(metrics.index)
+
+
+def assert_next_visitor_scores(seed: int = 4) -> None:
+    """A fresh Score page of the same server process scores a good upload with no error (after a hostile one)."""
+    again = start("pages/score.py")
+    again.file_uploader(key="runs").upload("encore.trec", sample_run_trec(seed=seed).encode(), "text/plain")
+    again.run()
+    assert not again.exception and not again.error, [e.value for e in again.exception or again.error]
