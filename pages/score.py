@@ -300,7 +300,8 @@ def _metrics(board, data, split, tables, stamp) -> None:
     shown = tables.shown
     helps = {"nDCG@10": NDCG_HELP, "R-Prec": RPREC_HELP}
     config = {c: st.column_config.Column(c, help=helps.get(c)) for c in measure_headers(shown)}
-    st.dataframe(french_view(shown, percents=measure_headers(shown)), width="stretch", column_config=config)
+    score_ui.kept_dataframe(board, "measures", partial(french_view, shown, percents=measure_headers(shown)),
+                            width="stretch", column_config=config)
     st.caption("nDCG@10 : le chiffre que rapporte MTEB (gains binaires, 10 premiers articles) ; R-Prec : la précision "
                "au rang R (R = nombre d'articles pertinents), le « MRP » des travaux récents.", help=NDCG_HELP)
     row = st.container(horizontal=True)
@@ -314,7 +315,8 @@ def _state_of_the_art(tables, board) -> None:
     st.subheader("Vos runs et l'état de l'art publié (BSARD, split test)", anchor=False)
     table = beside_frame(tables.metrics, board.ks)
     config = {"lu dans": st.column_config.TextColumn("lu dans", width="medium")}
-    st.dataframe(french_view(table, percents=figure_columns(table)), width="stretch", column_config=config)
+    score_ui.kept_dataframe(board, "state of the art", partial(french_view, table, percents=figure_columns(table)),
+                            width="stretch", column_config=config)
     st.caption("  \n".join(NOTES_FR) + "  \nLe même tableau : `python -m bsard_demo anchors` ; "
                "`python -m bsard_demo evaluate --anchors` l'imprime sous vos runs.")
 
@@ -378,8 +380,8 @@ def _per_question(board, ds, split, tables, misses, k, misses_shown) -> None:
     config = {c: st.column_config.Column(metric_label_fr(c)) for c in measures}
     config.update({c: st.column_config.Column(label) for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
     config["question"] = st.column_config.TextColumn("texte", width="medium")
-    st.dataframe(french_view(shown, fractions=measures), hide_index=True, width="stretch", column_config=config,
-                 height=320)
+    score_ui.kept_dataframe(board, None if chosen else "per question", partial(french_view, shown, fractions=measures),
+                            hide_index=True, width="stretch", column_config=config, height=320)
     st.caption("Cliquez sur un en-tête pour trier.")
     if compares(board):
         _a_versus_b(board, tables, misses_shown, k)
@@ -435,7 +437,8 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
         st.caption(md_escape(question_line(lines, k)))
         notes = nearest_notes(lines, k, {a: article_reference(ds, a) for a in set(lines["nearest_id"].dropna())})
     st.markdown("**Articles pertinents et leur rang dans chaque run** (— : absent du classement)")
-    st.dataframe(french_view(gold_ranks_frame(dd, usable)), hide_index=True, width="stretch")
+    score_ui.kept_dataframe(board, ("gold ranks", run_name, qid), lambda: french_view(gold_ranks_frame(dd, usable)),
+                            hide_index=True, width="stretch")
     if ds.articles is None:
         st.caption("Textes et références indisponibles : ce jeu de données n'a pas de corpus d'articles.")
     else:
@@ -458,7 +461,8 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
     top = pd.DataFrame([{"rang": r.rank, "article": quote(r.article_id, marks=False),  # a 40 MB id: 80 characters
                          "score": r.score, "référence": r.reference, "pertinent": r.gold} for r in dd.top],
                        columns=["rang", "article", "score", "référence", "pertinent"])
-    st.dataframe(french_view(top, decimals=["score"]), hide_index=True, width="stretch")
+    score_ui.kept_dataframe(board, ("top", run_name, qid), partial(french_view, top, decimals=["score"]),
+                            hide_index=True, width="stretch")
 
 
 def _comparison(board) -> None:
@@ -472,9 +476,9 @@ def _comparison(board) -> None:
     shown = table[[c for c in SHOWN_COMPARISON if c in table.columns]].rename(columns=COMPARISON_LABELS)
     narrow = {v: st.column_config.Column(v, width="small") for k, v in COMPARISON_LABELS.items()
               if k in ("wins", "ties", "losses")}
-    st.dataframe(french_view(shown, fractions=[COMPARISON_LABELS[c] for c in ("mean_a", "mean_b", "diff")],
-                             decimals=[COMPARISON_LABELS["p_permutation_holm"]]),
-                 hide_index=True, width="stretch", column_config=narrow)
+    score_ui.kept_dataframe(board, ("comparison", metric), partial(
+        french_view, shown, fractions=[COMPARISON_LABELS[c] for c in ("mean_a", "mean_b", "diff")],
+        decimals=[COMPARISON_LABELS["p_permutation_holm"]]), hide_index=True, width="stretch", column_config=narrow)
     st.caption(permutation_caption())
     st.download_button("Télécharger la comparaison (CSV, tous les tests)", to_csv_bytes(table),
                        file_name=f"comparaison_{metric.replace('@', '_')}.csv", mime="text/csv", key="dl_comparison",

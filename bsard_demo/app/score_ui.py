@@ -1,11 +1,12 @@
 """The Score page's Streamlit glue: the upload limit and budget, the scoreboards kept per process within a
 memory budget (:data:`~bsard_demo.app.score_uploads.SCOREBOARD_BUDGET`, an hour) and the built-in runs, one
 large scoring at a time (:func:`bsard_demo.app.hosting_ui.large_upload_slot`), and each scored board's charts
-as Streamlit sends them, made once per board (:func:`chart_spec`).
+and French tables as Streamlit sends them, made once per board (:func:`chart_spec`, :func:`kept_dataframe`).
 """
 from __future__ import annotations
 
 import hashlib
+import uuid
 from dataclasses import dataclass
 from typing import Callable, Hashable
 
@@ -126,6 +127,36 @@ def chart_spec(board: Scoreboard, key: Hashable, chart: Callable[[], object]) ->
     (Streamlit's own conversion, so the element stays byte for byte what ``st.altair_chart`` sends;
     tests/app/test_app_score.py checks it against ``st.altair_chart``.)"""
     return board.memo(("chart", key), lambda: altair_to_spec(chart()))
+
+
+#: The bytes of French tables kept as Streamlit sends them (:func:`kept_dataframe`; the least recently drawn go first):
+#: the largest, a per-question table, is 0.9 MB for ten runs of frlaw-dev's 150 test questions (~1.4 MB for 222).
+TABLES_BYTES = 32 * 2**20
+
+
+def kept_dataframe(board: Scoreboard, key: Hashable | None, styled: Callable[[], object], **options) -> None:
+    """``st.dataframe(styled(), **options)`` (``styled``: a French table, a pandas Styler of
+    :func:`~bsard_demo.app.score_tables.french_view`), its element made once per ``board``, ``key`` and
+    ``options`` and sent again as it was to every later visitor: a Styler's display values are computed by
+    Streamlit at every ``st.dataframe`` (``marshall_styler``: most of a kept board's visit,
+    docs/benchmarks.md, "Per-visit cost after issues 37 and 38"). ``key`` names the table and everything it
+    depends on besides the board; ``None``: a view that depends on the visitor's picks, drawn, not kept.
+    Kept by ``st.cache_data``'s replay of the elements of a cached call (Streamlit's public way to send an
+    element again without making it), at most :data:`TABLES_BYTES`, each an hour, like the boards; a kept
+    element is the one ``st.dataframe`` sent, its Styler's id included (tests/app/test_score_kept_tables.py)."""
+    if key is None:
+        st.dataframe(styled(), **options)
+    else:
+        _kept_dataframe(board.memo(("tables token",), _token), key, styled, options)
+
+
+def _token() -> str:  # a board's name in the tables' cache: boards are kept by value, this one by its identity
+    return uuid.uuid4().hex
+
+
+@st.cache_data(show_spinner=False, max_size=TABLES_BYTES, ttl=SCOREBOARD_TTL_S)
+def _kept_dataframe(token: str, key: Hashable, _styled: Callable[[], object], options: dict) -> None:
+    st.dataframe(_styled(), **options)
 
 
 def builtin(data: ActiveData, split: str, spec_key: str, retriever: Retriever, query_text: str,
