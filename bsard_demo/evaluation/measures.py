@@ -32,7 +32,9 @@ class Family(NamedTuple):
     ``cutoffs``: ``None``, at every cut-off an evaluation asks for (``ks``: R@100, R@200…); a tuple of cut-offs,
     an *extra* measure computed at those only, beside the others (nDCG@10); ``()``, no cut-off: one figure,
     column ``name`` (R-Precision). ``aliases``: other names :meth:`Measure.parse` takes for a family without
-    cut-off. ``definition`` and ``citation``: docs/design.md's table."""
+    cut-off. ``definition`` and ``citation``: docs/design.md's table. ``tables``: where the tables of ``evaluate``,
+    ``compare`` and the Score page show a family computed at every cut-off: ``"every k"`` (recall), ``"first"``, at
+    the smallest cut-off before the extra measures (MAP), or ``"last"``, at the smallest after them (MRR)."""
 
     name: str  # column prefix: recall@100
     label: str  # English label (tables of the CLI and the Score page): R@100
@@ -43,6 +45,7 @@ class Family(NamedTuple):
     aliases: tuple[str, ...] = ()
     definition: str = ""
     citation: str = ""
+    tables: str = "first"
 
     @property
     def every_cutoff(self) -> bool:
@@ -55,16 +58,19 @@ class Family(NamedTuple):
         return self.cutoffs != ()
 
 
+#: The places a family's ``tables`` names (:class:`Family`).
+TABLE_PLACES = ("every k", "first", "last")
+
 _BSARD = "Louis & Spanakis, ACL 2022 (BSARD)"
 #: The families, in column order: those at every cut-off first (each at every ``k``), then the extra ones,
 #: each at its cut-offs (R-Precision first: the published BSARD tables put it after MAP; then nDCG@10, MTEB's).
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("recall", "R", "R", "Rappel", recall_from_positions,
+    Family("recall", "R", "R", "Rappel", recall_from_positions, tables="every k",
            definition="share of the question's relevant articles in the top k", citation=_BSARD),
     Family("map", "MAP", "AP", "MAP", ap_from_positions,
            definition="average precision at k: the precision at each relevant article found in the top k, "
                       "summed and divided by the number of relevant articles", citation=_BSARD),
-    Family("mrr", "MRR", "RR", "MRR", rr_from_positions,
+    Family("mrr", "MRR", "RR", "MRR", rr_from_positions, tables="last",
            definition="reciprocal rank of the first relevant article in the top k (0 if none)", citation=_BSARD),
     Family("rprec", "R-Prec", "Rprec", "R-Précision", rprec_from_positions, cutoffs=(), aliases=("R-Precision",),
            definition="share of the top R that is relevant, R the question's number of relevant articles",
@@ -242,7 +248,9 @@ def families_markdown() -> str:
     for f in FAMILIES.values():
         at = "every k asked" if f.every_cutoff else ", ".join(f"@{k}" for k in f.cutoffs) or "none"
         m = Measure(f.name, 100 if f.every_cutoff else (f.cutoffs or (None,))[0])
-        rows.append(f"| {f.name} | {m.column} | {at} | {m.label} | {m.short_label} | {m.label_fr} | "
-                    f"{', '.join(f.aliases) or '—'} | {f.definition} | {f.citation} |")
-    return "\n".join(["| family | column | cut-offs | English label | short | French label | also parsed from | "
-                      "definition | source |", "|---|---|---|---|---|---|---|---|---|", *rows]) + "\n"
+        shown = ("every k" if f.tables == "every k" else "smallest k") if f.every_cutoff else "as computed"
+        rows.append(f"| {f.name} | {m.column} | {at} | {shown}{', last' * (f.tables == 'last')} | {m.label} | "
+                    f"{m.short_label} | {m.label_fr} | {', '.join(f.aliases) or '—'} | {f.definition} | {f.citation} |")
+    return "\n".join(["| family | column | cut-offs | in the tables | English label | short | French label | "
+                      "also parsed from | definition | source |", "|---|---|---|---|---|---|---|---|---|---|",
+                      *rows]) + "\n"

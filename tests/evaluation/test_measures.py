@@ -5,6 +5,7 @@ import pytest
 
 from bsard_demo.evaluation.measures import (
     FAMILIES,
+    TABLE_PLACES,
     Family,
     Measure,
     column_label,
@@ -15,6 +16,7 @@ from bsard_demo.evaluation.measures import (
     families_markdown,
     is_measure_column,
 )
+from bsard_demo.evaluation.report import display_columns
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -80,6 +82,7 @@ def test_every_family_has_what_computes_it_and_says_what_it_is():
     for f in FAMILIES.values():
         assert callable(f.value) and f.definition and f.citation, f.name
         assert f.cutoffs is None or all(isinstance(k, int) and k >= 1 for k in f.cutoffs), f.name
+        assert f.tables in TABLE_PLACES, f.name
 
 
 def test_design_md_lists_the_declared_families():
@@ -95,6 +98,7 @@ def test_a_new_family_is_declared_once(monkeypatch):
     def precision(positions, n_relevant, k):
         return len([p for p in positions if p <= k]) / k
 
+    before = display_columns((2, 5), extra_columns())
     monkeypatch.setitem(FAMILIES, "p", Family("p", "P", "P", "Précision", precision, definition="d", citation="c"))
     assert Measure.parse("P @ 2") == Measure("p", 2) and column_label("p@2") == "P@2"
     assert cutoff_families()[-1] == "p" and cutoff_columns((2,))[-1] == "p@2"
@@ -103,7 +107,11 @@ def test_a_new_family_is_declared_once(monkeypatch):
     forms = ", ".join([f"{f}@k" for f in cutoff_families()] + list(extra_columns())[:-1])
     with pytest.raises(ValueError, match=rf"use {forms} or {extra_columns()[-1]} \(e.g. recall@100\)"):
         Measure.parse("precision@2")
-    assert "| p | p@100 | every k asked | P@100 | P@100 | Précision@100 | — | d | c |" in families_markdown()
+    shown = display_columns((2, 5), extra_columns())  # the tables: its row's place, before the "last" families
+    last = [c for c in before if FAMILIES[Measure.from_column(c).family].tables == "last"]
+    assert shown == [c for c in before if c not in last] + ["p@2"] + last
+    assert "| p | p@100 | every k asked | smallest k | P@100 | P@100 | Précision@100 | — | d | c |" \
+        in families_markdown()
 
 
 def test_a_family_at_its_own_cutoffs_is_computed_there_and_parsed_there_only(monkeypatch):
