@@ -2,6 +2,7 @@
 page and run in the recipe's order, then checked as the recipe says: a recipe whose code does not run fails here."""
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 import textwrap
@@ -14,11 +15,36 @@ from bsard_demo.cli.main import main as run_cli
 from bsard_demo.evaluation import evaluate
 from bsard_demo.evaluation.measures import FAMILIES, Family, Measure, column_label, extra_columns, families_markdown
 from bsard_demo.retrievers.registry import kind, retriever_kinds, unregister
-from bsard_demo.runs import read_run_path
+from bsard_demo.runs import read_run_bytes, read_run_path
+from bsard_demo.runs.read import formats, unregister_format
 from bsard_demo.sources import load_sample
 
 REPO = Path(__file__).resolve().parents[1]
 EXTENDING = REPO / "docs" / "extending.md"
+
+
+def recipe(section: str) -> list[str]:
+    """The snippets of docs/extending.md's recipe ``section``."""
+    return snippets(EXTENDING.read_text(encoding="utf-8"), section)
+
+
+def module_at(name: str) -> types.ModuleType:
+    """A fresh module ``name`` of the process (a recipe's new file), removed again by :func:`forget`."""
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    return module
+
+
+def forget(module: types.ModuleType) -> None:
+    sys.modules.pop(module.__name__, None)
+
+
+def load_test_module(path: str) -> types.ModuleType:
+    """The test module at ``tests/path``, loaded apart (its lists patched here change no other test's)."""
+    spec = importlib.util.spec_from_file_location(f"recipe_{Path(path).stem}", REPO / "tests" / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def snippets(markdown: str, section: str) -> list[str]:
@@ -35,15 +61,14 @@ def test_the_snippet_reader_can_fail():
 @pytest.fixture
 def toy_module():
     """Where the recipe's first snippet lives (``bsard_demo/retrievers/toy.py``), as a module of the process."""
-    module = types.ModuleType("bsard_demo.retrievers.toy")
-    sys.modules[module.__name__] = module
+    module = module_at("bsard_demo.retrievers.toy")
     yield module
-    sys.modules.pop(module.__name__, None)
+    forget(module)
     unregister("toy")
 
 
 def test_the_retriever_kind_recipe_runs(toy_module, tmp_path):
-    module_code, registration = snippets(EXTENDING.read_text(encoding="utf-8"), "A retriever kind")
+    module_code, registration = recipe("A retriever kind")
     exec(compile(module_code, "retrievers/toy.py", "exec"), toy_module.__dict__)  # step 1: its module
     exec(compile(registration, "retrievers/kinds.py", "exec"), {})  # step 2: its registration
     toy = retriever_kinds()["toy"]
@@ -58,7 +83,7 @@ def test_the_retriever_kind_recipe_runs(toy_module, tmp_path):
 
 
 def test_the_measure_recipe_runs(monkeypatch):
-    function, declaration = snippets(EXTENDING.read_text(encoding="utf-8"), "A measure")[:2]
+    function, declaration = recipe("A measure")[:2]
     namespace: dict = {"Family": Family}
     exec(compile(function, "evaluation/metrics.py", "exec"), namespace)  # step 1: what computes it
     family = eval(compile(declaration, "evaluation/measures.py", "eval"), namespace)  # step 2: its row
@@ -67,3 +92,31 @@ def test_the_measure_recipe_runs(monkeypatch):
     ev = evaluate({"q": {"a", "b"}}, {"q": ["a", "x", "b"]}, ks=(2,))
     assert ev.means["p@2"] == 0.5 and list(ev.means)[-len(extra_columns()) - 1] == "p@2"  # before the extras
     assert f"| {family.name} | p@100 |" in families_markdown()
+
+
+@pytest.fixture
+def toy_format_module():
+    """The run format recipe's new file, ``bsard_demo/runs/toy_format.py``."""
+    module = module_at("bsard_demo.runs.toy_format")
+    yield module
+    forget(module)
+    unregister_format("toy-ranked")
+
+
+def test_the_run_format_recipe_runs(toy_format_module, monkeypatch):
+    parser, registration, example = recipe("A run format")
+    exec(compile(parser, "runs/toy_format.py", "exec"), toy_format_module.__dict__)  # step 1: the parser
+    exec(compile(registration, "runs/toy_format.py", "exec"), toy_format_module.__dict__)  # step 2: at its end
+    assert formats()[-1] == "toy-ranked"
+    run_files = load_test_module("runs/test_run_files.py")
+    with pytest.raises(AssertionError):  # the format has no example yet
+        run_files.test_all_formats_are_exercised()
+    row = eval(compile("{" + example + "}", "tests/runs/test_run_files.py", "eval"), vars(run_files))  # step 3
+    monkeypatch.setattr(run_files, "RANK_FILES", {**run_files.RANK_FILES, **row})
+    run_files.test_all_formats_are_exercised()
+    for compress in (False, True):  # plain and gzipped, through the real reader, to the reference run
+        run_files.test_rank_formats_round_trip("toy-ranked", compress)
+    rf = read_run_bytes(b"\n#TOY-RUN\nq1 a,b\nq2\n", "toy.txt")
+    assert rf.format == "toy-ranked" and rf.run is None  # its error, with its line (the blank one counted)
+    assert [(p.code, p.line) for p in rf.problems.items if p.severity == "error"] == [("bad_field_count", 4)]
+    assert read_run_bytes(b"#toy-run\nq1 a,b\nq2 b\n", "toy.txt").run.rankings == {"q1": ("a", "b"), "q2": ("b",)}
