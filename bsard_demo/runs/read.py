@@ -2,11 +2,10 @@
 
 :func:`read_run_bytes` and :func:`read_run_path` never raise: whatever the bytes, they return a
 :class:`RunFile` whose ``problems`` list every error and warning. One :class:`ReadOptions` says what
-to check against and what the reader may spend. The path: bytes -> text (:mod:`.decode`) -> a
-:class:`~bsard_demo.runs.columns.Parsed` (:mod:`.text_formats`, :mod:`.json_formats`, a registered
-:class:`TextFormat`, or :mod:`.parquet_format` in a child process: :mod:`.sandbox`) -> :class:`~bsard_demo.runs.run.Run` and warnings
-(:mod:`.validate`), every problem in one list. :func:`read_run` gives a run made in-process the same
-warnings. The formats, what is detected how, and every warning: docs/run-formats.md.
+to check against and what the reader may spend. The path: bytes -> text (:mod:`.decode`) -> a ``Parsed``
+(:mod:`.text_formats`, :mod:`.json_formats`, a registered :class:`TextFormat`, or :mod:`.parquet_format` in a
+child: :mod:`.sandbox`) -> ``Run`` and warnings (:mod:`.validate`), every problem in one list. :func:`read_run`
+gives a run made in-process the same warnings. Formats, detection and warnings: docs/run-formats.md.
 """
 from __future__ import annotations
 
