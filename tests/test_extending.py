@@ -72,6 +72,7 @@ def test_the_retriever_kind_recipe_runs(toy_module, tmp_path):
     exec(compile(module_code, "retrievers/toy.py", "exec"), toy_module.__dict__)  # step 1: its module
     exec(compile(registration, "retrievers/kinds.py", "exec"), {})  # step 2: its registration
     toy = retriever_kinds()["toy"]
+    assert "bsard_demo/retrievers/toy.py" in load_test_module("test_layout.py").kind_modules()  # no Layout line
     assert kind("toy") is toy and toy.label == "Jouet"
     spec = toy.spec_of({"toy_order": "file"})
     assert toy.spec_of(dict(zip(["toy_order"], toy.flags_of(spec, [])[1:]))) == spec  # flags both ways
