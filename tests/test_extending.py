@@ -13,7 +13,7 @@ import pytest
 
 from bsard_demo.cli.main import main as run_cli
 from bsard_demo.evaluation import evaluate
-from bsard_demo.evaluation.measures import FAMILIES, Family, Measure, column_label, extra_columns, families_markdown
+from bsard_demo.evaluation.measures import FAMILIES, Family, Measure, column_label, extra_columns, families_help
 from bsard_demo.retrievers.registry import kind, retriever_kinds, unregister
 from bsard_demo.runs import read_run_bytes, read_run_path
 from bsard_demo.runs.read import formats, unregister_format
@@ -92,7 +92,7 @@ def test_the_measure_recipe_runs(monkeypatch):
     assert Measure.parse("P@2") == Measure("p", 2) and column_label("p@2") == "P@2"
     ev = evaluate({"q": {"a", "b"}}, {"q": ["a", "x", "b"]}, ks=(2,))
     assert ev.means["p@2"] == 0.5 and list(ev.means)[-len(extra_columns()) - 1] == "p@2"  # before the extras
-    assert f"| {family.name} | p@100 |" in families_markdown()
+    assert f"  {family.name}@k: {family.label}@k " in families_help()  # evaluate --help's list
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 ``nDCG@k``, ``Rprec``): a :class:`Family` is declared once, in :data:`FAMILIES` (its labels, what computes it, the
 cut-offs it is computed at, the names it is parsed from, its definition and where it comes from), and everything
 else derives from the declarations: the columns and their order (:func:`cutoff_columns`, :func:`extra_measures`),
-what :meth:`Measure.parse` accepts and its messages, and docs/design.md's table (:func:`families_markdown`).
+what :meth:`Measure.parse` accepts and its messages, and ``evaluate --help``'s list (:func:`families_help`).
 :class:`Measure` is a family and a cut-off (none for R-Precision), with its column name and labels.
 
 The families, their columns and labels: docs/design.md, 'bsard_demo/evaluation/measures.py'.
@@ -10,6 +10,7 @@ The families, their columns and labels: docs/design.md, 'bsard_demo/evaluation/m
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
@@ -242,15 +243,18 @@ def column_label(column: object, *, french: bool = False) -> str:
     return m.label_fr if french else m.label
 
 
-def families_markdown() -> str:
-    """docs/design.md's table of the families, in column order (tests/evaluation/test_measures.py checks it)."""
-    rows = []
+def families_help() -> str:
+    """The families as ``evaluate --help`` lists them (docs/design.md points there), in column order: each with its
+    column, labels, cut-offs, place in the tables, other names, definition and source, wrapped to 100 columns."""
+    lines = ["measures (each declared once, in bsard_demo/evaluation/measures.py's FAMILIES), in column order:"]
     for f in FAMILIES.values():
-        at = "every k asked" if f.every_cutoff else ", ".join(f"@{k}" for k in f.cutoffs) or "none"
-        m = Measure(f.name, 100 if f.every_cutoff else (f.cutoffs or (None,))[0])
-        shown = ("every k" if f.tables == "every k" else "smallest k") if f.every_cutoff else "as computed"
-        rows.append(f"| {f.name} | {m.column} | {at} | {shown}{', last' * (f.tables == 'last')} | {m.label} | "
-                    f"{m.short_label} | {m.label_fr} | {', '.join(f.aliases) or '—'} | {f.definition} | {f.citation} |")
-    return "\n".join(["| family | column | cut-offs | in the tables | English label | short | French label | "
-                      "also parsed from | definition | source |", "|---|---|---|---|---|---|---|---|---|---|",
-                      *rows]) + "\n"
+        at = ("at every k asked" if f.every_cutoff else f"at k = {', '.join(map(str, f.cutoffs))} only" if f.cutoff
+              else "without cut-off")
+        shown = {"every k": "at every k", "first": "at the smallest k", "last": "last, at the smallest k"}[f.tables] \
+            if f.every_cutoff else "last" if f.tables == "last" else "in its row's place"
+        also = f"; also parsed from {', '.join(f.aliases)}" if f.aliases else ""
+        k = "@k" if f.cutoff else ""
+        lines.append(textwrap.fill(
+            f"{f.name}{k}: {f.label}{k} (ir_measures {f.short}{k}, in French {f.label_fr}{k}{also}), {at}, shown "
+            f"{shown}: {f.definition} ({f.citation}).", 100, initial_indent="  ", subsequent_indent="    "))
+    return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ from bsard_demo.evaluation.measures import (
     cutoff_families,
     extra_columns,
     extra_measures,
-    families_markdown,
+    families_help,
     is_measure_column,
 )
 from bsard_demo.evaluation.report import display_columns
@@ -85,9 +85,23 @@ def test_every_family_has_what_computes_it_and_says_what_it_is():
         assert f.tables in TABLE_PLACES, f.name
 
 
-def test_design_md_lists_the_declared_families():
+def test_design_md_lists_no_family_by_hand():
+    """A new family edits no document (docs/extending.md, 'A measure'): docs/design.md points to ``evaluate
+    --help``, whose list is written from the declarations."""
     design = (REPO / "docs" / "design.md").read_text(encoding="utf-8")
-    assert families_markdown() in design, "paste measures.families_markdown() into docs/design.md's families table"
+    assert "evaluate --help" in design and "families_help()" in design
+    assert not [f for f in FAMILIES.values() if f.definition in design], "a hand copy of the families' definitions"
+
+
+def test_evaluate_help_lists_every_declared_family(capsys):
+    from bsard_demo.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert " ".join(families_help().split()) in shown
+    for f in FAMILIES.values():
+        assert f"{f.label_fr}" in shown and " ".join(f.definition.split()) in shown, f.name
 
 
 def test_a_new_family_is_declared_once(monkeypatch):
@@ -110,8 +124,8 @@ def test_a_new_family_is_declared_once(monkeypatch):
     shown = display_columns((2, 5), extra_columns())  # the tables: its row's place, before the "last" families
     last = [c for c in before if FAMILIES[Measure.from_column(c).family].tables == "last"]
     assert shown == [c for c in before if c not in last] + ["p@2"] + last
-    assert "| p | p@100 | every k asked | smallest k | P@100 | P@100 | Précision@100 | — | d | c |" \
-        in families_markdown()
+    assert "p@k: P@k (ir_measures P@k, in French Précision@k), at every k asked, shown at the smallest k: d (c)." \
+        in " ".join(families_help().split())
 
 
 def test_a_family_at_its_own_cutoffs_is_computed_there_and_parsed_there_only(monkeypatch):
