@@ -37,7 +37,7 @@ from bsard_demo.app.state import (ActiveData, FailureMemo, data_key, dataset_sum
 from bsard_demo.cache import BuildOnce
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
-from bsard_demo.evaluation.measures import column_label, extra_columns
+from bsard_demo.evaluation.measures import column_label, cutoff_columns, extra_columns
 from bsard_demo.evaluation.report import display_columns, metrics_table, render_table
 from bsard_demo.evaluation.scoring import unique_names
 from bsard_demo.retrievers import Hit, RetrieverSpec, build_retriever
@@ -461,8 +461,7 @@ def test_builtin_run_is_the_retrievers_ranking_and_the_cli_run(sample, tmp_path,
 def test_display_metrics_keeps_published_rows_labelled():
     from bsard_demo.evaluation import Evaluation
 
-    ev = Evaluation(pd.DataFrame(), {f"{m}@{k}": 0.5 for m in ("recall", "map", "mrr") for k in (100, 200, 500)},
-                    (100, 200, 500), 0, 0)
+    ev = Evaluation(pd.DataFrame(), {c: 0.5 for c in cutoff_columns((100, 200, 500))}, (100, 200, 500), 0, 0)
     shown = display_metrics(metrics_table({"run": ev}, published=True))
     assert "BM25 (published)" in shown.index and shown.loc["BM25 (published)", "R@100"] == 51.33
     assert shown.loc["BM25 (published)", "source"].startswith("publié")

@@ -51,7 +51,6 @@ def test_labels_cutoff_and_columns():
     assert column_label("missing_questions", french=True) == "missing_questions"
     # the columns derive from the declarations: each family at every cut-off, in declaration order, then the extras
     assert cutoff_columns((100, 200)) == [f"{f}@{k}" for f in cutoff_families() for k in (100, 200)]
-    assert cutoff_columns((100,))[:3] == ["recall@100", "map@100", "mrr@100"]
     assert extra_columns() == tuple(m.column for f in FAMILIES.values() if not f.every_cutoff
                                     for m in extra_measures() if m.family == f.name)
     assert extra_columns().index("rprec") < extra_columns().index("ndcg@10")  # the published tables' order
@@ -144,3 +143,10 @@ def test_a_family_at_its_own_cutoffs_is_computed_there_and_parsed_there_only(mon
     assert (ev.means["s@1"], ev.means["s@10"]) == (0.0, 1.0)
     assert list(ev.per_question.columns[:len(cutoff_columns((5,)) + list(extra_columns()))]) == \
         cutoff_columns((5,)) + list(extra_columns())
+
+
+def test_the_tables_put_the_published_measures_first_and_mrr_last():
+    """The published BSARD tables' order (R@k, MAP, then MRP = mean R-Prec, as QABISAR's Table 1) leads; MRR,
+    which sees the first relevant article only, closes (its row's ``tables="last"``)."""
+    columns = display_columns((100, 200, 500), extra_columns())
+    assert columns[:5] == ["recall@100", "recall@200", "recall@500", "map@100", "rprec"] and columns[-1] == "mrr@100"
