@@ -105,25 +105,25 @@ def test_evaluate_help_lists_every_declared_family(capsys):
 
 def test_a_new_family_is_declared_once(monkeypatch):
     """One declaration (a row of FAMILIES with what computes it): the parser, the columns, the labels and
-    evaluate follow (a toy precision@k)."""
+    evaluate follow (a toy precision@k; a name no family has, so that a real P@k can be declared)."""
     from bsard_demo.evaluation import evaluate
 
     def precision(positions, n_relevant, k):
         return len([p for p in positions if p <= k]) / k
 
     before = display_columns((2, 5), extra_columns())
-    monkeypatch.setitem(FAMILIES, "p", Family("p", "P", "P", "Précision", precision, definition="d", citation="c"))
-    assert Measure.parse("P @ 2") == Measure("p", 2) and column_label("p@2") == "P@2"
-    assert cutoff_families()[-1] == "p" and cutoff_columns((2,))[-1] == "p@2"
+    monkeypatch.setitem(FAMILIES, "toy", Family("toy", "Toy", "Toy", "Jouet", precision, definition="d", citation="c"))
+    assert Measure.parse("Toy @ 2") == Measure("toy", 2) and column_label("toy@2") == "Toy@2"
+    assert cutoff_families()[-1] == "toy" and cutoff_columns((2,))[-1] == "toy@2"
     ev = evaluate({"q": {"a", "b"}}, {"q": ["a", "x", "b"]}, ks=(2,), extra=())
-    assert ev.means["p@2"] == 0.5 and ev.means["recall@2"] == 0.5
+    assert ev.means["toy@2"] == 0.5 and ev.means["recall@2"] == 0.5
     forms = ", ".join([f"{f}@k" for f in cutoff_families()] + list(extra_columns())[:-1])
     with pytest.raises(ValueError, match=rf"use {forms} or {extra_columns()[-1]} \(e.g. recall@100\)"):
         Measure.parse("precision@2")
     shown = display_columns((2, 5), extra_columns())  # the tables: its row's place, before the "last" families
     last = [c for c in before if FAMILIES[Measure.from_column(c).family].tables == "last"]
-    assert shown == [c for c in before if c not in last] + ["p@2"] + last
-    assert "p@k: P@k (ir_measures P@k, in French Précision@k), at every k asked, shown at the smallest k: d (c)." \
+    assert shown == [c for c in before if c not in last] + ["toy@2"] + last
+    assert "toy@k: Toy@k (ir_measures Toy@k, in French Jouet@k), at every k asked, shown at the smallest k: d (c)." \
         in " ".join(families_help().split())
 
 
