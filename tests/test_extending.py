@@ -8,7 +8,9 @@ import shutil
 import sys
 import textwrap
 import types
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -30,15 +32,17 @@ def recipe(section: str, language: str = "python") -> list[str]:
     return snippets(EXTENDING.read_text(encoding="utf-8"), section, language)
 
 
-def module_at(name: str) -> types.ModuleType:
-    """A fresh module ``name`` of the process (a recipe's new file), removed again by :func:`forget`."""
+@contextmanager
+def module_at(name: str, undo=lambda: None) -> Iterator[types.ModuleType]:
+    """A fresh module ``name`` of the process (a recipe's new file), removed after, then ``undo()`` (its
+    registration)."""
     module = types.ModuleType(name)
     sys.modules[name] = module
-    return module
-
-
-def forget(module: types.ModuleType) -> None:
-    sys.modules.pop(module.__name__, None)
+    try:
+        yield module
+    finally:
+        sys.modules.pop(name, None)
+        undo()
 
 
 def load_test_module(path: str) -> types.ModuleType:
@@ -64,10 +68,8 @@ def test_the_snippet_reader_can_fail():
 @pytest.fixture
 def toy_module():
     """Where the recipe's first snippet lives (``bsard_demo/retrievers/toy.py``), as a module of the process."""
-    module = module_at("bsard_demo.retrievers.toy")
-    yield module
-    forget(module)
-    unregister("toy")
+    with module_at("bsard_demo.retrievers.toy", lambda: unregister("toy")) as module:
+        yield module
 
 
 def test_the_retriever_kind_recipe_runs(toy_module, tmp_path):
@@ -101,10 +103,8 @@ def test_the_measure_recipe_runs(monkeypatch):
 @pytest.fixture
 def toy_format_module():
     """The run format recipe's new file, ``bsard_demo/runs/toy_format.py``."""
-    module = module_at("bsard_demo.runs.toy_format")
-    yield module
-    forget(module)
-    unregister_format("toy-ranked")
+    with module_at("bsard_demo.runs.toy_format", lambda: unregister_format("toy-ranked")) as module:
+        yield module
 
 
 def test_the_run_format_recipe_runs(toy_format_module, monkeypatch):
@@ -129,9 +129,8 @@ def test_the_run_format_recipe_runs(toy_format_module, monkeypatch):
 @pytest.fixture
 def toy_section_module():
     """The Search section recipe's new file, ``bsard_demo/app/agreement.py``."""
-    module = module_at("bsard_demo.app.agreement")
-    yield module
-    forget(module)
+    with module_at("bsard_demo.app.agreement") as module:
+        yield module
 
 
 def page_with(page: str, new_import: str, call: str) -> str:
