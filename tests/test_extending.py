@@ -146,7 +146,7 @@ def test_the_search_section_recipe_runs(toy_section_module, monkeypatch, tmp_pat
     from streamlit.testing.v1 import AppTest
 
     from _app_helpers import TIMEOUT, assert_clean, set_app_env
-    from bsard_demo.app import render, search_ui, style
+    from bsard_demo.app import render, search_ui, style, ui
     from bsard_demo.app.search_page import ColumnResult, ShownHit
 
     model, fragment, section, new_import, call = recipe("A Search page section")
@@ -163,7 +163,8 @@ def test_the_search_section_recipe_runs(toy_section_module, monkeypatch, tmp_pat
     html = render.agreement_panel([("<script>alert(1)</script>", [1, 2])])
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # hostile text as text
     assert rule.startswith(f".{re.search(r'class=.([a-z-]+)', html).group(1)} {{")  # step 3: its class's rule
-    monkeypatch.setattr(style, "STYLE", style.STYLE.replace("</style>", f"{rule}\n</style>"))
+    for module in (style, ui):  # ui.inject_style draws the STYLE it imported
+        monkeypatch.setattr(module, "STYLE", style.STYLE.replace("</style>", f"{rule}\n</style>"))
     wiring = dict(vars(search_ui))
     exec(compile(section, "app/search_ui.py", "exec"), wiring)  # step 4: the section, in search_ui.py
     monkeypatch.setattr(search_ui, "agreement_section", wiring["agreement_section"], raising=False)
