@@ -54,7 +54,7 @@ _REGISTERED: dict[str, TextFormat] = {}
 
 
 def register_format(fmt: TextFormat) -> TextFormat:
-    """Add ``fmt``: it is tried on a text file before JSON and the tables (:func:`formats` names it)."""
+    """Add ``fmt``: it is tried on a text file that is not JSON, before the tables (:func:`formats` names it)."""
     if fmt.name in formats():
         raise ValueError(f"run format {fmt.name!r} is registered already")
     _REGISTERED[fmt.name] = fmt
@@ -285,13 +285,14 @@ def _parse(content: Content, name: str, problems: ProblemList, isolation: Isolat
         else:
             problems.error("html_page", "this is an XML/HTML document, not a run file")
         return Parsed(UNKNOWN)
-    claimed = next((f for f in _REGISTERED.values() if f.claims(first.text)), None)
-    if claimed is not None:
-        skipped = first.line - taken[-1].line  # the blank lines before the first, in its chunk
-        return claimed.parse(islice(_lines(chain(taken[-1:], chunks)), skipped, None), problems)
     if first.offset < 4096 and first.head[:1] in ("{", "["):
         text = "".join(c.as_str() for c in chain(taken, chunks))
         return parse_json(text, problems)
+    claimed = next(  # a table's first line: bounded (a JSON run's may be 40 MB)
+        (f for f in _REGISTERED.values() if f.claims(first.text)), None)
+    if claimed is not None:
+        skipped = first.line - taken[-1].line  # the blank lines before the first, in its chunk
+        return claimed.parse(islice(_lines(chain(taken[-1:], chunks)), skipped, None), problems)
     return parse_table(chain(taken, chunks), first.line, first.text, problems,
                        restart=lambda: content.chunks(ProblemList(), max_line))
 
