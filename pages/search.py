@@ -3,7 +3,7 @@ and why-lines, the already answered questions closest to it, and the results to 
 URL holds the search (bsard_demo.app.link_codec): opening a link reproduces it. Sections:
 menus, question inputs, system inputs, link, pending builds, similar questions, columns,
 downloads; what it decides is bsard_demo.app.search_model's, their logic in bsard_demo.app (search_page,
-link_codec, link_policy, link_widgets, answers, passages, render)."""
+link_codec, link_policy, link_widgets, answers, passages, render), sections that only draw in search_ui."""
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -12,18 +12,7 @@ import streamlit as st
 
 from bsard_demo import settings
 from bsard_demo.app import french, ui
-from bsard_demo.app.answers import (
-    PANEL_TITLE,
-    cite_counts,
-    export_csv,
-    export_markdown,
-    export_rows,
-    neighbours_part,
-    panel_reason,
-    part_label,
-    similar_questions,
-    with_why_lines,
-)
+from bsard_demo.app.answers import export_csv, export_markdown, export_rows, part_label, with_why_lines
 from bsard_demo.app.builds import offered, unavailable_note
 from bsard_demo.app.first_builds import BUILD_SPEEDS, dense_index_stored, first_build_note, part_encoder, unbuilt_parts
 from bsard_demo.app.highlight import md_escape, query_terms
@@ -51,10 +40,11 @@ from bsard_demo.app.link_widgets import (
 )
 from bsard_demo.app.naming import strip_paths
 from bsard_demo.app.passages import group_passages, section_context
-from bsard_demo.app.render import COPY_SCRIPT, entry_card, missed_list, question_box, similar_panel
+from bsard_demo.app.render import COPY_SCRIPT, entry_card, missed_list, question_box
 from bsard_demo.app.search_examples import Examples, examples_of
 from bsard_demo.app.search_model import link_choices
 from bsard_demo.app.search_page import article_codes, build_columns, column_specs, kind_label, run_search
+from bsard_demo.app.search_ui import similar_section
 from bsard_demo.app.search_words import SCORES_HELP, column_titles, part_words, scores_line
 from bsard_demo.app.state import is_built
 from bsard_demo.retrievers.ranker import ADAPTER_INPUT
@@ -247,24 +237,6 @@ def _question_captions(settings, example, gold) -> None:
         st.caption(f"Filtre : seuls les articles du code « {md_escape(settings.code)} » sont classés.")
 
 
-def _similar(ds, question: str, retrievers: dict, results: list):
-    """The « Questions proches déjà traitées » panel (or its one-line reason); returns the
-    neighbours' counts of citations for the why-lines (None without the neighbours part)."""
-    part = neighbours_part(retrievers.values())
-    if part is None:
-        reason = panel_reason(ds, active=False)
-        if reason:
-            st.caption(md_escape(reason))
-        return None
-    neighbours = part.neighbours(question)
-    panel = similar_questions(neighbours, ds, results)
-    if panel:
-        st.html(similar_panel(panel))
-    else:
-        st.caption(f"{PANEL_TITLE} : aucune question d'entraînement ne ressemble à la vôtre.")
-    return cite_counts(neighbours)
-
-
 def _column(ds, result, title: str, retriever, terms, gold, shown_k: int, code) -> None:
     """One system's column: its title (the kind's), time, the question's scores, then its hits (passages
     grouped), and its settings in « Détails techniques »."""
@@ -351,7 +323,7 @@ def _results(data, settings, m: Menus, link: str) -> None:
                  "= : même rang ; nouveau : absent des premiers résultats de la référence.")
     results = run_search(retrievers, ds, question, settings.k, gold=gold, code=settings.code, reference=reference)
     with similar_box:
-        counts = _similar(ds, question, retrievers, [replace(r, name=titles[r.name]) for r in results])
+        counts = similar_section(ds, question, retrievers, [replace(r, name=titles[r.name]) for r in results])
     parts = [part_label(p, m.adapters) for p in [BASE_PART, *dict.fromkeys(settings.hybrid_encoders)]]
     results = [with_why_lines(r, _why_labels(retrievers[r.name], parts), counts) for r in results]
     shown_k = min(settings.k, len(ds.articles))

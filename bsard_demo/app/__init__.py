@@ -10,6 +10,6 @@ build's progress); page models :mod:`.search_model` (its sections :mod:`.search_
 and fingerprints, not paths; :mod:`.builds`: encoders offered, :mod:`.first_builds`: their slow first builds;
 output: :mod:`.render`, :mod:`.highlight`, :mod:`.charts`, :mod:`.french`, :mod:`.style`; hosting: :mod:`.hosting`,
 :mod:`.hosting_ui`, :mod:`.visitor_limits` (what one visitor cannot do to the others); Streamlit glue:
-:mod:`.ui`, :mod:`.sidebar`, :mod:`.score_ui`.
+:mod:`.ui`, :mod:`.sidebar`, :mod:`.score_ui`, :mod:`.search_ui` (the Search page's sections that only draw).
 A test (``tests/app/test_app_modules.py``) checks that this list names every module.
 """

@@ -19,6 +19,7 @@ from ..evaluation import DEFAULT_KS
 from ..evaluation.anchors import anchors_report
 from ..evaluation.checks import problem_record
 from ..evaluation.labels import SKIPPED_CHECKS, SKIPPED_NOTE, has_corpus_checks, labels_dataset
+from ..evaluation.measures import cutoff_families, extra_columns, families_help
 from ..evaluation.misses import CLASS_LABELS, CLASSES, LINE_COLUMNS, WINDOW, Misses, board_misses, misses_table
 from ..evaluation.report import (
     FORMATS,
@@ -50,7 +51,6 @@ conventions:
   is nDCG's gain (trec_eval's rules).
   rprec (R-Precision: precision at rank R, R = the question's number of relevant articles)
   equals trec_eval's Rprec on the whole run; its mean is the MRP of QABISAR and G-DSR.
-  Tables show R@k, MAP, R-Prec, nDCG@10, then MRR (it sees only the first relevant article).
   Runs with errors are not scored (exit 2); warnings are reported and the run is scored.
   BSARD-aware checks add warnings with a code: ids_shifted (ids off by one), near_random (no
   better than chance), wrong_split (questions of another split), scores_ascending (distances:
@@ -70,11 +70,12 @@ def add_data_parser(subparsers) -> argparse.ArgumentParser:
 
 def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``evaluate``: score run files."""
-    p = subparsers.add_parser("evaluate", help="score run files", epilog=CONVENTIONS,
+    measures = [f"{f}@k" for f in cutoff_families()] + list(extra_columns())
+    p = subparsers.add_parser("evaluate", help="score run files", epilog=f"{CONVENTIONS}\n{families_help()}",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Score retrieval runs (TREC, 3-column, CSV, JSON, JSON Lines, parquet; optionally "
-                                   "gzipped) against a split: recall@k, map@k, mrr@k, R-Precision (rprec) and ndcg@10, "
-                                   "macro-averaged over all questions.")
+                                   f"gzipped) against a split: {', '.join(measures[:-1])} and {measures[-1]} (the "
+                                   "measures below), macro-averaged over all questions.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run file(s)")
     add_run_arguments(p)
     p.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), metavar="K",

@@ -2,7 +2,7 @@
 ``nDCG@k``, ``Rprec``): a :class:`Family` is declared once, in :data:`FAMILIES` (its labels, what computes it, the
 cut-offs it is computed at, the names it is parsed from, its definition and where it comes from), and everything
 else derives from the declarations: the columns and their order (:func:`cutoff_columns`, :func:`extra_measures`),
-what :meth:`Measure.parse` accepts and its messages, and docs/design.md's table (:func:`families_markdown`).
+what :meth:`Measure.parse` accepts and its messages, and ``evaluate --help``'s list (:func:`families_help`).
 :class:`Measure` is a family and a cut-off (none for R-Precision), with its column name and labels.
 
 The families, their columns and labels: docs/design.md, 'bsard_demo/evaluation/measures.py'.
@@ -10,6 +10,7 @@ The families, their columns and labels: docs/design.md, 'bsard_demo/evaluation/m
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
@@ -32,7 +33,9 @@ class Family(NamedTuple):
     ``cutoffs``: ``None``, at every cut-off an evaluation asks for (``ks``: R@100, R@200…); a tuple of cut-offs,
     an *extra* measure computed at those only, beside the others (nDCG@10); ``()``, no cut-off: one figure,
     column ``name`` (R-Precision). ``aliases``: other names :meth:`Measure.parse` takes for a family without
-    cut-off. ``definition`` and ``citation``: docs/design.md's table."""
+    cut-off. ``definition`` and ``citation``: docs/design.md's table. ``tables``: where the tables of ``evaluate``,
+    ``compare`` and the Score page show a family computed at every cut-off: ``"every k"`` (recall), ``"first"``, at
+    the smallest cut-off before the extra measures (MAP), or ``"last"``, at the smallest after them (MRR)."""
 
     name: str  # column prefix: recall@100
     label: str  # English label (tables of the CLI and the Score page): R@100
@@ -43,6 +46,7 @@ class Family(NamedTuple):
     aliases: tuple[str, ...] = ()
     definition: str = ""
     citation: str = ""
+    tables: str = "first"
 
     @property
     def every_cutoff(self) -> bool:
@@ -55,16 +59,19 @@ class Family(NamedTuple):
         return self.cutoffs != ()
 
 
+#: The places a family's ``tables`` names (:class:`Family`).
+TABLE_PLACES = ("every k", "first", "last")
+
 _BSARD = "Louis & Spanakis, ACL 2022 (BSARD)"
 #: The families, in column order: those at every cut-off first (each at every ``k``), then the extra ones,
 #: each at its cut-offs (R-Precision first: the published BSARD tables put it after MAP; then nDCG@10, MTEB's).
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("recall", "R", "R", "Rappel", recall_from_positions,
+    Family("recall", "R", "R", "Rappel", recall_from_positions, tables="every k",
            definition="share of the question's relevant articles in the top k", citation=_BSARD),
     Family("map", "MAP", "AP", "MAP", ap_from_positions,
            definition="average precision at k: the precision at each relevant article found in the top k, "
                       "summed and divided by the number of relevant articles", citation=_BSARD),
-    Family("mrr", "MRR", "RR", "MRR", rr_from_positions,
+    Family("mrr", "MRR", "RR", "MRR", rr_from_positions, tables="last",
            definition="reciprocal rank of the first relevant article in the top k (0 if none)", citation=_BSARD),
     Family("rprec", "R-Prec", "Rprec", "R-Précision", rprec_from_positions, cutoffs=(), aliases=("R-Precision",),
            definition="share of the top R that is relevant, R the question's number of relevant articles",
@@ -236,13 +243,18 @@ def column_label(column: object, *, french: bool = False) -> str:
     return m.label_fr if french else m.label
 
 
-def families_markdown() -> str:
-    """docs/design.md's table of the families, in column order (tests/evaluation/test_measures.py checks it)."""
-    rows = []
+def families_help() -> str:
+    """The families as ``evaluate --help`` lists them (docs/design.md points there), in column order: each with its
+    column, labels, cut-offs, place in the tables, other names, definition and source, wrapped to 100 columns."""
+    lines = ["measures (each declared once, in bsard_demo/evaluation/measures.py's FAMILIES), in column order:"]
     for f in FAMILIES.values():
-        at = "every k asked" if f.every_cutoff else ", ".join(f"@{k}" for k in f.cutoffs) or "none"
-        m = Measure(f.name, 100 if f.every_cutoff else (f.cutoffs or (None,))[0])
-        rows.append(f"| {f.name} | {m.column} | {at} | {m.label} | {m.short_label} | {m.label_fr} | "
-                    f"{', '.join(f.aliases) or '—'} | {f.definition} | {f.citation} |")
-    return "\n".join(["| family | column | cut-offs | English label | short | French label | also parsed from | "
-                      "definition | source |", "|---|---|---|---|---|---|---|---|---|", *rows]) + "\n"
+        at = ("at every k asked" if f.every_cutoff else f"at k = {', '.join(map(str, f.cutoffs))} only" if f.cutoff
+              else "without cut-off")
+        shown = {"every k": "at every k", "first": "at the smallest k", "last": "last, at the smallest k"}[f.tables] \
+            if f.every_cutoff else "last" if f.tables == "last" else "in its row's place"
+        also = f"; also parsed from {', '.join(f.aliases)}" if f.aliases else ""
+        k = "@k" if f.cutoff else ""
+        lines.append(textwrap.fill(
+            f"{f.name}{k}: {f.label}{k} (ir_measures {f.short}{k}, in French {f.label_fr}{k}{also}), {at}, shown "
+            f"{shown}: {f.definition} ({f.citation}).", 100, initial_indent="  ", subsequent_indent="    "))
+    return "\n".join(lines) + "\n"

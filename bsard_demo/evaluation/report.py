@@ -15,7 +15,7 @@ import pandas as pd
 from . import measures
 from .aggregate import Evaluation
 from .anchors import PUBLISHED_SOURCE, paper_baselines
-from .measures import Measure, column_label, cutoff_families, is_measure_column
+from .measures import Measure, column_label, is_measure_column
 
 #: sha256 of the real BSARD test labels (sorted (qid, sorted gold ids)), to recognise the split
 #: whatever source it was loaded from.
@@ -82,14 +82,11 @@ def extra_columns(evaluations: Mapping[str, Evaluation]) -> list[str]:
     return [m for m in measures.extra_columns() if evs and all(m in ev.means for ev in evs)]
 
 
-#: The cut-off families shown after the extra measures, at the end of a table (:func:`display_columns`).
-LAST_FAMILIES = ("mrr",)
-
-
 def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
-    """The table's metric columns: recall at every cutoff, then MAP at the smallest, then the
-    ``extra`` measures (``rprec``, ``ndcg@10``) in :func:`~bsard_demo.evaluation.measures.extra_columns`
-    order, then MRR at the smallest cutoff (:data:`LAST_FAMILIES`).
+    """The table's metric columns, in :data:`~bsard_demo.evaluation.measures.FAMILIES` order with the families
+    declared ``tables="last"`` moved to the end: a family computed at every cut-off at each of ``ks`` (its
+    ``tables`` is ``"every k"``: recall) or at the smallest (MAP, MRR), an extra family at those of its columns in
+    ``extra`` (``rprec``, ``ndcg@10``). Today: recall at every cutoff, MAP, R-Prec, nDCG@10, then MRR.
 
     The first columns are those of the published BSARD tables (R@100/200/500, MAP, then MRP =
     mean R-Prec, as QABISAR's Table 1). MRR stays computed (the paper reports it, and it is the
@@ -97,10 +94,13 @@ def display_columns(ks: Sequence[int], extra: Sequence[str] = ()) -> list[str]:
     article only, while a BSARD test question has up to 57 of them (mean 4.8, median 2; 83 of 222 have one), so
     finding one of 57 at rank 1 scores the same 1.0 as finding the only one."""
     k0 = min(ks)
-    middle = [Measure(f, k0).column for f in cutoff_families() if f != "recall" and f not in LAST_FAMILIES]
-    return ([Measure("recall", k).column for k in sorted(ks)] + middle
-            + [m for m in measures.extra_columns() if m in extra]
-            + [Measure(f, k0).column for f in LAST_FAMILIES if f in cutoff_families()])
+
+    def columns(family: measures.Family) -> list[str]:
+        if not family.every_cutoff:
+            return [m.column for m in measures.extra_measures() if m.family == family.name and m.column in extra]
+        return [Measure(family.name, k).column for k in (sorted(ks) if family.tables == "every k" else (k0,))]
+
+    return [c for f in sorted(measures.FAMILIES.values(), key=lambda f: f.tables == "last") for c in columns(f)]
 
 
 def metrics_table(evaluations: Mapping[str, Evaluation], *, published: bool = False) -> pd.DataFrame:

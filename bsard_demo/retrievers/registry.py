@@ -99,8 +99,8 @@ def _default_column(kind: "RetrieverKind", choice: ColumnChoice) -> tuple[str, "
 class RetrieverKind:
     """One kind of retriever, whole: every front end reads it and names no kind.
 
-    - ``name`` (the spec's kind, ``--retriever NAME``), a one-line ``summary`` (``run --help``,
-      the README's list), the ``options`` its spec takes, and ``build``
+    - ``name`` (the spec's kind, ``--retriever NAME``), a one-line ``summary`` (``run --help``'s
+      list of the kinds, where the README points), the ``options`` its spec takes, and ``build``
       (``build(spec, dataset, cache_root=, progress=, notice=)``, the corpus checked already);
       a kind made of ``parts`` (``parts(spec)``: the part specs) is built from them by ``assemble``
       (``assemble(spec, built_parts, dataset)``) instead, so the app shares the parts' indexes
@@ -217,12 +217,6 @@ def link_params_of(kinds: Sequence[str]) -> frozenset[str]:
 def kind_settings() -> dict[str, Setting]:
     """Every registered kind's :class:`Setting` by its link parameter."""
     return {s.param: s for k in _KINDS.values() for s in k.settings}
-
-
-def kinds_markdown() -> str:
-    """The README's list of the kinds: one table row per kind, in registration order."""
-    rows = [f"| `{k.name}` | {k.summary} |" for k in _KINDS.values()]
-    return "\n".join(["| `--retriever` | what it ranks by |", "| --- | --- |", *rows]) + "\n"
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,16 @@
 
 :func:`read_run_bytes` and :func:`read_run_path` never raise: whatever the bytes, they return a
 :class:`RunFile` whose ``problems`` list every error and warning. One :class:`ReadOptions` says what
-to check against and what the reader may spend. The path: bytes -> text (:mod:`.decode`) -> a
-:class:`~bsard_demo.runs.columns.Parsed` (:mod:`.text_formats`, :mod:`.json_formats`, or
-:mod:`.parquet_format` in a child process: :mod:`.sandbox`) -> :class:`~bsard_demo.runs.run.Run` and warnings
-(:mod:`.validate`), every problem in one list. :func:`read_run` gives a run made in-process the same
-warnings. The formats, what is detected how, and every warning: docs/run-formats.md.
+to check against and what the reader may spend. The path: bytes -> text (:mod:`.decode`) -> a ``Parsed``
+(:mod:`.text_formats`, :mod:`.json_formats`, a registered :class:`TextFormat`, or :mod:`.parquet_format` in a
+child: :mod:`.sandbox`) -> ``Run`` and warnings (:mod:`.validate`), every problem in one list. :func:`read_run`
+gives a run made in-process the same warnings. Formats, detection and warnings: docs/run-formats.md.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from typing import Callable, Collection, Iterator
 
@@ -35,7 +34,52 @@ _HTML = ("<!doctype html", "<html", "<head", "<body")
 _PATH_LIMIT = 200  # characters of a path a message shows (a path may have 4,096)
 
 __all__ = ["BUILT_FORMAT", "DEFAULT_ISOLATION", "DEFAULT_LIMITS", "DEFAULT_MAX_BYTES", "FORMATS", "UNKNOWN",
-           "Isolation", "ReadLimits", "ReadOptions", "RunFile", "read_run", "read_run_bytes", "read_run_path"]
+           "Isolation", "ReadLimits", "ReadOptions", "RunFile", "TextFormat", "formats", "read_run", "read_run_bytes",
+           "read_run_path", "register_format", "unregister_format"]
+
+
+@dataclass(frozen=True)
+class TextFormat:
+    """A text run format told by its first non-blank line, read by a parser of its own (docs/extending.md, 'A run
+    format'): ``claims(first)`` says whether a file whose first non-blank line (stripped) is ``first`` is of this
+    format; ``parse(lines, problems)`` reads ``(line number, line)`` pairs, streamed from that line on (each line
+    bounded as a table's), and returns the :class:`~bsard_demo.runs.columns.Parsed` named ``name``."""
+
+    name: str
+    claims: Callable[[str], bool]
+    parse: Callable[[Iterator[tuple[int, str]], ProblemList], Parsed]
+
+
+_REGISTERED: dict[str, TextFormat] = {}
+
+
+def register_format(fmt: TextFormat) -> TextFormat:
+    """Add ``fmt``: it is tried on a text file that is not JSON, before the tables (:func:`formats` names it)."""
+    if fmt.name in formats():
+        raise ValueError(f"run format {fmt.name!r} is registered already")
+    _REGISTERED[fmt.name] = fmt
+    return fmt
+
+
+def unregister_format(name: str) -> None:
+    """Remove a format :func:`register_format` added (a test's toy)."""
+    _REGISTERED.pop(name, None)
+
+
+def formats() -> tuple[str, ...]:
+    """Every format a read can detect: the built-in :data:`FORMATS`, then the registered ones."""
+    return (*FORMATS, *_REGISTERED)
+
+
+def _lines(chunks: Iterator[Chunk]) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of each line of ``chunks``, without its line end."""
+    for chunk in chunks:
+        text = chunk.as_str()
+        lines = text.split("\r" if chunk.cr_only else "\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        for i, line in enumerate(lines):
+            yield chunk.line + i, line.removesuffix("\r")
 
 
 @dataclass(frozen=True)
@@ -244,6 +288,11 @@ def _parse(content: Content, name: str, problems: ProblemList, isolation: Isolat
     if first.offset < 4096 and first.head[:1] in ("{", "["):
         text = "".join(c.as_str() for c in chain(taken, chunks))
         return parse_json(text, problems)
+    claimed = next(  # a table's first line: bounded (a JSON run's may be 40 MB)
+        (f for f in _REGISTERED.values() if f.claims(first.text)), None)
+    if claimed is not None:
+        skipped = first.line - taken[-1].line  # the blank lines before the first, in its chunk
+        return claimed.parse(islice(_lines(chain(taken[-1:], chunks)), skipped, None), problems)
     return parse_table(chain(taken, chunks), first.line, first.text, problems,
                        restart=lambda: content.chunks(ProblemList(), max_line))
 

@@ -287,15 +287,13 @@ def test_uploaded_runs_match_the_cli_and_get_compared(runs):
     cli = runs["cli"]["runs"]
     assert list(table.index) == ["systeme_a.trec", "systeme_b.trec.gz"]
     for name, row in table.iterrows():
-        for col, key in [("R@100", "recall@100"), ("R@200", "recall@200"), ("R@500", "recall@500"),
-                         ("MAP@100", "map@100"), ("MRR@100", "mrr@100"), ("nDCG@10", "ndcg@10")]:
-            assert f"{row[col]:.2f}" == f"{100 * cli[name][key]:.2f}", (name, col)
+        for key in display_columns((100, 200, 500), extra_columns()):  # every measure column the table shows
+            assert f"{row[column_label(key)]:.2f}" == f"{100 * cli[name][key]:.2f}", (name, key)
         assert row["manquantes"] == cli[name]["missing_questions"]
         assert row["inconnues"] == cli[name]["unknown_questions"]
     assert cli["systeme_b.trec.gz"]["missing_questions"] == 2
     columns = [column_label(c) for c in display_columns((100, 200, 500), extra_columns())]  # the CLI table's
-    assert list(table.columns[:len(columns)]) == columns and columns[:6] == ["R@100", "R@200", "R@500", "MAP@100",
-                                                                             "R-Prec", "nDCG@10"]
+    assert list(table.columns[:len(columns)]) == columns
     # charts (4 + the A-vs-B scatter), per-question table, drill-down, comparison and downloads are all there
     assert len(at.get("vega_lite_chart")) == 7  # + where misses land, per run and for A against B
     assert [h.value for h in at.header] == ["Validation des fichiers", "Mesures", "Graphiques", "Par question",

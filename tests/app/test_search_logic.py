@@ -37,7 +37,7 @@ from bsard_demo.app.state import (ActiveData, FailureMemo, data_key, dataset_sum
 from bsard_demo.cache import BuildOnce
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
-from bsard_demo.evaluation.measures import column_label, extra_columns
+from bsard_demo.evaluation.measures import column_label, cutoff_columns, extra_columns
 from bsard_demo.evaluation.report import display_columns, metrics_table, render_table
 from bsard_demo.evaluation.scoring import unique_names
 from bsard_demo.retrievers import Hit, RetrieverSpec, build_retriever
@@ -365,12 +365,12 @@ def test_score_files_matches_evaluate_and_the_cli_table(sample):
     table = metrics_frame(board)
     assert not board.published and list(table["source"]) == ["this run", "this run"]
     shown = display_metrics(table)
-    assert list(shown.columns) == [*(column_label(c) for c in display_columns((100, 200, 500), extra_columns())),
-                                   "manquantes", "inconnues", "source"]
+    measures = [column_label(c) for c in display_columns((100, 200, 500), extra_columns())]
+    assert list(shown.columns) == [*measures, "manquantes", "inconnues", "source"]
     # the displayed numbers are the CLI table's numbers
     cli_rows = [line.split() for line in render_table(table, "table").splitlines()[2:]]
     for row, (_, values) in zip(cli_rows, shown.iterrows()):
-        assert [f"{v:.2f}" for v in values.iloc[:7]] == row[-9:-2]
+        assert [f"{v:.2f}" for v in values.iloc[:len(measures)]] == row[-len(measures) - 2:-2]
         assert [str(values["manquantes"]), str(values["inconnues"])] == row[-2:]
 
 
@@ -461,8 +461,7 @@ def test_builtin_run_is_the_retrievers_ranking_and_the_cli_run(sample, tmp_path,
 def test_display_metrics_keeps_published_rows_labelled():
     from bsard_demo.evaluation import Evaluation
 
-    ev = Evaluation(pd.DataFrame(), {f"{m}@{k}": 0.5 for m in ("recall", "map", "mrr") for k in (100, 200, 500)},
-                    (100, 200, 500), 0, 0)
+    ev = Evaluation(pd.DataFrame(), {c: 0.5 for c in cutoff_columns((100, 200, 500))}, (100, 200, 500), 0, 0)
     shown = display_metrics(metrics_table({"run": ev}, published=True))
     assert "BM25 (published)" in shown.index and shown.loc["BM25 (published)", "R@100"] == 51.33
     assert shown.loc["BM25 (published)", "source"].startswith("publié")

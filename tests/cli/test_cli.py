@@ -12,7 +12,8 @@ import pytest
 import pytrec_eval
 
 from bsard_demo.cli.main import main
-from bsard_demo.evaluation.measures import extra_columns
+from bsard_demo.evaluation.measures import column_label, cutoff_columns, extra_columns
+from bsard_demo.evaluation.report import display_columns
 from bsard_demo.evaluation.stamp import read_stamp, strip_stamp
 from bsard_demo.runs import Run
 
@@ -76,21 +77,21 @@ def test_evaluate_table_formats_and_published_rows(tmp_path, real_bsard_dir, rea
     table = capsys.readouterr().out
     assert "R@100" in table and "MAP@100" in table and "BM25 (published)" in table and "51.33" in table
     header = table.splitlines()[1].split()
-    assert header == ["run", "R@100", "R@200", "R@500", "MAP@100", "R-Prec", "nDCG@10", "MRR@100", "missing",
-                      "unknown"]
+    columns = display_columns((100, 200, 500), extra_columns())  # the declarations' (tests/evaluation: their order)
+    labels = [column_label(c) for c in columns]
+    assert header == ["run", *labels, "missing", "unknown"]
     assert "the figure MTEB reports" in table
-    for fmt, marker in (("markdown",
-                         "| run | R@100 | R@200 | R@500 | MAP@100 | R-Prec | nDCG@10 | MRR@100 | missing | unknown |"),
-                        ("latex", r"\begin{tabular}"), ("latex", "R-Prec & nDCG@10 & MRR@100 & missing"),
-                        ("csv", "run,recall@100,recall@200,recall@500,map@100,rprec,ndcg@10,mrr@100,missing_")):
+    for fmt, marker in (("markdown", f"| run | {' | '.join(labels)} | missing | unknown |"),
+                        ("latex", r"\begin{tabular}"), ("latex", f"{' & '.join(labels[-2:])} & missing"),
+                        ("csv", f"run,{','.join(columns)},missing_")):
         assert main(["evaluate", str(run_path), "--data", str(real_bsard_dir), "--format", fmt]) == 0
         assert marker in capsys.readouterr().out
     per_q = tmp_path / "per_q.csv"
     assert main(["evaluate", str(run_path), "--data", str(real_bsard_dir), "--per-query", str(per_q)]) == 0
     lines = strip_stamp(per_q.read_text()).splitlines()
     assert read_stamp(per_q.read_text())["split"] == "test"
-    assert lines[0] == ("run,qid,category,recall@100,recall@200,recall@500,map@100,map@200,map@500,mrr@100,mrr@200,"
-                        "mrr@500,rprec,ndcg@10,n_relevant,n_retrieved,missing")
+    assert lines[0] == ",".join(["run", "qid", "category", *cutoff_columns((100, 200, 500)), *extra_columns(),
+                                 "n_relevant", "n_retrieved", "missing"])
     assert len(lines) == 223
 
 

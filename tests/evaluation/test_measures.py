@@ -5,6 +5,7 @@ import pytest
 
 from bsard_demo.evaluation.measures import (
     FAMILIES,
+    TABLE_PLACES,
     Family,
     Measure,
     column_label,
@@ -12,9 +13,10 @@ from bsard_demo.evaluation.measures import (
     cutoff_families,
     extra_columns,
     extra_measures,
-    families_markdown,
+    families_help,
     is_measure_column,
 )
+from bsard_demo.evaluation.report import display_columns
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,7 +51,6 @@ def test_labels_cutoff_and_columns():
     assert column_label("missing_questions", french=True) == "missing_questions"
     # the columns derive from the declarations: each family at every cut-off, in declaration order, then the extras
     assert cutoff_columns((100, 200)) == [f"{f}@{k}" for f in cutoff_families() for k in (100, 200)]
-    assert cutoff_columns((100,))[:3] == ["recall@100", "map@100", "mrr@100"]
     assert extra_columns() == tuple(m.column for f in FAMILIES.values() if not f.every_cutoff
                                     for m in extra_measures() if m.family == f.name)
     assert extra_columns().index("rprec") < extra_columns().index("ndcg@10")  # the published tables' order
@@ -80,30 +81,50 @@ def test_every_family_has_what_computes_it_and_says_what_it_is():
     for f in FAMILIES.values():
         assert callable(f.value) and f.definition and f.citation, f.name
         assert f.cutoffs is None or all(isinstance(k, int) and k >= 1 for k in f.cutoffs), f.name
+        assert f.tables in TABLE_PLACES, f.name
 
 
-def test_design_md_lists_the_declared_families():
+def test_design_md_lists_no_family_by_hand():
+    """A new family edits no document (docs/extending.md, 'A measure'): docs/design.md points to ``evaluate
+    --help``, whose list is written from the declarations."""
     design = (REPO / "docs" / "design.md").read_text(encoding="utf-8")
-    assert families_markdown() in design, "paste measures.families_markdown() into docs/design.md's families table"
+    assert "evaluate --help" in design and "families_help()" in design
+    assert not [f for f in FAMILIES.values() if f.definition in design], "a hand copy of the families' definitions"
+
+
+def test_evaluate_help_lists_every_declared_family(capsys):
+    from bsard_demo.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert " ".join(families_help().split()) in shown
+    for f in FAMILIES.values():
+        assert f"{f.label_fr}" in shown and " ".join(f.definition.split()) in shown, f.name
 
 
 def test_a_new_family_is_declared_once(monkeypatch):
     """One declaration (a row of FAMILIES with what computes it): the parser, the columns, the labels and
-    evaluate follow (a toy precision@k)."""
+    evaluate follow (a toy precision@k; a name no family has, so that a real P@k can be declared)."""
     from bsard_demo.evaluation import evaluate
 
     def precision(positions, n_relevant, k):
         return len([p for p in positions if p <= k]) / k
 
-    monkeypatch.setitem(FAMILIES, "p", Family("p", "P", "P", "Précision", precision, definition="d", citation="c"))
-    assert Measure.parse("P @ 2") == Measure("p", 2) and column_label("p@2") == "P@2"
-    assert cutoff_families()[-1] == "p" and cutoff_columns((2,))[-1] == "p@2"
+    before = display_columns((2, 5), extra_columns())
+    monkeypatch.setitem(FAMILIES, "toy", Family("toy", "Toy", "Toy", "Jouet", precision, definition="d", citation="c"))
+    assert Measure.parse("Toy @ 2") == Measure("toy", 2) and column_label("toy@2") == "Toy@2"
+    assert cutoff_families()[-1] == "toy" and cutoff_columns((2,))[-1] == "toy@2"
     ev = evaluate({"q": {"a", "b"}}, {"q": ["a", "x", "b"]}, ks=(2,), extra=())
-    assert ev.means["p@2"] == 0.5 and ev.means["recall@2"] == 0.5
+    assert ev.means["toy@2"] == 0.5 and ev.means["recall@2"] == 0.5
     forms = ", ".join([f"{f}@k" for f in cutoff_families()] + list(extra_columns())[:-1])
     with pytest.raises(ValueError, match=rf"use {forms} or {extra_columns()[-1]} \(e.g. recall@100\)"):
         Measure.parse("precision@2")
-    assert "| p | p@100 | every k asked | P@100 | P@100 | Précision@100 | — | d | c |" in families_markdown()
+    shown = display_columns((2, 5), extra_columns())  # the tables: its row's place, before the "last" families
+    last = [c for c in before if FAMILIES[Measure.from_column(c).family].tables == "last"]
+    assert shown == [c for c in before if c not in last] + ["toy@2"] + last
+    assert "toy@k: Toy@k (ir_measures Toy@k, in French Jouet@k), at every k asked, shown at the smallest k: d (c)." \
+        in " ".join(families_help().split())
 
 
 def test_a_family_at_its_own_cutoffs_is_computed_there_and_parsed_there_only(monkeypatch):
@@ -122,3 +143,10 @@ def test_a_family_at_its_own_cutoffs_is_computed_there_and_parsed_there_only(mon
     assert (ev.means["s@1"], ev.means["s@10"]) == (0.0, 1.0)
     assert list(ev.per_question.columns[:len(cutoff_columns((5,)) + list(extra_columns()))]) == \
         cutoff_columns((5,)) + list(extra_columns())
+
+
+def test_the_tables_put_the_published_measures_first_and_mrr_last():
+    """The published BSARD tables' order (R@k, MAP, then MRP = mean R-Prec, as QABISAR's Table 1) leads; MRR,
+    which sees the first relevant article only, closes (its row's ``tables="last"``)."""
+    columns = display_columns((100, 200, 500), extra_columns())
+    assert columns[:5] == ["recall@100", "recall@200", "recall@500", "map@100", "rprec"] and columns[-1] == "mrr@100"
