@@ -15,9 +15,6 @@ import math
 from typing import Sequence
 
 import numpy as np
-import torch  # the training stack: this module is imported by training code only
-from torch import nn
-from torch.nn import functional as F
 
 from ..retrievers.e5_file import dequantise
 
@@ -41,25 +38,33 @@ def _shape(model, name: str) -> tuple[int, ...]:
     return {"fi": (model.ff, model.H), "fo": (model.H, model.ff)}.get(part, (model.H, model.H))
 
 
-class E5Torch(nn.Module):
-    """e5's layers as torch parameters named like the model file's tensors (module docstring)."""
+def torch_module():
+    """torch, imported on first use."""
+    import torch  # the training stack: torch installs only
+
+    return torch
+
+
+class E5Torch:
+    """e5's layers as torch parameters named like the model file's tensors (module docstring); called on
+    (``embeds``, ``mask``) tensors it gives the pooled vectors, with their gradients."""
 
     def __init__(self, model) -> None:
         """``model``: an :class:`~bsard_demo.retrievers.e5_file.E5File`, or anything with its ``H``, ``heads``,
         ``ff``, ``layers``, ``eps`` and ``tensor(name)``."""
-        super().__init__()
+        torch = torch_module()
         self.H, self.heads, self.layers, self.eps = model.H, model.heads, model.layers, float(model.eps)
         self.names = trained_names(model.layers)
-        self.params = nn.ParameterDict({
-            name.replace(".", "_"): nn.Parameter(torch.from_numpy(model.tensor(name).reshape(_shape(model, name))))
-            for name in self.names})
+        self.params = {name: torch.nn.Parameter(torch.from_numpy(model.tensor(name).reshape(_shape(model, name))))
+                       for name in self.names}
 
-    def p(self, name: str) -> torch.Tensor:
-        return self.params[name.replace(".", "_")]
+    def parameters(self) -> list:
+        return list(self.params.values())
 
-    def forward(self, embeds: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def __call__(self, embeds, mask):
         """``embeds`` [B, L, H] float32, ``mask`` [B, L] (1 on tokens) → mean-pooled last states [B, H]."""
-        p, H, NH, eps = self.p, self.H, self.heads, self.eps
+        F = torch_module().nn.functional
+        p, H, NH, eps = self.params.__getitem__, self.H, self.heads, self.eps
         B, L, _ = embeds.shape
         hd = H // NH
         maskf = mask.to(embeds.dtype)
@@ -68,7 +73,7 @@ class E5Torch(nn.Module):
         for i in range(self.layers):
             a = f"l{i}."
 
-            def heads(t: torch.Tensor) -> torch.Tensor:
+            def heads(t):
                 return t.view(B, L, NH, hd).transpose(1, 2)
 
             q = heads(F.linear(x, p(a + "q.w"), p(a + "q.b")))
@@ -85,7 +90,7 @@ class E5Torch(nn.Module):
 
     def weights(self) -> dict[str, np.ndarray]:
         """The trained tensors as flat float32 arrays, by the model file's names (what the folder stores)."""
-        return {name: self.p(name).detach().cpu().numpy().astype(np.float32).reshape(-1) for name in self.names}
+        return {name: self.params[name].detach().cpu().numpy().astype(np.float32).reshape(-1) for name in self.names}
 
 
 def input_rows(model, ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ def test_pooled_vectors_equal_the_onnx_encoder_s(model, onnx_encoder):
     articles = [str(t) for t in sample.articles["article"].head(6)]
     questions = [str(q) for q in sample.questions("test")["question"].head(3)]
     tokenize = Tokenizer(model)
-    net = E5Torch(model).eval()
+    net = E5Torch(model)
     for texts, prefix, onnx_vectors in ((articles, "passage: ", onnx_encoder.encode_documents(articles)),
                                         (questions, "query: ", onnx_encoder.encode_queries(questions))):
         ids = [[model.bos, *tokenize(prefix + c_text(t))[:model.max_positions - 2], model.eos] for t in texts]
