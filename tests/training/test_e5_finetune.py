@@ -104,6 +104,29 @@ def test_batches_never_hold_a_text_twice():
     assert batches(pairs, [0, 1, 2, 3], 3) == [[0, 3], [1, 2]]
 
 
+def test_a_seed_gives_the_same_weights_and_another_seed_others(model):
+    """fit() on four pairs, two a batch, 8 tokens a text: the seed fixes the batches, so the weights."""
+    from bsard_demo.training.e5_finetune import fit
+
+    pairs = TrainingPairs(["bail", "caution", "préavis", "loyer"], ["Art. 1 le bail", "Art. 2 la garantie",
+                          "Art. 3 le congé", "Art. 4 le loyer"], [[], [], [], []], list("1234"), list("1234"), 4, 0, 0)
+    tokenize = Tokenizer(model)
+
+    def weights(seed: int) -> dict:
+        net = E5Torch(model)
+        fit(net, model, tokenize, pairs, TrainOptions(out="m", max_seq=8, batch=2, seed=seed, warmup=0.0))
+        return net.weights()
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b, c = weights(0), weights(0), weights(1)
+    finally:
+        torch.set_num_threads(threads)
+    assert all(np.array_equal(a[n], b[n]) for n in a)
+    assert not all(np.array_equal(a[n], c[n]) for n in a)
+
+
 RUN = """
 import sys
 if {block}:
