@@ -40,9 +40,10 @@ class E5TunedEncoder(E5OnnxEncoder):
     cache_name = "e5/tuned"
 
     def __init__(self, folder: str | Path, name: str | None = None, cache_root: Path | None = None, *,
-                 graph: Path | None = None, arena: bool = False) -> None:
+                 graph: Path | None = None, arena: bool = False, model_name: str | None = None) -> None:
         """Reads the folder's record and checks its weights' sha256 (:class:`EncoderUnavailable` otherwise);
-        writes nothing (the graph comes on first use, as e5's)."""
+        writes nothing (the graph comes on first use, as e5's). ``model_name``: its name in an index bundle
+        (default: the folder's)."""
         folder = Path(folder)
         try:
             record = read_kind_record(folder, RECORD_FILE, KIND, "a fine-tuned e5's")
@@ -59,12 +60,17 @@ class E5TunedEncoder(E5OnnxEncoder):
                                      f"({self.base_version}): its word rows would differ")
         self.folder = folder
         self.name = name or str(folder)
+        self.model_name = model_name or folder.name
         self.version = f"{self.version}-tuned-{digest[:16]}"
 
     @property
     def worker_factory(self):
         """Rebuilds this encoder in a worker process: same folder, same graph."""
         return functools.partial(_worker_encoder, str(self.folder), self.name, str(self.graph))
+
+    def bundle_files(self) -> dict[str, Path]:
+        """What an index bundle carries of it (the hosted install writes the graph from them, as here)."""
+        return {n: self.folder / n for n in (WEIGHTS_FILE, RECORD_FILE)}
 
     def _write(self) -> None:
         write_graph(self.model_file, self.graph, lambda: tables_of(str(self.model_file)), weights=self.folder)

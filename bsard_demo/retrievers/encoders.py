@@ -278,6 +278,8 @@ def resolve_encoder(name: str = DEFAULT_ENCODER, backend: str = DEFAULT_BACKEND)
     bundled = bundled_model(key) if key and path is not None and not path.exists() else None
     if bundled is not None and is_adapter_folder(bundled):
         return _adapter_encoder(str(bundled), key, backend, key, folder_stamp(bundled))
+    if bundled is not None and is_e5_folder(bundled):
+        return _e5_tuned(str(bundled), key, backend, folder_stamp(bundled), key)
     if bundled is not None:
         if backend == "torch":
             raise EncoderUnavailable(f"{key} is a model of the index bundle, an ONNX export: it has no torch backend "
@@ -301,11 +303,11 @@ def _e5_onnx() -> Encoder:
 
 
 @functools.lru_cache(maxsize=4)
-def _e5_tuned(folder: str, name: str, backend: str, _stamp: tuple) -> Encoder:
-    """A fine-tuned e5 folder (:mod:`.e5_tuned`): served through onnxruntime, torch or not."""
+def _e5_tuned(folder: str, name: str, backend: str, _stamp: tuple, model_name: str | None = None) -> Encoder:
+    """A fine-tuned e5 folder (:mod:`.e5_tuned`), or one an index bundle carries: served through onnxruntime."""
     if backend == "torch":
         raise EncoderUnavailable(f"{name} is a fine-tuned e5, served through ONNX Runtime: use --backend auto or onnx")
-    return E5TunedEncoder(folder, name)
+    return E5TunedEncoder(folder, name, model_name=model_name)
 
 
 @functools.lru_cache(maxsize=8)

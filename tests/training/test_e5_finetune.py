@@ -174,19 +174,53 @@ def finished(name: str, proc) -> None:
     assert proc.returncode == 0, (name, err[-2000:])
 
 
-def test_served_the_same_with_and_without_torch_and_not_as_untuned_e5(tuned, tmp_path):
+@pytest.fixture(scope="module")
+def served(tuned, tmp_path_factory):
     """torch loaded, then torch blocked (each embeds the corpus anew; the second finds the graph the first
-    wrote), beside un-tuned e5 through ONNX Runtime."""
-    data = mini_data(tuned["data"], tmp_path / "data")
+    wrote), beside un-tuned e5 through ONNX Runtime: their run files in ``root``."""
+    root = tmp_path_factory.mktemp("e5-served")
+    data = mini_data(tuned["data"], root / "data")
     out = str(tuned["out"])
-    untuned = run_in_process("e5", False, "e5", ["--backend", "onnx"], data, tmp_path, tmp_path / "models-e5")
-    finished("torch", run_in_process("torch", False, out, [], data, tmp_path, tmp_path / "models"))
-    finished("no-torch", run_in_process("no-torch", True, out, [], data, tmp_path, tmp_path / "models"))
+    untuned = run_in_process("e5", False, "e5", ["--backend", "onnx"], data, root, root / "models-e5")
+    finished("torch", run_in_process("torch", False, out, [], data, root, root / "models"))
+    finished("no-torch", run_in_process("no-torch", True, out, [], data, root, root / "models"))
     finished("e5", untuned)
-    with_torch, without = (tmp_path / "torch.trec").read_bytes(), (tmp_path / "no-torch.trec").read_bytes()
+    return {"root": root, "data": data}
+
+
+def test_served_the_same_with_and_without_torch_and_not_as_untuned_e5(served):
+    root = served["root"]
+    with_torch, without = (root / "torch.trec").read_bytes(), (root / "no-torch.trec").read_bytes()
     assert with_torch == without and len(with_torch.splitlines()) > 100
-    scores = lambda text: [line.split()[:5] for line in text.splitlines()]  # noqa: E731 - question, article, score
-    assert scores(with_torch.decode()) != scores((tmp_path / "e5.trec").read_text())
+    assert ranked(with_torch.decode()) != ranked((root / "e5.trec").read_text())
+
+
+def ranked(text: str) -> list[list[str]]:
+    """(question, Q0, article, rank, score) of every line of a TREC run (its tag names the encoder)."""
+    return [line.split()[:5] for line in text.splitlines()]
+
+
+def test_an_index_bundle_carries_it_and_serves_it_without_torch_building_nothing(tuned, served, tmp_path):
+    """``index --export`` with the folder (its embeddings from the torch run's cache) carries its weights and
+    record; a torch-free process with an empty cache ranks from the bundle as the folder did, writing only
+    the graph."""
+    root, bundle, empty = served["root"], tmp_path / "bundle", tmp_path / "empty"
+    script = ("import sys\nfrom bsard_demo.cli.main import main\nraise SystemExit(main(sys.argv[1:]))\n")
+    env = {**os.environ, "BSARD_CACHE": str(root / "models"), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", script, "index", "--retriever", "dense", "--encoder",
+                           str(tuned["out"]), "--data", str(served["data"]), "--cache-dir", str(root / "cache-torch"),
+                           "--export", str(bundle), "--no-progress"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(p.name for p in (bundle / "models" / "m").iterdir()) == ["bsard_training.json", WEIGHTS_FILE]
+    blocked = textwrap.dedent(RUN).replace('"--data"', '"--index", {bundle!r}, "--data"')
+    script = blocked.format(block=True, encoder="m", backend=[], data=str(served["data"]), out=str(tmp_path / "b.trec"),
+                            cache=str(empty), bundle=str(bundle))
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env={**env, "BSARD_CACHE": str(empty)},
+                          capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert ranked((tmp_path / "b.trec").read_text()) == ranked((root / "torch.trec").read_text())
+    assert [p.name for p in empty.iterdir()] == ["models"]  # the graph, written from the bundle's weights
 
 
 def test_train_finetune_e5_is_train_finetune_base_e5(tmp_path, capsys):
