@@ -93,6 +93,7 @@ TRAINING_FIXTURES = ("tiny_model",)
 TRAINING = (
     "tests/training/test_training.py::test_a_base_with_prefixes_trains_with_them_and_saves_them_as_prompts",
     "tests/cli/test_cli_real_slice.py::test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines",
+    "tests/training/test_e5_finetune.py",  # e5's torch module against its ONNX graph, a tiny fine-tuning, 3 runs
 )
 SLOW = (
     # ranx's numba functions (compiled on first use, ~25-100 s on a busy machine; cached after)

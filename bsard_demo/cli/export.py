@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import bundles, cache
 from ..retrievers.adapter import is_adapter_folder
+from ..retrievers.e5_tuned import is_e5_folder
 from ..retrievers.encoders import ENCODER_CHOICES
 from ..retrievers.onnx_encoder import find_export
 from ..retrievers.ranker import is_ranker_folder
@@ -70,8 +71,8 @@ def _torch_only_models(args: argparse.Namespace) -> str | None:
     for name in (n.strip() for n in str(args.encoder).split(",")):
         folder = Path(name).expanduser()
         if name.lower() in ENCODER_CHOICES or not folder.is_dir() or is_adapter_folder(folder) \
-                or is_ranker_folder(folder):
-            continue  # a query adapter goes in as its two files, a ranker as its folder (numpy both)
+                or is_ranker_folder(folder) or is_e5_folder(folder):
+            continue  # an adapter, a tuned e5: their files; a ranker: its folder (numpy, onnxruntime)
         if getattr(args, "backend", "auto") == "torch":
             return (f"--export carries model folders as ONNX exports: {name} cannot go in a bundle with --backend "
                     "torch (use --backend auto)")

