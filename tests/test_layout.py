@@ -302,6 +302,7 @@ TOP_LEVEL = {
     "analyzer.py": "the article texts and tokens every retriever and training share",
     "cache.py": "the index cache every builder writes",
     "dataset.py": "the Dataset every layer takes",
+    "frame_memo.py": "the per-frame memo of the corpus' derived facts, which the core and every retriever share",
     "sources.py": "load_dataset: hub, sample or folder",
     "progress.py": "the progress steps the retrievers, training and the app report",
 }

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from ..dataset import frame_memo
+from ..frame_memo import frame_memo
 from .base import Hit, Progress, Step, clip_k, id_ranks, rank_rows, ranked_hits, report_progress
 from .encoders import (
     CHUNK_OVERLAP,
@@ -219,7 +219,7 @@ def _entry(articles, enc: Encoder, fields: tuple[str, ...], pooling: str, window
     """``(ids, key, pooling, window, shard_docs)`` of the cache entry of ``articles`` embedded by
     ``enc`` with these settings (checked: :class:`ValueError` on a bad one); the pooling is
     ``"whole"`` without a window (every text is embedded whole). The key is memoised per frame and
-    settings (:func:`~bsard_demo.dataset.frame_memo`: the first visitor's checks and the build
+    settings (:func:`~bsard_demo.frame_memo.frame_memo`: the first visitor's checks and the build
     asked for the same one)."""
     window = enc.max_tokens if window is None else int(window)
     if window is not None and window < 2:
