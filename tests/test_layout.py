@@ -301,6 +301,7 @@ TOP_LEVEL = {
     "settings.py": "the one reader of the environment",
     "analyzer.py": "the article texts and tokens every retriever and training share",
     "cache.py": "the index cache every builder writes",
+    "build_once.py": "the in-memory memo of built values the retrievers, the scoring and the app share",
     "dataset.py": "the Dataset every layer takes",
     "frame_memo.py": "the per-frame memo of the corpus' derived facts, which the core and every retriever share",
     "sources.py": "load_dataset: hub, sample or folder",

@@ -13,7 +13,7 @@ from typing import Callable, Hashable
 import streamlit as st
 from streamlit.elements.vega_charts import _convert_altair_to_vega_lite_spec as altair_to_spec
 
-from ..cache import BuildOnce
+from ..build_once import BuildOnce
 from ..dataset import DataError
 from ..evaluation.labels import labels_from_upload
 from ..evaluation.misses import board_misses
