@@ -14,8 +14,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .columns import Columns, Parsed
+from .content import Content
 from .csv_format import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES, columns_problem
-from .decode import Content, size_text
+from .decode import size_text
 from .limits import check_entries
 from .problems import ProblemList, quote
 

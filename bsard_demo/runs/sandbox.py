@@ -25,7 +25,8 @@ import numpy as np
 
 from ..settings import child_environment
 from .columns import Columns, Parsed
-from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, LZ4_MAGIC, PARQUET_MAGIC, Content, Source, open_content
+from .content import Content, open_content
+from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, LZ4_MAGIC, PARQUET_MAGIC, Source
 from .limits import ReadLimits, ReadOverrun, bounded, current, remaining, tick
 
 try:  # imported here, decoded only in a child (or for trusted files: isolation None)
