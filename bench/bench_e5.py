@@ -33,7 +33,7 @@ product's own fusion. ``--split all`` pools test and train questions (more quest
 
 ``fusion-model`` asks how RRF's weights act where we have no corpus: in a latent-score model
 (:class:`_World`) calibrated to issue 10's real recall figures, it prints recall@100 of RRF by k
-and weights (the basis of the default weights, ``registry.ZERO_SHOT_DENSE_WEIGHT``).
+and weights (the basis of the default weights, ``hybrid_specs.ZERO_SHOT_DENSE_WEIGHT``).
 """
 from __future__ import annotations
 

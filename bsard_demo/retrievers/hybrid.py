@@ -26,7 +26,7 @@ from .base import DEFAULT_DEPTH, Hit, Retriever, clip_k, ranked_hits
 
 FUSION_METHODS = ("rrf", "weighted")
 NORMALISATIONS = ("minmax", "none")
-#: The default fusion (:class:`FusionConfig`, :func:`~bsard_demo.retrievers.registry.hybrid_spec`):
+#: The default fusion (:class:`FusionConfig`, :func:`~bsard_demo.retrievers.hybrid_specs.hybrid_spec`):
 #: reciprocal rank fusion with Cormack et al.'s k = 60 (2009; it also gave the best or tied
 #: recall@100 of k in 10..200 in every check of docs/effectiveness.md); a weighted fusion of two
 #: systems weighs the first α = 0.5 and the second 1 - α; min-max normalised scores.
