@@ -982,7 +982,7 @@ KNOWN_LATE: dict[str, int] = {
     "bsard_demo/retrievers/ranker.py": 8,  # perf
     "bsard_demo/runs/exchange.py": 2,  # interop
     "bsard_demo/runs/read.py": 1,  # runs
-    "bsard_demo/runs/sandbox.py": 4,  # runs
+    "bsard_demo/runs/sandbox_child.py": 4,  # runs
     "bsard_demo/tuning/result.py": 1,  # registry
 }
 

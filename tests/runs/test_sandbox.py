@@ -121,7 +121,7 @@ def expendable(conn):
 
 
 def hog(conn):
-    from bsard_demo.runs.sandbox import _limit
+    from bsard_demo.runs.sandbox_child import _limit
     _limit(256, 30)
     try:
         keep = []
