@@ -33,7 +33,7 @@ product's own fusion. ``--split all`` pools test and train questions (more quest
 
 ``fusion-model`` asks how RRF's weights act where we have no corpus: in a latent-score model
 (:class:`_World`) calibrated to issue 10's real recall figures, it prints recall@100 of RRF by k
-and weights (the basis of the default weights, ``registry.ZERO_SHOT_DENSE_WEIGHT``).
+and weights (the basis of the default weights, ``hybrid_specs.ZERO_SHOT_DENSE_WEIGHT``).
 """
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def onnx_child(args) -> int:
 
     import numpy as np
 
-    from bsard_demo.retrievers import dense as D, encoders as E
+    from bsard_demo.retrievers import dense_shards as S, encoders as E
 
     texts, _ = _slice(args.data, args.articles, args.seed)
     enc = E.resolve_encoder("e5", "onnx" if args.backend == "onnx" else "auto")
@@ -202,12 +202,12 @@ def onnx_child(args) -> int:
         return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
     t, c = time.perf_counter(), cpu()
-    vectors = D.embed_resumable(enc, texts, None, shard_docs=args.shard_docs, workers=args.workers)
+    vectors = S.embed_resumable(enc, texts, None, shard_docs=args.shard_docs, workers=args.workers)
     wall, used = time.perf_counter() - t, cpu() - c
     np.save(args.out, vectors)
     print(json.dumps({"articles": len(texts), "tokens": sum(E.resolve_encoder("e5", "onnx").count_tokens(texts)),
                       "wall": wall, "cpu": used, "load": os.getloadavg()[0],
-                      "processes": D.shard_workers(enc, -(-len(texts) // args.shard_docs), args.workers)}))
+                      "processes": S.shard_workers(enc, -(-len(texts) // args.shard_docs), args.workers)}))
     return 0
 
 

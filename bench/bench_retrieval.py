@@ -286,7 +286,7 @@ def memory_child(data: str, cache_root: Path, dense_articles: int | None) -> int
     stages: list[tuple[str, float]] = []
     mark = lambda name: stages.append((name, memory_mb()[0]))  # noqa: E731
     from bsard_demo.retrievers import RetrieverSpec, build_retriever
-    from bsard_demo.retrievers.registry import make_hybrid
+    from bsard_demo.retrievers.hybrid_specs import make_hybrid
 
     mark("after imports (python, numpy, pandas, scipy, bsard_demo)")
     ds = load_dataset(data)

@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 
 import Stemmer
 
-from .dataset import frame_memo
+from .frame_memo import frame_memo
 
 #: Bump when the analysis of any word changes: cached indexes are keyed on it.
 ANALYZER_VERSION = 1
@@ -191,7 +191,7 @@ def _joined(values: Iterable[object]) -> str:
 
 def article_texts(articles, fields: Sequence[str] = DEFAULT_FIELDS) -> list[str]:
     """:func:`article_text` of every row of an articles DataFrame, in row order. Memoised per frame
-    while :func:`~bsard_demo.dataset.keeping` is open (a command's or a page's builds: the corpus'
+    while :func:`~bsard_demo.frame_memo.keeping` is open (a command's or a page's builds: the corpus'
     fingerprints and indexes read the same 29k texts)."""
     fields = tuple(fields)
     return list(frame_memo(articles, ("article_texts", fields), lambda: tuple(_texts(articles, fields)), keep=False))

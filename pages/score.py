@@ -9,11 +9,10 @@ import streamlit as st
 
 from bsard_demo import settings
 from bsard_demo.app import score_ui, ui
-from bsard_demo.app.builds import builtin_models, offered
+from bsard_demo.app.builds import builtin_models
 from bsard_demo.app.charts import (
     ab_scatter,
     category_breakdown,
-    french_chart,
     metric_bars,
     metric_label_fr,
     misses_ab,
@@ -22,21 +21,23 @@ from bsard_demo.app.charts import (
     recall_curve_chart,
 )
 from bsard_demo.app.highlight import md_escape, query_terms
-from bsard_demo.app.naming import strip_paths
 from bsard_demo.app.render import COPY_SCRIPT, question_box, upload_refused_notice
 from bsard_demo.app.score_anchors import NOTES_FR, beside_frame, figure_columns
 from bsard_demo.app.score_builtin_runs import QUERY_TEXT_FR, BuiltinRun
-from bsard_demo.app.score_builtins import baseline_specs
+from bsard_demo.app.score_builtins import builtin_specs
 from bsard_demo.app.score_compare import (
+    COMPARISON_LABELS,
+    NARROW_COMPARISON,
     SELECTION,
+    ab_summary,
     ab_view,
     chart_clicked,
     chart_key,
     comparison,
+    comparison_shown,
     first_view,
     kept_ab_view,
     permutation_caption,
-    significant_label,
 )
 from bsard_demo.app.score_drill import (
     DD_QID,
@@ -45,15 +46,18 @@ from bsard_demo.app.score_drill import (
     article_reference,
     article_text_html,
     drill_down,
+    gold_heading,
     gold_ranks_frame,
     is_long,
+    per_question_headers,
+    top_frame,
 )
 from bsard_demo.app.score_misses import (
     MISSES_HELP,
+    MISSES_K,
     board_misses_frame,
     class_labels,
-    nearest_notes,
-    question_line,
+    drill_misses,
     runs_rows,
     totals_line,
 )
@@ -65,6 +69,7 @@ from bsard_demo.app.score_page import (
     default_split,
     metrics_caption,
     split_uploads,
+    validation_verdict,
 )
 from bsard_demo.app.score_systems import system_captions
 from bsard_demo.app.score_tables import (
@@ -79,8 +84,10 @@ from bsard_demo.app.score_tables import (
     shown_metrics,
     to_csv_bytes,
 )
+from bsard_demo.app.score_ui import draw_chart
 from bsard_demo.app.score_uploads import (
     DISTANCES_LABEL,
+    FORMATS_HELP,
     LABELS_HELP,
     UPLOAD_HELP,
     budget_words,
@@ -89,76 +96,12 @@ from bsard_demo.app.score_uploads import (
     problems_frame,
     too_many_files,
 )
-from bsard_demo.app.search_model import first_visit
-from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import DEFAULT_KS
-from bsard_demo.evaluation.measures import is_measure_column
 from bsard_demo.retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS
-from bsard_demo.retrievers.neighbours import NEIGHBOURS
 from bsard_demo.runs import quote
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
 
-FORMATS_HELP = """
-Formats reconnus (détectés d'après le contenu, fichiers `.gz` acceptés) :
-
-- **TREC** : `qid Q0 docid rang score tag` (6 colonnes) ;
-- **3 colonnes** : `qid docid rang` ou `qid docid score` ;
-- **CSV** avec en-tête : `qid`, `docid`, `score` et/ou `rank` ;
-- **JSON** : `{"qid": {"docid": score}}` ou `{"qid": ["docid", …]}` ;
-- **JSON Lines** : `{"qid": …, "docid": …, "score": …}` par ligne.
-- **Parquet** (comme ranx l'écrit) : colonnes `qid`/`query_id`, `docid`/`doc_id`, `score` et/ou `rank` ;
-- **LZ4 de ranx** (`Run.save(…, kind="lz4")`), lu comme son JSON.
-
-Chaque question du split compte (absente du run : 0). Les articles sont classés par score décroissant,
-égalités départagées par identifiant décroissant (règle de trec_eval) ; cochez « scores = distances » sous
-un fichier dont les scores sont des distances (plus petit = meilleur) : ses articles sont alors classés
-par score croissant. Les valeurs sont celles de `python -m bsard_demo evaluate`.
-"""
-COMPARISON_LABELS = {
-    "run_a": "run A", "run_b": "run B", "mean_a": "moyenne A", "mean_b": "moyenne B", "diff": "A − B",
-    "wins": "A gagne", "ties": "égalités", "losses": "A perd", "p_permutation": "p permutation",
-    "p_ttest": "p test t", "p_permutation_holm": "p permutation (Holm)", "p_ttest_holm": "p test t (Holm)",
-    "significant": significant_label(),
-}
-#: The comparison's columns the page shows (the download has them all).
-SHOWN_COMPARISON = ("run_a", "run_b", "significant", "diff", "p_permutation_holm", "mean_a", "mean_b", "wins", "ties",
-                    "losses")  # the verdict first: on a phone the table scrolls sideways, the verdict stays in view
-PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie", "question": "texte",
-                       "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
-BUILD_ERRORS = (DataError, ValueError, OSError)
-MISSES_K = "misses_k"  # session: the cut-off of the misses' chart, A-vs-B chart and drill-down line
-
-
-def _specs(data, menu, rankers=()) -> dict:
-    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry),
-    the learned rankers fitted on this corpus and the Search page's first visitor's system (the one
-    resolver of retrievers/defaults.py, as run --retriever default)."""
-    models = builtin_models(menu)
-    first = first_visit(data.dataset, menu, rankers=rankers,
-                        stored=partial(ui.dense_stored, data))
-    return baseline_specs(models={o.key: o.target for o in models},
-                          neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
-                          adapters=[o.key for o in models if o.adapter], rankers=rankers, first=first)
-
-
-def _make_builtin(data, specs: dict, split: str, label: str, query_text: str):
-    if label not in specs:
-        st.error(f"Système intégré « {md_escape(label)} » indisponible sur ce serveur.")
-        return None
-    try:
-        retriever = ui.retriever(data, specs[label], label)
-    except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
-        st.error(f"Système intégré « {md_escape(label)} » indisponible sur ce serveur : son index ou son modèle n'a "
-                 "pas pu être chargé.")
-        with st.expander("Détails techniques"):  # the builder's own (English) words
-            st.caption(md_escape(strip_paths(str(exc))))
-        return None
-    update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
-    try:
-        return score_ui.builtin(data, split, specs[label].key(), retriever, query_text, progress=update)
-    finally:
-        clear()
 
 
 def _labels(data, split: str):
@@ -188,7 +131,7 @@ def _builtins(data, split: str) -> BuiltinRun:
                 "sa construction s'affiche.")
     menu = ui.encoder_menu(data)  # once per rerun: it lists $BSARD_MODELS and the bundle's models
     rankers = ui.rankers_here(data)
-    specs = _specs(data, menu, rankers)
+    specs = builtin_specs(data.dataset, menu, rankers, stored=partial(ui.dense_stored, data))
     label = st.selectbox("Système intégré", list(specs), key="builtin_system", placeholder="Choisir…")
     if label in specs:  # what the chosen system runs, each model by its own record
         for line in system_captions(specs[label], builtin_models(menu), score_ui.ranker_captions(rankers)):
@@ -198,7 +141,7 @@ def _builtins(data, split: str) -> BuiltinRun:
                           help="`--query-text` de `python -m bsard_demo run` : l'article BSARD interroge avec la "
                                "question seule, MTEB avec la question suivie de sa description.")
     builtin.settle(ds.articles is not None,
-                   lambda lb, qt: _make_builtin(data, specs, split, lb, qt))  # a click's request
+                   lambda lb, qt: score_ui.make_builtin(data, specs, split, lb, qt))  # a click's request
     st.button("Évaluer ce système intégré", icon=":material/play_arrow:", key="builtin",
               disabled=ds.articles is None or builtin.has(label, query_text), on_click=BuiltinRun.request,
               args=(st.session_state, split, label, query_text),
@@ -273,17 +216,10 @@ def _validation(board) -> None:
     st.header("Validation des fichiers", anchor=False)
     for run in board.runs:
         problems = run.file.problems
-        n_err, n_warn = problems.count("error"), problems.count("warning")
-        name = f"**{md_escape(run.name)}**"
-        fmt = md_escape(run.file.format) + (" (gzip)" if run.file.compressed else "")
-        if n_err:
-            st.error(f"{name} : {n_err} erreur(s), {n_warn} avertissement(s) — ce run n'est pas évalué.")
-        elif n_warn:
-            st.warning(f"{name} : format {fmt}, {n_warn} avertissement(s) — le run est évalué quand même.")
-        else:
-            st.success(f"{name} : format {fmt}, {len(run.file.run)} questions, aucun problème.")
+        level, line = validation_verdict(run)
+        {"error": st.error, "warning": st.warning, "success": st.success}[level](line)
         if problems:
-            with st.expander(f"Problèmes de {md_escape(run.name)}", expanded=bool(n_err)):
+            with st.expander(f"Problèmes de {md_escape(run.name)}", expanded=level == "error"):
                 st.dataframe(problems_frame(problems), hide_index=True, width="stretch",
                              column_config={"ligne": st.column_config.NumberColumn("ligne", format="%d"),
                                             "code": st.column_config.TextColumn(
@@ -332,16 +268,16 @@ def _charts(board, tables, misses) -> tuple[int, pd.DataFrame | None]:
     t1, t2, t3, t4, t5 = st.tabs(["Mesures (IC 95 %)", "Rappel@k", "Par catégorie", "Par question",
                                   "Articles manqués"])
     with t1:
-        _chart(board, ("bars", tuple(metrics)), lambda: metric_bars(ci_frame(board, metrics)))
+        draw_chart(board, ("bars", tuple(metrics)), lambda: metric_bars(ci_frame(board, metrics)))
         st.caption("Barres : moyenne sur les questions ; traits : intervalle de confiance à 95 % (bootstrap, 2 000 "
                    "tirages).")
     with t2:
-        _chart(board, "curve", lambda: recall_curve_chart(curve_frame(board, max_k=max(500, max(board.ks)))))
+        draw_chart(board, "curve", lambda: recall_curve_chart(curve_frame(board, max_k=max(500, max(board.ks)))))
         st.caption("Rappel moyen quand on lit les k premiers articles de chaque classement (k = 1 … 500).")
     with t3:
-        _chart(board, ("categories", metric), lambda: category_breakdown(per_q, metric))
+        draw_chart(board, ("categories", metric), lambda: category_breakdown(per_q, metric))
     with t4:
-        _chart(board, ("distribution", metric), lambda: per_question_distribution(per_q, metric))
+        draw_chart(board, ("distribution", metric), lambda: per_question_distribution(per_q, metric))
         st.caption("Nombre de questions par tranche de valeur ; 0 (rien trouvé) et 1 (parfait) ont leur propre barre.")
     with t5:
         k = st.columns([1, 2])[0].selectbox("Articles manqués dans le top k", list(board.ks), key=MISSES_K,
@@ -350,24 +286,9 @@ def _charts(board, tables, misses) -> tuple[int, pd.DataFrame | None]:
         if frame is None:
             st.info("Placer les articles manqués demande le corpus d'articles, que ce jeu de données n'a pas.")
         else:
-            _chart(board, ("misses", k), lambda: misses_bars(frame, class_labels()))
+            draw_chart(board, ("misses", k), lambda: misses_bars(frame, class_labels()))
             st.caption(md_escape(totals_line(frame, k)) + "  \n" + MISSES_HELP)
     return k, frame
-
-
-def _chart(board, kept, chart, **options) -> None:
-    """The Altair chart ``chart()``, converted once per board and ``kept``, the chart's key in the board's memo
-    (:func:`score_ui.chart_spec`; the same element as ``st.altair_chart``); ``kept`` None: a view that depends on
-    the visitor's picks, drawn, not kept. ``options``: the element's (a widget key, a selection)."""
-    french = partial(_french, chart)  # French numbers: « 12,5 % »
-    if kept is None:
-        st.altair_chart(french(), width="stretch", **options)
-    else:
-        st.vega_lite_chart(spec=score_ui.chart_spec(board, kept, french), width="stretch", **options)
-
-
-def _french(chart):
-    return french_chart(chart())
 
 
 def _per_question(board, ds, split, tables, misses, k, misses_shown) -> None:
@@ -376,9 +297,8 @@ def _per_question(board, ds, split, tables, misses, k, misses_shown) -> None:
     chosen = st.multiselect("Filtrer par catégorie", categories(table), key=PQ_FILTER,
                             placeholder="toutes les catégories")
     shown = filter_categories(table, chosen)
-    measures = [c for c in shown.columns if is_measure_column(c)]
-    config = {c: st.column_config.Column(metric_label_fr(c)) for c in measures}
-    config.update({c: st.column_config.Column(label) for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
+    measures, headers = per_question_headers(shown)
+    config = {c: st.column_config.Column(label) for c, label in headers.items()}
     config["question"] = st.column_config.TextColumn("texte", width="medium")
     score_ui.kept_dataframe(board, None if chosen else "per question", partial(french_view, shown, fractions=measures),
                             hide_index=True, width="stretch", column_config=config, height=320)
@@ -400,18 +320,17 @@ def _a_versus_b(board, tables, misses_shown, k) -> None:
     first = first_view(board, a, b, metric, current)  # every visitor's first render: kept with the board
     view = (kept_ab_view if first else ab_view)(board, tables.per_question_text, a, b, metric)
     key = chart_key(view, current)
-    _chart(board, ("A-B", a, b, metric) if first else None, partial(ab_scatter, view.points, metric, current=current),
-           key=key, on_select=partial(chart_clicked, st.session_state, key, view), selection_mode=SELECTION)
-    st.markdown(f"A = **{md_escape(a)}**, B = **{md_escape(b)}** · {md_escape(metric_label_fr(metric))} : "
-                f"A meilleur sur **{view.wins}** questions, égalité sur **{view.ties}**, B meilleur sur "
-                f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")
+    draw_chart(board, ("A-B", a, b, metric) if first else None,
+               partial(ab_scatter, view.points, metric, current=current),
+               key=key, on_select=partial(chart_clicked, st.session_state, key, view), selection_mode=SELECTION)
+    st.markdown(ab_summary(a, b, metric, view))
     st.caption("Un point par question ; au-dessus de la diagonale, B fait mieux. Cliquez sur un point pour examiner "
                "la question ci-dessous (cerclée) ; des questions de mêmes valeurs se superposent.")
     if misses_shown is not None:
         st.markdown(f"**Où tombent les articles pertinents que A et B manquent** (top {k})")
         # kept for the first two runs only, as the scatter (a view per pair picked would keep runs² of them)
-        _chart(board, ("misses A-B", k, a, b) if first else None,
-               partial(misses_ab, runs_rows(misses_shown, [a, b]), class_labels()))
+        draw_chart(board, ("misses A-B", k, a, b) if first else None,
+                   partial(misses_ab, runs_rows(misses_shown, [a, b]), class_labels()))
 
 
 def _drill_down(board, ds, split, table, shown, misses, k) -> None:
@@ -431,11 +350,9 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
     st.html(question_box(dd.question, ()))
     st.caption(f"Catégorie : {md_escape(dd.category or '—')}"
                + ("" if dd.in_run else " · question absente du run (score 0)"))
-    notes = {}
-    if misses is not None and run_name in misses:
-        lines = misses[run_name].question_lines(qid, k)  # one filter of the run's misses, read three ways
-        st.caption(md_escape(question_line(lines, k)))
-        notes = nearest_notes(lines, k, {a: article_reference(ds, a) for a in set(lines["nearest_id"].dropna())})
+    line, notes = drill_misses(misses, run_name, qid, k, partial(article_reference, ds))
+    if line is not None:
+        st.caption(md_escape(line))
     st.markdown("**Articles pertinents et leur rang dans chaque run** (— : absent du classement)")
     score_ui.kept_dataframe(board, ("gold ranks", run_name, qid), lambda: french_view(gold_ranks_frame(dd, usable)),
                             hide_index=True, width="stretch")
@@ -444,10 +361,7 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
     else:
         terms = query_terms(dd.question)
         for g in dd.gold:
-            st.markdown(f"**{md_escape(g.reference or 'Article ' + g.article_id)}** · id {md_escape(g.article_id)}"
-                        + (" · rang " + str(g.rank) if g.rank is not None else " · absent du run")
-                        + f" dans « {md_escape(run_name)} »"
-                        + (f" · {md_escape(notes[g.article_id])}" if g.article_id in notes else ""))
+            st.markdown(gold_heading(g, run_name, notes))
             if not g.text:
                 st.caption("Article absent du corpus.")
                 continue
@@ -458,10 +372,7 @@ def _drill_down(board, ds, split, table, shown, misses, k) -> None:
                     # escaped: as above, the whole text
                     st.html(article_text_html(g.text, terms, max_chars=None))
     st.markdown(f"**Premiers articles du run « {md_escape(run_name)} »** ({len(dd.top)})")
-    top = pd.DataFrame([{"rang": r.rank, "article": quote(r.article_id, marks=False),  # a 40 MB id: 80 characters
-                         "score": r.score, "référence": r.reference, "pertinent": r.gold} for r in dd.top],
-                       columns=["rang", "article", "score", "référence", "pertinent"])
-    score_ui.kept_dataframe(board, ("top", run_name, qid), partial(french_view, top, decimals=["score"]),
+    score_ui.kept_dataframe(board, ("top", run_name, qid), partial(french_view, top_frame(dd), decimals=["score"]),
                             hide_index=True, width="stretch")
 
 
@@ -473,9 +384,8 @@ def _comparison(board) -> None:
     table = comparison(board, metric).pairs
     # the page's table: the means and their difference in %, the corrected permutation p and the verdict (every
     # column, the t-test's included, in the download)
-    shown = table[[c for c in SHOWN_COMPARISON if c in table.columns]].rename(columns=COMPARISON_LABELS)
-    narrow = {v: st.column_config.Column(v, width="small") for k, v in COMPARISON_LABELS.items()
-              if k in ("wins", "ties", "losses")}
+    shown = comparison_shown(table)
+    narrow = {v: st.column_config.Column(v, width="small") for v in NARROW_COMPARISON}
     score_ui.kept_dataframe(board, ("comparison", metric), partial(
         french_view, shown, fractions=[COMPARISON_LABELS[c] for c in ("mean_a", "mean_b", "diff")],
         decimals=[COMPARISON_LABELS["p_permutation_holm"]]), hide_index=True, width="stretch", column_config=narrow)

@@ -42,21 +42,21 @@ def sample():
 
 
 def reset_process_state() -> None:
-    """Empty Streamlit's caches and every module-level :class:`~bsard_demo.cache.BuildOnce` of the
+    """Empty Streamlit's caches and every module-level :class:`~bsard_demo.build_once.BuildOnce` of the
     project's modules already imported (none is imported here: a test that never loaded the app pays nothing)."""
 
-    cache = sys.modules.get("bsard_demo.cache")
+    build_once = sys.modules.get("bsard_demo.build_once")
     if "streamlit" in sys.modules:
         import streamlit as st
 
         st.cache_resource.clear()
         st.cache_data.clear()
-    if cache is None:
+    if build_once is None:
         return
     for name, module in list(sys.modules.items()):
         if name.startswith("bsard_demo.") and module is not None:
             for value in list(vars(module).values()):
-                if isinstance(value, cache.BuildOnce):
+                if isinstance(value, build_once.BuildOnce):
                     value.clear()
 
 

@@ -138,7 +138,7 @@ def test_article_texts_is_article_text_of_every_row(rows, fields):
 def test_article_texts_are_held_while_keeping_and_a_copy_is_handed_out():
     import pandas as pd
 
-    from bsard_demo.dataset import keeping
+    from bsard_demo.frame_memo import keeping
 
     df = pd.DataFrame({"id": ["1", "2"], "article": ["un", "deux"]})
     with keeping():

@@ -1,4 +1,4 @@
-"""bsard_demo.cache.BuildOnce: the in-memory memo of the app's indexes and built-in runs and of a question's
+"""bsard_demo.build_once.BuildOnce: the in-memory memo of the app's indexes and built-in runs and of a question's
 ``use`` vector: each key built once under concurrent callers, failures not kept, bounded by entries and age."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from bsard_demo.cache import BuildOnce
+from bsard_demo.build_once import BuildOnce
 
 
 def test_build_once_builds_each_key_once_under_concurrency():

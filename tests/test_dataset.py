@@ -8,15 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bsard_demo.dataset import (
-    DataError,
-    frame_memo,
-    keeping,
-    normalize_articles,
-    normalize_questions,
-    parse_article_ids,
-    read_csv_table,
-)
+from bsard_demo.dataset import DataError, normalize_articles, normalize_questions, parse_article_ids, read_csv_table
+from bsard_demo.frame_memo import frame_memo, keeping
 from bsard_demo.sources import HUB_REPO_ID, DataUnavailable, load_dataset, load_hub
 
 

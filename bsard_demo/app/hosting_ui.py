@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit import runtime
 
 from .. import settings
-from ..dataset import keeping
+from ..frame_memo import keeping
 from .highlight import md_escape
 from .hosting import (
     ARENA_MAX,
@@ -294,6 +294,6 @@ def _kept() -> None:
 @contextmanager
 def page_running() -> Iterator[None]:
     """Context manager around a page's run: no memory is handed back while one runs, and the
-    corpus' texts are derived once for the builds of the pages running (:func:`bsard_demo.dataset.keeping`)."""
+    corpus' texts are derived once for the builds of the pages running (:func:`bsard_demo.frame_memo.keeping`)."""
     with IDLE.running(), keeping():
         yield

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..retrievers.defaults import BASE_SYSTEMS, TRAINED_ADAPTERS, TRAINED_RANKERS, FirstVisitor, gather
+from ..retrievers.hybrid_specs import default_weights
 from ..retrievers.neighbours import NEIGHBOURS
-from ..retrievers.registry import default_weights
 from ..training import models_folder
 from .builds import BUNDLE_PREFIX, TRAINED_PREFIX, EncoderOption, builtin_models, offered
 
@@ -94,14 +94,14 @@ def first_visitor_here(dataset, options: Sequence[EncoderOption], *, rankers: Se
 
 def default_hybrid_weights(fusion: str, hybrid_encoders: Sequence[str]) -> tuple[float, ...]:
     """A hybrid's weights when none are given, BM25 first: the CLI's (``run --retriever
-    hybrid``), :func:`~bsard_demo.retrievers.registry.default_weights` (RRF: BM25 1, a built-in
+    hybrid``), :func:`~bsard_demo.retrievers.hybrid_specs.default_weights` (RRF: BM25 1, a built-in
     zero-shot encoder 0.5, a query adapter its base's 0.5, a trained model 1; weighted: all 1),
     read for what each page key stands for (:func:`weight_target`), as the columns are built."""
     return tuple(default_weights([weight_target(e) for e in hybrid_encoders], fusion))
 
 
 def weight_target(key: str) -> str:
-    """What :func:`~bsard_demo.retrievers.registry.default_weights` is given for the page's encoder
+    """What :func:`~bsard_demo.retrievers.hybrid_specs.default_weights` is given for the page's encoder
     ``key``: a bundled model (``bundle:NAME``) by its name, as ``--encoder NAME``; a trained one
     (``trained:NAME``) by its folder in ``$BSARD_MODELS``; any other key as it is. (Given the key
     itself, an adapter read as "a trained model, 1": the link and the weight inputs said 1 while

@@ -2,13 +2,33 @@
 Search page label (:func:`baseline_specs`)."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
+from ..dataset import DataError
 from ..retrievers import RetrieverSpec
 from ..retrievers.kinds import DENSE, HYBRID, RANKER, STRUCTURE_WORDS
 from ..retrievers.neighbours import NEIGHBOURS
 from ..retrievers.registry import menu_kinds
+from .builds import builtin_models, offered
+from .search_model import first_visit
 from .search_page import column_specs
+
+#: What building a built-in system may raise that the page reports as « indisponible » (an encoder that cannot
+#: be loaded here, a full disk…).
+BUILD_ERRORS = (DataError, ValueError, OSError)
+
+
+def builtin_specs(dataset, menu, rankers: Sequence[str] = (), *,
+                  stored: Callable[..., bool]) -> dict[str, RetrieverSpec]:
+    """The built-in systems, from the one encoder menu (its built-in models and its neighbours entry),
+    the learned rankers fitted on this corpus and the Search page's first visitor's system (the one
+    resolver of retrievers/defaults.py, as run --retriever default); ``stored``: whether a model's
+    embeddings are stored here (:func:`~.search_model.first_visit`)."""
+    models = builtin_models(menu)
+    first = first_visit(dataset, menu, rankers=rankers, stored=stored)
+    return baseline_specs(models={o.key: o.target for o in models},
+                          neighbours=any(o.key == NEIGHBOURS for o in offered(menu)),
+                          adapters=[o.key for o in models if o.adapter], rankers=rankers, first=first)
 
 
 def baseline_specs(encoder: str = "use", models: Mapping[str, str] | None = None,

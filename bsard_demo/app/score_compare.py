@@ -14,6 +14,8 @@ import pandas as pd
 from ..evaluation.scoring import Scoreboard
 from ..evaluation.stats import STATS, TIE_TOL, StatsSettings, compare_measure, win_tie_loss
 from . import french
+from .charts import metric_label_fr
+from .highlight import md_escape
 from .score_drill import open_question
 from .score_tables import shown_metrics
 
@@ -32,6 +34,32 @@ def comparison(board: Scoreboard, metric: str, *, settings: StatsSettings = STAT
 def significant_label(settings: StatsSettings = STATS) -> str:
     """The comparison table's header of ``significant``: ``significatif (α = 0,05)``."""
     return f"significatif (α = {french.decimal(settings.alpha)})"
+
+
+#: The pairwise table's column labels.
+COMPARISON_LABELS = {
+    "run_a": "run A", "run_b": "run B", "mean_a": "moyenne A", "mean_b": "moyenne B", "diff": "A − B",
+    "wins": "A gagne", "ties": "égalités", "losses": "A perd", "p_permutation": "p permutation",
+    "p_ttest": "p test t", "p_permutation_holm": "p permutation (Holm)", "p_ttest_holm": "p test t (Holm)",
+    "significant": significant_label(),
+}
+#: The comparison's columns the page shows (the download has them all).
+SHOWN_COMPARISON = ("run_a", "run_b", "significant", "diff", "p_permutation_holm", "mean_a", "mean_b", "wins", "ties",
+                    "losses")  # the verdict first: on a phone the table scrolls sideways, the verdict stays in view
+#: The shown comparison's narrow columns (the counts).
+NARROW_COMPARISON = tuple(COMPARISON_LABELS[k] for k in ("wins", "ties", "losses"))
+
+
+def comparison_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The page's pairwise table: the columns of :data:`SHOWN_COMPARISON` ``table`` has, with their French labels."""
+    return table[[c for c in SHOWN_COMPARISON if c in table.columns]].rename(columns=COMPARISON_LABELS)
+
+
+def ab_summary(a: str, b: str, metric: str, view) -> str:
+    """The line under the A-vs-B chart: who is better on how many questions (the pairwise comparison's counts)."""
+    return (f"A = **{md_escape(a)}**, B = **{md_escape(b)}** · {md_escape(metric_label_fr(metric))} : "
+            f"A meilleur sur **{view.wins}** questions, égalité sur **{view.ties}**, B meilleur sur "
+            f"**{view.losses}** (les mêmes décomptes que la comparaison deux à deux).")
 
 
 def permutation_caption(settings: StatsSettings = STATS) -> str:

@@ -15,11 +15,16 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..evaluation import gold_ranks
-from ..runs import Run
-from .highlight import highlight_html
+from ..evaluation.measures import is_measure_column
+from ..runs import Run, quote
+from .charts import metric_label_fr
+from .highlight import highlight_html, md_escape
 
 #: Session keys of the drill-down widgets (a click on the A-vs-B chart sets them).
 DD_QID, DD_RUN, PQ_FILTER = "dd_qid", "dd_run", "pq_categories"
+#: The per-question table's column labels.
+PER_QUESTION_LABELS = {"run": "run", "qid": "question", "category": "catégorie", "question": "texte",
+                       "n_relevant": "pertinents", "n_retrieved": "retournés", "missing": "absente du run"}
 
 
 def open_question(session: MutableMapping, qid: str, *, run: str | None = None, category: str | None = None) -> None:
@@ -81,6 +86,29 @@ def drill_down(dataset: Dataset, split: str, qid: str, run: Run, top: int = 20) 
              for i, (doc, score) in enumerate(run.scored(qid)[:top], 1)],
         in_run=qid in run,
     )
+
+
+def per_question_headers(shown: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
+    """The per-question table's measure columns, and the French header of each of its columns that has one."""
+    measures = [c for c in shown.columns if is_measure_column(c)]
+    headers = {c: metric_label_fr(c) for c in measures}
+    headers.update({c: label for c, label in PER_QUESTION_LABELS.items() if c in shown.columns})
+    return measures, headers
+
+def gold_heading(g: GoldRow, run_name: str, notes: Mapping[str, str]) -> str:
+    """The Markdown line above a gold article's text: its reference, id, rank in ``run_name`` and where the run's
+    nearest article stands (``notes``, by article id)."""
+    return (f"**{md_escape(g.reference or 'Article ' + g.article_id)}** · id {md_escape(g.article_id)}"
+            + (" · rang " + str(g.rank) if g.rank is not None else " · absent du run")
+            + f" dans « {md_escape(run_name)} »"
+            + (f" · {md_escape(notes[g.article_id])}" if g.article_id in notes else ""))
+
+
+def top_frame(dd: DrillDown) -> pd.DataFrame:
+    """The run's first articles for the question, one row each (rank, article, score, reference, gold)."""
+    return pd.DataFrame([{"rang": r.rank, "article": quote(r.article_id, marks=False),  # a 40 MB id: 80 characters
+                          "score": r.score, "référence": r.reference, "pertinent": r.gold} for r in dd.top],
+                        columns=["rang", "article", "score", "référence", "pertinent"])
 
 
 def article_reference(dataset: Dataset, article_id: str) -> str:

@@ -5,7 +5,7 @@ one question. Labels are French here; the library keeps its own English ones.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -13,6 +13,7 @@ from ..evaluation.misses import CLASSES, WINDOW, Misses
 from ..evaluation.scoring import Scoreboard
 from . import french
 
+MISSES_K = "misses_k"  # session: the cut-off of the misses' chart, A-vs-B chart and drill-down line
 #: The classes of a miss, nearest first, in French.
 CLASS_FR = {"section": f"même section (≤ {WINDOW} articles)", "chapter": "même chapitre",
             "book": "même livre ou titre", "code": "même code", "elsewhere": "ailleurs",
@@ -87,3 +88,14 @@ def nearest_notes(lines: pd.DataFrame, k: int, references: Mapping[str, str]) ->
             note += f", le plus proche retrouvé : {shown} (rang {french.integer(int(rank))})"
         notes[str(row["article_id"])] = note
     return notes
+
+
+def drill_misses(misses: Mapping[str, Misses] | None, run_name: str, qid: str, k: int,
+                 reference: Callable[[str], str]) -> tuple[str | None, dict[str, str]]:
+    """The drill-down's misses of ``run_name`` on question ``qid`` at ``k``: its line (:func:`question_line`; None
+    without the misses) and the notes of its gold articles (:func:`nearest_notes`; ``reference`` names an article)."""
+    if misses is None or run_name not in misses:
+        return None, {}
+    lines = misses[run_name].question_lines(qid, k)  # one filter of the run's misses, read three ways
+    references = {a: reference(a) for a in set(lines["nearest_id"].dropna())}
+    return question_line(lines, k), nearest_notes(lines, k, references)

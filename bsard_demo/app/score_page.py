@@ -1,6 +1,6 @@
 """The Score page's model (``pages/score.py`` draws it): what the page decides, testable without
-Streamlit. Which split is offered first, which uploads are read, what the page says when there is
-nothing to score, which sections it shows, and every file it offers for download.
+Streamlit. Which split is offered first, which uploads are read, what the page says of each file read
+and when there is nothing to score, which sections it shows, and every file it offers for download.
 
 Its sections live in their own modules: :mod:`.score_uploads` (reading and scoring the files),
 :mod:`.score_tables` (tables and chart data), :mod:`.score_compare` (A against B, pairwise tests),
@@ -105,3 +105,17 @@ def metrics_caption(dataset_name: str, split: str, board: Scoreboard) -> str:
 def categories(table: pd.DataFrame) -> list[str]:
     """The categories the per-question filter offers (sorted; none without a category column)."""
     return sorted(c for c in table["category"].unique() if c) if "category" in table else []
+
+
+def validation_verdict(run) -> tuple[str, str]:
+    """``(level, line)`` of a read file in the page's validation: ``error`` (not scored), ``warning`` (scored
+    anyway) or ``success``, and its French line."""
+    problems = run.file.problems
+    n_err, n_warn = problems.count("error"), problems.count("warning")
+    name = f"**{md_escape(run.name)}**"
+    fmt = md_escape(run.file.format) + (" (gzip)" if run.file.compressed else "")
+    if n_err:
+        return "error", f"{name} : {n_err} erreur(s), {n_warn} avertissement(s) — ce run n'est pas évalué."
+    if n_warn:
+        return "warning", f"{name} : format {fmt}, {n_warn} avertissement(s) — le run est évalué quand même."
+    return "success", f"{name} : format {fmt}, {len(run.file.run)} questions, aucun problème."

@@ -8,12 +8,13 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Hashable
 
 import streamlit as st
 from streamlit.elements.vega_charts import _convert_altair_to_vega_lite_spec as altair_to_spec
 
-from ..cache import BuildOnce
+from ..build_once import BuildOnce
 from ..dataset import DataError
 from ..evaluation.labels import labels_from_upload
 from ..evaluation.misses import board_misses
@@ -23,10 +24,13 @@ from ..retrievers.base import Retriever
 from ..retrievers.kinds import RANKER_LABEL, ranker_folder
 from ..retrievers.ranker import read_record
 from ..runs import Run
-from . import hosting_ui, menus
+from . import hosting_ui, menus, ui
+from .charts import french_chart
 from .data_words import folder_access
-from .naming import public_name
+from .highlight import md_escape
+from .naming import public_name, strip_paths
 from .score_builtin_runs import builtin_run, builtin_run_text
+from .score_builtins import BUILD_ERRORS
 from .score_systems import ranker_caption
 from .score_uploads import (
     SCOREBOARD_BUDGET,
@@ -157,6 +161,42 @@ def _token() -> str:  # a board's name in the tables' cache: boards are kept by 
 @st.cache_data(show_spinner=False, max_size=TABLES_BYTES, ttl=SCOREBOARD_TTL_S)
 def _kept_dataframe(token: str, key: Hashable, _styled: Callable[[], object], options: dict) -> None:
     st.dataframe(_styled(), **options)
+
+
+def draw_chart(board: Scoreboard, kept: Hashable | None, chart: Callable[[], object], **options) -> None:
+    """The Altair chart ``chart()``, converted once per board and ``kept``, the chart's key in the board's memo
+    (:func:`chart_spec`; the same element as ``st.altair_chart``); ``kept`` None: a view that depends on
+    the visitor's picks, drawn, not kept. ``options``: the element's (a widget key, a selection)."""
+    french = partial(_french, chart)  # French numbers: « 12,5 % »
+    if kept is None:
+        st.altair_chart(french(), width="stretch", **options)
+    else:
+        st.vega_lite_chart(spec=chart_spec(board, kept, french), width="stretch", **options)
+
+
+def _french(chart):
+    return french_chart(chart())
+
+
+def make_builtin(data: ActiveData, specs: dict, split: str, label: str, query_text: str):
+    """The built-in run of system ``label`` of ``specs`` over ``split`` (:func:`builtin`), its build's progress shown;
+    None, with the page's error, when the system is not offered here or cannot be built."""
+    if label not in specs:
+        st.error(f"Système intégré « {md_escape(label)} » indisponible sur ce serveur.")
+        return None
+    try:
+        retriever = ui.retriever(data, specs[label], label)
+    except BUILD_ERRORS as exc:  # an encoder that cannot be loaded here, a full disk…
+        st.error(f"Système intégré « {md_escape(label)} » indisponible sur ce serveur : son index ou son modèle n'a "
+                 "pas pu être chargé.")
+        with st.expander("Détails techniques"):  # the builder's own (English) words
+            st.caption(md_escape(strip_paths(str(exc))))
+        return None
+    update, clear = ui.progress_bar(f"{md_escape(label)} sur les questions du split {md_escape(split)}")
+    try:
+        return builtin(data, split, specs[label].key(), retriever, query_text, progress=update)
+    finally:
+        clear()
 
 
 def builtin(data: ActiveData, split: str, spec_key: str, retriever: Retriever, query_text: str,

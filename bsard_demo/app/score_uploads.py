@@ -26,6 +26,23 @@ PROBLEM_HINTS = {
     "read_as_similarities": f"if higher scores are better, drop --lower-is-better (CLI) / untick « {DISTANCES_LABEL} » "
                             "(Score page)",
 }
+#: The formats and conventions under the uploader (« Formats acceptés et conventions »).
+FORMATS_HELP = """
+Formats reconnus (détectés d'après le contenu, fichiers `.gz` acceptés) :
+
+- **TREC** : `qid Q0 docid rang score tag` (6 colonnes) ;
+- **3 colonnes** : `qid docid rang` ou `qid docid score` ;
+- **CSV** avec en-tête : `qid`, `docid`, `score` et/ou `rank` ;
+- **JSON** : `{"qid": {"docid": score}}` ou `{"qid": ["docid", …]}` ;
+- **JSON Lines** : `{"qid": …, "docid": …, "score": …}` par ligne.
+- **Parquet** (comme ranx l'écrit) : colonnes `qid`/`query_id`, `docid`/`doc_id`, `score` et/ou `rank` ;
+- **LZ4 de ranx** (`Run.save(…, kind="lz4")`), lu comme son JSON.
+
+Chaque question du split compte (absente du run : 0). Les articles sont classés par score décroissant,
+égalités départagées par identifiant décroissant (règle de trec_eval) ; cochez « scores = distances » sous
+un fichier dont les scores sont des distances (plus petit = meilleur) : ses articles sont alors classés
+par score croissant. Les valeurs sont celles de `python -m bsard_demo evaluate`.
+"""
 PROBLEM_COLUMNS = ["ligne", "gravité", "problème", "code"]
 #: Uploaded files scored at once (each may hold up to the upload limit, and a run costs about 20
 #: times its text in memory); the page does not read the others.

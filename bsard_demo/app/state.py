@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable, Hashable, TypeVar
 
-from ..cache import BuildOnce
+from ..build_once import BuildOnce
 from ..dataset import DataError, Dataset
 from ..retrievers import Retriever, RetrieverSpec, build_retriever
 from ..retrievers.base import Progress

@@ -19,7 +19,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.common import is_element_id
 
-from ..cache import BuildOnce
+from ..build_once import BuildOnce
 from ..dataset import DataError
 from ..retrievers import Retriever, RetrieverSpec
 from ..retrievers.kinds import DENSE

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import cache
-from ..dataset import ARTICLE_COLUMNS, DataError, frame_memo
+from ..dataset import ARTICLE_COLUMNS, DataError
+from ..frame_memo import frame_memo
 from ..retrievers.encoder_base import EncoderUnavailable
 from ..retrievers.onnx_encoder import OnnxEncoder
 from ..retrievers.trained import FINETUNE_MODEL, trained_kind_of
@@ -66,7 +67,7 @@ def corpus_id(articles, dataset: str = "") -> CorpusId:
     """The :class:`CorpusId` of an articles DataFrame (dataset schema). Every column of
     :data:`~bsard_demo.dataset.ARTICLE_COLUMNS` present counts, so a corpus differing in any
     text, header or id gets another fingerprint (memoised per frame:
-    :func:`~bsard_demo.dataset.frame_memo`)."""
+    :func:`~bsard_demo.frame_memo.frame_memo`)."""
     def digest() -> str:
         columns = [c for c in ARTICLE_COLUMNS if c in articles.columns]
         values = zip(*(articles[c].tolist() for c in columns))

@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..dataset import DataError, keeping
+from ..dataset import DataError
+from ..frame_memo import keeping
 from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.batch import DEFAULT_QUERY_TEXT, QUERY_TEXTS, question_texts, ranked_pairs, run_tag, search_all
 from ..retrievers.defaults import CHOICE as DEFAULT, CHOICE_HELP, default_spec

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 
-from ..cache import BuildOnce
+from ..build_once import BuildOnce
 from ..dataset import Dataset
 from ..runs import (
     BUILT_FORMAT,

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from .. import cache
 from ..analyzer import DEFAULT_FIELDS, Analyzer, article_texts
-from ..dataset import frame_memo
+from ..frame_memo import frame_memo
 from .base import Hit, Progress, Step, clip_k, id_ranks, rank_rows, ranked_hits, report_progress
 from .bm25_weights import TermCounts, analyse, query_counts, sorted_vocabulary
 
@@ -210,7 +210,7 @@ def _key_settings(settings: BM25Settings) -> dict:
 
 def stored_key(articles, ids: Sequence[str], settings: BM25Settings) -> str:
     """:func:`cache_key` of the frame ``articles`` (``ids``: its ids as text), memoised per frame
-    and settings (:func:`~bsard_demo.dataset.frame_memo`)."""
+    and settings (:func:`~bsard_demo.frame_memo.frame_memo`)."""
     meta = json.dumps(_key_settings(settings), sort_keys=True, default=str)
     return frame_memo(articles, ("bm25_cache_key", meta),
                       lambda: cache_key(ids, article_texts(articles, settings.fields), settings))

@@ -16,10 +16,11 @@ from typing import Callable, Mapping, Sequence
 from ..dataset import Dataset
 from .dense import DenseRetriever
 from .encoders import DEFAULT_ENCODER
+from .hybrid_specs import hybrid_spec
 from .kinds import HYBRID, RANKER, ranker_folder
 from .neighbours import DEFAULT_SPLIT, NEIGHBOURS, labelled_questions
 from .ranker import part_specs
-from .registry import BASE_PART, RetrieverSpec, hybrid_spec
+from .registry import BASE_PART, RetrieverSpec
 from .trained import ADAPTER_MODEL, RANKER_MODEL, articles_fingerprint, trained_for_corpus
 
 _RANKER, _HYBRID = RANKER.name, HYBRID.name

@@ -17,7 +17,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .. import settings
-from ..cache import BuildOnce
+from ..build_once import BuildOnce
 from ..dataset import first_line
 from .adapter import is_adapter_folder, open_adapter
 from .base import Progress, Step

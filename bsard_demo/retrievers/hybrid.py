@@ -21,12 +21,12 @@ from typing import Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from ..cache import BuildOnce
+from ..build_once import BuildOnce
 from .base import DEFAULT_DEPTH, Hit, Retriever, clip_k, ranked_hits
 
 FUSION_METHODS = ("rrf", "weighted")
 NORMALISATIONS = ("minmax", "none")
-#: The default fusion (:class:`FusionConfig`, :func:`~bsard_demo.retrievers.registry.hybrid_spec`):
+#: The default fusion (:class:`FusionConfig`, :func:`~bsard_demo.retrievers.hybrid_specs.hybrid_spec`):
 #: reciprocal rank fusion with Cormack et al.'s k = 60 (2009; it also gave the best or tied
 #: recall@100 of k in 10..200 in every check of docs/effectiveness.md); a weighted fusion of two
 #: systems weighs the first α = 0.5 and the second 1 - α; min-max normalised scores.
@@ -78,7 +78,7 @@ def part_search(retriever: Retriever, question: str, depth: int) -> list[Hit]:
     """``retriever``'s ranking of ``question`` to ``depth``, computed once for the last
     :data:`PART_MEMO_ENTRIES` (retriever, question, depth): a page whose columns share a part
     searches it (and encodes the question) once, a column asking while it is searched waiting for that
-    search (:class:`~bsard_demo.cache.BuildOnce`). Keyed by the retriever object (weakly: a
+    search (:class:`~bsard_demo.build_once.BuildOnce`). Keyed by the retriever object (weakly: a
     retriever dropped by the app is not kept alive); a fresh list each call."""
     found = _memoised(retriever, question, depth)
     return ranked_hits(*found, retriever.article_ids) if hasattr(retriever, "search_rows") else list(found)

@@ -14,17 +14,9 @@ from .base import DEFAULT_DEPTH
 from .bm25 import METHODS as BM25_METHODS, BM25Settings
 from .encoders import BACKENDS, DEFAULT_ENCODER, ENCODER_CHOICES
 from .hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_NORMALISATION, DEFAULT_RRF_K, FUSION_METHODS, FusionConfig
+from .hybrid_specs import default_weights, hybrid_parts, hybrid_spec, parse_encoders, part_name
 from .neighbours import NEIGHBOURS
-from .registry import (
-    BASE_PART,
-    Flag,
-    RetrieverSpec,
-    default_weights,
-    hybrid_parts,
-    hybrid_spec,
-    parse_encoders,
-    part_name,
-)
+from .registry import BASE_PART, Flag, RetrieverSpec
 from .structure import StructureSettings
 
 _BUILTIN = ", ".join(f"{name} (default)" if name == DEFAULT_ENCODER else name for name in ENCODER_CHOICES)

@@ -14,6 +14,7 @@ from .bm25 import BM25Retriever, BM25Settings
 from .dense import DenseRetriever
 from .encoders import DEFAULT_ENCODER, resolve_encoder
 from .hybrid import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, FusionConfig, FusionError
+from .hybrid_specs import hybrid_parts, hybrid_spec, make_hybrid, model_folder
 from .kind_flags import (
     BM25_FLAGS,
     DENSE_FLAGS,
@@ -31,16 +32,7 @@ from .kind_flags import (
 )
 from .neighbours import NEIGHBOURS, NeighboursRetriever
 from .ranker import build_ranker, is_ranker_folder, part_specs
-from .registry import (
-    ColumnChoice,
-    RetrieverKind,
-    RetrieverSpec,
-    hybrid_parts,
-    hybrid_spec,
-    make_hybrid,
-    model_folder,
-    register,
-)
+from .registry import ColumnChoice, RetrieverKind, RetrieverSpec, register
 
 #: The Search page's words for a fusion (:meth:`~bsard_demo.retrievers.hybrid.FusionConfig.label`).
 FUSION_WORDS = {"rrf": "RRF", "weighted": "pondéré", "alpha": "α"}
@@ -115,7 +107,7 @@ def hybrid_column(encoders: Sequence[str], *, fusion: str = DEFAULT_FUSION, rrf_
                   targets=None, structure: bool = False) -> tuple[str, RetrieverSpec]:
     """``(label, spec)`` of a hybrid column fusing BM25 with a dense part per encoder (keys,
     mapped to what the dense retriever takes by ``targets``; default: the key itself). The spec
-    is :func:`~.registry.hybrid_spec`'s, so a column with the default settings is the CLI's
+    is :func:`~.hybrid_specs.hybrid_spec`'s, so a column with the default settings is the CLI's
     ``run --retriever hybrid``.
 
     ``fusion="rrf"``: reciprocal rank fusion with constant ``rrf_k`` and ``weights`` (one per

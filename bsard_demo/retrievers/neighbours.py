@@ -3,7 +3,7 @@ the articles cited by the training questions most similar (BM25) to the one aske
 (:func:`transfer_scores`), those at least :data:`DEFAULT_MIN_SIMILARITY` similar only (0–1, :class:`SelfScores`).
 BSARD's test questions cite, on average, articles of which 90 % are cited by some training question (frlaw-dev:
 47 %); alone it misses every other article, so it is meant to be fused with BM25
-(:func:`bsard_demo.retrievers.registry.hybrid_spec`, the part named :data:`NEIGHBOURS`). Defaults decided on
+(:func:`bsard_demo.retrievers.hybrid_specs.hybrid_spec`, the part named :data:`NEIGHBOURS`). Defaults decided on
 frlaw-dev's train split, leave-one-out (docs/effectiveness.md, "Label transfer from training questions").
 
 The formula, leave-one-out and defaults: docs/design.md, 'bsard_demo/retrievers/neighbours.py'.

@@ -1,8 +1,8 @@
-"""Embedding a corpus' shards in several processes at once (:func:`~.dense.embed_resumable`): the ``use`` encoder runs
-on one core (pure-Python tokenising, one BLAS thread: :data:`~.encoders.USE_THREADS`), so a build spreads its shards
-over worker processes (by default every usable core). Each worker embeds whole shards with the very call a
-one-process build makes, so every shard's vectors, and the cache entry and its key, are the same bit for bit;
-workers are started with ``spawn``.
+"""Embedding a corpus' shards in several processes at once (:func:`~.dense_shards.embed_resumable`): the ``use``
+encoder runs on one core (pure-Python tokenising, one BLAS thread: :data:`~.encoders.USE_THREADS`), so a build
+spreads its shards over worker processes (by default every usable core). Each worker embeds whole shards with the
+very call a one-process build makes, so every shard's vectors, and the cache entry and its key, are the same bit for
+bit; workers are started with ``spawn``.
 
 Why processes, the workers, interruptions: docs/design.md, 'bsard_demo/retrievers/parallel.py'.
 """

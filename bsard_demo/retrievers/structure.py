@@ -18,7 +18,7 @@ from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from .. import cache
-from ..dataset import frame_memo
+from ..frame_memo import frame_memo
 from .base import Hit, clip_k, id_ranks, rank_rows
 
 T = TypeVar("T")
@@ -311,7 +311,7 @@ _graphs_lock = threading.Lock()
 
 def graph_of(articles) -> ArticleGraph:
     """The :class:`ArticleGraph` of ``articles``, built once per process and corpus: once per frame
-    (:func:`~bsard_demo.dataset.frame_memo`), and a frame of the same content as one seen before
+    (:func:`~bsard_demo.frame_memo.frame_memo`), and a frame of the same content as one seen before
     (the ids, the header columns and the texts fingerprinted) reuses its graph, so a page rerun,
     a second run or the ranker beside a hybrid reuses it. The process' first frame is
     fingerprinted only when a second one comes (a cold start has nothing to compare it with)."""

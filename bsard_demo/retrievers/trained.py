@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 from .. import cache, settings
 from ..analyzer import DEFAULT_FIELDS, article_texts
-from ..dataset import frame_memo
+from ..frame_memo import frame_memo
 from .adapter import KIND as ADAPTER
 from .e5_tuned import KIND as E5_TUNED
 from .encoder_base import read_json_record
@@ -95,7 +95,7 @@ def default_trained() -> TrainedKind:
 
 def articles_fingerprint(articles, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
     """sha256 of the corpus as the encoder sees it: every id with its embedded text, in order
-    (memoised per frame: :func:`~bsard_demo.dataset.frame_memo`)."""
+    (memoised per frame: :func:`~bsard_demo.frame_memo.frame_memo`)."""
     def digest() -> str:
         h = hashlib.sha256()
         for aid, text in zip(articles["id"], article_texts(articles, fields)):

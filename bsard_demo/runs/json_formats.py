@@ -12,10 +12,11 @@ import math
 from dataclasses import dataclass, field
 
 from .columns import UNKNOWN, Columns, Parsed
+from .csv_format import DOC_NAMES, QID_NAMES
 from .fields import whole
 from .limits import check_entries, check_json_values, tick
 from .problems import ProblemList, quote
-from .text_formats import DOC_NAMES, QID_NAMES, split_lines
+from .text_formats import split_lines
 
 LIST_NAMES = ("docids", "doc_ids", "article_ids")
 

@@ -15,7 +15,8 @@ import math
 import cbor2
 import lz4.frame
 
-from .decode import LZ4_MAGIC, Content, size_text
+from .content import Content
+from .decode import LZ4_MAGIC, size_text
 from .problems import ProblemList, quote
 
 

@@ -14,10 +14,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .columns import Columns, Parsed
-from .decode import Content, size_text
+from .content import Content
+from .csv_format import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES, columns_problem
+from .decode import size_text
 from .limits import check_entries
 from .problems import ProblemList, quote
-from .text_formats import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES, columns_problem
 
 BATCH_ROWS = 1 << 16
 
@@ -68,7 +69,7 @@ def _kind(t) -> str | None:
 def parse_parquet(content: Content, problems: ProblemList, *, labels: bool = False) -> Parsed:
     """The run of a parquet file (docs/design.md, 'bsard_demo/runs/parquet_format.py'); its problems are
     added to ``problems``. ``labels``: a qrels table (:mod:`.qrels_read`): its relevance column
-    (:data:`~.text_formats.RELEVANCE_NAMES`) is read in the place of the score, and no rank is read."""
+    (:data:`~.csv_format.RELEVANCE_NAMES`) is read in the place of the score, and no rank is read."""
     failed = Parsed("parquet")
     pf = _open(content, problems)
     if pf is None:

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Iterator
 
 from .columns import UNKNOWN
-from .decode import LZ4_MAGIC, Content, Source, open_content, size_problem
+from .content import Content, open_content
+from .csv_format import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES
+from .decode import LZ4_MAGIC, Source, size_problem
 from .problems import ProblemList, quote
 from .sandbox import DEFAULT_ISOLATION, Isolation, lz4_bytes_to_json, parse_parquet_isolated
-from .text_formats import DOC_NAMES, QID_NAMES, RELEVANCE_NAMES
 
 #: The layouts :func:`read_qrels_bytes` tells apart.
 QRELS_FORMATS = ("trec-qrels", "ranx-json", "csv", "tsv", "parquet", "lz4")

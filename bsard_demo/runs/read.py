@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Callable, Collection, Iterator
 
 from .columns import UNKNOWN, Parsed
-from .decode import DEFAULT_MAX_BYTES, Chunk, Content, SizeMessage, Source, open_content, size_problem
+from .content import Content, open_content
+from .decode import DEFAULT_MAX_BYTES, Chunk, SizeMessage, Source, size_problem
 from .json_formats import parse_json
 from .limits import DEFAULT_LIMITS, ReadLimits, ReadOverrun, bounded, line_limit
 from .problems import ProblemList, quote

@@ -1,16 +1,14 @@
 """Native decoders read untrusted bytes in a child process, never in the caller's:
 :func:`parse_parquet_isolated` runs :func:`~bsard_demo.runs.parquet_format.parse_parquet` in a child forked by a
-small fork server (:func:`zygote`), capped by :class:`Isolation`, because pyarrow can abort the whole process on a
-damaged footer (apache/arrow#45283). Cost and fuzzing: docs/benchmarks.md, "Isolated parquet reads";
+small fork server (:mod:`.sandbox_child`), capped by :class:`Isolation`, because pyarrow can abort the whole process
+on a damaged footer (apache/arrow#45283). Cost and fuzzing: docs/benchmarks.md, "Isolated parquet reads";
 docs/reliability.md, "Hostile files in a child". How: docs/design.md, 'bsard_demo/runs/sandbox.py'.
 """
 from __future__ import annotations
 
 import atexit
-import importlib
 import json
 import os
-import resource
 import signal
 import socket
 import struct
@@ -25,8 +23,9 @@ import numpy as np
 
 from ..settings import child_environment
 from .columns import Columns, Parsed
-from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, LZ4_MAGIC, PARQUET_MAGIC, Content, Source, open_content
-from .limits import ReadLimits, ReadOverrun, bounded, current, remaining, tick
+from .content import Content, open_content
+from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, LZ4_MAGIC, PARQUET_MAGIC, Source
+from .limits import current, remaining, tick
 
 try:  # imported here, decoded only in a child (or for trusted files: isolation None)
     from . import lz4_format
@@ -34,13 +33,14 @@ except ImportError:  # lz4 and cbor2 are optional (requirements.in): an LZ4 file
     lz4_format = None
 from .problems import ProblemList, quote
 
-#: The array fields of :class:`~bsard_demo.runs.columns.Columns` sent back, and the only dtypes accepted.
-_ARRAYS = ("q", "d", "score", "rank", "line")
+#: The array fields of :class:`~bsard_demo.runs.columns.Columns` a child sends back (:mod:`.sandbox_child`), and the
+#: only dtypes accepted.
+ARRAYS = ("q", "d", "score", "rank", "line")
 _DTYPES = {"<i4": np.int32, "<i8": np.int64, "<f8": np.float64}
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-_ZYGOTE = "import sys; from bsard_demo.runs.sandbox import zygote; zygote(int(sys.argv[1]), sys.argv[2])"
+_ZYGOTE = "import sys; from bsard_demo.runs.sandbox_child import zygote; zygote(int(sys.argv[1]), sys.argv[2])"
 #: What a child runs, as ``module:function`` (given its job socket).
-CHILD = "bsard_demo.runs.sandbox:_child"
+CHILD = "bsard_demo.runs.sandbox_child:child"
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def lz4_json_isolated(content: Content, name: str, problems: ProblemList,
     child as a parquet file is (same limits and ``reader_*`` errors; ``isolation`` None: in this process, for
     trusted files only); None with the errors in ``problems``."""
     if isolation is None:
-        return _lz4_json(content, problems)
+        return lz4_json_here(content, problems)
     shown = quote(name, marks=False)
     with _slots:
         out = _exchange(content, shown, problems, isolation, server or _server, "lz4")
@@ -194,7 +194,8 @@ def lz4_bytes_to_json(data: bytes, name: str, problems: ProblemList, cap: int = 
     return lz4_json_isolated(content, name, problems, isolation)
 
 
-def _lz4_json(content: Content, problems: ProblemList) -> str | None:
+def lz4_json_here(content: Content, problems: ProblemList) -> str | None:
+    """The JSON text of ranx's LZ4 file ``content``, decoded in this process (a child's job, or a trusted file)."""
     if lz4_format is None:
         problems.error("lz4_unreadable", "this is an LZ4 file (ranx's kind=\"lz4\"); reading it needs the lz4 and "
                                          "cbor2 packages (pip install lz4 cbor2), or save the run as TREC or JSON")
@@ -325,7 +326,7 @@ def _parsed(parsed, payload: memoryview) -> Parsed:
         return Parsed("parquet")
     arrays, offset, n = {}, 0, int(parsed["n"])
     for name, dtype, count in parsed["arrays"]:
-        if name not in _ARRAYS or dtype not in _DTYPES or int(count) != n:
+        if name not in ARRAYS or dtype not in _DTYPES or int(count) != n:
             raise ValueError("unexpected array")
         size = np.dtype(_DTYPES[dtype]).itemsize * n
         if offset + size > len(payload):
@@ -341,135 +342,3 @@ def _parsed(parsed, payload: memoryview) -> Parsed:
         raise ValueError("no ordering column")
     cols = Columns.of_arrays(qnames, dnames, **arrays)
     return Parsed("parquet", cols, parsed["by"], bool(parsed["check_ranks"]), tuple(str(t) for t in parsed["tags"]))
-
-
-# -- the child side -----------------------------------------------------------------------------
-def _limit(memory_mb: int, cpu_seconds: int) -> None:
-    """Cap this process: address space at its size now plus ``memory_mb``, and CPU seconds."""
-    with open("/proc/self/statm") as f:
-        now = int(f.read().split()[0]) * resource.getpagesize()
-    cap = now + memory_mb * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-
-
-def zygote(control_fd: int, child: str = CHILD) -> None:
-    """The fork server: load pyarrow, then fork one child per job socket received on
-    ``control_fd``, which runs ``child`` (``module:function``); ends when the parent closes it.
-    It never reads a file itself."""
-    # loaded here, in the zygote, once for all children: pyarrow (0.5 s) and pandas, which pyarrow imports on a
-    # first parquet read; the server's process never loads them for a run
-    import pandas  # noqa: F401
-    import pyarrow.compute  # noqa: F401
-
-    from . import parquet_format  # noqa: F401
-
-    module, _, name = child.partition(":")
-    serve = getattr(importlib.import_module(module), name)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    control = socket.socket(fileno=control_fd)
-    while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(control, 16, 1)
-        except OSError:
-            return
-        if not msg:
-            return
-        for fd in fds:
-            if os.fork() == 0:
-                control.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                _become_expendable()
-                code = 1
-                try:
-                    serve(socket.socket(fileno=fd))
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(fd)
-
-
-def _become_expendable() -> None:
-    """A child's text (a native crash's C++ message) never reaches the parent's terminal or log,
-    and when memory runs out the kernel kills the child first, never the server."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
-    except OSError:
-        pass
-
-
-def _child(conn: socket.socket) -> None:
-    """One job: our pid, then the job (a JSON line, then the file's bytes unless it names a
-    path) and one answer: a JSON line, then the raw arrays it lists."""
-    from .parquet_format import parse_parquet  # pyarrow, loaded by the zygote: the parent never imports it
-
-    conn.sendall(struct.pack("<q", os.getpid()))
-    header = b""
-    while b"\n" not in header:
-        chunk = conn.recv(4096)
-        if not chunk:
-            return
-        header += chunk
-    line, _, data = header.partition(b"\n")
-    job = json.loads(line)
-    if job["size"] is not None:
-        data = bytearray(data)
-        while len(data) < job["size"]:
-            chunk = conn.recv(min(1 << 20, job["size"] - len(data)))
-            if not chunk:
-                return
-            data += chunk
-        data = bytes(data)
-    else:
-        data = None
-    _limit(int(job["memory_mb"]), int(job["cpu_seconds"]))
-    problems = ProblemList()
-    limits = ReadLimits(**job["limits"]) if job.get("limits") else None
-    try:
-        try:
-            with bounded(limits):  # the read's own limits (rows, ids), as in the parent
-                content, _ = open_content(Source(data=data, path=job["path"], limit=job["cap"]), ProblemList(),
-                                          job["cap"])
-                if job.get("kind") == "lz4":
-                    text = _lz4_json(content, problems) if content is not None and content.lz4 else None
-                    answer = _json_message(problems, text)
-                else:
-                    parsed = (parse_parquet(content, problems, labels=bool(job.get("labels")))
-                              if content is not None and content.parquet else None)
-                    answer = _message(problems, parsed)
-        except ReadOverrun as exc:
-            problems = ProblemList()
-            problems.error(exc.code, exc.message)
-            answer = _json_message(problems, None) if job.get("kind") == "lz4" else _message(problems, None)
-    except MemoryError:
-        answer = json.dumps({"outcome": "out_of_memory"}).encode() + b"\n"
-    except Exception as exc:  # as the in-process reader words an unexpected failure
-        problems.error("internal_error", f"unexpected failure while reading the file ({type(exc).__name__}: "
-                                         f"{quote(exc, marks=False)}); please report it with the file")
-        answer = _message(problems, None)
-    conn.sendall(answer)
-    conn.close()
-
-
-def _json_message(problems: ProblemList, text: str | None) -> bytes:
-    header = {"outcome": "ok", "problems": problems.state(), "json": text is not None}
-    return json.dumps(header).encode() + b"\n" + (text.encode() if text is not None else b"")
-
-
-def _message(problems: ProblemList, parsed: Parsed | None) -> bytes:
-    header = {"outcome": "ok", "problems": problems.state(), "parsed": None}
-    arrays = []
-    if parsed is not None and parsed.columns is not None:
-        cols, by, check_ranks, tags = parsed.columns, parsed.by, parsed.check_ranks, parsed.tags
-        cols.finish()
-        for name in _ARRAYS:
-            value = getattr(cols, name)
-            if value is not None:
-                arrays.append((name, np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))))
-        header["parsed"] = {"by": by, "check_ranks": bool(check_ranks), "tags": list(tags), "n": len(cols.q),
-                            "qnames": cols.qnames, "dnames": cols.dnames,
-                            "arrays": [(name, value.dtype.str, len(value)) for name, value in arrays]}
-    return b"".join([json.dumps(header).encode(), b"\n", *(value.tobytes() for _, value in arrays)])

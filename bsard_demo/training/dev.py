@@ -9,8 +9,9 @@ from ..evaluation import evaluate
 from ..retrievers import RetrieverSpec, build_retriever
 from ..retrievers.base import Progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
+from ..retrievers.hybrid_specs import hybrid_spec, make_hybrid
 from ..retrievers.kinds import DENSE, HYBRID
-from ..retrievers.registry import BASE_PART, hybrid_spec, make_hybrid
+from ..retrievers.registry import BASE_PART
 
 #: The split ``train`` scores its model on (its "dev figure"), when the dataset has it.
 DEV_SPLIT = "test"
@@ -25,7 +26,7 @@ def dev_evaluation(folder: Path, dataset: Dataset, split: str = DEV_SPLIT, *,
                    with_description: bool = DEFAULT_WITH_DESCRIPTION, cache_root: Path | None = None,
                    progress: Progress | None = None) -> dict:
     """R@100 and MAP@100 on ``split`` of the model ``folder``, dense alone and fused with BM25
-    (the product's hybrid of that model: :func:`~bsard_demo.retrievers.registry.hybrid_spec`),
+    (the product's hybrid of that model: :func:`~bsard_demo.retrievers.hybrid_specs.hybrid_spec`),
     exactly as ``run`` + ``evaluate`` give them; the embeddings land in the cache, so those
     ``run`` lines then only load them. ``value`` is the dense R@100 (what a bundle's menu shows)."""
     dense = build_retriever(RetrieverSpec(DENSE.name, {"encoder": str(folder)}), dataset, cache_root=cache_root,

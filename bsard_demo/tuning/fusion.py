@@ -16,9 +16,10 @@ from ..dataset import Dataset
 from ..retrievers.base import DEFAULT_DEPTH, Hit, Progress, id_ranks, rank_all, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, search_all
 from ..retrievers.hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, FUSION_METHODS, FusionConfig
+from ..retrievers.hybrid_specs import hybrid_parts, hybrid_spec
 from ..retrievers.kind_flags import fmt
 from ..retrievers.kinds import HYBRID
-from ..retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, hybrid_spec
+from ..retrievers.registry import RetrieverSpec, build_retriever
 from .result import DEFAULT_MEASURE, TuneResult, TuneTarget, as_measure, run_command, split_questions
 
 #: RRF constants searched for a hybrid (60 is Cormack et al.'s and the product's default).

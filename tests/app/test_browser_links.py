@@ -24,7 +24,7 @@ from _browser import (
     wait_idle,
 )
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
-from bsard_demo.retrievers.registry import hybrid_spec
+from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.sources import load_sample
 
 FIRST = "Mon propriétaire peut-il garder ma garantie locative ?"

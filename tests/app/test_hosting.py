@@ -367,7 +367,7 @@ def test_setup_bundle_never_raises(tmp_path):
 
 
 def test_a_running_page_derives_the_corpus_texts_once(monkeypatch):
-    """page_running opens dataset.keeping: the first visitor's checks and builds of one page run read
+    """page_running opens frame_memo.keeping: the first visitor's checks and builds of one page run read
     the corpus' texts once; once no page runs they are not held."""
     from bsard_demo.analyzer import article_texts
 

@@ -38,8 +38,8 @@ from bsard_demo.app.search_page import ColumnResult, ShownHit
 from bsard_demo.dataset import Dataset, normalize_articles, normalize_questions
 from bsard_demo.retrievers import build_retriever
 from bsard_demo.retrievers.base import Hit
+from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.retrievers.neighbours import DEFAULT_MIN_SIMILARITY, NEIGHBOURS, Neighbour, NeighboursRetriever
-from bsard_demo.retrievers.registry import hybrid_spec
 from bsard_demo.sources import load_sample
 
 SECTION = ("Code civil", "Livre III", "Section 1")

@@ -8,8 +8,8 @@ import pytest
 from bsard_demo.app.search_page import column_specs
 from bsard_demo.retrievers import Hit, RetrieverSpec
 from bsard_demo.retrievers.hybrid import reciprocal_rank_fusion, weighted_fusion
+from bsard_demo.retrievers.hybrid_specs import hybrid_parts, hybrid_spec, make_hybrid
 from bsard_demo.retrievers.kinds import hybrid_column
-from bsard_demo.retrievers.registry import hybrid_parts, hybrid_spec, make_hybrid
 
 
 def parts_of(spec: RetrieverSpec) -> list[tuple[str, str | None]]:

@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 from hypothesis import given, strategies as st
 
-from bsard_demo.retrievers.registry import hybrid_spec
+from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 
 # Wrapped by hand (isort skips it): one name a line would repeat pages/search.py's imports line for line.
 from bsard_demo.app.link_codec import (DEFAULT_K, DEFAULT_RRF_K, MAX_QUESTION_CHARS, LinkChoices, SearchSettings,  # isort: skip

@@ -18,7 +18,7 @@ from _app_helpers import REPO, TIMEOUT, assert_clean, column_names, set_app_env
 from bsard_demo.app.link_codec import LinkChoices, parse_link
 from bsard_demo.app.link_widgets import same_params
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
-from bsard_demo.retrievers.registry import hybrid_spec
+from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.sources import load_dataset, load_sample
 from bsard_demo.training import METADATA_FILE, articles_fingerprint
 

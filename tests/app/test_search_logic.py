@@ -34,7 +34,7 @@ from bsard_demo.app.progress_words import progress_fraction, progress_text
 
 from bsard_demo.app.state import (ActiveData, FailureMemo, data_key, dataset_summary,  # isort: skip
                                   get_retriever, is_built, open_data)
-from bsard_demo.cache import BuildOnce
+from bsard_demo.build_once import BuildOnce
 from bsard_demo.dataset import DataError
 from bsard_demo.evaluation import evaluate
 from bsard_demo.evaluation.measures import column_label, cutoff_columns, extra_columns

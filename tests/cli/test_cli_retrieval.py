@@ -15,7 +15,7 @@ from bsard_demo.evaluation import evaluate
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.batch import question_texts, run_tag
 from bsard_demo.retrievers.bm25 import BM25Retriever
-from bsard_demo.retrievers.registry import hybrid_spec
+from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.runs import read_run_path
 from bsard_demo.sources import load_dataset
 
@@ -195,7 +195,7 @@ def test_hybrid_run_with_the_real_dense_encoder(tmp_path, data_dir):
     assert run_cli("run", "--retriever", "hybrid", "--data", str(data_dir), "--out", str(out), "--depth", "8",
                    "--cache-dir", str(tmp_path / "c"), "--no-progress") == 0
     rf = read_back(out, load_dataset(data_dir), k=8)
-    # the product's default hybrid (registry.hybrid_spec): RRF k=60, USE weighted 0.5
+    # the product's default hybrid (hybrid_specs.hybrid_spec): RRF k=60, USE weighted 0.5
     assert rf.tags == ("hybrid_rrf_k=60_w=1,0.5_bm25_k1=1_b=0.6_lucene_+_dense_use",)
     assert list(rf.run) == list(QUESTIONS["id"]) and all(len(d) == 8 for d in rf.run.values())
     assert {p.name for p in (tmp_path / "c").iterdir()} == {"bm25s", "dense"}

@@ -11,7 +11,7 @@ from bsard_demo.cli.common import OneLineParser
 from bsard_demo.cli.retrieval import add_run_parser, spec_from_args
 from bsard_demo.retrievers import RetrieverSpec
 from bsard_demo.retrievers.bm25 import BM25Settings
-from bsard_demo.retrievers.registry import hybrid_spec
+from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.tuning.result import run_command
 
 
@@ -65,7 +65,7 @@ def test_errors_are_one_line(argv, message, capsys):
 def _behaviour(spec):
     """What a hybrid spec does: its parts, method and resolved weights (no weights: equal; a
     weighted fusion of two by alpha: alpha, 1 - alpha; a weighted sum is scale-free)."""
-    from bsard_demo.retrievers.registry import hybrid_parts
+    from bsard_demo.retrievers.hybrid_specs import hybrid_parts
 
     def part(p):  # a dense part without an encoder uses the default one
         return RetrieverSpec("dense", {"encoder": "use", **p.options}).key() if p.kind == "dense" else p.key()

@@ -366,7 +366,7 @@ def test_the_app_menu_offers_an_adapter_where_its_base_is_installed(fitted):
 
 
 def test_in_a_hybrid_an_adapter_weighs_as_its_base(fitted):
-    from bsard_demo.retrievers.registry import ZERO_SHOT_DENSE_WEIGHT, default_weights
+    from bsard_demo.retrievers.hybrid_specs import ZERO_SHOT_DENSE_WEIGHT, default_weights
 
     assert default_weights([str(fitted["out"])]) == [1.0, ZERO_SHOT_DENSE_WEIGHT]
     assert default_weights([str(fitted["out"]), "neighbours"])[1] == ZERO_SHOT_DENSE_WEIGHT

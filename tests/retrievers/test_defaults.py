@@ -21,7 +21,7 @@ from bsard_demo.retrievers.defaults import (
     first_visitor,
     gather,
 )
-from bsard_demo.retrievers.registry import hybrid_spec
+from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.sources import load_sample
 
 

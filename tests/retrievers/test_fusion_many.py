@@ -12,10 +12,8 @@ from hypothesis import given, strategies as st
 from bsard_demo.dataset import Dataset
 from bsard_demo.retrievers.base import Hit
 from bsard_demo.retrievers.hybrid import reciprocal_rank_fusion, weighted_fusion
-from bsard_demo.retrievers.registry import (
+from bsard_demo.retrievers.hybrid_specs import (
     ZERO_SHOT_DENSE_WEIGHT,
-    RetrieverSpec,
-    build_retriever,
     default_weights,
     hybrid_parts,
     hybrid_spec,
@@ -24,6 +22,7 @@ from bsard_demo.retrievers.registry import (
     parse_weights,
     system_labels,
 )
+from bsard_demo.retrievers.registry import RetrieverSpec, build_retriever
 
 IDS = [str(i) for i in (1, 2, 9, 10, 11, 19, 100, 101)] + ["a", "b"]
 

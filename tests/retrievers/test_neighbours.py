@@ -14,6 +14,7 @@ import pytest
 from bsard_demo.dataset import DataError, Dataset, normalize_articles, normalize_questions
 from bsard_demo.evaluation import evaluate
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
+from bsard_demo.retrievers.hybrid_specs import NEIGHBOURS_WEIGHT, hybrid_parts, hybrid_spec, system_labels
 from bsard_demo.retrievers.neighbours import (
     DEFAULT_MIN_SIMILARITY,
     NEIGHBOURS,
@@ -23,14 +24,7 @@ from bsard_demo.retrievers.neighbours import (
     transfer_scores,
 )
 from bsard_demo.retrievers.ranker import input_spec
-from bsard_demo.retrievers.registry import (
-    NEIGHBOURS_WEIGHT,
-    hybrid_parts,
-    hybrid_spec,
-    kind,
-    link_params_of,
-    system_labels,
-)
+from bsard_demo.retrievers.registry import kind, link_params_of
 
 ARTICLES = normalize_articles(pd.DataFrame({
     "id": [str(i) for i in range(1, 9)],

@@ -10,7 +10,7 @@ import pytest
 
 from _onnx_model import exported_model
 from bsard_demo.analyzer import DEFAULT_FIELDS, article_texts
-from bsard_demo.retrievers import dense as D, encoders as E
+from bsard_demo.retrievers import dense as D, dense_shards as S, encoders as E
 from bsard_demo.retrievers.encoders import EncoderUnavailable, embed_documents, normalize_rows, resolve_encoder
 from bsard_demo.retrievers.onnx_encoder import MODEL_FILE, RECORD_FILE, TOKENIZER_FILE, OnnxEncoder, read_record
 from bsard_demo.sources import load_dataset
@@ -121,7 +121,7 @@ def test_builtin_cache_keys_are_unchanged(sample):
         if enc.version != version:
             continue
         pooling = "mean" if enc.max_tokens else "whole"
-        assert D.cache_key(ids, texts, enc, DEFAULT_FIELDS, pooling, enc.max_tokens, D.SHARD_DOCS) == key, name
+        assert D.cache_key(ids, texts, enc, DEFAULT_FIELDS, pooling, enc.max_tokens, S.SHARD_DOCS) == key, name
         checked += 1
     if not checked:
         pytest.skip("other encoder package versions than when the keys were pinned")

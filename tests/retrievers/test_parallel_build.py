@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from bsard_demo.retrievers import dense as D
+from bsard_demo.retrievers import dense_shards as S
 from bsard_demo.retrievers.encoders import normalize_rows
 
 
@@ -55,21 +55,21 @@ TEXTS = [f"article {i} " + "mot " * (i % 7) for i in range(45)]
 
 
 def test_the_pool_is_used_only_where_it_pays(monkeypatch):
-    monkeypatch.setattr(D, "PARALLEL_MIN_SHARDS", 4)
-    assert D.shard_workers(BatchSensitiveEncoder(), 100, 2) == 1  # no worker_factory
-    assert D.shard_workers(Parallel(), 3, 2) == 1  # too few shards
-    assert D.shard_workers(Parallel(), 4, 2) == 2
-    assert D.shard_workers(Parallel(), 5, 8) == 5  # at most one worker per shard
-    assert D.shard_workers(Parallel(), 50, None) == max(1, min(50, len(os.sched_getaffinity(0))))
+    monkeypatch.setattr(S, "PARALLEL_MIN_SHARDS", 4)
+    assert S.shard_workers(BatchSensitiveEncoder(), 100, 2) == 1  # no worker_factory
+    assert S.shard_workers(Parallel(), 3, 2) == 1  # too few shards
+    assert S.shard_workers(Parallel(), 4, 2) == 2
+    assert S.shard_workers(Parallel(), 5, 8) == 5  # at most one worker per shard
+    assert S.shard_workers(Parallel(), 50, None) == max(1, min(50, len(os.sched_getaffinity(0))))
 
 
 def test_workers_give_the_same_bytes_checkpoint_the_same_shards_and_resume(tmp_path, monkeypatch):
     """One pool (starting workers costs seconds): a parallel build over a half-built folder reads its
     shards, embeds the others in worker processes and ends with the bytes and shard files of a
     one-process build; the last shard ("PID" texts) proves it ran in other processes."""
-    monkeypatch.setattr(D, "PARALLEL_MIN_SHARDS", 2)
+    monkeypatch.setattr(S, "PARALLEL_MIN_SHARDS", 2)
     texts = TEXTS[:44] + ["PID"] * 4
-    one = D.embed_resumable(Parallel(), texts, tmp_path / "one", shard_docs=4, batch_size=3, workers=1)
+    one = S.embed_resumable(Parallel(), texts, tmp_path / "one", shard_docs=4, batch_size=3, workers=1)
     names = sorted(p.name for p in (tmp_path / "one").iterdir())
     assert len(names) == 12
     resumed = tmp_path / "resumed"
@@ -77,7 +77,7 @@ def test_workers_give_the_same_bytes_checkpoint_the_same_shards_and_resume(tmp_p
     for name in names[:5]:
         (resumed / name).write_bytes((tmp_path / "one" / name).read_bytes())
     progress = []
-    two = D.embed_resumable(Parallel(), texts, resumed, shard_docs=4, batch_size=3, workers=2,
+    two = S.embed_resumable(Parallel(), texts, resumed, shard_docs=4, batch_size=3, workers=2,
                             progress=lambda d, t, m: progress.append(d))
     assert two[:44].tobytes() == one[:44].tobytes()
     assert not any(np.array_equal(row, one[-1]) for row in two[44:])  # embedded in another process

@@ -85,7 +85,7 @@ def test_a_shared_part_is_searched_once_per_question_and_depth():
 def test_the_memo_is_bounded_and_keeps_no_retriever_alive(monkeypatch):
     import weakref
 
-    from bsard_demo.cache import BuildOnce
+    from bsard_demo.build_once import BuildOnce
 
     monkeypatch.setattr(hybrid, "_memo", BuildOnce(entries=3))
     part = Counting("p", hits("a"))

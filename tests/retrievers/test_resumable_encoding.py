@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from bsard_demo import cache
-from bsard_demo.retrievers import dense as D
+from bsard_demo.retrievers import dense as D, dense_shards as S
 from bsard_demo.retrievers.encoders import normalize_rows
 
 
@@ -159,7 +159,7 @@ def test_a_shard_of_the_wrong_shape_is_not_used(tmp_path):
     with pytest.raises(Interrupted):
         build(root, FakeEncoder(), progress=progress)
     folder = partial_dir(root)
-    D._write_shard(folder, 1, np.zeros((3, 8), np.float32))  # checksummed but 3 rows, not 4
+    S._write_shard(folder, 1, np.zeros((3, 8), np.float32))  # checksummed but 3 rows, not 4
     enc = FakeEncoder()
     build(root, enc)
     assert enc.encoded == list(corpus()["article"])[4:]

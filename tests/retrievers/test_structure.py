@@ -147,7 +147,7 @@ def _dataset(tmp_path):
 
 def test_a_hybrid_with_structure_is_its_hybrid_rescored(tmp_path):
     from bsard_demo.retrievers import build_retriever
-    from bsard_demo.retrievers.registry import hybrid_spec, make_hybrid
+    from bsard_demo.retrievers.hybrid_specs import hybrid_spec, make_hybrid
     from bsard_demo.retrievers.structure import StructureRetriever, graph_of
 
     _, ds = _dataset(tmp_path)

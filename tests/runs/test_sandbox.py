@@ -17,7 +17,8 @@ import pytest
 
 from _fuzz import parquet_bases
 from bsard_demo.runs import read_run_bytes, read_run_path, sandbox
-from bsard_demo.runs.decode import Source, open_content
+from bsard_demo.runs.content import open_content
+from bsard_demo.runs.decode import Source
 from bsard_demo.runs.problems import ProblemList
 from bsard_demo.runs.read import RunFile
 from bsard_demo.runs.sandbox import ForkServer, Isolation, parse_parquet_isolated
@@ -120,7 +121,7 @@ def expendable(conn):
 
 
 def hog(conn):
-    from bsard_demo.runs.sandbox import _limit
+    from bsard_demo.runs.sandbox_child import _limit
     _limit(256, 30)
     try:
         keep = []

@@ -14,7 +14,8 @@ from bsard_demo.dataset import DataError, Dataset
 from bsard_demo.evaluation import evaluate
 from bsard_demo.retrievers.batch import question_texts, search_all
 from bsard_demo.retrievers.bm25 import BM25Retriever, BM25Settings
-from bsard_demo.retrievers.registry import RetrieverSpec, build_retriever, hybrid_parts, make_hybrid
+from bsard_demo.retrievers.hybrid_specs import hybrid_parts, make_hybrid
+from bsard_demo.retrievers.registry import RetrieverSpec, build_retriever
 from bsard_demo.sources import load_dataset
 from bsard_demo.tuning import (
     B_GRID,
