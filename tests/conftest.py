@@ -119,6 +119,7 @@ SLOW = (
     "tests/retrievers/test_fusion_many.py::test_three_systems_fuse_as_the_reference",
     # worker processes (spawn) of a parallel dense build
     "tests/retrievers/test_parallel_build.py::test_workers_give_the_same_bytes_checkpoint_the_same_shards_and_resume",
+    "tests/retrievers/test_parallel_build.py::test_the_workers_of_a_killed_build_end_with_it",
     # BM25 + neighbours built for the tiny corpus, then a structure hybrid over it
     "tests/retrievers/test_structure.py::test_a_hybrid_with_structure_is_its_hybrid_rescored",
     "tests/tuning/test_tuning.py::test_fusion_table_ranks_exactly_like_the_hybrid_retriever",

@@ -9,6 +9,9 @@ Why processes, the workers, interruptions: docs/design.md, 'bsard_demo/retriever
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable, Mapping, Sequence
 
@@ -17,6 +20,19 @@ import numpy as np
 from .encoders import embed_documents
 
 _ENCODERS: dict = {}
+#: How often a worker checks that the build that started it is alive (a ``kill`` of the build, which runs no
+#: cleanup, left its workers embedding their shards for minutes, parentless).
+PARENT_CHECK_S = 1.0
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In a worker (the pool's initializer): end this process once ``parent`` is gone (reparented)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _embed(factory: Callable[[], object], texts: Sequence[str], pooling: str, window: int | None,
@@ -37,7 +53,8 @@ def embed_shards(factory: Callable[[], object], jobs: Mapping[int, Sequence[str]
     in flight (bounded memory); the first failure is raised once the running shards end."""
     pending = iter(sorted(jobs))
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_exit_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         running = {}
         try:
             def submit() -> bool:

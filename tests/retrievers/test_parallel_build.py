@@ -83,3 +83,52 @@ def test_workers_give_the_same_bytes_checkpoint_the_same_shards_and_resume(tmp_p
     assert not any(np.array_equal(row, one[-1]) for row in two[44:])  # embedded in another process
     assert sorted(p.name for p in resumed.iterdir())[:11] == names[:11]
     assert progress[0] == 20 and progress[-1] == 48 and progress == sorted(progress)
+
+
+def test_the_workers_of_a_killed_build_end_with_it(tmp_path):
+    """A build killed from outside (SIGKILL: no cleanup runs) leaves no worker embedding on, parentless."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from bsard_demo.retrievers.parallel import PARENT_CHECK_S
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    tests = Path(__file__).resolve().parents[1]
+    script = ("from _sleepy_encoder import SleepyFactory\n"
+              "from bsard_demo.retrievers.parallel import embed_shards\n"
+              f"embed_shards(SleepyFactory({str(pids)!r}, 120), {{0: ['a'], 1: ['b']}}, lambda n, v: None,\n"
+              "             workers=2, pooling='mean', window=None, batch_size=8)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    build = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(pids.iterdir())) < 2:
+            assert build.poll() is None and time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.1)
+        workers = [int(p.name) for p in pids.iterdir()]
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+        deadline = time.monotonic() + 10 * PARENT_CHECK_S + 5
+        alive = workers
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [p for p in workers if _alive(p)]
+        assert not alive, f"workers {alive} outlived their build"
+    finally:
+        build.kill()
+        for p in pids.iterdir():
+            if _alive(int(p.name)):
+                os.kill(int(p.name), signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, which the test's reaper has not collected, counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
