@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -149,14 +150,15 @@ def test_entry_and_question_limits_name_the_limit(limits, phrase):
 
 def test_a_real_depth_1000_run_of_every_bsard_question_reads_unchanged(tmp_path):
     """1,108 questions x 1,000 articles (45 MB, as make_run writes BM25-like lines): the same run with
-    and without the limits, within them."""
+    and without the limits, within their sizes. Not their time: a read takes ~4-10 s here, but past 20 s
+    at load 12 (the time it takes is measured in bench/, docs/reliability.md, section 13)."""
     from _synthetic import make_run
 
     labels = {str(q): [str(q % 22_000 + 1)] for q in range(1, 1109)}
     path = tmp_path / "bsard-all-d1000.trec"
     make_run(labels, path, depth=1000, tag="bm25-k1.2-b0.75-fr")
     assert path.stat().st_size > 40 * 2**20
-    bounded, free = read_run_path(path), read_run_path(path, limits=None)
+    bounded, free = read_run_path(path, limits=replace(DEFAULT_LIMITS, seconds=600)), read_run_path(path, limits=None)
     assert bounded.ok and len(bounded.run) == 1108 and sum(map(len, bounded.run.rankings.values())) == 1_108_000
     assert bounded.run.rankings == free.run.rankings and bounded.run.scores == free.run.scores
 
