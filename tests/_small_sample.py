@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def small_sample_folder(root: Path, n_articles: int = 60) -> Path:
+def small_sample_folder(root: Path, n_articles: int = 60, max_chars: int | None = None) -> Path:
     """Write ``articles.csv`` (every gold article of the sample's questions, then other articles
-    up to ``n_articles``) and both question files into ``root``; returns ``root``."""
+    up to ``n_articles``) and both question files into ``root``; returns ``root``. ``max_chars``:
+    each article's text cut to its words within that many characters (still real text, and still
+    longer than a 32-token window: a dense build of it pools several windows, for fewer of them)."""
     from bsard_demo.sources import load_dataset
 
     ds = load_dataset("sample")
@@ -15,11 +17,23 @@ def small_sample_folder(root: Path, n_articles: int = 60) -> Path:
     gold = {a for q in questions.values() for ids in q["article_ids"] for a in ids}
     others = [a for a in ds.articles["id"] if a not in gold][:max(0, n_articles - len(gold))]
     root.mkdir(parents=True, exist_ok=True)
-    ds.articles[ds.articles["id"].isin(gold | set(others))].to_csv(root / "articles.csv", index=False)
+    articles = ds.articles[ds.articles["id"].isin(gold | set(others))]
+    if max_chars is not None:
+        articles = articles.assign(article=[cut_words(t, max_chars) for t in articles["article"]])
+    articles.to_csv(root / "articles.csv", index=False)
     for split, q in questions.items():
         q.assign(article_ids=[",".join(ids) for ids in q["article_ids"]]).to_csv(root / f"questions_{split}.csv",
                                                                                  index=False)
     return root
+
+
+def cut_words(text: str, max_chars: int) -> str:
+    """``text`` cut after its last whole word within ``max_chars`` characters (whole when it fits)."""
+    text = str(text)
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars + 1]
+    return head[:head.rfind(" ")].rstrip() if " " in head else text[:max_chars]
 
 
 class one_torch_thread:

@@ -50,7 +50,7 @@ def skip_without_training() -> None:
 
 @dataclass
 class TinyModel:
-    data: Path  #: the dataset folder both were trained on (the sample cut to ~110 articles)
+    data: Path  #: the dataset folder both were trained on (the sample cut to ~110 short articles)
     root: Path  #: holds ``a`` and ``b``
     a: Path  #: trained in this process
     b: Path  #: trained by ``python -m bsard_demo train`` in another process
@@ -58,15 +58,24 @@ class TinyModel:
     steps: list = field(default_factory=list)  #: ``a``'s progress calls ``(done, total, message)``
     cli_argv: list = field(default_factory=list)  #: ``b``'s arguments after ``python -m bsard_demo``
     cli_stdout: str = ""  #: what ``b``'s command printed
-    cache: Path = Path()  #: an index cache for dense builds of these models (shared: built once)
+    #: an index cache for dense builds of these models, shared: ``a``'s dev figure encoded the corpus
+    #: into it, and ``b`` (the same weights, the same content digest) has the same cache key
+    cache: Path = Path()
+
+
+#: Each article of the tiny dataset cut to its words within this many characters: still several
+#: 32-token windows an article (the windowed, pooled path of a dense build), a third of the full
+#: sample's (``a``'s dev figure and the dense runs of ``a`` and ``b`` encode ~3x fewer windows).
+ARTICLE_CHARS = 300
 
 
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory) -> Path:
-    """The bundled sample cut to its gold articles (~110 of 220), as a dataset folder."""
+    """The bundled sample cut to its gold articles (~110 of 220), each to its first
+    :data:`ARTICLE_CHARS` characters, as a dataset folder."""
     from _small_sample import small_sample_folder
 
-    return small_sample_folder(tmp_path_factory.mktemp("tiny-data") / "data")
+    return small_sample_folder(tmp_path_factory.mktemp("tiny-data") / "data", max_chars=ARTICLE_CHARS)
 
 
 @pytest.fixture(scope="session")
@@ -88,7 +97,7 @@ def tiny_model(tiny_data, tmp_path_factory) -> TinyModel:
         dataset = load_dataset(str(tiny_data))
         steps: list = []
         result = train(TrainOptions(out=root / "a", data=dataset.name, seed=SEED, hard_negatives=HARD_NEGATIVES,
-                                    cache_root=cache / "a", **TINY), dataset,
+                                    cache_root=cache / "dense", **TINY), dataset,
                        progress=lambda done, total, message: steps.append((done, total, message)))
         out, err = proc.communicate(timeout=600)
     finally:

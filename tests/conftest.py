@@ -214,6 +214,11 @@ GROUPS = {
                "tests/retrievers/test_parts_together.py::test_the_learned_ranker_gives_the_hits_of_its_parts_run_one_after_another"),
     "onnx": ("tests/retrievers/test_onnx.py", "tests/cli/test_cli_export_onnx.py",
              "tests/bundles/test_bundle_models.py", "tests/app/test_search_bundle_model.py"),
+    # ranx's numba functions and typed-dict methods compile once a process (~30 CPU s on a busy machine;
+    # nothing on disk carries the typed dicts' over): the files that call ranx here, on one worker.
+    # Measured in one process: 96 s, against 72 + 65 s in two (load 11).
+    "ranx": ("tests/runs/test_exchange.py", "tests/cli/test_cli_lz4.py", "tests/evaluation/test_ties.py",
+             "tests/runs/test_qrels_read.py"),
 }
 
 

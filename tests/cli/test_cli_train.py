@@ -39,7 +39,7 @@ def test_train_then_run_with_the_printed_command(tiny_model, tmp_path, capsys, m
     argv = shlex.split(dense)[3:]
     run_file = tmp_path / "dense.trec"
     argv[argv.index("--out") + 1] = str(run_file)
-    monkeypatch.setenv("BSARD_CACHE", str(tiny_model.cache))  # test_training's dense run of a may have built it
+    monkeypatch.setenv("BSARD_CACHE", str(tiny_model.cache))  # a (the same weights) encoded the corpus there
     assert run_cli(*argv, "--no-progress") == 0, capsys.readouterr().err
     lines = run_file.read_text().splitlines()
     assert len(lines) == n_test * n_articles and lines[0].split()[1] == "Q0"

@@ -36,7 +36,8 @@ HEADERS = ("code", "book", "part", "act", "chapter", "section", "subsection")
 def naive(articles: pd.DataFrame, qrels, run, ks, window: int = WINDOW) -> pd.DataFrame:
     """The classes written out from the definition, one miss and one retrieved article at a time."""
     cols = [c for c in HEADERS if c in articles.columns]
-    rec = {str(r["id"]): {c: str(r[c]).strip() for c in cols} for _, r in articles.iterrows()}
+    rec = {str(r["id"]): {c: str(r[c]).strip() for c in cols}  # rows as dicts: iterrows took 6 of frlaw-dev's 12 s
+           for r in articles[["id", *cols]].to_dict("records")}
     path = {a: tuple(v[c] for c in cols) for a, v in rec.items()}
     position, seen = {}, {}
     for a in rec:  # corpus order within a section (an article without header: a section of its own)
