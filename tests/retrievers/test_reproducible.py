@@ -18,7 +18,7 @@ from pathlib import Path
 from bsard_demo.dataset import Dataset
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.batch import question_texts
-from bsard_demo.retrievers.registry import hybrid_spec
+from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.sources import load_dataset
 
 cache = Path(sys.argv[1])
