@@ -69,8 +69,22 @@ def query(url: str) -> dict[str, list[str]]:
     return urllib.parse.parse_qs(urllib.parse.urlsplit(url).query, keep_blank_values=True)
 
 
+#: JavaScript: what RESULTS_READY_JS looks at, for the message of a wait that timed out.
+PAGE_STATE_JS = """() => ({question: document.querySelector('.bsard-question')?.innerText,
+  stale: document.querySelectorAll("[data-stale='true']").length,
+  running: !!document.querySelector("[data-testid='stStatusWidget']"),
+  times: [...document.querySelectorAll("[data-testid='stCaptionContainer']")]
+    .filter(e => /\\(serveur\\)/.test(e.innerText)).length,
+  hits: document.querySelectorAll('.bsard-hit').length,
+  errors: [...document.querySelectorAll("[data-testid='stException'], [data-testid='stAlert']")]
+    .map(e => e.innerText.slice(0, 200))})"""
+
+
 def wait_results(page, question: str, columns: int, hits: int) -> list[str]:
-    page.wait_for_function(RESULTS_READY_JS, arg=[question, columns, hits], timeout=STEP_MS * 3)
+    try:
+        page.wait_for_function(RESULTS_READY_JS, arg=[question, columns, hits], timeout=STEP_MS * 3)
+    except Exception as exc:  # once in a loaded full run (never alone): say what the page showed instead
+        raise AssertionError(f"results for {question!r} not ready: {page.evaluate(PAGE_STATE_JS)}") from exc
     wait_idle(page)
     return page.evaluate(HIT_IDS_JS)
 
