@@ -517,7 +517,8 @@ def audit(events: list):
 def _files(root: Path) -> dict[str, tuple[int, int]]:
     out = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in (".git", "__pycache__", ".pytest_cache")]
+        # the test tools' own state: hypothesis writes .hypothesis/ when another worker runs a property test
+        dirnames[:] = [d for d in dirnames if d not in (".git", "__pycache__", ".pytest_cache", ".hypothesis")]
         for f in filenames:
             p = os.path.join(dirpath, f)
             with contextlib.suppress(OSError):
