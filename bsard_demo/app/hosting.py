@@ -208,17 +208,15 @@ def _glibc():
     return libc if hasattr(libc, "gnu_get_libc_version") else None
 
 
-#: Held by :func:`freeze_what_is_kept` and :func:`give_back_memory`: the idle give-back thread and a large
-#: scoring's slot may give back at once, and one's ``gc.freeze`` between the other's ``gc.unfreeze`` and its
-#: collection would leave the garbage it came for frozen (a test saw it, in CI's shuffled order).
-GIVE_BACK_LOCK = threading.RLock()
+#: One give-back at a time (the idle thread, a large scoring's slot): another's gc.freeze could freeze our garbage.
+_GIVE_BACK_LOCK = threading.RLock()
 
 
 def freeze_what_is_kept() -> None:
     """Collect, then set every object alive aside from Python's collector (``gc.freeze``): what a build
     made lives as long as the process, and the full collections a crowd triggers then walk only the
     pages' objects (before: 15–22 of ~130 ms in 75 visits of 25 at once, docs/benchmarks.md)."""
-    with GIVE_BACK_LOCK:
+    with _GIVE_BACK_LOCK:
         gc.collect()
         gc.freeze()
 
@@ -228,7 +226,7 @@ def give_back_memory() -> bool:
     heap back to the system (glibc's ``malloc_trim``; a no-op elsewhere), and pyarrow's pool its unused
     pages when pyarrow is loaded (Streamlit's tables go through it): after a large scoring, the memory
     it freed otherwise stays resident (fragmented between threads). Returns whether the heap was trimmed."""
-    with GIVE_BACK_LOCK:
+    with _GIVE_BACK_LOCK:
         gc.unfreeze()
         freeze_what_is_kept()
     arrow = sys.modules.get("pyarrow")

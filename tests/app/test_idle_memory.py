@@ -332,7 +332,7 @@ def test_what_is_kept_is_frozen_and_what_died_since_is_still_collected():
     collected = []
     weakref.finalize(node, collected.append, "node")
     try:
-        with hosting.GIVE_BACK_LOCK:  # the idle give-back thread an earlier test started waits meanwhile
+        with hosting._GIVE_BACK_LOCK:  # the idle give-back thread an earlier test started waits meanwhile
             hosting.freeze_what_is_kept()
             assert gc.get_freeze_count() > 0
             del node
