@@ -189,6 +189,18 @@ def scroll_to(page, locator, attempts: int = 5) -> None:
             page.wait_for_timeout(500)
 
 
+#: JavaScript: resolves once the browser has drawn two frames (what was just scrolled or changed is on screen).
+FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def into_view(page, locator) -> None:
+    """Scroll ``locator`` to the middle of the view and wait until that is drawn, before a click on it: when
+    Playwright's click scrolls it there itself, the scroll event can come after the click has opened a menu,
+    and Streamlit's menus close on a scroll (a phone's built-in menu closed so at every first click, 5 s lost)."""
+    locator.evaluate("e => e.scrollIntoView({block: 'center'})", timeout=STEP_MS)
+    page.evaluate(FRAMES_JS)
+
+
 def choose(page, label: str, option_text: str) -> None:
     """Pick an option of a Streamlit selectbox/multiselect by typing part of it, then close the
     list by clicking an empty spot (Escape would clear a selectbox)."""

@@ -14,7 +14,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from _browser import METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, chromium_options, serve_app, wait_idle
+from _browser import METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, chromium_options, into_view, serve_app, wait_idle
 
 PHONE = {"width": 390, "height": 844}
 QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
@@ -103,6 +103,7 @@ def test_a_phone_gets_the_question_box_and_readable_answers(server, phone):
         page.get_by_label("Système intégré").wait_for(timeout=STEP_MS)
         wait_idle(page)
         for attempt in range(4):  # on loaded cores a delta of the page can close the menu as it opens: open it again
+            into_view(page, page.get_by_label("Système intégré"))  # a click that scrolls it there closes the menu
             page.get_by_label("Système intégré").click(timeout=STEP_MS)
             option = page.get_by_role("option").filter(has_text="BM25").first
             try:
