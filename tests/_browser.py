@@ -302,6 +302,34 @@ def serve_app(data: str, tmp_path_factory, *, browser: bool = True):
         pytest.fail(str(exc))
 
 
+def shared_app(tmp_path_factory):
+    """Generator for the session fixture ``sample_app`` (tests/conftest.py): one ``streamlit run app.py``
+    on the sample with a fresh cache, for the browser files that only visit it (each start and first run
+    cost ~5-7 s of a loaded 2-core machine, once per file before). Every test opens its own pages, so its
+    own Streamlit sessions; what the process keeps (built indexes, built-in runs' boards) only makes a later
+    visit faster. A server that fails to start fails the tests that use it."""
+    import pytest
+
+    require_browser()
+    app = AppServer(app_env("sample", tmp_path_factory.mktemp("shared-cache")),
+                    tmp_path_factory.mktemp("shared-log") / "streamlit.log")
+    try:
+        with app:
+            yield app
+    except ServerError as exc:
+        pytest.fail(str(exc))
+
+
+def alive(app: AppServer) -> AppServer:
+    """``app``, once checked still running (a shared server that an earlier test ended fails here, with its log)."""
+    import pytest
+
+    if app.proc is None or app.proc.poll() is not None:
+        pytest.fail(f"the shared streamlit server has ended (exit {app.proc and app.proc.poll()}): "
+                    f"{app.log_text()[-2000:]}")
+    return app
+
+
 def browser_context(tmp_path_factory):
     """Generator for a module fixture: a Chromium context with a fresh profile (1440×1000, fr-BE)."""
     from playwright.sync_api import sync_playwright

@@ -33,6 +33,16 @@ def sample():
     return load_sample()
 
 
+@pytest.fixture(scope="session")
+def sample_app(tmp_path_factory):
+    """One ``streamlit run app.py`` on the sample for the browser files that share it (an ``AppServer``;
+    tests/_browser.py's ``shared_app``): started by the first test that asks for it, stopped with the session
+    (the browser files run on one xdist worker: one xdist group)."""
+    from _browser import shared_app
+
+    yield from shared_app(tmp_path_factory)
+
+
 # -- process state, reset between tests -------------------------------------------------------
 # What the app and the library keep per process (st.cache_resource: scoreboards, kept charts, built
 # indexes; module-level BuildOnce memos: built-in runs, query vectors, part searches) would otherwise

@@ -19,11 +19,11 @@ from _browser import (
     REPO,
     RUNS_INPUT,
     STEP_MS,
+    alive,
     ask,
     browser_context,
     choose as _choose,
     scroll_to,
-    serve_app,
     table_cells,
     wait_idle as _wait_idle,
 )
@@ -35,9 +35,9 @@ SCREENSHOTS = REPO / "docs" / "screenshots"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A ``streamlit run app.py`` on a free port with the sample and a fresh cache; always stopped."""
-    yield from serve_app("sample", tmp_path_factory)
+def server(sample_app):
+    """The session's ``streamlit run app.py`` on the sample (tests/conftest.py's ``sample_app``)."""
+    return alive(sample_app).url
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from _browser import SCORED_JS, STEP_MS, ask, chromium_options, serve_app, wait_idle
+from _browser import SCORED_JS, STEP_MS, alive, ask, chromium_options, wait_idle
 
 WIDE = {"width": 1500, "height": 950}
 PHONE = {"width": 390, "height": 844}
@@ -49,8 +49,9 @@ def _axe_script() -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    yield from serve_app("sample", tmp_path_factory)
+def server(sample_app):
+    """The session's ``streamlit run app.py`` on the sample (tests/conftest.py's ``sample_app``)."""
+    return alive(sample_app).url
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from _browser import REPO, AppServer, ServerError, app_env, chromium_options, free_port, require_browser
+from _browser import REPO, alive, chromium_options, free_port
 from _ws_client import Visitor
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -37,32 +37,28 @@ def require_nginx() -> None:
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    """``(nginx URL, streamlit URL)``: the app on the sample and deploy/run.sh's nginx in front of it."""
-    require_browser()
+def servers(sample_app, tmp_path_factory):
+    """``(nginx URL, streamlit URL)``: deploy/run.sh's nginx in front of the session's app on the sample
+    (tests/conftest.py's ``sample_app``)."""
     require_nginx()
+    app = alive(sample_app)
     run = tmp_path_factory.mktemp("nginx-run")
-    app = AppServer(app_env("sample", tmp_path_factory.mktemp("nginx-cache")), run / "streamlit.log")
     port = free_port()
     env = {**os.environ, "NGINX_PORT": str(port), "APP_PORTS": str(app.port), "RUN_DIR": str(run),
            "PYTHON": sys.executable, "PATH": f"{os.path.dirname(NGINX)}:{os.environ.get('PATH', '')}"}
+    nginx = subprocess.Popen(["bash", str(REPO / "deploy" / "run.sh"), "nginx"], env=env,
+                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        with app:
-            nginx = subprocess.Popen(["bash", str(REPO / "deploy" / "run.sh"), "nginx"], env=env,
-                                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            try:
-                url = f"http://127.0.0.1:{port}"
-                deadline = time.monotonic() + 30
-                while status(url + "/_stcore/health") != 200:
-                    if nginx.poll() is not None or time.monotonic() > deadline:
-                        pytest.fail(f"nginx did not start: {nginx.stderr.read().decode(errors='replace')[-1000:]}")
-                    time.sleep(0.1)
-                yield url, app.url
-            finally:
-                os.killpg(nginx.pid, signal.SIGTERM)
-                nginx.wait(timeout=15)
-    except ServerError as exc:
-        pytest.fail(str(exc))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while status(url + "/_stcore/health") != 200:
+            if nginx.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"nginx did not start: {nginx.stderr.read().decode(errors='replace')[-1000:]}")
+            time.sleep(0.1)
+        yield url, app.url
+    finally:
+        os.killpg(nginx.pid, signal.SIGTERM)
+        nginx.wait(timeout=15)
 
 
 def status(url: str, client: str | None = None) -> int:

@@ -14,7 +14,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from _browser import METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, chromium_options, into_view, serve_app, wait_idle
+from _browser import METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, alive, chromium_options, into_view, wait_idle
 
 PHONE = {"width": 390, "height": 844}
 QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
@@ -29,8 +29,9 @@ WIDEST_JS = """() => { const main = document.querySelector('[data-testid="stMain
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    yield from serve_app("sample", tmp_path_factory)
+def server(sample_app):
+    """The session's ``streamlit run app.py`` on the sample (tests/conftest.py's ``sample_app``)."""
+    return alive(sample_app).url
 
 
 @pytest.fixture(scope="module")

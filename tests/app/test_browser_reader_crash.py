@@ -19,6 +19,7 @@ from _browser import (
     STEP_MS,
     AppServer,
     ServerError,
+    alive,
     app_env,
     browser_context,
     require_browser,
@@ -32,7 +33,12 @@ HOSTILE = Path(__file__).resolve().parents[1] / "runs" / "hostile"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
+def app(request, tmp_path_factory):
+    """The session's server on the sample (tests/conftest.py's ``sample_app``), or, with ``BSARD_APP_PYTHON``, a
+    server of that interpreter for this file alone."""
+    if not os.environ.get("BSARD_APP_PYTHON"):
+        yield alive(request.getfixturevalue("sample_app"))
+        return
     require_browser()
     server = AppServer(app_env("sample", tmp_path_factory.mktemp("cache")),
                        tmp_path_factory.mktemp("log") / "streamlit.log",
