@@ -136,12 +136,74 @@ class AppServer:
 IDLE_APP = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
+#: Init script of every page the tests open (:func:`track_runs`): counts, in ``window.__bsardRuns``, the script
+#: runs the page asked for (``asked``: BackMsg ``rerun_script`` frames sent on Streamlit's websocket, field 11
+#: so first byte 0x5a) and how many of them have ended: a ``new_session`` ForwardMsg (field 4, a run started)
+#: received after a request covers the requests sent so far (``started``); the next ``script_finished``
+#: (field 6) ends them (``finished``), counted two animation frames later, when the page has drawn that message.
+RUNS_JS = r"""(() => {
+  if (window.__bsardRuns) return;
+  const T = window.__bsardRuns = {asked: 0, started: 0, finished: 0};
+  const bytes = d => d instanceof ArrayBuffer ? new Uint8Array(d)
+    : ArrayBuffer.isView(d) ? new Uint8Array(d.buffer, d.byteOffset, d.byteLength) : null;
+  const varint = (b, i) => { let v = 0, s = 0, x; do { x = b[i++]; v += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80);
+    return [v, i]; };
+  const kind = b => {  // the field number of a ForwardMsg's type: the first field after hash (1) and metadata (2)
+    let i = 0;
+    while (i < b.length) {
+      let tag, n; [tag, i] = varint(b, i);
+      if (tag >> 3 > 2) return tag >> 3;
+      if ((tag & 7) !== 2) return -1;
+      [n, i] = varint(b, i); i += n;
+    }
+    return -1;
+  };
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    const b = bytes(data);
+    if (b && b[0] === 0x5a) T.asked += 1;
+    if (!this.__bsardRuns) {
+      this.__bsardRuns = true;
+      this.addEventListener('message', e => {
+        const m = bytes(e.data), k = m ? kind(m) : -1;
+        if (k === 4) T.started = T.asked;
+        if (k === 6) { const n = T.started; requestAnimationFrame(() => requestAnimationFrame(() => {
+          T.finished = Math.max(T.finished, n); })); }
+      });
+    }
+    return send.apply(this, arguments);
+  };
+})();"""
+
+#: JavaScript: every run the page asked for has ended and been drawn, and Streamlit says it runs nothing.
+IDLE_JS = """() => { const T = window.__bsardRuns;
+  return T.finished >= T.asked && !!document.querySelector("[data-testid='stApp'][data-test-script-state='notRunning']")
+    && !document.querySelector("[data-testid='stStatusWidget']"); }"""
+
+
+def track_runs(context) -> None:
+    """Give every page of the Playwright ``context`` :data:`RUNS_JS`, which :func:`wait_idle` reads."""
+    context.add_init_script(RUNS_JS)
+
+
+def runs_asked(page) -> int:
+    """How many script runs the page has asked for (:data:`RUNS_JS`)."""
+    return page.evaluate("() => window.__bsardRuns.asked")
+
+
 def wait_idle(page, timeout_ms: int = STEP_MS) -> None:
-    """Wait until Streamlit's script is not running: its app root says so and its status widget is
-    gone (the widget alone can be still absent when a run has only just started)."""
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE_APP, state="attached", timeout=timeout_ms)
-    page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout_ms)
+    """Wait until Streamlit's script is not running: every run the page asked for has ended and been drawn,
+    its app root says notRunning and its status widget is gone.
+
+    A page without :func:`track_runs` waits 300 ms first (the widget alone can be still absent when a run
+    has only just started); with it, the wait ends when the runs end (those 300 ms were ~80 waits of the
+    browser files, ~24 s, and still too short for a request on loaded cores)."""
+    if page.evaluate("() => !window.__bsardRuns"):
+        page.wait_for_timeout(300)
+        page.wait_for_selector(IDLE_APP, state="attached", timeout=timeout_ms)
+        page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout_ms)
+        return
+    page.wait_for_function(IDLE_JS, timeout=timeout_ms)
 
 
 QUESTION_SHOWN_JS = "q => document.querySelector('.bsard-question')?.innerText === q"
@@ -338,6 +400,7 @@ def browser_context(tmp_path_factory):
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), **chromium_options(),
             viewport={"width": 1440, "height": 1000}, locale="fr-BE")
+        track_runs(context)
         try:
             yield context
         finally:

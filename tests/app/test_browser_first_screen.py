@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from _browser import SCORED_JS, STEP_MS, alive, ask, chromium_options, wait_idle
+from _browser import SCORED_JS, STEP_MS, alive, ask, chromium_options, track_runs, wait_idle
 
 WIDE = {"width": 1500, "height": 950}
 PHONE = {"width": 390, "height": 844}
@@ -70,6 +70,7 @@ def _page(browser, size: dict):
     phone = size["width"] < 640
     context = browser.new_context(viewport=size, locale="fr-BE", is_mobile=phone, has_touch=phone,
                                   device_scale_factor=2 if phone else 1)
+    track_runs(context)
     return context, context.new_page()
 
 

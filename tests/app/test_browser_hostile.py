@@ -13,9 +13,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import ARTIFACTS
 
-from _browser import RUNS_INPUT, STEP_MS, ask, browser_context, choose, scroll_to, serve_app, table_cells, wait_idle
+from _browser import (
+    RUNS_INPUT,
+    STEP_MS,
+    ask,
+    browser_context,
+    choose,
+    runs_asked,
+    scroll_to,
+    serve_app,
+    table_cells,
+    wait_idle,
+)
 from _hostile_data import (
     BOLD_MD,
     CATEGORY,
@@ -103,8 +115,13 @@ def test_search_with_hostile_question_and_articles(server, page, hostile):
     wait_idle(page)  # the first run over: a late rerun of it must not reset what is typed below (seen on loaded cores)
     slider = page.get_by_role("slider").first
     for _ in range(3):  # top-k 100: every article is shown (a key press during a late rerun is lost)
+        asked = runs_asked(page)
         slider.focus()
         page.keyboard.press("End")
+        try:  # the slider asks for its run a moment after the key (~40 ms here): wait_idle then waits for that run
+            page.wait_for_function("n => window.__bsardRuns.asked > n", arg=asked, timeout=5_000)
+        except PlaywrightTimeout:  # the key press was lost: the value says so below
+            pass
         wait_idle(page)
         if slider.get_attribute("aria-valuenow") == slider.get_attribute("aria-valuemax"):
             break

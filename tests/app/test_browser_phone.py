@@ -14,7 +14,17 @@ import urllib.parse
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from _browser import METRICS_TABLE_JS, REPO, SCORED_JS, STEP_MS, alive, chromium_options, into_view, wait_idle
+from _browser import (
+    METRICS_TABLE_JS,
+    REPO,
+    SCORED_JS,
+    STEP_MS,
+    alive,
+    chromium_options,
+    into_view,
+    track_runs,
+    wait_idle,
+)
 
 PHONE = {"width": 390, "height": 844}
 QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
@@ -42,6 +52,7 @@ def phone(server, tmp_path_factory):
         browser = p.chromium.launch(**chromium_options())
         context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2,
                                       locale="fr-BE")
+        track_runs(context)
         try:
             yield context
         finally:
