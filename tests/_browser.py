@@ -235,24 +235,54 @@ def ask(page, question: str, attempts: int = 3) -> None:
                 raise
 
 
+#: JavaScript: resolves once the browser has drawn two frames (what was just scrolled or changed is on screen).
+FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+#: JavaScript: every shown Vega chart of the page has drawn its marks (a canvas or an SVG of marks; the charts
+#: of a tab not chosen have no size and draw nothing).
+CHARTS_DRAWN_JS = """() => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")]
+  .filter(c => c.getBoundingClientRect().width > 0).every(c => c.querySelector('canvas, svg.marks'))"""
+#: JavaScript, argument an element: it holds table cells (Glide's accessible mirror of a dataframe has filled in).
+HAS_CELLS_JS = "e => e.querySelectorAll('td, [role=gridcell]').length > 0"
+
+
+def wait_drawn(page) -> None:
+    """Wait until the browser has drawn what the page just changed (two animation frames)."""
+    page.evaluate(FRAMES_JS)
+
+
+def wait_charts(page, timeout_ms: int = 10_000) -> None:
+    """Wait until every Vega chart of the page has drawn, before a screenshot (one that has not after
+    ``timeout_ms`` is left as it is: a screenshot checks nothing)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(CHARTS_DRAWN_JS, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        pass
+    wait_drawn(page)
+
+
+def wait_cells(page, table) -> None:
+    """Wait until the dataframe ``table`` (a locator) holds cells in its accessible mirror."""
+    page.wait_for_function(HAS_CELLS_JS, arg=table.element_handle(timeout=STEP_MS), timeout=STEP_MS)
+
+
 def scroll_to(page, locator, attempts: int = 5) -> None:
     """Scroll ``locator``'s first element to the top of the view once the page is idle, again if
     a late rerun replaced the element meanwhile (Playwright's own scroll fails on a detached node
-    instead of finding the new one)."""
+    instead of finding the new one); returns once the scrolled view is drawn (a fixed 300 ms before)."""
     for attempt in range(attempts):
         wait_idle(page)
         try:
             locator.first.evaluate("e => e.scrollIntoView({block: 'start'})", timeout=STEP_MS)
-            page.wait_for_timeout(300)  # let the view settle
+            wait_drawn(page)
             return
         except Exception:
             if attempt == attempts - 1:
                 raise
             page.wait_for_timeout(500)
-
-
-#: JavaScript: resolves once the browser has drawn two frames (what was just scrolled or changed is on screen).
-FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
 
 def into_view(page, locator) -> None:

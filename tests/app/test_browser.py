@@ -25,6 +25,8 @@ from _browser import (
     choose as _choose,
     scroll_to,
     table_cells,
+    wait_cells,
+    wait_charts,
     wait_idle as _wait_idle,
 )
 from bsard_demo.evaluation.scoring import RunSource, score_runs
@@ -92,7 +94,6 @@ def test_search_page_shows_hits(server, browser):
         assert page.locator(".bsard-badge.gold").count() >= 1
         assert page.locator(".bsard-badge.up, .bsard-badge.down, .bsard-badge.same, .bsard-badge.new").count() >= 1
         scroll_to(page, page.get_by_text("Exemple de question"))
-        page.wait_for_timeout(300)
         _screenshot(page, "search")
 
 
@@ -116,12 +117,13 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
         table.wait_for(timeout=STEP_MS)
         scroll_to(page, table)
         # Glide data grid draws on a canvas; its accessible table mirror holds the cell text.
+        wait_cells(page, table)
         texts = table_cells(table)
         assert expected in texts, (expected, texts)
         assert page.locator("[data-testid='stException']").count() == 0
         page.get_by_role("heading", name="Comparaison deux à deux").wait_for(timeout=STEP_MS)
         scroll_to(page, page.get_by_role("heading", name="Mesures", exact=True))
-        page.wait_for_timeout(1000)  # let the Vega charts draw
+        wait_charts(page)
         _screenshot(page, "score")
 
 
@@ -147,8 +149,8 @@ def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_pat
         chart = page.locator("[class*='st-key-ab_chart_']").first
         chart.wait_for(timeout=STEP_MS)
         scroll_to(page, chart)
-        page.wait_for_timeout(800)  # let Vega draw
         marks = chart.locator("path[role='graphics-symbol'][aria-roledescription='circle']")
+        marks.nth(len(ds.questions("test")) - 1).wait_for(state="attached", timeout=STEP_MS)  # Vega has drawn them
         assert marks.count() == len(ds.questions("test"))
         target = ds.questions("test").iloc[-3]
         mark = chart.locator(f"path[role='graphics-symbol'][aria-label*='Question n°: {target['id']};']").first
@@ -186,5 +188,5 @@ def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_pat
         assert "BM25 intégré" in " ".join(table_cells(metrics))
         assert page.locator("[data-testid='stException']").count() == 0
         scroll_to(page, heading)
-        page.wait_for_timeout(800)
+        wait_charts(page)
         _screenshot(page, "score-ab")

@@ -23,6 +23,7 @@ from _browser import (
     chromium_options,
     into_view,
     track_runs,
+    wait_drawn,
     wait_idle,
 )
 
@@ -80,7 +81,12 @@ def test_a_phone_gets_the_question_box_and_readable_answers(server, phone):
         heading = page.locator(".bsard-question").bounding_box()
         assert heading is not None and 0 <= heading["y"] < PHONE["height"] / 2, heading
         page.get_by_role("button", name="Modifier la question").click()
-        page.wait_for_timeout(500)
+        try:  # the page scrolls the box into view and puts the cursor in it (a fixed 500 ms before)
+            page.wait_for_function("() => document.activeElement?.closest('[data-testid=\"stTextArea\"]')",
+                                   timeout=5_000)
+        except PlaywrightTimeout:  # the box's place is checked all the same
+            pass
+        wait_drawn(page)
         box = page.get_by_label("Votre question").bounding_box()
         assert box is not None and 0 <= box["y"] and box["y"] + 40 <= PHONE["height"]  # in view after the tap
         # nothing over it (the sidebar closed): the point at its middle is the box itself

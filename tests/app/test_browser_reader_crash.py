@@ -25,6 +25,7 @@ from _browser import (
     require_browser,
     scroll_to,
     table_cells,
+    wait_cells,
     wait_idle,
 )
 from bsard_demo.sources import load_sample
@@ -84,9 +85,9 @@ def test_the_server_survives_a_file_that_aborts_the_reader(app, browser, tmp_pat
         cells = table_cells(problems)
         assert "reader_crashed" in cells and any(crash.name in c and "damaged or hostile" in c for c in cells), cells
         scroll_to(page, page.get_by_role("heading", name="Validation des fichiers"))
-        page.wait_for_timeout(300)
         shot(page, "score")
         metrics = page.locator("[data-testid='stDataFrame']").filter(has_text="R@100").first
+        wait_cells(page, metrics)
         assert "bon.trec" in table_cells(metrics)
         assert page.locator("[data-testid='stException']").count() == 0
     finally:
