@@ -61,6 +61,7 @@ def reset_process_state() -> None:
 
         st.cache_resource.clear()
         st.cache_data.clear()
+        _scan_components_once()
     if build_once is None:
         return
     for name, module in list(sys.modules.items()):
@@ -68,6 +69,28 @@ def reset_process_state() -> None:
             for value in list(vars(module).values()):
                 if isinstance(value, build_once.BuildOnce):
                     value.clear()
+
+
+def _scan_components_once() -> None:
+    """Each new ``AppTest`` scans every installed distribution for Streamlit components (~0.2 CPU s: ~130
+    METADATA files parsed up to three times each) and finds the same ones all run long: the process's
+    first scan is kept. Not a process state: nothing a test does changes the installed packages."""
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:  # a Streamlit without v2 components scans nothing
+        return
+    scan = manifest_scanner.scan_component_manifests
+    if getattr(scan, "kept", None) is not None:
+        return
+    kept: list = []
+
+    def scan_once(max_workers=None):
+        if not kept:
+            kept.append(scan(max_workers))
+        return list(kept[0])
+
+    scan_once.kept = kept
+    manifest_scanner.scan_component_manifests = scan_once
 
 
 @pytest.fixture(autouse=True)

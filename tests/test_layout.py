@@ -5,6 +5,7 @@ environment and no French wording stands outside the app (issue 15). Read from t
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -17,6 +18,30 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bsard_demo"
 #: A module's length at most (issue 40: one concept a module, as ranx keeps one per file).
 MAX_LINES = 400
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(source: str, filename: str) -> tuple[ast.Module, tuple[ast.AST, ...]]:
+    tree = ast.parse(source, filename)
+    return tree, tuple(ast.walk(tree))
+
+
+def parse(path: Path, source: str | None = None) -> ast.Module:
+    """``ast.parse`` of ``path`` (or of its ``source``, already read), memoised on the text: the checks below
+    read the same ~300 files a dozen times each (2,100 parses were most of this file's time). Read only."""
+    return _parsed(path.read_text(encoding="utf-8") if source is None else source, str(path))[0]
+
+
+def walk(path: Path, source: str | None = None) -> tuple[ast.AST, ...]:
+    """``ast.walk`` of :func:`parse`'s tree, memoised with it (the same nodes in the same order). Read only."""
+    return _parsed(path.read_text(encoding="utf-8") if source is None else source, str(path))[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_parses():
+    """The memo's trees are dropped once this file's tests are done (tens of MB)."""
+    yield
+    _parsed.cache_clear()
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -32,7 +57,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in paths}
     for name, path in paths.items():
         is_package = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in walk(path):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -195,7 +220,7 @@ def docstring_lines(paths) -> dict[str, int]:
     """``{path: lines}`` of each module docstring of ``paths`` (its text's lines, as written)."""
     out = {}
     for path in paths:
-        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"), str(path)), clean=False)
+        doc = ast.get_docstring(parse(path), clean=False)
         out[str(path)] = len(doc.splitlines()) if doc else 0
     return out
 
@@ -232,9 +257,8 @@ def test_the_docstring_check_can_fail(tmp_path):
 def private_imports(path: Path) -> list[str]:
     """Private names a page imports (``from m import _x``, ``import m._x``) or reaches in a
     module it imported (``ui._x``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     found, modules = [], set()
-    for node in ast.walk(tree):
+    for node in walk(path):
         if isinstance(node, ast.ImportFrom):
             if any(part.startswith("_") for part in (node.module or "").split(".")):
                 found.append(f"{node.lineno}: from {node.module}")
@@ -247,7 +271,7 @@ def private_imports(path: Path) -> list[str]:
                 modules.add(alias.asname or alias.name.split(".")[0])
                 if any(part.startswith("_") for part in alias.name.split(".")):
                     found.append(f"{node.lineno}: import {alias.name}")
-    for node in ast.walk(tree):
+    for node in walk(path):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
                 and node.attr.startswith("_") and node.value.id != "st"):
             found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
@@ -276,7 +300,7 @@ def long_functions(paths) -> list[str]:
     docstring does not say why (a sentence starting « Long because »)."""
     out = []
     for path in paths:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in walk(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = node.end_lineno - node.lineno + 1
                 if n > MAX_FUNCTION_LINES and LONG_REASON not in (ast.get_docstring(node) or ""):
@@ -399,7 +423,7 @@ def callers(name: str, paths) -> list[str]:
     """``path:line`` of every call of a function ``name`` (``name(...)`` or ``x.name(...)``) in ``paths``."""
     found = []
     for path in paths:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in walk(path):
             if isinstance(node, ast.Call):
                 f = node.func
                 called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
@@ -452,7 +476,7 @@ def env_uses(path: Path) -> list[str]:
     """``line: name`` of every environment access of a module: an attribute of :data:`ENV_NAMES`
     (``os.environ.get``, ``os.getenv``, ``o.putenv``…) or such a name imported from ``os``."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in walk(path):
         if isinstance(node, ast.Attribute) and node.attr in ENV_NAMES:
             found.append(f"{node.lineno}: {node.attr}")
         elif isinstance(node, ast.ImportFrom) and node.module in ("os", "posix"):
@@ -500,7 +524,7 @@ def french_texts(path: Path, allowed: Sequence[str] = ()) -> list[str]:
     comment of a module holding :data:`FRENCH_UI`, once the ``allowed`` fragments are taken out.
     (The analyzer's French stop words and the sample's labels hold none of these words.)"""
     source = path.read_text(encoding="utf-8")
-    texts = [(n.lineno, n.value) for n in ast.walk(ast.parse(source, str(path)))
+    texts = [(n.lineno, n.value) for n in walk(path, source)
              if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     texts += [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
               if t.type == tokenize.COMMENT]
@@ -554,7 +578,7 @@ def bench_import_graph(root: Path = BENCH) -> dict[str, set[str]]:
     local = {p.stem for p in root.glob("*.py")}
     for path in root.glob("*.py"):
         name = module_name(path, root)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in walk(path):
             if isinstance(node, ast.Import):
                 bare = [alias.name.split(".")[0] for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -570,7 +594,7 @@ def module_reaches(path: Path) -> list[tuple[int, str]]:
     for ``import name…``, ``from name… import`` (not relative) and ``importlib.import_module("name…")``;
     ``("sys.path", text)`` for each string given to ``sys.path.insert``/``append``/``extend``."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in walk(path):
         if isinstance(node, ast.Import):
             found += [(node.lineno, f"import {alias.name}") for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level:
@@ -707,7 +731,7 @@ def test_the_bench_size_check_can_fail(tmp_path):
 
 def sys_path_changes(path: Path) -> list[int]:
     """Lines of ``path`` that call ``sys.path.insert``/``append``/``extend`` (or ``.path.…`` of anything)."""
-    return sorted(node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    return sorted(node.lineno for node in walk(path)
                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                   and node.func.attr in ("insert", "append", "extend")
                   and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "path")
@@ -742,7 +766,7 @@ def module_size(path: Path) -> tuple[int, list[str]]:
     """``(lines, public names)`` of the module at ``path``."""
     text = path.read_text(encoding="utf-8")
     names = set()
-    for node in ast.parse(text, str(path)).body:
+    for node in parse(path, text).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         targets = (node.targets if isinstance(node, ast.Assign)
@@ -784,11 +808,11 @@ FRONT_ENDS = ("bsard_demo/cli", "bsard_demo/app", "bsard_demo/tuning", "bsard_de
               "pages")
 def kind_names(path: Path, names: Sequence[str]) -> list[str]:
     """``line: name`` of every string constant of ``path`` (docstrings aside) that is one of ``names``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+    nodes = walk(path)
+    docstrings = {id(node.body[0].value) for node in nodes
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                   and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return sorted((f"{n.lineno}: {n.value}" for n in ast.walk(tree)
+    return sorted((f"{n.lineno}: {n.value}" for n in nodes
                    if isinstance(n, ast.Constant) and n.value in names and id(n) not in docstrings),
                   key=lambda s: int(s.split(":")[0]))
 
@@ -824,10 +848,9 @@ RUNS_INTERNALS_KNOWN: dict[str, set[str]] = {}
 def runs_internals(path: Path, public: set[str], root: Path = REPO) -> set[str]:
     """What ``path`` (a module outside runs/) takes from runs/ beyond its public API: a submodule
     (``bsard_demo.runs.read``, also as ``from ..runs import read``) or a name not in ``public``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
     found = set()
-    for node in ast.walk(tree):
+    for node in walk(path):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("bsard_demo.runs.")}
         elif isinstance(node, ast.ImportFrom):
@@ -887,13 +910,12 @@ def cross_module_privates(path: Path) -> list[str]:
     """``line: name`` of every private name (``_x``, not a dunder) ``path`` takes from another module
     of the project: ``from .m import _x``, ``import bsard_demo._m``, or ``m._x`` on a module it
     imported from the project. A third party's private name is its own business (``os._exit``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     found, modules = [], set()
 
     def private(name: str) -> bool:
         return name.startswith("_") and not name.startswith("__")
 
-    for node in ast.walk(tree):
+    for node in walk(path):
         if isinstance(node, ast.ImportFrom) and _own(node.module, node.level):
             found += [f"{node.lineno}: {part}" for part in (node.module or "").split(".") if private(part)]
             for alias in node.names:
@@ -905,7 +927,7 @@ def cross_module_privates(path: Path) -> list[str]:
                 if _own(alias.name, 0):
                     modules.add(alias.asname or alias.name.split(".")[0])
                     found += [f"{node.lineno}: {part}" for part in alias.name.split(".") if private(part)]
-    for node in ast.walk(tree):
+    for node in walk(path):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
                 and private(node.attr)):
             found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
@@ -986,7 +1008,7 @@ def late_imports(path: Path) -> list[tuple[int, str, bool]]:
                 block_said = False
             visit(child, inside)
 
-    visit(ast.parse(source, str(path)), False)
+    visit(parse(path, source), False)
     return out
 
 
@@ -1131,12 +1153,12 @@ def magic_lines(path: Path) -> list[int]:
     """Lines of a Streamlit script whose statement only Streamlit's "magic" would show (a bare value
     other than a call or a docstring): .streamlit/config.toml turns magic off (runner.magicEnabled,
     docs/benchmarks.md "Per-visit cost"), so such a line would show nothing."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    docstrings = {id(body[0]) for node in ast.walk(tree)
+    nodes = walk(path)
+    docstrings = {id(body[0]) for node in nodes
                   if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                   and (body := node.body) and isinstance(body[0], ast.Expr)
                   and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)}
-    return sorted(node.lineno for node in ast.walk(tree)
+    return sorted(node.lineno for node in nodes
                   if isinstance(node, ast.Expr) and id(node) not in docstrings
                   and not isinstance(node.value, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)))
 

@@ -13,10 +13,15 @@ from bsard_demo.evaluation.measures import is_measure_column
 from bsard_demo.runs import lz4_format
 from bsard_demo.sources import load_sample
 
-ranx = pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
+
+@pytest.fixture(scope="module")
+def ranx():
+    """ranx, imported by the tests that use it: with numba it costs ~1.2 CPU s, which every xdist worker paid
+    at collection though one runs the ranx group (tests/conftest.py)."""
+    return pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
 
 
-def test_a_ranx_lz4_run_scores_as_its_trec_twin(tmp_path, capsys, monkeypatch):
+def test_a_ranx_lz4_run_scores_as_its_trec_twin(tmp_path, capsys, monkeypatch, ranx):
     def in_this_process(*args):
         raise AssertionError("an LZ4 file was decoded in the CLI's process")
 
@@ -39,7 +44,7 @@ def test_a_ranx_lz4_run_scores_as_its_trec_twin(tmp_path, capsys, monkeypatch):
     assert figures["bm25.lz4"] and figures["bm25.lz4"] == figures["bm25.trec"]
 
 
-def test_a_damaged_lz4_run_is_one_error_and_exit_2(tmp_path, capsys):
+def test_a_damaged_lz4_run_is_one_error_and_exit_2(tmp_path, capsys, ranx):
     ranx.Run({"1": {"a": 1.0}}, name="x").save(str(tmp_path / "x.lz4"), kind="lz4")
     data = (tmp_path / "x.lz4").read_bytes()
     (tmp_path / "cut.lz4").write_bytes(data[: len(data) // 2])

@@ -16,7 +16,12 @@ from bsard_demo.evaluation.scoring import RunSource, score_runs
 from bsard_demo.evaluation.ties import TIE_RULE
 from bsard_demo.runs import Run, read_run_bytes
 
-ranx = pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
+
+@pytest.fixture(scope="module")
+def ranx():
+    """ranx, imported by the tests that use it: with numba it costs ~1.2 CPU s, which every xdist worker paid
+    at collection though one runs the ranx group (tests/conftest.py)."""
+    return pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
 
 
 def _dataset(qrels: dict[str, frozenset[str]]) -> Dataset:
@@ -24,14 +29,14 @@ def _dataset(qrels: dict[str, frozenset[str]]) -> Dataset:
     return Dataset("d", "local", None, {"test": frame})
 
 
-def _ranx_trec(tmp_path, scores: dict[str, dict[str, float]]) -> bytes:
+def _ranx_trec(ranx, tmp_path, scores: dict[str, dict[str, float]]) -> bytes:
     path = tmp_path / "ranx.trec"
     ranx.Run.from_dict(scores, name="bm25s").save(str(path), kind="trec")
     return path.read_bytes()
 
 
 @pytest.mark.slow
-def test_a_ranx_trec_run_whose_float32_ties_move_no_figure_gets_no_warning(tmp_path, capsys):
+def test_a_ranx_trec_run_whose_float32_ties_move_no_figure_gets_no_warning(tmp_path, capsys, ranx):
     rng = random.Random(0)
     qrels = {f"q{i}": frozenset({f"g{i}a", f"g{i}b"}) for i in range(40)}
     scores = {}
@@ -39,7 +44,7 @@ def test_a_ranx_trec_run_whose_float32_ties_move_no_figure_gets_no_warning(tmp_p
         docs = {d: float(np.float32(5.0 + rng.random())) for d in gold}
         docs.update({f"d{j}": float(np.float32(round(rng.random() * 4, 1))) for j in range(150)})
         scores[q] = docs
-    data = _ranx_trec(tmp_path, scores)
+    data = _ranx_trec(ranx, tmp_path, scores)
     read = read_run_bytes(data, "ranx.trec")
     assert read.run.file_order, "ranx ranks some ties otherwise than the tie rule: the case under test"
     board = score_runs(_dataset(qrels), "test", [RunSource.upload("ranx.trec", data)], (10, 100))

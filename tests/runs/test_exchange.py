@@ -21,7 +21,13 @@ from bsard_demo.evaluation.stamp import read_stamp_bytes
 from bsard_demo.runs import Run, qrels_bytes, read_run_bytes, read_run_path, run_bytes, run_records, tied_questions
 from bsard_demo.sources import load_dataset
 
-ranx = pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
+
+@pytest.fixture(scope="module")
+def ranx():
+    """ranx, imported by the tests that use it: with numba it costs ~1.2 CPU s, which every xdist worker paid
+    at collection though one runs the ranx group (tests/conftest.py)."""
+    return pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
+
 
 #: Our column -> (ranx's name, ir_measures' measure); R-Precision once the measures family exists.
 MEASURES = {"recall@100": ("recall@100", ir_measures.R @ 100), "recall@200": ("recall@200", ir_measures.R @ 200),
@@ -72,7 +78,7 @@ def labels_cases(request, tmp_path_factory):
     return out + [("bsard_test", load_dataset(real, need_corpus=False).qrels("test"), real)]
 
 
-def ranx_figures(qrels_obj, run_obj) -> dict:
+def ranx_figures(ranx, qrels_obj, run_obj) -> dict:
     names = [v[0] for v in MEASURES.values()] + [RPREC[0]]
     return ranx.evaluate(qrels_obj, run_obj, names, make_comparable=True)
 
@@ -87,8 +93,8 @@ def ir_measures_figures(qrels_dict, run_dict, n_questions: int) -> dict:
     return {m: s / n_questions for m, s in sums.items()}
 
 
-def check_same(qrels, run: Run, means: dict, q_ranx, r_ranx, q_dict, r_dict):
-    got_ranx = ranx_figures(q_ranx, r_ranx)
+def check_same(ranx, qrels, run: Run, means: dict, q_ranx, r_ranx, q_dict, r_dict):
+    got_ranx = ranx_figures(ranx, q_ranx, r_ranx)
     got_irm = ir_measures_figures(q_dict, r_dict, sum(1 for g in qrels.values() if g))
     for column, (ranx_name, irm) in MEASURES.items():
         assert got_ranx[ranx_name] == pytest.approx(means[column], abs=1e-12), column
@@ -98,7 +104,7 @@ def check_same(qrels, run: Run, means: dict, q_ranx, r_ranx, q_dict, r_dict):
 
 
 @pytest.mark.parametrize("ties", [False, True], ids=["distinct", "ties"])
-def test_round_trip_through_ranx_and_ir_measures(tmp_path, capsys, labels_cases, ties):
+def test_round_trip_through_ranx_and_ir_measures(tmp_path, capsys, labels_cases, ties, ranx):
     """Our files, read by ranx and ir_measures, give our figures; ties need --rank-scores for ranx
     (numpy's unstable argsort), never for trec_eval, which breaks ties as we do."""
     for label, qrels, data in labels_cases:
@@ -119,16 +125,16 @@ def test_round_trip_through_ranx_and_ir_measures(tmp_path, capsys, labels_cases,
         assert "error" not in err
         q_trec = list(ir_measures.read_trec_qrels(str(files["trec"][0])))
         r_trec = list(ir_measures.read_trec_run(str(files["trec"][1])))
-        check_same(qrels, run, means, ranx.Qrels.from_file(str(files["trec"][0]), kind="trec"),
+        check_same(ranx, qrels, run, means, ranx.Qrels.from_file(str(files["trec"][0]), kind="trec"),
                    ranx.Run.from_file(str(files["trec"][1]), kind="trec"), q_trec, r_trec)
         q_json, r_json = (json.loads(p.read_text()) for p in files["ranx"])
-        check_same(qrels, run, means, ranx.Qrels.from_dict(q_json), ranx.Run.from_dict(r_json), q_json, r_json)
+        check_same(ranx, qrels, run, means, ranx.Qrels.from_dict(q_json), ranx.Run.from_dict(r_json), q_json, r_json)
         q_pq, r_pq = (pd.read_parquet(p) for p in files["parquet"])
         assert list(q_pq.columns) == list(r_pq.columns) == ["q_id", "doc_id", "score"]
         # ranx 0.3.21's from_parquet asserts object columns, and pandas 3 reads strings as "str" (ranx
         # cannot read its own parquet under pandas 3): the same frames, ids as objects, through from_df
         ids = {"q_id": object, "doc_id": object}
-        check_same(qrels, run, means, ranx.Qrels.from_df(q_pq.astype(ids)), ranx.Run.from_df(r_pq.astype(ids)),
+        check_same(ranx, qrels, run, means, ranx.Qrels.from_df(q_pq.astype(ids)), ranx.Run.from_df(r_pq.astype(ids)),
                    q_pq.rename(columns={"q_id": "query_id", "score": "relevance"}),
                    r_pq.rename(columns={"q_id": "query_id"}))
         if ties:  # the file's own scores: trec_eval (pytrec_eval) breaks ties as we do; ir_measures computes
@@ -143,7 +149,7 @@ def test_round_trip_through_ranx_and_ir_measures(tmp_path, capsys, labels_cases,
                     assert given[irm] == pytest.approx(means[column], abs=1e-12), column
 
 
-def test_runs_written_by_ranx_read_back_in_the_same_order(tmp_path):
+def test_runs_written_by_ranx_read_back_in_the_same_order(tmp_path, ranx):
     rng = random.Random(5)
     scores = {f"q{i}": {str(rng.randrange(5000)): rng.random() for _ in range(rng.randrange(1, 80))} for i in range(30)}
     want = Run.from_scores(scores)
