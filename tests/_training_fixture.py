@@ -23,8 +23,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-#: Tiny settings; one torch thread: on a busy 2-core machine two threads trained ~3x slower.
-TINY = dict(max_seq=32, batch=8, epochs=1, threads=1)
+#: Tiny settings; one torch thread: on a busy 2-core machine two threads trained ~3x slower. 16 tokens a
+#: text: the fits (a's, b's, test_training's third) cost their tokens, half of 32's; a dense build of the
+#: model encodes twice the windows of half the length, at the same cost (509 of 32 tokens: 5.1 CPU s,
+#: 1,116 of 16: 5.2 s).
+TINY = dict(max_seq=16, batch=8, epochs=1, threads=1)
 #: The settings of ``a`` and ``b``: one BM25 hard negative per pair (that path trains too).
 SEED, HARD_NEGATIVES = 0, 1
 #: ``b``'s flags: the same settings as ``a`` (``--no-onnx``: the export has tests of its own;
@@ -64,10 +67,10 @@ class TinyModel:
 
 
 #: Each article of the tiny dataset cut to its words within these many characters (its text; each
-#: of its header fields: reference, code, ..., description): still several 32-token windows an
-#: article (minilm's median ~96 tokens, the shortest ~69: the windowed, pooled path of a dense
-#: build), ~500 windows for the 110 articles where the text alone cut to 300 gave ~900 (``a``'s
-#: dev figure encodes them all: it was over half of ``tiny_model``'s time).
+#: of its header fields: reference, code, ..., description): still several windows an article
+#: (minilm's median ~96 tokens, the shortest ~69: the windowed, pooled path of a dense build), a
+#: little over half the tokens of the text alone cut to 300 (``a``'s dev figure encodes them all:
+#: it was over half of ``tiny_model``'s time).
 ARTICLE_CHARS, HEADER_CHARS = 150, 30
 
 
