@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def small_sample_folder(root: Path, n_articles: int = 60, max_chars: int | None = None) -> Path:
+def small_sample_folder(root: Path, n_articles: int = 60, max_chars: int | None = None,
+                        header_chars: int | None = None) -> Path:
     """Write ``articles.csv`` (every gold article of the sample's questions, then other articles
     up to ``n_articles``) and both question files into ``root``; returns ``root``. ``max_chars``:
     each article's text cut to its words within that many characters (still real text, and still
-    longer than a 32-token window: a dense build of it pools several windows, for fewer of them)."""
+    longer than a 32-token window: a dense build of it pools several windows, for fewer of them);
+    ``header_chars``: each of its other text fields (reference, code, ..., description) likewise."""
+    from bsard_demo.analyzer import DEFAULT_FIELDS
     from bsard_demo.sources import load_dataset
 
     ds = load_dataset("sample")
@@ -20,6 +23,10 @@ def small_sample_folder(root: Path, n_articles: int = 60, max_chars: int | None 
     articles = ds.articles[ds.articles["id"].isin(gold | set(others))]
     if max_chars is not None:
         articles = articles.assign(article=[cut_words(t, max_chars) for t in articles["article"]])
+    if header_chars is not None:
+        headers = [c for c in DEFAULT_FIELDS if c != "article" and c in articles.columns]
+        articles = articles.assign(**{c: [t if not isinstance(t, str) else cut_words(t, header_chars)
+                                          for t in articles[c]] for c in headers})
     articles.to_csv(root / "articles.csv", index=False)
     for split, q in questions.items():
         q.assign(article_ids=[",".join(ids) for ids in q["article_ids"]]).to_csv(root / f"questions_{split}.csv",

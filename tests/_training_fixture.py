@@ -23,8 +23,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-#: Tiny settings; one torch thread: on a busy 2-core machine two threads trained ~3x slower.
-TINY = dict(max_seq=32, batch=8, epochs=1, threads=1)
+#: Tiny settings; one torch thread: on a busy 2-core machine two threads trained ~3x slower. 16 tokens a
+#: text: the fits (a's, b's, test_training's third) cost their tokens, half of 32's; a dense build of the
+#: model encodes twice the windows of half the length, at the same cost (509 of 32 tokens: 5.1 CPU s,
+#: 1,116 of 16: 5.2 s).
+TINY = dict(max_seq=16, batch=8, epochs=1, threads=1)
 #: The settings of ``a`` and ``b``: one BM25 hard negative per pair (that path trains too).
 SEED, HARD_NEGATIVES = 0, 1
 #: ``b``'s flags: the same settings as ``a`` (``--no-onnx``: the export has tests of its own;
@@ -63,25 +66,29 @@ class TinyModel:
     cache: Path = Path()
 
 
-#: Each article of the tiny dataset cut to its words within this many characters: still several
-#: 32-token windows an article (the windowed, pooled path of a dense build), a third of the full
-#: sample's (``a``'s dev figure and the dense runs of ``a`` and ``b`` encode ~3x fewer windows).
-ARTICLE_CHARS = 300
+#: Each article of the tiny dataset cut to its words within these many characters (its text; each
+#: of its header fields: reference, code, ..., description): still several windows an article
+#: (minilm's median ~96 tokens, the shortest ~69: the windowed, pooled path of a dense build), a
+#: little over half the tokens of the text alone cut to 300 (``a``'s dev figure encodes them all:
+#: it was over half of ``tiny_model``'s time).
+ARTICLE_CHARS, HEADER_CHARS = 150, 30
 
 
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory) -> Path:
     """The bundled sample cut to its gold articles (~110 of 220), each to its first
-    :data:`ARTICLE_CHARS` characters, as a dataset folder."""
+    :data:`ARTICLE_CHARS` characters (each header field to :data:`HEADER_CHARS`), as a dataset folder."""
     from _small_sample import small_sample_folder
 
-    return small_sample_folder(tmp_path_factory.mktemp("tiny-data") / "data", max_chars=ARTICLE_CHARS)
+    return small_sample_folder(tmp_path_factory.mktemp("tiny-data") / "data", max_chars=ARTICLE_CHARS,
+                               header_chars=HEADER_CHARS)
 
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_data, tmp_path_factory) -> TinyModel:
     for module in TRAINING_MODULES:
         pytest.importorskip(module)
+    from _small_sample import one_torch_thread
     from bsard_demo.sources import load_dataset
     from bsard_demo.training import TrainOptions, train
 
@@ -96,9 +103,12 @@ def tiny_model(tiny_data, tmp_path_factory) -> TinyModel:
     try:
         dataset = load_dataset(str(tiny_data))
         steps: list = []
-        result = train(TrainOptions(out=root / "a", data=dataset.name, seed=SEED, hard_negatives=HARD_NEGATIVES,
-                                    cache_root=cache / "dense", **TINY), dataset,
-                       progress=lambda done, total, message: steps.append((done, total, message)))
+        # one torch thread for all of it: TINY's threads cover the fit only, and a's dev figure (the corpus
+        # encoded by torch, beside b's process and the other xdist worker) took 2.2x the CPU on two threads
+        with one_torch_thread():
+            result = train(TrainOptions(out=root / "a", data=dataset.name, seed=SEED, hard_negatives=HARD_NEGATIVES,
+                                        cache_root=cache / "dense", **TINY), dataset,
+                           progress=lambda done, total, message: steps.append((done, total, message)))
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:

