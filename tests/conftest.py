@@ -255,6 +255,34 @@ GROUPS = {
 }
 
 
+#: Groups sent to the workers first, longest first (their tests' seconds summed, `--durations=0`, docs/benchmarks.md
+#: "The suite"); the rest follow in the collection's (shuffled) order. xdist's own order (most tests first) sent
+#: them mid-run, and a long group started late ran alone on one worker at the end.
+FIRST = ("browser", "training", "onnx", "tests/training/test_e5_finetune.py", "tests/retrievers/test_e5_onnx.py",
+         "ranx", "tests/cli/test_cli_real_slice.py")
+
+
+class _FirstGroups:
+    """Puts the :data:`FIRST` groups' tests at the head of the collection, on an xdist worker (the order the
+    controller queues groups in, with ``--no-loadscope-reorder``), after pytest-random-order's shuffle, whose
+    order it keeps within each group and among the rest."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if not getattr(config.option, "loadgroup", False):
+            return
+        rank = {g: i for i, g in enumerate(FIRST)}
+
+        def key(item):
+            mark = item.get_closest_marker("xdist_group")
+            return rank.get(mark.args[0] if mark else None, len(FIRST))
+        items[:] = sorted(items, key=key)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_FirstGroups(), "bsard-first-groups")
+
+
 def _listed(nodeid: str, entries) -> bool:
     """``nodeid`` is one of ``entries``, a parametrisation of one, or a test of a listed file."""
     return any(nodeid == e or nodeid.startswith((e + "::", e + "[")) for e in entries)
@@ -273,6 +301,7 @@ def pytest_collection_modifyitems(config, items):
         if _listed(nodeid, TRAINING) or any(f in item.fixturenames for f in TRAINING_FIXTURES):
             item.add_marker(pytest.mark.training)
             item.add_marker(pytest.mark.slow)
+        if any(f in item.fixturenames for f in TRAINING_FIXTURES):
             group = "training"  # one worker trains the session's tiny model
         if _listed(nodeid, SLOW):
             item.add_marker(pytest.mark.slow)
