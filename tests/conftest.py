@@ -66,9 +66,20 @@ def reset_process_state() -> None:
         return
     for name, module in list(sys.modules.items()):
         if name.startswith("bsard_demo.") and module is not None:
-            for value in list(vars(module).values()):
-                if isinstance(value, build_once.BuildOnce):
-                    value.clear()
+            for value in _build_onces(name, module, build_once.BuildOnce):
+                value.clear()
+
+
+#: Module name -> (the module, its module-level BuildOnce objects): made at import, so each module is read
+#: once a process, not before every test (scanning every module's names each time cost ~17 CPU s a suite).
+_BUILD_ONCES: dict[str, tuple] = {}
+
+
+def _build_onces(name: str, module, kind) -> list:
+    found = _BUILD_ONCES.get(name)
+    if found is None or found[0] is not module:
+        found = _BUILD_ONCES[name] = (module, [v for v in list(vars(module).values()) if isinstance(v, kind)])
+    return found[1]
 
 
 def _scan_components_once() -> None:
