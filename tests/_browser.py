@@ -134,6 +134,8 @@ class AppServer:
 #: Streamlit's app root once a script run has ended (the attribute its own e2e tests read; it is
 #: ``initial`` before the session's first run and ``running`` during one).
 IDLE_APP = "[data-testid='stApp'][data-test-script-state='notRunning']"
+#: Streamlit's "running" indicator, present while a script runs.
+STATUS_WIDGET = "[data-testid='stStatusWidget']"
 
 
 #: Init script of every page the tests open (:func:`track_runs`): counts, in ``window.__bsardRuns``, the script
@@ -176,9 +178,9 @@ RUNS_JS = r"""(() => {
 })();"""
 
 #: JavaScript: every run the page asked for has ended and been drawn, and Streamlit says it runs nothing.
-IDLE_JS = """() => { const T = window.__bsardRuns;
-  return T.finished >= T.asked && !!document.querySelector("[data-testid='stApp'][data-test-script-state='notRunning']")
-    && !document.querySelector("[data-testid='stStatusWidget']"); }"""
+IDLE_JS = f"""() => {{ const T = window.__bsardRuns;
+  return T.finished >= T.asked && !!document.querySelector("{IDLE_APP}")
+    && !document.querySelector("{STATUS_WIDGET}"); }}"""
 
 
 def track_runs(context) -> None:
@@ -201,7 +203,7 @@ def wait_idle(page, timeout_ms: int = STEP_MS) -> None:
     if page.evaluate("() => !window.__bsardRuns"):
         page.wait_for_timeout(300)
         page.wait_for_selector(IDLE_APP, state="attached", timeout=timeout_ms)
-        page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout_ms)
+        page.wait_for_selector(STATUS_WIDGET, state="detached", timeout=timeout_ms)
         return
     page.wait_for_function(IDLE_JS, timeout=timeout_ms)
 
@@ -290,7 +292,7 @@ def into_view(page, locator) -> None:
     Playwright's click scrolls it there itself, the scroll event can come after the click has opened a menu,
     and Streamlit's menus close on a scroll (a phone's built-in menu closed so at every first click, 5 s lost)."""
     locator.evaluate("e => e.scrollIntoView({block: 'center'})", timeout=STEP_MS)
-    page.evaluate(FRAMES_JS)
+    wait_drawn(page)
 
 
 def choose(page, label: str, option_text: str) -> None:

@@ -43,6 +43,13 @@ def sample_app(tmp_path_factory):
     yield from shared_app(tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def ranx():
+    """ranx, imported by the tests that use it (``tests/runs/test_exchange.py``, ``test_cli_lz4``, ``test_ties``):
+    with numba it costs ~1.2 CPU s, which every xdist worker paid at collection though one runs the ranx group."""
+    return pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
+
+
 # -- process state, reset between tests -------------------------------------------------------
 # What the app and the library keep per process (st.cache_resource: scoreboards, kept charts, built
 # indexes; module-level BuildOnce memos: built-in runs, query vectors, part searches) would otherwise
@@ -309,10 +316,11 @@ def pytest_collection_modifyitems(config, items):
         if _listed(nodeid, BROWSER):
             item.add_marker(pytest.mark.browser)
             item.add_marker(pytest.mark.slow)
-        if _listed(nodeid, TRAINING) or any(f in item.fixturenames for f in TRAINING_FIXTURES):
+        tiny = any(f in item.fixturenames for f in TRAINING_FIXTURES)
+        if tiny or _listed(nodeid, TRAINING):
             item.add_marker(pytest.mark.training)
             item.add_marker(pytest.mark.slow)
-        if any(f in item.fixturenames for f in TRAINING_FIXTURES):
+        if tiny:
             group = "training"  # one worker trains the session's tiny model
         if _listed(nodeid, SLOW):
             item.add_marker(pytest.mark.slow)

@@ -6,19 +6,10 @@ from __future__ import annotations
 import json
 import random
 
-import pytest
-
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation.measures import is_measure_column
 from bsard_demo.runs import lz4_format
 from bsard_demo.sources import load_sample
-
-
-@pytest.fixture(scope="module")
-def ranx():
-    """ranx, imported by the tests that use it: with numba it costs ~1.2 CPU s, which every xdist worker paid
-    at collection though one runs the ranx group (tests/conftest.py)."""
-    return pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
 
 
 def test_a_ranx_lz4_run_scores_as_its_trec_twin(tmp_path, capsys, monkeypatch, ranx):

@@ -17,13 +17,6 @@ from bsard_demo.evaluation.ties import TIE_RULE
 from bsard_demo.runs import Run, read_run_bytes
 
 
-@pytest.fixture(scope="module")
-def ranx():
-    """ranx, imported by the tests that use it: with numba it costs ~1.2 CPU s, which every xdist worker paid
-    at collection though one runs the ranx group (tests/conftest.py)."""
-    return pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
-
-
 def _dataset(qrels: dict[str, frozenset[str]]) -> Dataset:
     frame = pd.DataFrame({"id": list(qrels), "article_ids": [tuple(sorted(g)) for g in qrels.values()]})
     return Dataset("d", "local", None, {"test": frame})

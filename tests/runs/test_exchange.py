@@ -21,14 +21,6 @@ from bsard_demo.evaluation.stamp import read_stamp_bytes
 from bsard_demo.runs import Run, qrels_bytes, read_run_bytes, read_run_path, run_bytes, run_records, tied_questions
 from bsard_demo.sources import load_dataset
 
-
-@pytest.fixture(scope="module")
-def ranx():
-    """ranx, imported by the tests that use it: with numba it costs ~1.2 CPU s, which every xdist worker paid
-    at collection though one runs the ranx group (tests/conftest.py)."""
-    return pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
-
-
 #: Our column -> (ranx's name, ir_measures' measure); R-Precision once the measures family exists.
 MEASURES = {"recall@100": ("recall@100", ir_measures.R @ 100), "recall@200": ("recall@200", ir_measures.R @ 200),
             "recall@500": ("recall@500", ir_measures.R @ 500), "map@100": ("map@100", ir_measures.AP @ 100),
