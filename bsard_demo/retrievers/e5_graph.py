@@ -131,7 +131,13 @@ def write_graph(model_file: Path, graph: Path, tables: Callable[[], E5File], wei
     """Writes the graph in a child process: importing ``onnx`` (ml_dtypes alone ~0.7 s) and serialising
     hold the GIL, so in a thread they stalled the loads they overlap (1.0 s of reading the corpus and its
     structure graph took 2.6-3.1 s beside the thread, 1.8-2.5 s beside the child, at load 2.5-2.8).
-    In this thread when no child can be started. ``weights``: a fine-tuned folder (:mod:`.e5_weights`)."""
+    In this thread when no child can be started. ``weights``: a fine-tuned folder (:mod:`.e5_weights`).
+    The graph's folder is made here first: a cache that cannot hold it fails at once, with the message that the
+    child gave only after building the whole graph (~2 CPU s a try)."""
+    try:
+        graph.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise graph_error(exc) from None
     try:
         child = subprocess.run([sys.executable, "-c", _WRITER, str(model_file), str(graph), str(weights or "")],
                                stdin=subprocess.DEVNULL, capture_output=True, text=True,
