@@ -175,20 +175,38 @@ def finished(name: str, proc) -> None:
     assert proc.returncode == 0, (name, err[-2000:])
 
 
+def in_this_process(models: Path, *argv: str) -> None:
+    """``python -m bsard_demo ARGV`` here (torch is loaded: this module imports it), the graphs in ``models``'
+    cache, no index bundle active: what a new process with torch loaded runs, without its imports and loads
+    (~3-4 CPU s a process)."""
+    from _tiny_corpus import without_bundle
+    from bsard_demo.cli.main import main
+
+    with pytest.MonkeyPatch.context() as mp, without_bundle(mp):
+        mp.setenv("BSARD_CACHE", str(models))
+        assert main([*argv, "--no-progress"]) == 0, argv
+    assert "torch" in sys.modules
+
+
+def run_here(name: str, encoder: str, backend: list, data: Path, root: Path, models: Path) -> None:
+    """:func:`run_in_process`'s run with torch loaded, in this process (:func:`in_this_process`)."""
+    in_this_process(models, "run", "--retriever", "dense", "--encoder", encoder, *backend, "--data", str(data),
+                    "--out", str(root / f"{name}.trec"), "--cache-dir", str(root / f"cache-{name}"))
+
+
 @pytest.fixture(scope="module")
 def served(tuned, onnx_encoder, tmp_path_factory):
-    """torch loaded, then torch blocked (each embeds the corpus anew; the second finds the graph the first
-    wrote), beside un-tuned e5 through ONNX Runtime: their run files in ``root``. Un-tuned e5 reads its graph
-    from ``onnx_encoder``'s cache (written there once for this module, not again by a child of its own)."""
+    """torch loaded (this process, as torch is imported here), then torch blocked (a new process; each embeds the
+    corpus anew; the second finds the graph the first wrote), beside un-tuned e5 through ONNX Runtime (this
+    process: the comparison's other side only): their run files in ``root``. Un-tuned e5 reads its graph (and
+    session) from ``onnx_encoder``'s cache (written there once for this module, not again by a child of its own)."""
     root = tmp_path_factory.mktemp("e5-served")
     data = mini_data(tuned["data"], root / "data")
     out = str(tuned["out"])
     onnx_encoder.ready()  # its graph written
-    # torch blocked: un-tuned e5 is the comparison's other side only (importing torch cost that process seconds)
-    untuned = run_in_process("e5", True, "e5", ["--backend", "onnx"], data, root, onnx_encoder.graph.parent.parent)
-    finished("torch", run_in_process("torch", False, out, [], data, root, root / "models"))
+    run_here("e5", "e5", ["--backend", "onnx"], data, root, onnx_encoder.graph.parent.parent)
+    run_here("torch", out, [], data, root, root / "models")
     finished("no-torch", run_in_process("no-torch", True, out, [], data, root, root / "models"))
-    finished("e5", untuned)
     return {"root": root, "data": data}
 
 
@@ -209,13 +227,9 @@ def test_an_index_bundle_carries_it_and_serves_it_without_torch_building_nothing
     record; a torch-free process with an empty cache ranks from the bundle as the folder did, writing only
     the graph."""
     root, bundle, empty = served["root"], tmp_path / "bundle", tmp_path / "empty"
-    script = ("import sys\nfrom bsard_demo.cli.main import main\nraise SystemExit(main(sys.argv[1:]))\n")
+    in_this_process(root / "models", "index", "--retriever", "dense", "--encoder", str(tuned["out"]), "--data",
+                    str(served["data"]), "--cache-dir", str(root / "cache-torch"), "--export", str(bundle))
     env = {**os.environ, "BSARD_CACHE": str(root / "models"), "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", script, "index", "--retriever", "dense", "--encoder",
-                           str(tuned["out"]), "--data", str(served["data"]), "--cache-dir", str(root / "cache-torch"),
-                           "--export", str(bundle), "--no-progress"], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=400)
-    assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(p.name for p in (bundle / "models" / "m").iterdir()) == ["bsard_training.json", WEIGHTS_FILE]
     blocked = textwrap.dedent(RUN).replace('"--data"', '"--index", {bundle!r}, "--data"')
     script = blocked.format(block=True, encoder="m", backend=[], data=str(served["data"]), out=str(tmp_path / "b.trec"),
