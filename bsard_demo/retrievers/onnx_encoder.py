@@ -124,6 +124,10 @@ def _session(path: Path, threads: int | None):
 
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only: no warnings on stderr
+    # Idle intra-op threads wait rather than spin, as settings.RUNTIME_DEFAULTS has OpenMP's do: the same
+    # vectors (byte for byte), 20-25 % less CPU embedding 40 sample articles and 48 questions on a busy
+    # 2-core machine (7.3-7.7 against 9.1-10.2 CPU s) and no longer wall time there.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if threads:
         options.intra_op_num_threads = int(threads)
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
