@@ -28,10 +28,14 @@ FRLAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "frlaw-dev"
 #: 70 gold articles and 50 distractors: a corpus over 100 articles (R@100 can miss).
 TRAIN_QUESTIONS, TEST_QUESTIONS, DISTRACTORS = 12, 6, 50
 #: Each article's text, and each of its header fields, cut to its words within these many characters
-#: (frlaw-dev's averages: 1,250 and ~620 for the headers together): real text, still several 32-token
-#: windows an article, for a sixth of the windows ``train``'s dev figure encodes (that encoding was
-#: ~55 % of the train test at 1,250 characters, a third of it at 400 and 80).
-ARTICLE_CHARS, HEADER_CHARS = 200, 40
+#: (frlaw-dev's averages: 1,250 and ~620 for the headers together): real text, still several
+#: :data:`MAX_SEQ`-token windows an article (median ~80 tokens), for the few tokens ``train``'s dev figure
+#: encodes with minilm (~1,700 a CPU second): that encoding was ~55 % of the train test at 1,250 characters,
+#: still half of it at 200 and 40 (16,750 tokens; the ten header fields were most of them), 9,976 now.
+ARTICLE_CHARS, HEADER_CHARS = 120, 20
+#: The fine-tuning's ``--max-seq``: the fit's cost is its texts' tokens (16 a text: half of 32's), a dense
+#: build's the corpus' tokens, whatever the window (more windows of 16 tokens, as many tokens).
+MAX_SEQ = 16
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +116,8 @@ def test_train_summary_counts_its_pairs_and_its_dev_figure_is_the_run_lines(real
 
 def _train_and_its_run_lines(real_slice, ds, pairs, model, tmp_path, capsys):
     text = printed(capsys, ["train", "--finetune", "--data", str(real_slice), "--out", str(model), "--epochs", "1",
-                            "--batch", "8", "--max-seq", "32", "--threads", "1", "--hard-negatives", "1", "--no-onnx"])
+                            "--batch", "8", "--max-seq", str(MAX_SEQ), "--threads", "1", "--hard-negatives", "1",
+                            "--no-onnx"])
     summary = re.search(r"split train: (\d+) pairs and (\d+) BM25 hard negatives from (\d+) questions, .* in (\d+) s",
                         text)
     assert summary, text

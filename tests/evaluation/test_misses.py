@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import Phase, given, settings, strategies as st
 
-from bsard_demo.cli import evaluate as cli_evaluate
+from bsard_demo.cli import evaluate as cli_evaluate, retrieval as cli_retrieval
 from bsard_demo.cli.main import main
 from bsard_demo.dataset import Dataset, normalize_articles
 from bsard_demo.evaluation.misses import (
@@ -192,31 +192,39 @@ def test_bad_arguments_and_the_board_needs():
 
 
 @pytest.fixture(scope="module")
-def frlaw_bm25(tmp_path_factory):
-    """A real BM25 run of frlaw-dev's test split, written by the ``run`` command."""
+def frlaw_bm25(tmp_path_factory) -> dict:
+    """A real BM25 run of frlaw-dev's test split, written by the ``run`` command (``"run"``: its path), and the
+    dataset that command read (``"dataset"``: frlaw-dev with its corpus, ~1 CPU s a read)."""
     if not (FRLAW / "articles.csv").is_file():
         pytest.skip(f"frlaw-dev not found at {FRLAW} (../shared is absent)")
     folder = tmp_path_factory.mktemp("frlaw-bm25")
-    out = folder / "bm25.trec"
+    out, read = folder / "bm25.trec", []
+
+    def load(spec, **kwargs):
+        read.append(load_dataset(spec, **kwargs))
+        return read[-1]
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BSARD_CACHE", str(folder / "cache"))
+        mp.setattr(cli_retrieval, "load_dataset", load)
         assert main(["run", "--retriever", "bm25", "--data", str(FRLAW), "--split", "test", "--out", str(out),
                      "--no-progress"]) == 0
-    return out
+    [dataset] = read
+    assert dataset.articles is not None
+    return {"run": out, "dataset": dataset}
 
 
 @pytest.mark.slow  # builds frlaw-dev's BM25 index (29k articles) in a private cache
 def test_frlaw_dev_bm25_through_evaluate(frlaw_bm25, tmp_path, capsys, monkeypatch):
     """The file's lines equal the naive reference; the printed table and the JSON are the file's counts;
     each k's misses are the gold articles recall@k leaves out."""
-    # frlaw-dev read once, by the first ``evaluate``: the second (its JSON) and the reference take that dataset,
-    # with its corpus' hierarchy built once (each read and hierarchy of the 29k articles: ~1 CPU s)
-    loaded = []
+    # frlaw-dev read once, by the ``run`` that wrote the run file (the fixture): both ``evaluate`` (its table, its
+    # JSON) and the reference take that dataset, with its corpus' hierarchy built once (each read and hierarchy
+    # of the 29k articles: ~1 CPU s)
+    frlaw_bm25, loaded = frlaw_bm25["run"], [frlaw_bm25["dataset"]]
 
     def read_once(spec, **kwargs):
         assert spec == str(FRLAW) and kwargs == {"need_corpus": True}, (spec, kwargs)
-        if not loaded:
-            loaded.append(load_dataset(spec, **kwargs))
         return loaded[0]
 
     monkeypatch.setattr(cli_evaluate, "load_dataset", read_once)

@@ -128,10 +128,32 @@ def real_runs(qrels) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
+def score_once(monkeypatch) -> list:
+    """Make ``evaluate``'s scoring of the same files, split and cut-offs happen once: the first call scores them
+    (:func:`~bsard_demo.evaluation.scoring.score_runs`), the next ones, which must ask for the same, get that
+    board to render. Five formats of one evaluation read and scored the same four 67k-line runs five times
+    (~3 CPU s). Returns the calls' keys."""
+    from bsard_demo.cli import evaluate as cli_evaluate
+
+    real, boards, calls = cli_evaluate.score_runs, {}, []
+
+    def scored(ds, split, sources, ks, **kwargs):
+        key = (ds.name, split, tuple((s.name, str(s.path), s.lower_is_better) for s in sources), tuple(ks),
+               tuple(sorted(kwargs.items())))
+        calls.append(key)
+        if key not in boards:
+            boards[key] = real(ds, split, sources, ks, **kwargs)
+        return boards[key]
+
+    monkeypatch.setattr(cli_evaluate, "score_runs", scored)
+    return calls
+
+
 @pytest.mark.slow  # the real labels through five output formats
-def test_real_bsard_labels_in_every_output_format(tmp_path, real_bsard_dir, real_bsard, capsys):
+def test_real_bsard_labels_in_every_output_format(tmp_path, real_bsard_dir, real_bsard, capsys, monkeypatch):
     """On the 222 real test questions (R from 1 to 57), each run's R-Prec equals pytrec_eval's Rprec
-    in the library, in the JSON, CSV, Markdown, LaTeX and table outputs and the per-question file."""
+    in the library, in the JSON, CSV, Markdown, LaTeX and table outputs and the per-question file
+    (the runs scored once, by the first format's ``evaluate``: :func:`score_once`)."""
     qrels = real_bsard.qrels("test")
     assert max(len(r) for r in qrels.values()) == 57
     runs = real_runs(qrels)
@@ -149,11 +171,12 @@ def test_real_bsard_labels_in_every_output_format(tmp_path, real_bsard_dir, real
         paths.append(tmp_path / f"{name}.trec")
         paths[-1].write_text(Run.from_scores(run_scores).to_trec(name))
     base = ["evaluate", *map(str, paths), "--data", str(real_bsard_dir)]
-    outputs = {}
+    outputs, calls = {}, score_once(monkeypatch)
     for fmt in ("json", "csv", "markdown", "latex", "table"):
         args = base + ["--format", fmt] + (["--per-query", str(tmp_path / "pq.csv")] if fmt == "csv" else [])
         assert main(args) == 0
         outputs[fmt] = capsys.readouterr().out
+    assert len(calls) == 5 and len(set(calls)) == 1  # each format asked for the same scoring
     js = json.loads(outputs["json"])["runs"]
     rows = {r["run"]: r for r in csv.DictReader(io.StringIO(strip_stamp(outputs["csv"])))}
     per_q = list(csv.DictReader(io.StringIO(strip_stamp((tmp_path / "pq.csv").read_text()))))

@@ -1,8 +1,11 @@
 """Built-in runs are byte-identical across processes and hash seeds (issue 10, item 5): two fresh
 processes under different ``PYTHONHASHSEED`` values build every retriever from scratch and write
-the top-k (article ids and repr of the scores) of the sample's test questions, and the cache keys."""
+the top-k (article ids and repr of the scores) of the sample's test questions, and the cache keys. The same two
+processes then index the sample with bm25s left to itself, for the guard that those seeds do change its term order
+(one pair of processes for both tests: each child's interpreter and imports cost ~2.5 CPU s)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -46,24 +49,51 @@ for label, spec, data in runs:
 for kind in sorted(p.name for p in cache.iterdir()):
     names = sorted(p.name for p in (cache / kind).iterdir() if not p.name.startswith("."))
     out.write(f"## cache {kind}: " + " ".join(names) + "\n")
+''' + r'''
+# the guard's part (test_bm25s_own_numbering_follows_the_hash_seed): written to its own file, not to stdout
+import json
+from pathlib import Path
+import bm25s
+from bsard_demo.analyzer import Analyzer
+from bsard_demo.retrievers.bm25 import sorted_vocabulary
+from bsard_demo.sources import load_dataset
+tokens = [Analyzer().tokens(t) for t in load_dataset("sample").articles["article"]]
+index = bm25s.BM25()
+index.index(tokens, show_progress=False)
+Path(sys.argv[2]).write_text(json.dumps([list(index.vocab_dict)[:40], list(sorted_vocabulary(tokens))[:40]]))
 '''
+SEEDS = ("1", "2")
 
 
-def _run(seed: str, cache: Path) -> subprocess.Popen:
+def _run(seed: str, cache: Path, bm25s_out: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
     env.pop("BSARD_CACHE", None)
-    return subprocess.Popen([sys.executable, "-c", CHILD, str(cache)], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-c", CHILD, str(cache), str(bm25s_out)], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-@pytest.mark.parametrize("seeds", [("1", "2")])
-def test_runs_are_byte_identical_across_hash_seeds(tmp_path, seeds):
-    procs = [_run(seed, tmp_path / f"cache-{seed}") for seed in seeds]
-    outputs = []
-    for p in procs:
-        stdout, stderr = p.communicate(timeout=600)
-        assert p.returncode == 0, stderr.decode()[-2000:]
-        outputs.append(stdout)
+@pytest.fixture(scope="module")
+def children(tmp_path_factory) -> dict:
+    """One process per seed of :data:`SEEDS`, side by side: ``stdout`` (their runs and cache keys, bytes) and
+    ``bm25s`` (bm25s's own term order, then ours, each process's JSON read back), in seed order."""
+    root = tmp_path_factory.mktemp("reproducible")
+    procs = [_run(seed, root / f"cache-{seed}", root / f"bm25s-{seed}.json") for seed in SEEDS]
+    stdout = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=600)
+            assert p.returncode == 0, err.decode()[-2000:]
+            stdout.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return {"stdout": stdout, "bm25s": [json.loads((root / f"bm25s-{seed}.json").read_text()) for seed in SEEDS]}
+
+
+def test_runs_are_byte_identical_across_hash_seeds(children):
+    outputs = children["stdout"]
     first = outputs[0].decode()
     sections = [line for line in first.splitlines() if line.startswith("## ")]
     # a finished dense build leaves no dense-partial/ folder behind: the cache holds only entries
@@ -72,31 +102,10 @@ def test_runs_are_byte_identical_across_hash_seeds(tmp_path, seeds):
     assert outputs[0] == outputs[1]
 
 
-BM25S_CHILD = r'''
-import json
-import bm25s
-from bsard_demo.analyzer import Analyzer
-from bsard_demo.retrievers.bm25 import sorted_vocabulary
-from bsard_demo.sources import load_dataset
-tokens = [Analyzer().tokens(t) for t in load_dataset("sample").articles["article"]]
-index = bm25s.BM25()
-index.index(tokens, show_progress=False)
-print(json.dumps([list(index.vocab_dict)[:40], list(sorted_vocabulary(tokens))[:40]]))
-'''
-
-
-def test_bm25s_own_numbering_follows_the_hash_seed():
+def test_bm25s_own_numbering_follows_the_hash_seed(children):
     """Guards the test above: left to itself, bm25s numbers terms in hash order, so the seeds
     used there do give different term orders (and summation orders) without our sorting."""
-    import json
-
-    outs = []
-    for seed in ("1", "2"):
-        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
-        done = subprocess.run([sys.executable, "-c", BM25S_CHILD], cwd=REPO, env=env, capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        outs.append(json.loads(done.stdout))
+    outs = children["bm25s"]
     assert outs[0][0] != outs[1][0]  # bm25s's own order differs
     assert outs[0][1] == outs[1][1] == sorted(outs[0][1])  # ours does not
 

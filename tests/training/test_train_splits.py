@@ -5,6 +5,8 @@ neighbour, shares its fold, and leaves its citation prior)."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +25,21 @@ from bsard_demo.training.ranker import fold_of, folds_by_text, left_out_priors, 
 def data(tmp_path_factory) -> dict:
     made = synthetic_folder(tmp_path_factory.mktemp("synthetic"))
     return {**made, "dataset": load_dataset(made["folder"])}
+
+
+@pytest.fixture(scope="module")
+def use_index(data, tmp_path_factory) -> Path:
+    """An index cache holding the folder's corpus embedded by ``use`` (what the adapter's base and the ranker's
+    ``use`` input build): each train test starts its own cache as a copy of it (:func:`private_cache`), so the
+    corpus is embedded once a module, not once a test (~2 CPU s each)."""
+    root = tmp_path_factory.mktemp("use-index")
+    build_retriever(RetrieverSpec("dense", {"encoder": "use"}), data["dataset"], cache_root=root)
+    return root
+
+
+def private_cache(use_index: Path, tmp_path: Path) -> Path:
+    """A cache of the test's own, holding :func:`use_index`'s entries (a copy: the module's stays as built)."""
+    return Path(shutil.copytree(use_index, tmp_path / "cache"))
 
 
 def test_the_neighbours_draw_on_the_union_with_unique_keys(data):
@@ -76,9 +93,9 @@ def test_a_prior_leaves_out_the_question_and_its_twins():
     assert all((p >= 0).all() for p in priors)
 
 
-def test_train_adapter_on_train_and_synthetic(data, tmp_path, capsys):
+def test_train_adapter_on_train_and_synthetic(data, use_index, tmp_path, capsys):
     ds, folder = data["dataset"], data["folder"]
-    out, cache = tmp_path / "adapter", tmp_path / "cache"
+    out, cache = tmp_path / "adapter", private_cache(use_index, tmp_path)
     assert main(["train", "--data", str(folder), "--train-splits", "train,synthetic", "--out", str(out),
                  "--adapter-steps", "3", "--adapter-lr", "0.01", "--cache-dir", str(cache), "--no-progress",
                  "--no-evaluate"]) == 0
@@ -100,9 +117,10 @@ def test_train_adapter_on_train_and_synthetic(data, tmp_path, capsys):
     assert not (tmp_path / "f").exists() and not (tmp_path / "g").exists()
 
 
-def test_train_ranker_on_train_and_synthetic(data, tmp_path):
+def test_train_ranker_on_train_and_synthetic(data, use_index, tmp_path):
     pytest.importorskip("lightgbm")
     ds, out = data["dataset"], tmp_path / "ranker"
+    private_cache(use_index, tmp_path)
     assert main(["train", "--ranker", "--data", str(data["folder"]), "--train-splits", "train, synthetic",
                  "--ranker-inputs", "bm25,use,neighbours", "--folds", "2", "--out", str(out), "--no-progress",
                  "--no-evaluate", "--cache-dir", str(tmp_path / "cache")]) == 0
