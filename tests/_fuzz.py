@@ -402,17 +402,35 @@ class _Child:
             pass
 
 
+class Reader:
+    """A reading child kept from one :func:`run_cases` to the next (a test module's cases share one: each
+    start loads pandas and the reader's fork server, ~1 CPU s); a case that kills it or hangs still ends it,
+    and the next case gets a new one. :meth:`close` ends the last."""
+
+    def __init__(self) -> None:
+        self.child: _Child | None = None
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+
 def run_cases(cases: Iterable[tuple[str, bytes]], *, isolate: bool = True, timeout: float = 30.0,
-              kind: str = "run") -> list[Outcome]:
+              kind: str = "run", reader: Reader | None = None) -> list[Outcome]:
     """Each case read in a child (see :data:`_CHILD`); a case that kills the child or takes longer
     than ``timeout`` seconds fails, and a new child reads the next one. ``isolate=False`` decodes
     parquet in the child itself (the reader before the sandbox); ``kind="dataset"`` reads each
-    case as a dataset CSV (``read_csv_table``: a ``DataError`` is a problem, not a failure)."""
+    case as a dataset CSV (``read_csv_table``: a ``DataError`` is a problem, not a failure).
+    ``reader``: the child comes from it and stays in it (the caller closes it); by default one is
+    started for these cases and ended after them."""
     outcomes: list[Outcome] = []
-    child: _Child | None = None
+    own = reader is None
+    reader = reader or Reader()
     try:
         for name, data in cases:
-            child = child or _Child()
+            reader.child = reader.child or _Child()
+            child = reader.child
             out = Outcome(name, data)
             try:
                 job = {"name": name, "size": len(data), "isolate": isolate, "kind": kind}
@@ -423,13 +441,12 @@ def run_cases(cases: Iterable[tuple[str, bytes]], *, isolate: bool = True, timeo
                 line = f"the reading process died (exit {child.proc.poll()})"
             if isinstance(line, str):
                 out.failure = line
-                child.close()
-                child = None
+                reader.close()
             else:
                 answer = json.loads(line)
                 out.codes, out.failure = answer["codes"], "; ".join(answer["bad"])
             outcomes.append(out)
     finally:
-        if child is not None:
-            child.close()
+        if own:
+            reader.close()
     return outcomes

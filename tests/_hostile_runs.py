@@ -123,25 +123,43 @@ def write_class(name: str, folder: Path, mb: float) -> Path:
     return writer(Path(folder) / (name.replace(" ", "-").replace(",", "") + suffix), mb)
 
 
+def _read_proc(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of a /proc file (b"" for a process gone meanwhile)."""
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def _tree_rss_kb(pid: int) -> int:
-    """VmRSS of ``pid`` and all its descendants, summed (/proc; 0 for a process gone meanwhile)."""
+    """VmRSS of ``pid`` and all its descendants, summed (/proc; 0 for a process gone meanwhile).
+    Read with os.read, not pathlib: a scan of every process's stat each 20 ms cost ~5 ms of the test
+    process's CPU (4x less this way: ~5 CPU s over tests/cli/test_cli_hostile_reads.py)."""
+    import os
+
     parents: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
-        parents.setdefault(int(text[text.rindex(")") + 2:].split()[1]), []).append(int(stat.parent.name))
+        text = _read_proc(f"/proc/{name}/stat", 4096)
+        if text:
+            parents.setdefault(int(text[text.rindex(b")") + 2:].split(None, 2)[1]), []).append(int(name))
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         todo += parents.get(p, [])
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
+        status = _read_proc(f"/proc/{p}/status", 16384)
+        at = status.find(b"\nVmRSS:")
+        if at >= 0:
+            total += int(status[at + 7:status.index(b"\n", at + 1)].split()[0])
     return total
 
 

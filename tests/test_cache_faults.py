@@ -319,14 +319,17 @@ def test_cli_with_a_file_as_cache_folder_still_runs(tmp_path, monkeypatch, capsy
 
 # -- concurrent builders ----------------------------------------------------------------------
 
-# Each worker imports everything, waits until all workers are ready, then runs the real CLI
-# ``index`` command. Writing the entry is slowed down (the files are written, then 0.3 s pass
-# before cache.store renames the folder), so the builders are inside cache.store together.
+# One interpreter imports everything (bm25s too), then forks the n workers (one import instead of n: ~1 CPU s
+# each), which wait until all are ready, then each run the real CLI ``index`` command in its own process, its
+# stdout and stderr in files of its own; the parent prints their exit codes. Writing the entry is slowed down
+# (the files are written, then 0.3 s pass before cache.store renames the folder), so the builders are inside
+# cache.store together.
 WORKER = """
-import os, sys, time
+import json, os, sys, time
 from pathlib import Path
 from bsard_demo.cli.main import main
 from bsard_demo.retrievers import bm25
+import bm25s  # what ``index`` imports on first use (with numba: ~0.3 CPU s a worker)
 
 barrier, n = Path(sys.argv[1]), int(sys.argv[2])
 original = bm25.BM25Retriever._write
@@ -335,11 +338,19 @@ def slow_write(self, folder):
     print("built", flush=True)
     time.sleep(0.3)
 bm25.BM25Retriever._write = slow_write
-(barrier / f"ready-{os.getpid()}").touch()
-end = time.monotonic() + 60
-while len(list(barrier.glob("ready-*"))) < n and time.monotonic() < end:
-    time.sleep(0.005)
-sys.exit(main(["index", "--data", "sample", "--no-progress"]))
+pids = []
+for i in range(n):
+    pid = os.fork()
+    if pid == 0:  # a worker: its own output files, then the barrier, then the command (an exception: exit 1)
+        for fd, name in ((1, "out"), (2, "err")):
+            os.dup2(os.open(barrier / f"{name}-{i}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+        (barrier / f"ready-{os.getpid()}").touch()
+        end = time.monotonic() + 60
+        while len(list(barrier.glob("ready-*"))) < n and time.monotonic() < end:
+            time.sleep(0.005)
+        sys.exit(main(["index", "--data", "sample", "--no-progress"]))
+    pids.append(pid)
+print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]))
 """
 
 
@@ -347,13 +358,13 @@ def _race(tmp_path: Path, cache_dir: Path, n: int = 4) -> list[subprocess.Comple
     barrier = tmp_path / f"barrier-{len(list(tmp_path.glob('barrier-*')))}"
     barrier.mkdir()
     env = {**os.environ, "BSARD_CACHE": str(cache_dir), "PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(barrier), str(n)], cwd=REPO, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
-    done = []
-    for p in procs:
-        out, err = p.communicate(timeout=120)
-        done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
-    return done
+    proc = subprocess.run([sys.executable, "-c", WORKER, str(barrier), str(n)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    codes = json.loads(proc.stdout)
+    assert len(codes) == n
+    return [subprocess.CompletedProcess(["index", i], code, (barrier / f"out-{i}").read_text(),
+                                        (barrier / f"err-{i}").read_text()) for i, code in enumerate(codes)]
 
 
 def _assert_clean(cache_dir: Path) -> Path:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from _fuzz import dataset_cases, parquet_cases, run_cases, text_cases
+import pytest
+
+from _fuzz import Reader, dataset_cases, parquet_cases, run_cases, text_cases
 
 HOSTILE = Path(__file__).parent / "hostile"
 SAVED = Path(__file__).resolve().parents[2] / "bench" / "out" / "fuzz-failures"
@@ -20,29 +22,38 @@ def no_failures(outcomes) -> None:
     assert not failed, [f"{o.name}: {o.failure} (bytes in {SAVED / o.name})" for o in failed]
 
 
-def test_structure_aware_parquet_mutations():
-    outcomes = run_cases(parquet_cases(100, seed=0))
+@pytest.fixture(scope="module")
+def reader():
+    """One reading child for the cases of this module that should all read (a case that kills it or hangs
+    still ends it, and the next gets a new one): each start costs ~1 CPU s (pandas, its fork server)."""
+    shared = Reader()
+    yield shared
+    shared.close()
+
+
+def test_structure_aware_parquet_mutations(reader):
+    outcomes = run_cases(parquet_cases(100, seed=0), reader=reader)
     assert len(outcomes) == 100
     no_failures(outcomes)
 
 
-def test_byte_mutations_of_the_text_formats():
-    outcomes = run_cases(text_cases(300, seed=0))
+def test_byte_mutations_of_the_text_formats(reader):
+    outcomes = run_cases(text_cases(300, seed=0), reader=reader)
     assert len(outcomes) == 300
     no_failures(outcomes)
 
 
-def test_byte_mutations_of_a_dataset_folder_s_csv_files():
+def test_byte_mutations_of_a_dataset_folder_s_csv_files(reader):
     """pandas' C parser reads a folder's CSV files in the process (docs/reliability.md: the audit)."""
-    outcomes = run_cases(dataset_cases(100, seed=0), kind="dataset")
+    outcomes = run_cases(dataset_cases(100, seed=0), kind="dataset", reader=reader)
     assert len(outcomes) == 100 and any(o.codes == ["DataError"] for o in outcomes)
     no_failures(outcomes)
 
 
-def test_regression_files():
+def test_regression_files(reader):
     files = sorted(HOSTILE.glob("*.parquet"))
     assert files
-    no_failures(run_cases((f.name, f.read_bytes()) for f in files))
+    no_failures(run_cases(((f.name, f.read_bytes()) for f in files), reader=reader))
 
 
 def test_the_harness_fails_a_case_that_kills_its_reader_and_goes_on():
