@@ -69,12 +69,26 @@ def reset_process_state() -> None:
         st.cache_resource.clear()
         st.cache_data.clear()
         _scan_components_once()
+    _quiet_idle_give_back()
     if build_once is None:
         return
-    for name, module in list(sys.modules.items()):
-        if name.startswith("bsard_demo.") and module is not None:
+    for name in _project_modules():
+        module = sys.modules.get(name)
+        if module is not None:
             for value in _build_onces(name, module, build_once.BuildOnce):
                 value.clear()
+
+
+#: (len(sys.modules), its last name) at the last scan, and the project's module names then: sys.modules
+#: (~4,800 names in a worker) is read again only when a module was imported or removed since.
+_PROJECT_MODULES: list = [None, []]
+
+
+def _project_modules() -> list[str]:
+    key = (len(sys.modules), next(reversed(sys.modules)))
+    if _PROJECT_MODULES[0] != key:
+        _PROJECT_MODULES[:] = [key, [n for n in list(sys.modules) if n.startswith("bsard_demo.")]]
+    return _PROJECT_MODULES[1]
 
 
 #: Module name -> (the module, its module-level BuildOnce objects): made at import, so each module is read
@@ -109,6 +123,27 @@ def _scan_components_once() -> None:
 
     scan_once.kept = kept
     manifest_scanner.scan_component_manifests = scan_once
+
+
+def pytest_collection_finish(session):
+    """A test process is not a server: the app's idle give-back (``hosting_ui.IDLE``: a full collection of
+    the whole heap, frozen objects too, 10, 150 and 300 s after each burst of AppTests) never runs in it
+    (``after`` emptied here and before each test, once the app is imported; the tests of
+    :class:`~bsard_demo.app.hosting.IdleGiveBack` build their own), and what
+    collection imported is set aside from Python's collector (``gc.freeze``, as the app does after a
+    build). A whole run's workers spent ~35 CPU s collecting, 27 of them in full collections
+    (gc.callbacks, docs/benchmarks.md "The suite")."""
+    import gc
+
+    _quiet_idle_give_back()
+    gc.collect()
+    gc.freeze()
+
+
+def _quiet_idle_give_back() -> None:
+    hosting_ui = sys.modules.get("bsard_demo.app.hosting_ui")
+    if hosting_ui is not None:
+        hosting_ui.IDLE.after = ()
 
 
 @pytest.fixture(autouse=True)
