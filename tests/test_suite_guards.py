@@ -33,7 +33,7 @@ def test_a_dying_worker_and_a_hang_fail_the_run_quickly_with_their_names(tmp_pat
     (tmp_path / "test_doomed.py").write_text(DOOMED)
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml"), "--rootdir",
-                           str(tmp_path), "-o", "timeout=5", "-p", "no:cacheprovider", "-q", str(tmp_path)],
+                           str(tmp_path), "-o", "timeout=2", "-p", "no:cacheprovider", "-q", str(tmp_path)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     seconds = time.monotonic() - t0
     out = proc.stdout + proc.stderr
