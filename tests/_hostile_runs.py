@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 MB = 2**20
@@ -125,8 +126,6 @@ def write_class(name: str, folder: Path, mb: float) -> Path:
 
 def _read_proc(path: str, size: int) -> bytes:
     """The first ``size`` bytes of a /proc file (b"" for a process gone meanwhile)."""
-    import os
-
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -143,8 +142,6 @@ def _tree_rss_kb(pid: int) -> int:
     """VmRSS of ``pid`` and all its descendants, summed (/proc; 0 for a process gone meanwhile).
     Read with os.read, not pathlib: a scan of every process's stat each 20 ms cost ~5 ms of the test
     process's CPU (4x less this way: ~5 CPU s over tests/cli/test_cli_hostile_reads.py)."""
-    import os
-
     parents: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():

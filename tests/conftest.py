@@ -128,14 +128,13 @@ def _scan_components_once() -> None:
 def pytest_collection_finish(session):
     """A test process is not a server: the app's idle give-back (``hosting_ui.IDLE``: a full collection of
     the whole heap, frozen objects too, 10, 150 and 300 s after each burst of AppTests) never runs in it
-    (``after`` emptied here and before each test, once the app is imported; the tests of
+    (:func:`reset_process_state` empties its ``after`` before each test, once the app is imported; the tests of
     :class:`~bsard_demo.app.hosting.IdleGiveBack` build their own), and what
     collection imported is set aside from Python's collector (``gc.freeze``, as the app does after a
     build). A whole run's workers spent ~35 CPU s collecting, 27 of them in full collections
     (gc.callbacks, docs/benchmarks.md "The suite")."""
     import gc
 
-    _quiet_idle_give_back()
     gc.collect()
     gc.freeze()
     # With the imports frozen, the survivors of the last full collection are few, so CPython's own brake on

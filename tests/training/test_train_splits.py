@@ -120,10 +120,10 @@ def test_train_adapter_on_train_and_synthetic(data, use_index, tmp_path, capsys)
 def test_train_ranker_on_train_and_synthetic(data, use_index, tmp_path):
     pytest.importorskip("lightgbm")
     ds, out = data["dataset"], tmp_path / "ranker"
-    private_cache(use_index, tmp_path)
+    cache = private_cache(use_index, tmp_path)
     assert main(["train", "--ranker", "--data", str(data["folder"]), "--train-splits", "train, synthetic",
                  "--ranker-inputs", "bm25,use,neighbours", "--folds", "2", "--out", str(out), "--no-progress",
-                 "--no-evaluate", "--cache-dir", str(tmp_path / "cache")]) == 0
+                 "--no-evaluate", "--cache-dir", str(cache)]) == 0
     record = json.loads((out / METADATA_FILE).read_text())
     assert record["split"] == record["dataset"]["split"] == "train,synthetic"
     assert record["dataset"]["questions_used"] == len(labelled_questions(ds, "train,synthetic")[0])
@@ -131,5 +131,5 @@ def test_train_ranker_on_train_and_synthetic(data, use_index, tmp_path):
     # served over the same folder: its neighbours and prior read the union again
     run = tmp_path / "ranker.trec"
     assert main(["run", "--retriever", "ranker", "--encoder", str(out), "--data", str(data["folder"]), "--out",
-                 str(run), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]) == 0
+                 str(run), "--cache-dir", str(cache), "--no-progress"]) == 0
     assert len({line.split()[0] for line in run.read_text().splitlines()}) == len(ds.questions("test"))
