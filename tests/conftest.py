@@ -58,6 +58,12 @@ def ranx():
 # they are read-only and loading them again costs seconds. Order checks: .ci/run (a shuffled order).
 
 
+#: The process's own ``__main__``: Streamlit's script runner puts each AppTest's script in its place and leaves it
+#: there, so a ``spawn`` pool started later in the process (a parallel dense build) ran that script again in
+#: each worker (an ``AppTest.from_function`` script: a NameError, the pool broken; seen in a shuffled order).
+_MAIN = sys.modules["__main__"]
+
+
 def reset_process_state() -> None:
     """Empty Streamlit's caches and every module-level :class:`~bsard_demo.build_once.BuildOnce` of the
     project's modules already imported (none is imported here: a test that never loaded the app pays nothing)."""
@@ -70,6 +76,8 @@ def reset_process_state() -> None:
         st.cache_data.clear()
         _scan_components_once()
     _quiet_idle_give_back()
+    if sys.modules.get("__main__") is not _MAIN:
+        sys.modules["__main__"] = _MAIN
     if build_once is None:
         return
     for name in _project_modules():
