@@ -414,6 +414,17 @@ def shared_app(tmp_path_factory):
         pytest.fail(str(exc))
 
 
+def page_says(page, app: AppServer | None = None, chars: int = 1500) -> str:
+    """For a failed check: what the page's main area shows (its first ``chars`` characters) and the end of
+    ``app``'s log (a French error the page drew instead of hits, or the server's traceback)."""
+    try:
+        text = page.locator("[data-testid='stMain']").inner_text(timeout=5_000)[:chars]
+    except Exception as exc:  # noqa: BLE001 - a diagnostic: say why it could not be read
+        text = f"(page text unreadable: {type(exc).__name__})"
+    log = app.log_text()[-chars:] if app is not None else ""
+    return f"page shows:\n{text}\n--- server log (end):\n{log}"
+
+
 def alive(app: AppServer) -> AppServer:
     """``app``, once checked still running (a shared server that an earlier test ended fails here, with its log)."""
     import pytest

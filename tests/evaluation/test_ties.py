@@ -31,11 +31,12 @@ def _ranx_trec(ranx, tmp_path, scores: dict[str, dict[str, float]]) -> bytes:
 @pytest.mark.slow
 def test_a_ranx_trec_run_whose_float32_ties_move_no_figure_gets_no_warning(tmp_path, capsys, ranx):
     rng = random.Random(0)
-    qrels = {f"q{i}": frozenset({f"g{i}a", f"g{i}b"}) for i in range(40)}
+    qrels = {f"q{i}": frozenset({f"g{i:03d}a", f"g{i:03d}b"}) for i in range(40)}  # ids of 5 characters, as the
+    # other runs ranx makes here (its numba functions compile once per longest id: tests/conftest.py's ranx group)
     scores = {}
     for q, gold in qrels.items():  # relevant articles on distinct scores, the others tied in blocks (float32)
         docs = {d: float(np.float32(5.0 + rng.random())) for d in gold}
-        docs.update({f"d{j}": float(np.float32(round(rng.random() * 4, 1))) for j in range(150)})
+        docs.update({f"d{j:04d}": float(np.float32(round(rng.random() * 4, 1))) for j in range(150)})
         scores[q] = docs
     data = _ranx_trec(ranx, tmp_path, scores)
     read = read_run_bytes(data, "ranx.trec")
