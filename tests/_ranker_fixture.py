@@ -9,12 +9,13 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def sample_ranker(tmp_path_factory):
+def sample_ranker(tmp_path_factory, sample_use_index):
     pytest.importorskip("lightgbm")
+    from _small_sample import cache_copy
     from bsard_demo.cli.main import main
 
     root = tmp_path_factory.mktemp("ranker")
-    cache_dir = root / "cache"
+    cache_dir = cache_copy(sample_use_index, root / "cache")
     adapter = root / "sample-use-adapter"
     assert main(["train", "--data", "sample", "--out", str(adapter), "--adapter-steps", "3", "--adapter-lr", "0.01",
                  "--cache-dir", str(cache_dir), "--no-progress", "--no-evaluate"]) == 0

@@ -34,6 +34,25 @@ def sample():
 
 
 @pytest.fixture(scope="session")
+def sample_use_index(tmp_path_factory):
+    """An index cache holding the sample embedded by ``use``, once per process (tests/_small_sample.py's
+    ``use_index``): the tests that load those embeddings copy it (``cache_copy``)."""
+    from _small_sample import use_index
+    from bsard_demo.sources import load_sample
+
+    return use_index(load_sample(), tmp_path_factory.mktemp("sample-use-index"))
+
+
+@pytest.fixture(scope="session")
+def app_cache(sample_use_index, tmp_path_factory):
+    """The index cache the AppTest files share in a process (``set_app_env``'s): the sample's ``use`` embeddings
+    stored from the start, as an earlier test could have left them (a first visitor sees BM25 alone either way)."""
+    from _small_sample import cache_copy
+
+    return cache_copy(sample_use_index, tmp_path_factory.getbasetemp() / "app-cache")
+
+
+@pytest.fixture(scope="session")
 def sample_app(tmp_path_factory):
     """One ``streamlit run app.py`` on the sample for the browser files that share it (an ``AppServer``;
     tests/_browser.py's ``shared_app``): started by the first test that asks for it, stopped with the session

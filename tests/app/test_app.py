@@ -31,9 +31,9 @@ XSS = "<img src=x onerror=alert(1)>"
 
 
 @pytest.fixture(autouse=True)
-def app_env(monkeypatch, tmp_path_factory):
+def app_env(monkeypatch, app_cache):
     # the cache is shared by this session's app tests
-    return set_app_env(monkeypatch, tmp_path_factory.getbasetemp() / "app-cache", "sample")
+    return set_app_env(monkeypatch, app_cache, "sample")
 
 
 def hit_cards(at: AppTest) -> list[str]:

@@ -22,8 +22,8 @@ from bsard_demo.sources import load_sample
 
 
 @pytest.fixture(autouse=True)
-def app_env(monkeypatch, tmp_path_factory):
-    return set_app_env(monkeypatch, tmp_path_factory.getbasetemp() / "app-cache", "sample")
+def app_env(monkeypatch, app_cache):
+    return set_app_env(monkeypatch, app_cache, "sample")
 
 
 def metrics_df(at):

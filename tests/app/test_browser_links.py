@@ -32,8 +32,10 @@ SECOND = "divorce & pension alimentaire <b>enfants</b>"
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("links-cache")
+def cache(tmp_path_factory, sample_use_index):
+    from _small_sample import cache_copy
+
+    return cache_copy(sample_use_index, tmp_path_factory.mktemp("links-cache"))
 
 
 @pytest.fixture(scope="module")

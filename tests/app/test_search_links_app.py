@@ -26,9 +26,9 @@ QUESTION = "Mon propriétaire peut-il garder ma garantie locative ?"
 
 
 @pytest.fixture(autouse=True)
-def app_env(monkeypatch, tmp_path_factory):
+def app_env(monkeypatch, tmp_path_factory, app_cache):
     monkeypatch.setenv("BSARD_MODELS", str(tmp_path_factory.getbasetemp() / "no-models"))
-    return set_app_env(monkeypatch, tmp_path_factory.getbasetemp() / "app-cache", "sample")
+    return set_app_env(monkeypatch, app_cache, "sample")
 
 
 def open_link(params: dict) -> AppTest:

@@ -6,6 +6,7 @@ import shlex
 
 import pytest
 
+from _small_sample import cache_copy
 from _tiny_corpus import run_cli
 from bsard_demo.cli.common import OneLineParser
 from bsard_demo.cli.retrieval import add_run_parser, spec_from_args
@@ -40,7 +41,8 @@ def test_tune_bm25_prints_the_best_and_a_run_command_that_works(tmp_path, capsys
     assert BM25Settings(**spec.options) == BM25Settings(k1=record["best"]["k1"], b=record["best"]["b"])
 
 
-def test_tune_hybrid_of_bm25_and_use_on_a_small_grid(capsys):
+def test_tune_hybrid_of_bm25_and_use_on_a_small_grid(capsys, tmp_path, sample_use_index):
+    cache_copy(sample_use_index, tmp_path / "cache")  # BSARD_CACHE (_private_cache): use's embeddings stored
     code = run_cli("tune", "--retriever", "hybrid", "--data", "sample", "--rrf-k-values", "10", "60",
                    "--weight-values", "0.5", "1", "--alpha-values", "0.5", "--no-progress")
     assert code == 0, capsys.readouterr().err

@@ -152,11 +152,12 @@ def test_the_record_file_is_the_training_record():
 # -- train --adapter on the sample ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def fitted(tmp_path_factory):
+def fitted(tmp_path_factory, sample_use_index):
+    from _small_sample import cache_copy
     from bsard_demo.cli.main import main
 
     root = tmp_path_factory.mktemp("adapter")
-    cache_dir = root / "cache"
+    cache_dir = cache_copy(sample_use_index, root / "cache")
     out = root / "sample-use-adapter"
     code = main(["train", "--adapter", "--data", "sample", "--out", str(out), "--adapter-steps", "30",
                  "--adapter-lr", "0.01", "--cache-dir", str(cache_dir), "--no-progress"])

@@ -145,7 +145,8 @@ def test_round_trip_through_ranx_and_ir_measures(tmp_path, capsys, labels_cases,
 
 def test_runs_written_by_ranx_read_back_in_the_same_order(tmp_path, ranx):
     rng = random.Random(5)
-    scores = {f"q{i}": {str(rng.randrange(23000)): rng.random() for _ in range(rng.randrange(1, 80))} for i in range(30)}
+    scores = {f"q{i}": {str(rng.randrange(23000)): rng.random() for _ in range(rng.randrange(1, 80))}
+              for i in range(30)}
     want = Run.from_scores(scores)
     written = ranx.Run.from_dict(scores, name="ranx_run")
     for ext in ("trec", "json", "parquet"):

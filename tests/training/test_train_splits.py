@@ -5,12 +5,12 @@ neighbour, shares its fold, and leaves its citation prior)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from _small_sample import cache_copy, use_index as embedded_by_use
 from _synthetic_split import synthetic_folder
 from bsard_demo.cli.main import main
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
@@ -32,14 +32,12 @@ def use_index(data, tmp_path_factory) -> Path:
     """An index cache holding the folder's corpus embedded by ``use`` (what the adapter's base and the ranker's
     ``use`` input build): each train test starts its own cache as a copy of it (:func:`private_cache`), so the
     corpus is embedded once a module, not once a test (~2 CPU s each)."""
-    root = tmp_path_factory.mktemp("use-index")
-    build_retriever(RetrieverSpec("dense", {"encoder": "use"}), data["dataset"], cache_root=root)
-    return root
+    return embedded_by_use(data["dataset"], tmp_path_factory.mktemp("use-index"))
 
 
 def private_cache(use_index: Path, tmp_path: Path) -> Path:
     """A cache of the test's own, holding :func:`use_index`'s entries (a copy: the module's stays as built)."""
-    return Path(shutil.copytree(use_index, tmp_path / "cache"))
+    return cache_copy(use_index, tmp_path / "cache")
 
 
 def test_the_neighbours_draw_on_the_union_with_unique_keys(data):
