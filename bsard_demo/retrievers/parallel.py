@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 import time
+import types
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Callable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -45,6 +48,27 @@ def _embed(factory: Callable[[], object], texts: Sequence[str], pooling: str, wi
     return embed_documents(encoder, list(texts), pooling=pooling, window=window, batch_size=batch_size)
 
 
+@contextmanager
+def _no_page_as_main() -> Iterator[None]:
+    """While workers start: ``spawn`` runs the file of ``sys.modules["__main__"]`` again in each worker (as
+    ``__mp_main__``). Under ``streamlit run`` that module is the page script Streamlit installed for a run, not the
+    program (``sys.argv[0]``): each worker ran the whole app again, outside Streamlit. Such a ``__main__`` is an
+    empty module meanwhile; it is put back unless a page run installed its own in the meantime."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    program = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c", "-m") else None
+    if path is None or getattr(main, "__spec__", None) is not None or (
+            program is not None and os.path.realpath(path) == os.path.realpath(program)):
+        yield
+        return
+    stand_in = sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if sys.modules.get("__main__") is stand_in:
+            sys.modules["__main__"] = main
+
+
 def embed_shards(factory: Callable[[], object], jobs: Mapping[int, Sequence[str]],
                  store: Callable[[int, np.ndarray], None], *, workers: int, pooling: str, window: int | None,
                  batch_size: int) -> None:
@@ -61,7 +85,8 @@ def embed_shards(factory: Callable[[], object], jobs: Mapping[int, Sequence[str]
                 number = next(pending, None)
                 if number is None:
                     return False
-                running[pool.submit(_embed, factory, list(jobs[number]), pooling, window, batch_size)] = number
+                with _no_page_as_main():  # a submit starts a worker while fewer than ``workers`` are idle
+                    running[pool.submit(_embed, factory, list(jobs[number]), pooling, window, batch_size)] = number
                 return True
 
             for _ in range(2 * workers):

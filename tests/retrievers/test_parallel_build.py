@@ -132,3 +132,26 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_workers_run_no_page_script_installed_as_main(tmp_path, monkeypatch):
+    """Under ``streamlit run`` each page run installs its script as ``sys.modules["__main__"]`` (its file
+    included), and ``spawn`` ran that file again in every worker, as ``__mp_main__``: the whole app, outside
+    Streamlit, once a worker. A build started from a page runs no page in its workers and leaves the page's
+    ``__main__`` as it was."""
+    import sys
+    import types
+
+    from bsard_demo.retrievers.parallel import embed_shards
+
+    page = tmp_path / "page.py"
+    page.write_text(f"import os\nopen({str(tmp_path / 'ran-')!r} + str(os.getpid()), 'w').close()\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(page)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    done = {}
+    embed_shards(make_encoder, {0: TEXTS[:3], 1: TEXTS[3:6]}, done.__setitem__, workers=2, pooling="mean",
+                 window=None, batch_size=8)
+    assert sorted(done) == [0, 1]
+    assert not list(tmp_path.glob("ran-*")), "a worker ran the page script"
+    assert sys.modules["__main__"] is main
