@@ -215,12 +215,17 @@ QUESTION_SHOWN_JS = "q => document.querySelector('.bsard-question')?.innerText =
 ASK_MS = 15_000
 
 
-def ask(page, question: str, attempts: int = 3) -> None:
+def ask(page, question: str, attempts: int = 3, *, hits: bool = False) -> None:
     """Type ``question`` into the Search page's box and press « Rechercher » once the page is
     idle, until the page shows that question (on loaded cores a late rerun can reset the box
     or swallow the click). An attempt waits :data:`ASK_MS` for the question, then for a search
     still running (up to :data:`STEP_MS`) before it looks again: a swallowed click cost a whole
-    minute when each attempt waited :data:`STEP_MS` (one test went from 10 s to 70 s)."""
+    minute when each attempt waited :data:`STEP_MS` (one test went from 10 s to 70 s).
+
+    ``hits``: the search must also show hits. A page that shows the question but, once idle, no hit
+    after :data:`ASK_MS` is asked again, with a warning quoting what it showed. Two runs out of five
+    on 7 December (CI included) ended like that once, never when a file ran alone; the cause is not
+    known (docs/benchmarks.md, "The suite"). The warning keeps each case in the run's output."""
     box = page.get_by_label("Votre question")
     for attempt in range(attempts):
         wait_idle(page)
@@ -228,13 +233,30 @@ def ask(page, question: str, attempts: int = 3) -> None:
         page.get_by_role("button", name="Rechercher").click()
         try:
             page.wait_for_function(QUESTION_SHOWN_JS, arg=question, timeout=ASK_MS)
-            return
+            shown = True
         except Exception:
             wait_idle(page)
-            if page.evaluate(QUESTION_SHOWN_JS, question):
-                return
-            if attempt == attempts - 1:
-                raise
+            shown = page.evaluate(QUESTION_SHOWN_JS, question)
+        if shown and (not hits or _hits_come(page)):
+            return
+        if attempt == attempts - 1:
+            raise AssertionError(f"the search of {question[:80]!r} did not end with hits: {page_says(page)}")
+
+
+def _hits_come(page) -> bool:
+    """Whether the page shows a hit within :data:`ASK_MS`, or has one once idle; warns when it does not."""
+    import warnings
+
+    try:
+        page.locator(".bsard-hit").first.wait_for(state="attached", timeout=ASK_MS)
+    except Exception:  # noqa: BLE001 - looked at again once idle
+        pass
+    wait_idle(page)
+    if page.locator(".bsard-hit").count():
+        return True
+    warnings.warn(f"a search showed its question but no hit once idle; asked again. {page_says(page, chars=600)}",
+                  stacklevel=3)
+    return False
 
 
 #: JavaScript: resolves once the browser has drawn two frames (what was just scrolled or changed is on screen).

@@ -78,7 +78,7 @@ def test_search_page_shows_hits(server, browser, sample_app):
         box.wait_for(timeout=STEP_MS)
         expect_text = "FICTIFS"
         page.get_by_text(expect_text, exact=False).first.wait_for(timeout=STEP_MS)
-        ask(page, "Mon propriétaire peut-il garder ma garantie locative ?")
+        ask(page, "Mon propriétaire peut-il garder ma garantie locative ?", hits=True)
         page.locator(".bsard-hit").first.wait_for(timeout=STEP_MS)
         _wait_idle(page)
         hits = page.locator(".bsard-hit")

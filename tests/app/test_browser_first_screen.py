@@ -111,7 +111,7 @@ def test_a_search_ends_with_a_hit_in_view_in_a_citizens_words(server, browser, s
     try:
         if size is WIDE:  # typed
             page.goto(server, wait_until="domcontentloaded", timeout=STEP_MS)
-            ask(page, QUESTION)
+            ask(page, QUESTION, hits=True)
         else:  # a shared link, BM25 and the combined ranking with the similar questions
             page.goto(f"{server}/search?" + urllib.parse.urlencode(
                 [("q", QUESTION), ("systems", "bm25"), ("systems", "hybrid"), ("henc", "neighbours")]),
