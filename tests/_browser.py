@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from pathlib import Path
 from typing import Mapping
 
@@ -240,13 +241,12 @@ def ask(page, question: str, attempts: int = 3, *, hits: bool = False) -> None:
         if shown and (not hits or _hits_come(page)):
             return
         if attempt == attempts - 1:
-            raise AssertionError(f"the search of {question[:80]!r} did not end with hits: {page_says(page)}")
+            what = "ended without hits" if shown else "never showed its question"
+            raise AssertionError(f"the search of {question[:80]!r} {what}: {page_says(page)}")
 
 
 def _hits_come(page) -> bool:
     """Whether the page shows a hit within :data:`ASK_MS`, or has one once idle; warns when it does not."""
-    import warnings
-
     try:
         page.locator(".bsard-hit").first.wait_for(state="attached", timeout=ASK_MS)
     except Exception:  # noqa: BLE001 - looked at again once idle

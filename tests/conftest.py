@@ -78,8 +78,9 @@ def ranx():
 
 
 #: The process's own ``__main__``: Streamlit's script runner puts each AppTest's script in its place and leaves it
-#: there, so a ``spawn`` pool started later in the process (a parallel dense build) ran that script again in
-#: each worker (an ``AppTest.from_function`` script: a NameError, the pool broken; seen in a shuffled order).
+#: there (process state a later test would inherit). A ``spawn`` pool started after it ran that script again in
+#: each worker (seen in a shuffled order); bsard_demo/retrievers/parallel.py now starts its workers without such
+#: a ``__main__`` itself, and each test still starts with the process's own.
 _MAIN = sys.modules["__main__"]
 
 
