@@ -32,7 +32,7 @@ from bsard_demo.training.e5_torch import E5Torch, trained_names  # noqa: E402
 from bsard_demo.training.finetune import TrainingPairs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-#: A few steps on ~46 pairs, 8 tokens a text (the least ``max_seq``: the fit's cost is its tokens), one thread.
+#: A few steps on tiny_data's 24 pairs, 8 tokens a text (the least ``max_seq``: a fit costs its tokens), one thread.
 TINY = dict(max_seq=8, batch=8, epochs=1, threads=1, hard_negatives=1, seed=0, evaluate=False)
 
 
@@ -95,7 +95,7 @@ def test_the_folder_holds_float32_weights_that_moved_and_its_record(tuned):
     assert len(moved) == len(weights)  # every trained tensor took a step
     (listed,) = list_trained_models(tuned["root"])
     assert listed.error is None
-    assert listed.label() == f"m: e5 fine-tuned on {tuned['data']} train (46 pairs, 1 epoch(s))"
+    assert listed.label() == f"m: e5 fine-tuned on {tuned['data']} train (24 pairs, 1 epoch(s))"
     assert "--encoder" in tuned["result"].summary() and WEIGHTS_FILE in record["weights_sha256"]
 
 

@@ -56,8 +56,8 @@ def sample(tiny_data):
     return load_dataset(str(tiny_data))
 
 
-#: ``prefixed``'s train questions: the first of the split (18 of its 46 pairs: 3 steps of up to 8). Its checks are
-#: about prefixes, settings and other weights, not a figure: its fit costs a third of a full split's.
+#: ``prefixed``'s train questions: the first of the split (18 of its 24 pairs: 3 steps of up to 8). Its checks are
+#: about prefixes, settings and other weights, not a figure: 18 pairs cost less than 24.
 PREFIXED_QUESTIONS = 9
 
 
