@@ -4,12 +4,9 @@ each class as a function ``(path, mb) -> path`` writing about ``mb`` MB, used by
 """
 from __future__ import annotations
 
-import atexit
 import gzip
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 MB = 2**20
@@ -130,15 +127,13 @@ def write_class(name: str, folder: Path, mb: float) -> Path:
 _SHARED: dict[tuple[str, float], Path] = {}
 
 
-def shared_class(name: str, mb: float) -> Path:
-    """:func:`write_class`'s file, written once a process into a folder removed at its exit, for tests
+def shared_class(name: str, mb: float, tmp_path_factory) -> Path:
+    """:func:`write_class`'s file, written once a process under pytest's temporary folder, for tests
     that only read it: tests/test_hostile_reads.py and tests/cli/test_cli_hostile_reads.py read the
     same 9 files of 20 MB (1.5 CPU s to write)."""
     key = (name, mb)
     if key not in _SHARED or not _SHARED[key].exists():
-        folder = Path(tempfile.mkdtemp(prefix="bsard-hostile-"))
-        atexit.register(shutil.rmtree, folder, True)
-        _SHARED[key] = write_class(name, folder, mb)
+        _SHARED[key] = write_class(name, tmp_path_factory.mktemp("hostile"), mb)
     return _SHARED[key]
 
 

@@ -67,8 +67,8 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", list(CLASSES))
-def test_each_hostile_class_is_refused_at_once_with_one_error(name):
-    path = shared_class(name, 20)  # read only, so written once a process
+def test_each_hostile_class_is_refused_at_once_with_one_error(tmp_path_factory, name):
+    path = shared_class(name, 20, tmp_path_factory)  # read only, so written once a process
     m = measure(path)
     code, line = EXPECTED[name]
     assert not m["ok"] and m["errors"] == [[code, line]], m

@@ -10,8 +10,8 @@ from _hostile_runs import CLASSES, evaluate_cost, shared_class
 
 
 @pytest.mark.parametrize("name", list(CLASSES))
-def test_evaluate_ends_each_costly_file_in_30_s_and_512_mb(name):
-    path = shared_class(name, 20)  # read only, so written once a process
+def test_evaluate_ends_each_costly_file_in_30_s_and_512_mb(tmp_path_factory, name):
+    path = shared_class(name, 20, tmp_path_factory)  # read only, so written once a process
     cost = evaluate_cost(path, "sample", timeout=60)
     assert cost["exit"] in (0, 2) and cost["seconds"] < 30 and cost["peak_mb"] <= 512, cost
     assert cost["exit"] == 2 and len(cost["errors"]) == 1, cost  # refused, with its one code
