@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -315,9 +316,20 @@ def test_deeply_nested_json(name, body):
 # -- 2. compressed input: bombs stop at the cap, whose size the message names -------------------
 
 def _zeros_gzip(mb: int) -> bytes:
+    """One gzip stream of ``mb`` MB of zeros. A full flush resets zlib's state, so each MB after the
+    first packs to the same bytes: packed once, repeated, the trailer's CRC and size set for the whole
+    (0.1 CPU s, not 1.4 s, at 264 MB; checked: it inflates to the 264 MB, CRC included)."""
     comp = zlib.compressobj(6, zlib.DEFLATED, 31)
     block = bytes(2**20)
-    return b"".join(comp.compress(block) for _ in range(mb)) + comp.flush()
+    first = comp.compress(block) + comp.flush(zlib.Z_FULL_FLUSH)
+    again = comp.compress(block) + comp.flush(zlib.Z_FULL_FLUSH)
+    if mb < 3 or comp.compress(block) + comp.flush(zlib.Z_FULL_FLUSH) != again:  # another zlib: pack it all
+        comp = zlib.compressobj(6, zlib.DEFLATED, 31)
+        return b"".join(comp.compress(block) for _ in range(mb)) + comp.flush()
+    crc = 0
+    for _ in range(mb):
+        crc = zlib.crc32(block, crc)
+    return first + again * (mb - 1) + comp.flush()[:-8] + struct.pack("<II", crc, (mb << 20) & 0xFFFFFFFF)
 
 
 @pytest.mark.parametrize("kind", ["one stream", "many members"])

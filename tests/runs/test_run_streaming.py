@@ -189,7 +189,9 @@ def test_a_large_run_costs_a_bounded_memory(tmp_path):
         for q in range(300):
             docs = rng.choice(22_633, size=2000, replace=False) + 1
             scores = np.sort(rng.random(2000))[::-1]
-            f.write("".join(f"{q} Q0 {d} {r} {s:.6f} run\n" for r, (d, s) in enumerate(zip(docs, scores), 1)))
+            # as Python numbers: the same text, formatted 1.5x faster than numpy scalars
+            f.write("".join(f"{q} Q0 {d} {r} {s:.6f} run\n"
+                            for r, (d, s) in enumerate(zip(docs.tolist(), scores.tolist()), 1)))
     size_mb = path.stat().st_size / 2**20
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     # read and scored in a fresh interpreter, the peak reset after the imports (nothing before the read counts)
