@@ -23,6 +23,7 @@ from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.batch import question_texts
 from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.sources import load_dataset
+from _small_sample import cut_words
 
 cache = Path(sys.argv[1])
 ds = load_dataset("sample")
@@ -31,7 +32,7 @@ mid = Dataset("sample-30", "local", ds.articles.iloc[:30].reset_index(drop=True)
 # words within 200 characters (~100 tokens each, ~0.8 s); what a seed could change (orders, ties, fusion) is not in
 # an article's length
 few_articles = ds.articles.iloc[:4].reset_index(drop=True)
-few_articles = few_articles.assign(article=[t[:200].rsplit(" ", 1)[0] for t in few_articles["article"]])
+few_articles = few_articles.assign(article=[cut_words(t, 200) for t in few_articles["article"]])
 few = Dataset("sample-4", "local", few_articles, ds.splits)
 questions = question_texts(ds.questions("test"), False)
 runs = [
@@ -71,7 +72,7 @@ SEEDS = ("1", "2")
 
 
 def _run(seed: str, cache: Path, bm25s_out: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
     env.pop("BSARD_CACHE", None)
     return subprocess.Popen([sys.executable, "-c", CHILD, str(cache), str(bm25s_out)], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
