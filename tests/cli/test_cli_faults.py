@@ -5,6 +5,7 @@ interpreter."""
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import shutil
 import socket
@@ -385,25 +386,58 @@ def _env(**extra: str) -> dict:
     return env
 
 
-def _spawn(args: list[str], env: dict, prefix: list[str] = ()) -> subprocess.Popen:
-    return subprocess.Popen([*prefix, sys.executable, "-m", "bsard_demo", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+# One interpreter imports what ``python -m bsard_demo`` imports, then forks a process a case: each runs the real
+# entry point (bsard_demo/__main__.py through runpy, as ``-m`` does) with its own argv, its stdout and stderr in
+# files of its own, and ends through the interpreter's own exit (``sys.exit(main())``: its code, its flushes).
+# One import for all the cases instead of one a case (~1 CPU s each; tests/test_cache_faults.py's race forks too).
+FORKER = r"""
+import json, os, runpy, sys
+import bsard_demo.cli.main  # bsard_demo/__main__.py's import
+
+folder, cases = sys.argv[1], json.loads(sys.argv[2])
+pids = []
+for i, args in enumerate(cases):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # a case: its own output files, then the command, which exits (sys.exit in __main__.py)
+        for fd, name in ((1, "out"), (2, "err")):
+            os.dup2(os.open(os.path.join(folder, f"{name}-{i}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+        sys.argv = ["bsard_demo", *args]
+        runpy.run_module("bsard_demo", run_name="__main__", alter_sys=True)
+        raise SystemExit("bsard_demo's __main__ returned instead of exiting")
+    pids.append(pid)
+print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]))
+"""
 
 
-def _check_all(procs: dict[str, tuple[subprocess.Popen, str]], rc: int = 2) -> None:
+def _run_forked(cases: dict[str, list[str]], env: dict, folder: Path,
+                prefix: list[str] = ()) -> dict[str, tuple[int, str, str]]:
+    """``python -m bsard_demo *args`` of each case, each in its own process, all at once (:data:`FORKER`;
+    ``prefix`` runs them as another user, who must be able to write ``folder``): ``{case: (code, out, err)}``."""
+    proc = subprocess.run([*prefix, sys.executable, "-c", FORKER, str(folder), json.dumps(list(cases.values()))],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    codes = json.loads(proc.stdout)
+    assert len(codes) == len(cases)
+    return {name: (code, (folder / f"out-{i}").read_text(), (folder / f"err-{i}").read_text())
+            for i, (name, code) in enumerate(zip(cases, codes))}
+
+
+def _check_all(results: dict[str, tuple[int, str, str]], phrases: dict[str, str], rc: int = 2) -> None:
     failures = []
-    for name, (proc, phrase) in procs.items():
-        out, err = proc.communicate(timeout=120)
+    for name, phrase in phrases.items():
+        code, out, err = results[name]
         lines = err.splitlines()
-        if proc.returncode != rc or len(lines) != 1 or "Traceback" in err + out or phrase not in err:
-            failures.append(f"{name}: rc={proc.returncode} stderr={err!r}")
+        if code != rc or len(lines) != 1 or "Traceback" in err + out or phrase not in err:
+            failures.append(f"{name}: rc={code} stderr={err!r}")
     assert failures == []
 
 
 def test_subprocess_subset(tmp_path):
-    """One case per command through ``python -m bsard_demo``, run concurrently: the exit code,
-    the one stderr line and no traceback of the real interpreter (the in-process tests above
-    cover every case, including these)."""
+    """One case per command through ``python -m bsard_demo``'s entry point, each in its own process, run
+    concurrently: the exit code, the one stderr line and no traceback of the real interpreter (the in-process
+    tests above cover every case, including these)."""
     folder = good_folder(tmp_path)
     (tmp_path / "garbage.trec").write_bytes(BINARY)
     bad_quotes = good_folder(tmp_path / "q")
@@ -419,12 +453,14 @@ def test_subprocess_subset(tmp_path):
                              "not a readable CSV"),
         "index, articles.csv a folder": (["index", "--data", str(as_dir)], "is a folder, not a CSV file"),
     }
-    _check_all({name: (_spawn(args, env), phrase) for name, (args, phrase) in cases.items()})
+    (tmp_path / "outs").mkdir()
+    results = _run_forked({name: args for name, (args, _) in cases.items()}, env, tmp_path / "outs")
+    _check_all(results, {name: phrase for name, (_, phrase) in cases.items()})
 
 
 def _setpriv() -> list[str]:
     """The command prefix that runs a process as user nobody, once that user is known to be able
-    to run this interpreter on this checkout (the same way :func:`_spawn` does: its cwd, its
+    to run this interpreter on this checkout (the same way :func:`_run_forked` does: its cwd, its
     ``PYTHONPATH``, the venv's packages). A checkout or venv under a private (0700) folder, as in
     a clone under ``mktemp -d``, is out of nobody's reach: the test is then skipped, saying so."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
@@ -471,11 +507,15 @@ def test_really_unreadable_files_as_nobody():
                                          "Permission denied; not scored"),
             "data, unlistable folder": (["data", "--data", str(locked)], "cannot list the folder (Permission denied)"),
         }
-        _check_all({name: (_spawn(args, env, prefix), phrase) for name, (args, phrase) in cases.items()})
-        proc = _spawn(["index", "--data", str(readable), "--cache-dir", str(locked / "cache"), "--no-progress"], env,
-                      prefix)
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0 and "Traceback" not in err, err
+        index = ["index", "--data", str(readable), "--cache-dir", str(locked / "cache"), "--no-progress"]
+        outs = root / "outs"  # the cases' output files, written by nobody
+        outs.mkdir()
+        os.chown(outs, 65534, 65534)
+        results = _run_forked({**{name: args for name, (args, _) in cases.items()}, "index, locked cache": index},
+                              env, outs, prefix)
+        _check_all(results, {name: phrase for name, (_, phrase) in cases.items()})
+        code, _, err = results["index, locked cache"]
+        assert code == 0 and "Traceback" not in err, err
         assert "note: could not save the BM25 index to the cache (Permission denied)" in err
     finally:
         for p in root.rglob("*"):
