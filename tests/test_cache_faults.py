@@ -319,11 +319,12 @@ def test_cli_with_a_file_as_cache_folder_still_runs(tmp_path, monkeypatch, capsy
 
 # -- concurrent builders ----------------------------------------------------------------------
 
-# One interpreter imports everything (bm25s too), then forks the n workers (one import instead of n: ~1 CPU s
-# each), which wait until all are ready, then each run the real CLI ``index`` command in its own process, its
-# stdout and stderr in files of its own; the parent prints their exit codes. Writing the entry is slowed down
-# (the files are written, then 0.3 s pass before cache.store renames the folder), so the builders are inside
-# cache.store together.
+# One interpreter imports everything (bm25s too), then, for each race, forks the n workers (one import instead of
+# n: ~1 CPU s each; and one for both races of this file: it serves them in turn, a line on stdin a race, its
+# exit codes a line on stdout), which wait until all are ready, then each run the real CLI ``index`` command in its
+# own process, its stdout and stderr in files of its own, with the race's cache folder in BSARD_CACHE (read at
+# call time). Writing the entry is slowed down (the files are written, then 0.3 s pass before cache.store renames
+# the folder), so the builders are inside cache.store together.
 WORKER = """
 import json, os, sys, time
 from pathlib import Path
@@ -331,37 +332,55 @@ from bsard_demo.cli.main import main
 from bsard_demo.retrievers import bm25
 import bm25s  # what ``index`` imports on first use (with numba: ~0.3 CPU s a worker)
 
-barrier, n = Path(sys.argv[1]), int(sys.argv[2])
 original = bm25.BM25Retriever._write
 def slow_write(self, folder):
     original(self, folder)
     print("built", flush=True)
     time.sleep(0.3)
 bm25.BM25Retriever._write = slow_write
-pids = []
-for i in range(n):
-    pid = os.fork()
-    if pid == 0:  # a worker: its own output files, then the barrier, then the command (an exception: exit 1)
-        for fd, name in ((1, "out"), (2, "err")):
-            os.dup2(os.open(barrier / f"{name}-{i}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
-        (barrier / f"ready-{os.getpid()}").touch()
-        end = time.monotonic() + 60
-        while len(list(barrier.glob("ready-*"))) < n and time.monotonic() < end:
-            time.sleep(0.005)
-        sys.exit(main(["index", "--data", "sample", "--no-progress"]))
-    pids.append(pid)
-print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]))
+for request in sys.stdin:  # a race: its barrier folder, its number of workers, its cache folder
+    barrier, n, os.environ["BSARD_CACHE"] = json.loads(request)
+    barrier = Path(barrier)
+    pids = []
+    for i in range(n):
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:  # a worker: its own output files, then the barrier, then the command (an exception: exit 1)
+            for fd, name in ((1, "out"), (2, "err")):
+                os.dup2(os.open(barrier / f"{name}-{i}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+            (barrier / f"ready-{os.getpid()}").touch()
+            end = time.monotonic() + 60
+            while len(list(barrier.glob("ready-*"))) < n and time.monotonic() < end:
+                time.sleep(0.005)
+            sys.exit(main(["index", "--data", "sample", "--no-progress"]))
+        pids.append(pid)
+    print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]), flush=True)
 """
 
 
-def _race(tmp_path: Path, cache_dir: Path, n: int = 4) -> list[subprocess.CompletedProcess]:
+@pytest.fixture(scope="module")
+def racer(tmp_path_factory):
+    """The :data:`WORKER` interpreter of this file's races (its stderr in a file, checked after each race)."""
+    err = tmp_path_factory.mktemp("racer") / "stderr"
+    with open(err, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-c", WORKER], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink, text=True)
+    try:
+        yield proc, err
+    finally:
+        proc.stdin.close()  # its loop ends: it exits
+        assert proc.wait(timeout=60) == 0 and "Traceback" not in err.read_text(), err.read_text()
+
+
+def _race(racer, tmp_path: Path, cache_dir: Path, n: int = 4) -> list[subprocess.CompletedProcess]:
+    proc, err = racer
     barrier = tmp_path / f"barrier-{len(list(tmp_path.glob('barrier-*')))}"
     barrier.mkdir()
-    env = {**os.environ, "BSARD_CACHE": str(cache_dir), "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", WORKER, str(barrier), str(n)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    codes = json.loads(proc.stdout)
+    proc.stdin.write(json.dumps([str(barrier), n, str(cache_dir)]) + "\n")
+    proc.stdin.flush()
+    answer = proc.stdout.readline()
+    assert answer and "Traceback" not in err.read_text(), err.read_text()
+    codes = json.loads(answer)
     assert len(codes) == n
     return [subprocess.CompletedProcess(["index", i], code, (barrier / f"out-{i}").read_text(),
                                         (barrier / f"err-{i}").read_text()) for i, code in enumerate(codes)]
@@ -375,9 +394,9 @@ def _assert_clean(cache_dir: Path) -> Path:
     return entry
 
 
-def test_concurrent_builders_leave_one_valid_entry(tmp_path, sample_articles, bm25_reference):
+def test_concurrent_builders_leave_one_valid_entry(racer, tmp_path, sample_articles, bm25_reference):
     cache_dir = tmp_path / "cache"
-    results = _race(tmp_path, cache_dir)
+    results = _race(racer, tmp_path, cache_dir)
     for r in results:
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     builders = sum(r.stdout.count("built") for r in results)
@@ -391,11 +410,11 @@ def test_concurrent_builders_leave_one_valid_entry(tmp_path, sample_articles, bm
     assert same_hits(loaded.search_many(QUESTIONS, 30), bm25_reference)
 
 
-def test_concurrent_builders_over_a_damaged_entry(tmp_path, sample_articles, bm25_reference):
+def test_concurrent_builders_over_a_damaged_entry(racer, tmp_path, sample_articles, bm25_reference):
     cache_dir = tmp_path / "cache"
     BM25Retriever.build(sample_articles, cache_root=cache_dir)
     _truncate(only_entry(cache_dir, "bm25s") / "bm25s" / "data.csc.index.npy")
-    results = _race(tmp_path, cache_dir)
+    results = _race(racer, tmp_path, cache_dir)
     for r in results:
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert any("damaged" in r.stderr for r in results)
