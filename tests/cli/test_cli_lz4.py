@@ -22,6 +22,11 @@ def test_a_ranx_lz4_run_scores_as_its_trec_twin(tmp_path, capsys, monkeypatch, r
     rng = random.Random(7)
     ids = sorted({a for gold in labels.values() for a in gold} | {str(a) for a in ds.articles["id"][:150]})
     scores = {q: {d: round(rng.uniform(0, 30), 3) for d in rng.sample(ids, 60)} for q in list(labels)[:-2]}
+    # and an article outside the corpus, of 5 characters (it matches no label, in both files): ranx's numba
+    # functions compile once per longest id (~10 CPU s in an empty numba cache, CI's), and ranx's other runs
+    # here have 5 (tests/conftest.py's ranx group)
+    for docs in scores.values():
+        docs["x0000"] = 0.5
     run = ranx.Run(scores, name="bm25")
     run.save(str(tmp_path / "bm25.lz4"), kind="lz4")
     run.save(str(tmp_path / "bm25.trec"), kind="trec")
@@ -36,8 +41,8 @@ def test_a_ranx_lz4_run_scores_as_its_trec_twin(tmp_path, capsys, monkeypatch, r
 
 
 def test_a_damaged_lz4_run_is_one_error_and_exit_2(tmp_path, capsys, ranx):
-    # ids of 3 characters, as the sample's above (ranx's numba functions compile once per longest id)
-    ranx.Run({"1": {"a01": 1.0}}, name="x").save(str(tmp_path / "x.lz4"), kind="lz4")
+    # ids of 5 characters, as ranx's other runs here (its numba functions compile once per longest id)
+    ranx.Run({"1": {"a0001": 1.0}}, name="x").save(str(tmp_path / "x.lz4"), kind="lz4")
     data = (tmp_path / "x.lz4").read_bytes()
     (tmp_path / "cut.lz4").write_bytes(data[: len(data) // 2])
     assert main(["evaluate", str(tmp_path / "cut.lz4"), "--data", "sample"]) == 2

@@ -98,9 +98,9 @@ def test_a_damaged_parquet_file_is_read_in_the_child_and_refused():
 
 def test_lz4_labels_in_ranx_frames_are_read_in_the_child_like_their_json_twin(tmp_path):
     ranx = pytest.importorskip("ranx", reason="ranx is not installed (requirements-dev.txt)")
-    # LABELS with ids of 3 characters, as the other ranx runs of its group (ranx's numba functions compile once per
+    # LABELS with ids of 5 characters, as the other ranx runs of its group (ranx's numba functions compile once per
     # longest id: tests/conftest.py's ranx group)
-    labels = {q: {f"d{d[1:]:0>2}": r for d, r in docs.items()} for q, docs in LABELS.items()}
+    labels = {q: {f"d{d[1:]:0>4}": r for d, r in docs.items()} for q, docs in LABELS.items()}
     ranx.Run(labels).save(str(tmp_path / "q.lz4"), kind="lz4")  # ranx's Qrels.save has no lz4: its frame layout
     got = read_qrels_bytes((tmp_path / "q.lz4").read_bytes(), "q.lz4")
     twin = read_qrels_bytes(json.dumps(labels).encode(), "q.json")

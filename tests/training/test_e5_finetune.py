@@ -147,7 +147,7 @@ raise SystemExit(code)
 
 
 #: mini_data's articles: each one's text, and each of its header fields, cut to its words within these many
-#: characters. Each run embeds the corpus (un-tuned e5, torch loaded, torch blocked: ~3.8 CPU s each at tiny_data's
+#: characters. Each run embeds the corpus (un-tuned e5, torch loaded, torch blocked: ~3.8 CPU s each at the earlier
 #: 150/30, 2,681 e5 tokens); at 50/10, 1,047 tokens (25-44 an article, every field still there). What the runs are
 #: compared on (same bytes, another ranking than un-tuned e5's) does not depend on the texts' length.
 MINI_ARTICLE_CHARS, MINI_HEADER_CHARS = 50, 10
