@@ -336,6 +336,8 @@ GROUPS = {
     # Measured in one process: 96 s, against 72 + 65 s in two (load 11).
     "ranx": ("tests/runs/test_exchange.py", "tests/cli/test_cli_lz4.py", "tests/evaluation/test_ties.py",
              "tests/runs/test_qrels_read.py"),
+    # the nine 20 MB hostile runs (tests/_hostile_runs.py's shared_class), written once a process: ~1.5 CPU s
+    "hostile_runs": ("tests/test_hostile_reads.py", "tests/cli/test_cli_hostile_reads.py"),
 }
 
 
