@@ -26,10 +26,6 @@ SERVER_START_S = 90
 #: The Score page's runs uploader's file input (the labels uploader beside it takes one file, not several).
 RUNS_INPUT = "[data-testid='stFileUploaderDropzoneInput'][multiple]"
 STEP_MS = 60_000
-#: The interval of every ``wait_for_function`` poll. Playwright's default polls on each animation frame, which
-#: makes Chromium draw ~60 frames a second for as long as the wait lasts (~0.1 CPU s a second on an idle page,
-#: measured); a timer poll lets the page sleep between looks.
-POLL_MS = 50
 
 
 def browser_missing() -> str | None:
@@ -210,7 +206,7 @@ def wait_idle(page, timeout_ms: int = STEP_MS) -> None:
         page.wait_for_selector(IDLE_APP, state="attached", timeout=timeout_ms)
         page.wait_for_selector(STATUS_WIDGET, state="detached", timeout=timeout_ms)
         return
-    page.wait_for_function(IDLE_JS, polling=POLL_MS, timeout=timeout_ms)
+    page.wait_for_function(IDLE_JS, timeout=timeout_ms)
 
 
 QUESTION_SHOWN_JS = "q => document.querySelector('.bsard-question')?.innerText === q"
@@ -237,7 +233,7 @@ def ask(page, question: str, attempts: int = 3, *, hits: bool = False) -> None:
         box.fill(question)
         page.get_by_role("button", name="Rechercher").click()
         try:
-            page.wait_for_function(QUESTION_SHOWN_JS, arg=question, polling=POLL_MS, timeout=ASK_MS)
+            page.wait_for_function(QUESTION_SHOWN_JS, arg=question, timeout=ASK_MS)
             shown = True
         except Exception:
             wait_idle(page)
@@ -286,7 +282,7 @@ def wait_charts(page, timeout_ms: int = 10_000) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        page.wait_for_function(CHARTS_DRAWN_JS, polling=POLL_MS, timeout=timeout_ms)
+        page.wait_for_function(CHARTS_DRAWN_JS, timeout=timeout_ms)
     except PlaywrightTimeout:
         pass
     wait_drawn(page)
@@ -294,8 +290,7 @@ def wait_charts(page, timeout_ms: int = 10_000) -> None:
 
 def wait_cells(page, table) -> None:
     """Wait until the dataframe ``table`` (a locator) holds cells in its accessible mirror."""
-    page.wait_for_function(HAS_CELLS_JS, arg=table.element_handle(timeout=STEP_MS), polling=POLL_MS,
-                           timeout=STEP_MS)
+    page.wait_for_function(HAS_CELLS_JS, arg=table.element_handle(timeout=STEP_MS), timeout=STEP_MS)
 
 
 def scroll_to(page, locator, attempts: int = 5) -> None:

@@ -16,7 +16,6 @@ import pytest
 
 from _app_helpers import sample_run_trec
 from _browser import (
-    POLL_MS,
     REPO,
     RUNS_INPUT,
     STEP_MS,
@@ -156,7 +155,7 @@ def test_score_page_upload_matches_cli_then_scatter_click_builtin_and_gold_text(
         _wait_idle(page)
         page.wait_for_function(
             "q => [...document.querySelectorAll('[data-testid=\"stSelectbox\"] input')].some(i => "
-            "i.value.startsWith('n° ' + q + ' ·'))", arg=str(target["id"]), polling=POLL_MS, timeout=STEP_MS)
+            "i.value.startsWith('n° ' + q + ' ·'))", arg=str(target["id"]), timeout=STEP_MS)
         # the drill-down shows the gold articles' text, and one rank column per run
         first_gold = ds.article(target["article_ids"][0])["article"]
         page.locator(".bsard-text").filter(has_text=first_gold[:40]).first.wait_for(timeout=STEP_MS)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from _browser import POLL_MS, SCORED_JS, STEP_MS, alive, ask, chromium_options, track_runs, wait_drawn, wait_idle
+from _browser import SCORED_JS, STEP_MS, alive, ask, chromium_options, track_runs, wait_drawn, wait_idle
 
 WIDE = {"width": 1500, "height": 950}
 PHONE = {"width": 390, "height": 844}
@@ -85,7 +85,7 @@ def _settle(page) -> None:
     page.locator(".bsard-hit").first.wait_for(timeout=STEP_MS * 3)
     wait_idle(page)
     try:  # the scroll to the results, once the page has drawn them (a fixed 800 ms before)
-        page.wait_for_function(SCROLLED_JS, polling=POLL_MS, timeout=5_000)
+        page.wait_for_function(SCROLLED_JS, timeout=5_000)
     except PlaywrightTimeout:  # another way of scrolling there: the hit's place is checked all the same
         page.wait_for_timeout(800)
     wait_drawn(page)
@@ -135,7 +135,7 @@ def test_a_search_then_the_score_page_with_a_scored_run_in_a_citizens_words(serv
             notice, header = page.evaluate(NOTICE_UNDER_HEADER_JS)
             assert notice >= header, (notice, header)
         page.get_by_role("button", name="Évaluer ce système intégré").click(timeout=STEP_MS)  # BM25, the first
-        page.wait_for_function(SCORED_JS, polling=POLL_MS, timeout=STEP_MS * 3)
+        page.wait_for_function(SCORED_JS, timeout=STEP_MS * 3)
         wait_idle(page)
         _check_words(page)  # the tables' French numbers: test_page_models.py (the grid's canvas, not its text)
         violations = _violations(page)

@@ -17,7 +17,6 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import ARTIFACTS
 
 from _browser import (
-    POLL_MS,
     QUESTION_SHOWN_JS,
     RUNS_INPUT,
     STEP_MS,
@@ -122,7 +121,7 @@ def test_search_with_hostile_question_and_articles(server, page, hostile):
         slider.focus()
         page.keyboard.press("End")
         try:  # the slider asks for its run a moment after the key (~40 ms here): wait_idle then waits for that run
-            page.wait_for_function("n => window.__bsardRuns.asked > n", arg=asked, polling=POLL_MS, timeout=5_000)
+            page.wait_for_function("n => window.__bsardRuns.asked > n", arg=asked, timeout=5_000)
         except PlaywrightTimeout:  # the key press was lost: the value says so below
             pass
         wait_idle(page)
@@ -155,7 +154,7 @@ def test_search_with_hostile_question_and_articles(server, page, hostile):
     # an example whose id, category and text are markup, with a long word in the question
     choose(page, "Exemple de question", "q9")
     q = next(r for r in questions() if "q9" in r["id"])
-    page.wait_for_function(QUESTION_SHOWN_JS, arg=q["question"], polling=POLL_MS, timeout=STEP_MS)
+    page.wait_for_function(QUESTION_SHOWN_JS, arg=q["question"], timeout=STEP_MS)
     wait_idle(page)
     assert page.get_by_text(f"catégorie {q['category']}", exact=False).count() == 1
     assert_inert(page)
@@ -231,13 +230,13 @@ def test_score_page_with_hostile_runs(server, page, tmp_path):
     scroll_to(page, page.get_by_role("heading", name="Run A contre run B, question par question"))
     box = ab.locator("path[role='graphics-symbol'][aria-roledescription='circle']").last.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_function(QUESTION_SHOWN_JS, arg=top["question"], polling=POLL_MS, timeout=STEP_MS)
+    page.wait_for_function(QUESTION_SHOWN_JS, arg=top["question"], timeout=STEP_MS)
     wait_idle(page)
     assert_inert(page)
 
     # drill-down of question 1 (its text and category are markup), its gold articles' text as text
     pick_question(page, "n° 1 ·")
-    page.wait_for_function(QUESTION_SHOWN_JS, arg=QUESTION, polling=POLL_MS, timeout=STEP_MS)
+    page.wait_for_function(QUESTION_SHOWN_JS, arg=QUESTION, timeout=STEP_MS)
     wait_idle(page)
     scroll_to(page, page.get_by_role("heading", name="Examiner une question"))
     assert page.locator(".bsard-question").inner_text() == QUESTION

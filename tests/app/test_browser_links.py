@@ -13,7 +13,6 @@ import pytest
 
 from _browser import (
     HIT_IDS_JS,
-    POLL_MS,
     RESULTS_READY_JS,
     STEP_MS,
     AppServer,
@@ -85,7 +84,7 @@ PAGE_STATE_JS = """() => ({question: document.querySelector('.bsard-question')?.
 
 def wait_results(page, question: str, columns: int, hits: int) -> list[str]:
     try:
-        page.wait_for_function(RESULTS_READY_JS, arg=[question, columns, hits], polling=POLL_MS, timeout=STEP_MS * 3)
+        page.wait_for_function(RESULTS_READY_JS, arg=[question, columns, hits], timeout=STEP_MS * 3)
     except Exception as exc:  # once in a loaded full run (never alone): say what the page showed instead
         raise AssertionError(f"results for {question!r} not ready: {page.evaluate(PAGE_STATE_JS)}") from exc
     wait_idle(page)
@@ -104,7 +103,7 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
         assert page.get_by_label("Votre question").input_value() == FIRST
         assert page.locator("[data-testid='stException']").count() == 0
         # the address bar holds the search in its written form (systems repeated, hybrid settings)
-        page.wait_for_function("() => location.search.includes('henc=')", polling=POLL_MS, timeout=STEP_MS)
+        page.wait_for_function("() => location.search.includes('henc=')", timeout=STEP_MS)
         assert query(page.url) == {"q": [FIRST], "systems": ["bm25", "hybrid"], "k": ["6"],
                                    "henc": ["use", "neighbours"], "struct": ["1"], "fusion": ["rrf"], "rrfk": ["60"],
                                    "w": ["1", "0.5", "0.5"]}
@@ -114,7 +113,7 @@ def test_a_link_opens_the_search_and_follows_the_next_one(server, browser, cache
         second = wait_results(page, SECOND, 2, 12)
         assert second == library_top(cache, SECOND, 6)
         page.wait_for_function("(q) => new URLSearchParams(location.search).get('q') === q", arg=SECOND,
-                               polling=POLL_MS, timeout=STEP_MS)
+                               timeout=STEP_MS)
         address = page.url
         assert query(address)["q"] == [SECOND] and query(address)["systems"] == ["bm25", "hybrid"]
         page.get_by_text("Partager cette recherche", exact=True).click()  # the link, one tap away

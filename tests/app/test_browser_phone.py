@@ -16,7 +16,6 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from _browser import (
     METRICS_TABLE_JS,
-    POLL_MS,
     REPO,
     SCORED_JS,
     STEP_MS,
@@ -84,7 +83,7 @@ def test_a_phone_gets_the_question_box_and_readable_answers(server, phone):
         page.get_by_role("button", name="Modifier la question").click()
         try:  # the page scrolls the box into view and puts the cursor in it (a fixed 500 ms before)
             page.wait_for_function("() => document.activeElement?.closest('[data-testid=\"stTextArea\"]')",
-                                   polling=POLL_MS, timeout=5_000)
+                                   timeout=5_000)
         except PlaywrightTimeout:  # the box's place is checked all the same
             pass
         wait_drawn(page)
@@ -105,7 +104,7 @@ def test_a_phone_gets_the_question_box_and_readable_answers(server, phone):
         expected = button.get_attribute("data-copy")
         button.click()
         page.wait_for_function("() => document.querySelector('button.bsard-copy').textContent.includes('Copié')",
-                               polling=POLL_MS, timeout=STEP_MS)
+                               timeout=STEP_MS)
         assert page.evaluate("() => navigator.clipboard.readText()") == expected and " › " in expected
 
         # an unknown path: the French note on the Search page, not the English modal
@@ -136,7 +135,7 @@ def test_a_phone_gets_the_question_box_and_readable_answers(server, phone):
             break
         wait_idle(page)
         page.get_by_role("button", name="Évaluer ce système intégré").click()
-        page.wait_for_function(SCORED_JS, polling=POLL_MS, timeout=STEP_MS * 3)
+        page.wait_for_function(SCORED_JS, timeout=STEP_MS * 3)
         table = page.evaluate(f"""() => {{ const e = {METRICS_TABLE_JS}, r = e.getBoundingClientRect();
           const s = e.querySelector('.dvn-scroller'); return [r.left, r.right, s.scrollWidth, s.clientWidth]; }}""")
         assert 0 <= table[0] and table[1] <= PHONE["width"] + 0.5, table  # the frame fits the screen,
