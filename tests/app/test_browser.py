@@ -103,20 +103,25 @@ def test_search_page_shows_hits(server, browser, sample_app):
         _screenshot(page, "search")
 
 
-def test_score_page_upload_matches_cli(server, browser, tmp_path):
-    run_file = tmp_path / "systeme_a.trec"
-    run_file.write_text(sample_run_trec(seed=3))
-    other = tmp_path / "systeme_b.trec"
-    other.write_text(sample_run_trec(seed=4, drop=2))
+def test_score_page_upload_matches_cli_then_scatter_click_builtin_and_gold_text(server, browser, tmp_path):
+    """Two runs uploaded to the Score page in Chromium: the metrics table shows the scoring service's figure
+    (the one evaluate prints); then the page's issue-11 parts: a click on a point of the A-vs-B scatter opens
+    that question's drill-down (its gold articles' text and ranks in every run), the problem table shows codes,
+    and a built-in system's run is added by its button. One page for both (two tests before, each uploading
+    the same kind of runs to a page of its own: a page load, an upload and its scoring, ~7 CPU s of Chromium)."""
+    ds = load_sample()
+    a, b = tmp_path / "systeme_a.trec", tmp_path / "systeme_b.trec"
+    a.write_text(sample_run_trec(seed=3))
+    b.write_text(sample_run_trec(seed=4, drop=2))
     # the page shows the scoring service's figure (the one evaluate prints: tests/evaluation/test_scoring.py)
-    board = score_runs(load_sample(), "test", [RunSource.file(run_file)])
+    board = score_runs(ds, "test", [RunSource.file(a)])
     # Glide's accessible mirror holds the value (the canvas draws it in French: « 12,34 »)
     expected = f"{100 * board.evaluations['systeme_a.trec'].means['recall@100']:.2f}"
 
     with new_page(browser, "score") as page:
         page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
         page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
-        page.locator(RUNS_INPUT).set_input_files([str(run_file), str(other)])
+        page.locator(RUNS_INPUT).set_input_files([str(a), str(b)])
         page.get_by_text("Validation des fichiers").wait_for(timeout=STEP_MS)
         _wait_idle(page)
         table = page.locator("[data-testid='stDataFrame']").filter(has_text="R@100").first
@@ -132,21 +137,6 @@ def test_score_page_upload_matches_cli(server, browser, tmp_path):
         wait_charts(page)
         _screenshot(page, "score")
 
-
-def test_score_page_scatter_click_builtin_and_gold_text(server, browser, tmp_path):
-    """The Score page's issue-11 parts in Chromium: a click on a point of the A-vs-B scatter opens
-    that question's drill-down (its gold articles' text and ranks in every run), the problem table
-    shows codes, and a built-in system's run is added by its button."""
-    from bsard_demo.sources import load_sample
-
-    ds = load_sample()
-    a, b = tmp_path / "systeme_a.trec", tmp_path / "systeme_b.trec"
-    a.write_text(sample_run_trec(seed=31))
-    b.write_text(sample_run_trec(seed=32, drop=2))
-    with new_page(browser, "score-ab") as page:
-        page.goto(f"{server}/score", wait_until="domcontentloaded", timeout=STEP_MS)
-        page.get_by_text("Évaluer des runs").first.wait_for(timeout=STEP_MS)
-        page.locator(RUNS_INPUT).set_input_files([str(a), str(b)])
         heading = page.get_by_role("heading", name="Run A contre run B, question par question")
         heading.wait_for(timeout=STEP_MS)
         _wait_idle(page)

@@ -17,6 +17,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import ARTIFACTS
 
 from _browser import (
+    QUESTION_SHOWN_JS,
     RUNS_INPUT,
     STEP_MS,
     ask,
@@ -26,6 +27,7 @@ from _browser import (
     scroll_to,
     serve_app,
     table_cells,
+    wait_cells,
     wait_idle,
 )
 from _hostile_data import (
@@ -152,8 +154,7 @@ def test_search_with_hostile_question_and_articles(server, page, hostile):
     # an example whose id, category and text are markup, with a long word in the question
     choose(page, "Exemple de question", "q9")
     q = next(r for r in questions() if "q9" in r["id"])
-    page.wait_for_function("q => document.querySelector('.bsard-question')?.innerText === q", arg=q["question"],
-                           timeout=STEP_MS)
+    page.wait_for_function(QUESTION_SHOWN_JS, arg=q["question"], timeout=STEP_MS)
     wait_idle(page)
     assert page.get_by_text(f"catégorie {q['category']}", exact=False).count() == 1
     assert_inert(page)
@@ -182,14 +183,12 @@ def test_score_page_with_hostile_runs(server, page, tmp_path):
         has_text=f"Détails techniques des problèmes de {RUN_IMG}").locator("[data-testid='stDataFrame']")
     problems.wait_for(timeout=STEP_MS)
     scroll_to(page, problems)
-    page.wait_for_function("e => e.querySelectorAll('td, [role=gridcell]').length > 0", arg=problems.element_handle(),
-                           timeout=STEP_MS)
+    wait_cells(page, problems)
     cells = " ".join(table_cells(problems))
     assert SCRIPT in cells and SVG in cells
     table = page.locator("[data-testid='stDataFrame']").filter(has_text="R@100").first
     scroll_to(page, table)
-    page.wait_for_function("e => e.querySelectorAll('td, [role=gridcell]').length > 0", arg=table.element_handle(),
-                           timeout=STEP_MS)
+    wait_cells(page, table)
     assert {RUN_IMG, RUN_MD} <= set(table_cells(table))
 
     # a chart tooltip shows the run name as text
@@ -231,15 +230,13 @@ def test_score_page_with_hostile_runs(server, page, tmp_path):
     scroll_to(page, page.get_by_role("heading", name="Run A contre run B, question par question"))
     box = ab.locator("path[role='graphics-symbol'][aria-roledescription='circle']").last.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_function("q => document.querySelector('.bsard-question')?.innerText === q", arg=top["question"],
-                           timeout=STEP_MS)
+    page.wait_for_function(QUESTION_SHOWN_JS, arg=top["question"], timeout=STEP_MS)
     wait_idle(page)
     assert_inert(page)
 
     # drill-down of question 1 (its text and category are markup), its gold articles' text as text
     pick_question(page, "n° 1 ·")
-    page.wait_for_function("q => document.querySelector('.bsard-question')?.innerText === q", arg=QUESTION,
-                           timeout=STEP_MS)
+    page.wait_for_function(QUESTION_SHOWN_JS, arg=QUESTION, timeout=STEP_MS)
     wait_idle(page)
     scroll_to(page, page.get_by_role("heading", name="Examiner une question"))
     assert page.locator(".bsard-question").inner_text() == QUESTION

@@ -80,8 +80,7 @@ def test_the_server_survives_a_file_that_aborts_the_reader(app, browser, tmp_pat
             has_text=f"Détails techniques des problèmes de {crash.name}").locator("[data-testid='stDataFrame']")
         problems.wait_for(timeout=STEP_MS)
         scroll_to(page, problems)
-        page.wait_for_function("e => e.querySelectorAll('td, [role=gridcell]').length > 0",
-                               arg=problems.element_handle(), timeout=STEP_MS)
+        wait_cells(page, problems)
         cells = table_cells(problems)
         assert "reader_crashed" in cells and any(crash.name in c and "damaged or hostile" in c for c in cells), cells
         scroll_to(page, page.get_by_role("heading", name="Validation des fichiers"))
