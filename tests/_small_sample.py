@@ -13,7 +13,6 @@ def small_sample_folder(root: Path, n_articles: int = 60, max_chars: int | None 
     each article's text cut to its words within that many characters (still real text, and still
     longer than a 32-token window: a dense build of it pools several windows, for fewer of them);
     ``header_chars``: each of its other text fields (reference, code, ..., description) likewise."""
-    from bsard_demo.analyzer import DEFAULT_FIELDS
     from bsard_demo.sources import load_dataset
 
     ds = load_dataset("sample")
@@ -21,18 +20,23 @@ def small_sample_folder(root: Path, n_articles: int = 60, max_chars: int | None 
     gold = {a for q in questions.values() for ids in q["article_ids"] for a in ids}
     others = [a for a in ds.articles["id"] if a not in gold][:max(0, n_articles - len(gold))]
     root.mkdir(parents=True, exist_ok=True)
-    articles = ds.articles[ds.articles["id"].isin(gold | set(others))]
-    if max_chars is not None:
-        articles = articles.assign(article=[cut_words(t, max_chars) for t in articles["article"]])
-    if header_chars is not None:
-        headers = [c for c in DEFAULT_FIELDS if c != "article" and c in articles.columns]
-        articles = articles.assign(**{c: [t if not isinstance(t, str) else cut_words(t, header_chars)
-                                          for t in articles[c]] for c in headers})
+    articles = cut_fields(ds.articles[ds.articles["id"].isin(gold | set(others))], max_chars, header_chars)
     articles.to_csv(root / "articles.csv", index=False)
     for split, q in questions.items():
         q.assign(article_ids=[",".join(ids) for ids in q["article_ids"]]).to_csv(root / f"questions_{split}.csv",
                                                                                  index=False)
     return root
+
+
+def cut_fields(articles, max_chars: int | None = None, header_chars: int | None = None):
+    """``articles`` (a DataFrame) with each text cut by :func:`cut_words` to ``max_chars`` and each of its other
+    indexed fields (reference, code, ..., description) to ``header_chars`` (``None``: left whole; a missing value
+    stays missing)."""
+    from bsard_demo.analyzer import DEFAULT_FIELDS
+
+    limits = {c: max_chars if c == "article" else header_chars for c in DEFAULT_FIELDS if c in articles.columns}
+    return articles.assign(**{c: [t if not isinstance(t, str) else cut_words(t, limit) for t in articles[c]]
+                              for c, limit in limits.items() if limit is not None})
 
 
 def cut_words(text: str, max_chars: int) -> str:

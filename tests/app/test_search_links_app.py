@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from _app_helpers import REPO, TIMEOUT, assert_clean, column_names, set_app_env
-from _small_sample import cut_words
+from _small_sample import cut_fields
 from bsard_demo.app.link_codec import LinkChoices, parse_link
 from bsard_demo.app.link_widgets import same_params
 from bsard_demo.retrievers import RetrieverSpec, build_retriever
@@ -186,9 +186,7 @@ def small_folder(tmp_path, monkeypatch):
     ds = load_sample()
     folder = tmp_path / "petit"
     folder.mkdir()
-    articles = ds.articles.head(6)
-    articles.assign(article=[cut_words(t, 200) for t in articles["article"]]).to_csv(folder / "articles.csv",
-                                                                                     index=False)
+    cut_fields(ds.articles.head(6), 200).to_csv(folder / "articles.csv", index=False)
     q = ds.questions("test").copy()
     q["article_ids"] = q["article_ids"].map(",".join)
     q.to_csv(folder / "questions_test.csv", index=False)

@@ -17,8 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from _small_sample import cut_words, one_torch_thread
-from bsard_demo.analyzer import DEFAULT_FIELDS
+from _small_sample import cut_fields, one_torch_thread
 from bsard_demo.cli.main import main
 from bsard_demo.evaluation import evaluate
 from bsard_demo.runs import read_run_path
@@ -51,10 +50,7 @@ def real_slice(tmp_path_factory) -> Path:
     others = sorted(set(articles["id"]) - gold)
     keep = gold | set(np.random.default_rng(0).choice(others, DISTRACTORS, replace=False))
     folder = tmp_path_factory.mktemp("frlaw-slice")
-    kept = articles[articles["id"].isin(keep)].copy()
-    for column in set(kept.columns) & set(DEFAULT_FIELDS):
-        limit = ARTICLE_CHARS if column == "article" else HEADER_CHARS
-        kept[column] = [cut_words(t, limit) for t in kept[column]]
+    kept = cut_fields(articles[articles["id"].isin(keep)], ARTICLE_CHARS, HEADER_CHARS)
     kept.to_csv(folder / "articles.csv", index=False)
     train.to_csv(folder / "questions_train.csv", index=False)
     test.to_csv(folder / "questions_test.csv", index=False)

@@ -23,7 +23,7 @@ from bsard_demo.retrievers import RetrieverSpec, build_retriever
 from bsard_demo.retrievers.batch import question_texts
 from bsard_demo.retrievers.hybrid_specs import hybrid_spec
 from bsard_demo.sources import load_dataset
-from _small_sample import cut_words
+from _small_sample import cut_fields
 
 cache = Path(sys.argv[1])
 ds = load_dataset("sample")
@@ -31,9 +31,7 @@ mid = Dataset("sample-30", "local", ds.articles.iloc[:30].reset_index(drop=True)
 # e5 costs ~2.5 ms a token (its 4 whole articles: 1,039 tokens, ~2.6 CPU s a process): their texts cut to their
 # words within 200 characters (~100 tokens each, ~0.8 s); what a seed could change (orders, ties, fusion) is not in
 # an article's length
-few_articles = ds.articles.iloc[:4].reset_index(drop=True)
-few_articles = few_articles.assign(article=[cut_words(t, 200) for t in few_articles["article"]])
-few = Dataset("sample-4", "local", few_articles, ds.splits)
+few = Dataset("sample-4", "local", cut_fields(ds.articles.iloc[:4].reset_index(drop=True), 200), ds.splits)
 questions = question_texts(ds.questions("test"), False)
 runs = [
     ("bm25", RetrieverSpec("bm25"), ds),

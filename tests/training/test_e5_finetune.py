@@ -158,14 +158,11 @@ def mini_data(data: Path, folder: Path, articles: int = 30) -> Path:
     :data:`MINI_HEADER_CHARS`) and the test questions with a gold article among them."""
     import pandas as pd
 
-    from _small_sample import cut_words
-    from bsard_demo.analyzer import DEFAULT_FIELDS
+    from _small_sample import cut_fields
 
     folder.mkdir()
-    kept = pd.read_csv(data / "articles.csv", dtype=str, keep_default_na=False).head(articles)
-    for column in set(kept.columns) & set(DEFAULT_FIELDS):
-        limit = MINI_ARTICLE_CHARS if column == "article" else MINI_HEADER_CHARS
-        kept[column] = [cut_words(t, limit) for t in kept[column]]
+    kept = cut_fields(pd.read_csv(data / "articles.csv", dtype=str, keep_default_na=False).head(articles),
+                      MINI_ARTICLE_CHARS, MINI_HEADER_CHARS)
     kept.to_csv(folder / "articles.csv", index=False)
     questions = pd.read_csv(data / "questions_test.csv", dtype=str, keep_default_na=False)
     ids = set(kept["id"])
