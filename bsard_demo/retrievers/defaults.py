@@ -125,9 +125,10 @@ def gather(dataset: Dataset, *, cache_root=None, trained: Callable[[], Mapping[s
 
 
 def inputs_stored(ranker: str, stored: Callable[..., bool]) -> bool:
-    """Whether the embeddings of the learned ranker's dense inputs other than ``use`` and its adapter (``e5``) are
-    stored (``stored(encoder, backend)``), so that choosing it builds nothing (``use``'s: :class:`Facts`). A folder
-    whose record does not read counts as ready: building it then says what is wrong."""
+    """Whether the embeddings of the learned ranker's dense inputs other than ``use`` and its adapter (``e5``, an
+    adapter on e5: e5's through ONNX Runtime) are stored (``stored(encoder, backend)``), so that choosing it builds
+    nothing (``use``'s: :class:`Facts`). A folder whose record does not read counts as ready: building it then says
+    what is wrong."""
     try:
         specs = part_specs(ranker_folder(ranker))
     except (ValueError, OSError):
