@@ -47,7 +47,7 @@ from bsard_demo.app.search_page import article_codes, build_columns, column_spec
 from bsard_demo.app.search_ui import similar_section
 from bsard_demo.app.search_words import SCORES_HELP, column_titles, part_words, scores_line
 from bsard_demo.app.state import is_built
-from bsard_demo.retrievers.ranker import ADAPTER_INPUT
+from bsard_demo.retrievers.ranker import ADAPTER_INPUTS
 from bsard_demo.retrievers.registry import BASE_PART, kind as retriever_kind, menu_kinds
 
 settings.prepare_runtime()  # as app.py does: before anything loads faiss, torch or tokenizers
@@ -282,7 +282,7 @@ def _why_labels(retriever, hybrid_labels: list[str]) -> list[str]:
     ranker's), else the hybrid's."""
     systems = getattr(retriever, "systems", None)
     if systems:
-        return [part_label(s, (ADAPTER_INPUT,)) for s in systems]
+        return [part_label(s, tuple(ADAPTER_INPUTS.values())) for s in systems]
     return hybrid_labels
 
 

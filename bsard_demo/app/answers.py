@@ -26,7 +26,7 @@ from ..retrievers.neighbours import (
     NeighboursRetriever,
     labelled_questions,
 )
-from ..retrievers.ranker import ADAPTER_INPUT
+from ..retrievers.ranker import ADAPTER_INPUT, ADAPTER_INPUTS
 from ..retrievers.registry import BASE_PART
 from .search_page import ColumnResult, breadcrumb_text, describe_article
 
@@ -34,8 +34,10 @@ from .search_page import ColumnResult, breadcrumb_text, describe_article
 PANEL_TOP = 5
 PANEL_TITLE = "Questions proches déjà traitées"
 _HYBRID_WORD = HYBRID.label
-#: How a part of a hybrid is named in a why-line (other parts by their encoder key).
-PART_WORDS = {BASE_PART: BM25.label, ADAPTER_INPUT: "adaptateur"}
+#: How a part of a hybrid or of the learned ranker is named in a why-line (other parts by their encoder key): a query
+#: adapter ``adaptateur``, the ranker's adapter on another base than ``use`` ``adaptateur e5``.
+PART_WORDS = {BASE_PART: BM25.label, ADAPTER_INPUT: "adaptateur",
+              **{s: f"adaptateur {b}" for b, s in ADAPTER_INPUTS.items() if s != ADAPTER_INPUT}}
 
 
 @dataclass(frozen=True)
@@ -144,11 +146,12 @@ def similar_questions(neighbours: Sequence[Neighbour], dataset: Dataset, columns
 # --------------------------------------------------------------------------- why-lines
 
 def part_label(name: str, adapters: Iterable[str] = ()) -> str:
-    """A hybrid part's name in a why-line: ``BM25``, ``adaptateur`` (a query adapter), the
-    neighbours part's :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`, else the encoder key."""
+    """A hybrid part's name in a why-line: ``BM25``, ``adaptateur`` (one of ``adapters``, a query adapter;
+    :data:`PART_WORDS` names the ranker's adapter inputs), the neighbours part's
+    :data:`~bsard_demo.retrievers.neighbours.NEIGHBOURS`, else the encoder key."""
     if name == BASE_PART:
         return PART_WORDS[BASE_PART]
-    return PART_WORDS[ADAPTER_INPUT] if name in set(adapters) else name
+    return PART_WORDS.get(name, PART_WORDS[ADAPTER_INPUT]) if name in set(adapters) else name
 
 
 def cite_counts(neighbours: Sequence[Neighbour]) -> dict[str, int]:

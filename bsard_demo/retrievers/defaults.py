@@ -1,7 +1,7 @@
 """The first visitor's system: one rule (:func:`first_visitor`) for the Search page, the Score page's built-ins and
 ``run --retriever default``, so a figure a script prints is the page's. Decided on frlaw-dev train (docs/
 effectiveness.md, "The first visitor's system"): the learned ranker fitted on this corpus when its dense inputs'
-embeddings are stored (:func:`inputs_stored`; 71.91 R@100 in 5-fold CV with e5); else BM25 + an adapter +
+embeddings are stored (:func:`inputs_stored`; 73.58 R@100 in 5-fold CV, e5 and its adapter in); else BM25 + an adapter +
 neighbours + structure (67.96); else BM25 + use + neighbours + structure (65.03); with no embeddings stored, BM25 +
 neighbours + structure (62.62 with the neighbours' similarity threshold, 62.80 before); without labelled training
 questions, BM25 + use + structure or BM25 alone. Its facts come from one call (:func:`gather`), to which each front
@@ -125,9 +125,10 @@ def gather(dataset: Dataset, *, cache_root=None, trained: Callable[[], Mapping[s
 
 
 def inputs_stored(ranker: str, stored: Callable[..., bool]) -> bool:
-    """Whether the embeddings of the learned ranker's dense inputs other than ``use`` and its adapter (``e5``) are
-    stored (``stored(encoder, backend)``), so that choosing it builds nothing (``use``'s: :class:`Facts`). A folder
-    whose record does not read counts as ready: building it then says what is wrong."""
+    """Whether the embeddings of the learned ranker's dense inputs other than ``use`` and its adapter (``e5``, an
+    adapter on e5: e5's through ONNX Runtime) are stored (``stored(encoder, backend)``), so that choosing it builds
+    nothing (``use``'s: :class:`Facts`). A folder whose record does not read counts as ready: building it then says
+    what is wrong."""
     try:
         specs = part_specs(ranker_folder(ranker))
     except (ValueError, OSError):

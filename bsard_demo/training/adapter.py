@@ -15,7 +15,7 @@ import numpy as np
 from .. import settings
 from ..analyzer import DEFAULT_FIELDS
 from ..dataset import DataError, Dataset
-from ..retrievers.adapter import BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, fit_adapter
+from ..retrievers.adapter import BASES, KIND, MATRIX_FILE, RECORD_FILE, AdapterSettings, base_backend, fit_adapter
 from ..retrievers.base import Progress
 from ..retrievers.dense import DenseRetriever
 from ..retrievers.encoder_base import normalize_rows
@@ -58,7 +58,8 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
         raise DataError(f"no question of split '{options.split}' of {dataset.name} cites an article of its corpus")
     out = Path(options.out).expanduser().resolve()
     prepare_out(out, options.overwrite)
-    encoder = resolve_encoder(base)
+    backend = base_backend(base)  # e5: through ONNX Runtime, the e5 embeddings the learned ranker reads
+    encoder = resolve_encoder(base, backend)
     dense = DenseRetriever.build(dataset.articles, encoder=encoder, cache_root=options.cache_root, progress=progress)
     # one question at a time, as DenseRetriever.search_many encodes them
     queries = np.vstack([normalize_rows(encoder.encode_queries([t], batch_size=1)) for t in texts])
@@ -78,7 +79,7 @@ def train_adapter(options: AdapterOptions, dataset: Dataset, progress: Progress 
         metadata["dataset"].update({"articles_in_pairs": len({int(r) for rows in gold for r in rows}),
                                     "fields": list(DEFAULT_FIELDS), "with_description": False})
         metadata |= {
-            "base": {"name": base, "version": getattr(encoder, "version", "")},
+            "base": {"name": base, "version": getattr(encoder, "version", ""), "backend": backend},
             "settings": {**options.settings.as_dict(), "loss": "softmax over the whole corpus, multi-positive "
                          "(bsard_demo.retrievers.adapter)", "optimizer": "full-batch Adam from the identity"},
             "pairs": int(sum(len(rows) for rows in gold)), "steps": int(options.settings.steps),

@@ -1,7 +1,7 @@
 """``train --ranker``: fit the learned ranker (:mod:`bsard_demo.retrievers.ranker`) on a split's labelled questions
-and write its folder (record, trees, the query adapter it reads), usable as ``run --retriever ranker --encoder DIR``.
+and write its folder (record, trees, the query adapters it reads), usable as ``run --retriever ranker --encoder DIR``.
 
-Every feature made from the split's labels is out-of-fold or leave-one-out: the adapter's runs come from adapters
+Every feature made from the split's labels is out-of-fold or leave-one-out: each adapter's runs come from adapters
 fitted on the other folds, the neighbours never draw on the question itself, the citation prior leaves it out.
 Over several splits (``--train-splits train,synthetic``) the rules hold over their union: folds are cut over it,
 and a question's same-text twins (in any split) share its fold, are never its neighbours, and leave its prior.
@@ -24,14 +24,14 @@ from .. import settings
 from ..dataset import DataError, Dataset, parse_splits
 from ..evaluation import evaluate
 from ..retrievers import RetrieverSpec, build_retriever
-from ..retrievers.adapter import AdapterSettings, adapt, fit_adapter, read_adapter
+from ..retrievers.adapter import AdapterSettings, adapt, base_backend, fit_adapter, read_adapter, record_base
 from ..retrievers.base import DEFAULT_DEPTH, Progress, Step, report_progress
 from ..retrievers.batch import DEFAULT_WITH_DESCRIPTION, question_texts, search_all
 from ..retrievers.encoder_base import normalize_rows
 from ..retrievers.kinds import RANKER
 from ..retrievers.neighbours import fold as fold_text, labelled_questions
 from ..retrievers.ranker import (
-    ADAPTER_INPUT,
+    ADAPTER_INPUTS,
     BASE_INPUT,
     CANDIDATES,
     INPUTS,
@@ -88,7 +88,9 @@ def fit_lambdarank(matrices: Sequence[np.ndarray], labels: Sequence[np.ndarray],
 @dataclass
 class RankerOptions:
     out: str | Path
-    adapter: str | Path | None = None
+    #: The query adapter folders whose runs it reads, each the input of its base (:data:`ADAPTER_INPUTS`: one on use,
+    #: one on e5 at most).
+    adapters: Sequence[str | Path] = ()
     split: str = "train"
     folds: int = 5
     seed: int = 0
@@ -98,26 +100,61 @@ class RankerOptions:
     data: str | None = None
     cache_root: Path | None = None
     #: The input systems, comma-separated names of :data:`~..retrievers.ranker.INPUTS`; None: the default
-    #: :data:`~..retrievers.ranker.SYSTEMS` (without ``adapter`` when no adapter folder is given).
+    #: :data:`~..retrievers.ranker.SYSTEMS` (an adapter input only when its adapter folder is given).
     systems: str | None = None
+
+
+def adapter_inputs(options: RankerOptions) -> tuple[dict[str, tuple[Path, dict]], list[str]]:
+    """``(inputs, problems)``: each readable adapter of ``options.adapters`` as its input (:data:`ADAPTER_INPUTS`)
+    -> ``(folder, record)``, and a line for each one that cannot be an input (unreadable, a base no input reads, a
+    base run otherwise than the ranker's input, a second adapter on one base, a folder name taken)."""
+    inputs: dict[str, tuple[Path, dict]] = {}
+    problems: list[str] = []
+    names: set[str] = set()
+    for folder in options.adapters:
+        folder = Path(folder).expanduser().resolve()
+        try:
+            _, record = read_adapter(folder)
+        except (ValueError, OSError) as exc:
+            problems.append(str(exc)[:300])
+            continue
+        base, backend = record_base(record)
+        system = ADAPTER_INPUTS.get(base)
+        if system is None:
+            problems.append(f"{folder.name}: an adapter on {base}, which no input reads (adapters on "
+                            f"{', '.join(ADAPTER_INPUTS)})")
+        elif backend != base_backend(base):
+            problems.append(f"{folder.name}: an adapter on {base} run as {backend}, not as the ranker's {base} "
+                            f"({base_backend(base)}): train it again")
+        elif system in inputs:
+            problems.append(f"two adapters on {base} ({inputs[system][0].name}, {folder.name})")
+        elif folder.name in names:
+            problems.append(f"two adapter folders named {folder.name}")
+        else:
+            inputs[system] = folder, record
+            names.add(folder.name)
+    return inputs, problems
 
 
 def ranker_systems(options: RankerOptions) -> list[str]:
     """The input systems ``options`` asks for, in :data:`~..retrievers.ranker.INPUTS` order. Raises
-    :class:`ValueError` with one line naming every problem (an unknown name, no ``bm25``, an ``adapter`` without
-    its folder or a folder without ``adapter``)."""
+    :class:`ValueError` with one line naming every problem (an unknown name, no ``bm25``, an adapter folder that
+    cannot be read or be an input, an adapter input without its folder or a folder without its input)."""
+    adapters, problems = adapter_inputs(options)
+    bases = {system: base for base, system in ADAPTER_INPUTS.items()}
     if options.systems is None:
-        return [s for s in SYSTEMS if s != ADAPTER_INPUT or options.adapter]
-    asked = [s.strip() for s in str(options.systems).split(",") if s.strip()]
-    problems = [f"{s!r} is not one of {', '.join(INPUTS)}" for s in asked if s not in INPUTS][:5]
-    if BASE_INPUT not in asked:
-        problems.append("bm25 must be among them")
-    if ADAPTER_INPUT in asked and not options.adapter:
-        problems.append("adapter needs --ranker-adapter DIR")
-    if options.adapter and ADAPTER_INPUT not in asked:
-        problems.append("--ranker-adapter is given but adapter is not among them")
+        asked = [s for s in SYSTEMS if s not in bases or s in adapters]
+    else:
+        asked = [s.strip() for s in str(options.systems).split(",") if s.strip()]
+        problems += [f"{s[:40]!r} is not one of {', '.join(INPUTS)}" for s in asked if s not in INPUTS][:5]
+        if BASE_INPUT not in asked:
+            problems.append("bm25 must be among them")
+        problems += [f"{s} needs --ranker-adapter with an adapter on {bases[s]}" for s in bases
+                     if s in asked and s not in adapters]
+        problems += [f"--ranker-adapter {adapters[s][0].name} is given but {s} is not among them" for s in adapters
+                     if s not in asked]
     if problems:
-        raise ValueError(f"--ranker-inputs: {'; '.join(problems)}")
+        raise ValueError(f"--ranker-inputs / --ranker-adapter: {'; '.join(problems)}")
     return [s for s in INPUTS if s in asked]
 
 
@@ -158,24 +195,21 @@ def left_out_priors(gold: Sequence[np.ndarray], texts: Sequence[str], n_articles
         yield prior
 
 
-def _adapter_runs(options: RankerOptions, texts, gold, dense, depth: int, progress):
-    """Each question's adapter run (over ``dense``, the base's retriever) from an adapter fitted on
-    the other folds (:func:`fold_of`), with the settings of ``options.adapter``'s record."""
-    _, record = read_adapter(options.adapter)
-    if record["base"]["name"] != "use":
-        raise ValueError(f"{options.adapter}: the learned ranker reads an adapter on use, not on "
-                         f"{record['base']['name']}")
+def _adapter_runs(options: RankerOptions, record: dict, texts, gold, dense, depth: int, progress):
+    """Each question's run of an adapter (its folder's ``record``) over ``dense`` (its base's retriever) from an
+    adapter fitted on the other folds (:func:`folds_by_text`), with the settings of that record."""
+    base = record_base(record)[0]
     known = {k: v for k, v in (record.get("settings") or {}).items() if k in AdapterSettings.__dataclass_fields__}
     fit_settings = AdapterSettings(**known).check()
     queries = np.vstack([normalize_rows(dense.encoder.encode_queries([t], batch_size=1)) for t in texts])
     folds_of = folds_by_text(texts, options.folds, options.seed)
     runs: list = [None] * len(texts)
     for f in range(options.folds):
-        report_progress(progress, f, options.folds, Step("fitting_adapter", encoder="use"))
+        report_progress(progress, f, options.folds, Step("fitting_adapter", encoder=base))
         held = np.flatnonzero(folds_of == f)
         rest = np.flatnonzero(folds_of != f)
         matrix, _ = fit_adapter(queries[rest], [gold[i] for i in rest], dense.embeddings, fit_settings, None,
-                                name="use")
+                                name=base)
         for i, ranking in zip(held, dense.rank_vectors(adapt(queries[held], matrix), depth)):
             runs[i] = ranking
     return runs
@@ -186,14 +220,16 @@ def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | 
     each (system -> list of (rows, scores)), out-of-fold or leave-one-out, and the neighbours' votes."""
     texts, gold = labelled_questions(dataset, options.split)
     systems = ranker_systems(options)
+    adapters = {s: a for s, a in adapter_inputs(options)[0].items() if s in systems}
     depth = min(DEFAULT_DEPTH, len(dataset.articles))
-    searched = [s for s in systems if s != ADAPTER_INPUT]
-    needed = searched + (["use"] if ADAPTER_INPUT in systems and "use" not in systems else [])
+    searched = [s for s in systems if s not in adapters]
+    bases = [record_base(record)[0] for _, record in adapters.values()]
+    needed = searched + [b for b in dict.fromkeys(bases) if b not in searched]
     built = {name: build_retriever(RetrieverSpec(*input_spec(name, split=options.split)), dataset,
                                    cache_root=options.cache_root, progress=progress) for name in needed}
     runs = {name: built[name].search_rows(texts, depth) for name in searched}
-    if ADAPTER_INPUT in systems:
-        runs[ADAPTER_INPUT] = _adapter_runs(options, texts, gold, built["use"], depth, progress)
+    for system, (_, record) in adapters.items():
+        runs[system] = _adapter_runs(options, record, texts, gold, built[record_base(record)[0]], depth, progress)
     votes = [built[NEIGHBOURS_INPUT].votes(t) if NEIGHBOURS_INPUT in built else (None, None) for t in texts]
     return systems, texts, gold, runs, votes
 
@@ -207,11 +243,10 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
         raise ValueError(f"--ranker-config {options.config!r}: choose {', '.join(CONFIGS)}")
     if int(options.folds) < 2:
         raise ValueError(f"--folds must be at least 2, not {options.folds}")
-    ranker_systems(options)  # refused before anything is read or written
+    systems = ranker_systems(options)  # refused before anything is read or written
     folders.check_fit_data(dataset, options.split, "the ranker ranks the corpus' articles")
     options.split = ",".join(parse_splits(options.split))
-    if options.adapter is not None:
-        options.adapter = Path(options.adapter).expanduser().resolve()
+    adapters = {s: folder for s, (folder, _) in adapter_inputs(options)[0].items() if s in systems}
     out = Path(options.out).expanduser().resolve()
     prepare_out(out, options.overwrite)
     systems, texts, gold, runs, votes = train_inputs(options, dataset, progress)
@@ -243,17 +278,18 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
         notes.append("fitted on the test split: its scores on that split are no longer held out")
     with folders.assembling(out) as tmp:
         (tmp / TREES_FILE).write_text(json.dumps(ensemble.as_dict(), separators=(",", ":")), encoding="utf-8")
-        adapter_record = None
-        if options.adapter:
-            shutil.copytree(options.adapter, tmp / options.adapter.name)
-            adapter_record = {"folder": options.adapter.name, "base": "use", "folds": int(options.folds),
-                              "seed": int(options.seed)}
+        adapter_records = {s: None for s in ADAPTER_INPUTS.values()}
+        for (base, system) in ADAPTER_INPUTS.items():
+            if system in adapters:
+                shutil.copytree(adapters[system], tmp / adapters[system].name)
+                adapter_records[system] = {"folder": adapters[system].name, "base": base, "folds": int(options.folds),
+                                           "seed": int(options.seed)}
         metadata = folders.base_record(KIND, dataset, spec=options.data, split=options.split,
                                        questions_used=len(texts))
         metadata |= {
             "base": {"name": "lightgbm lambdarank"}, "split": options.split,
             "systems": systems, "features": feature_names(systems), "structure": structure.as_dict(),
-            "candidates": CANDIDATES, "depth": DEFAULT_DEPTH, ADAPTER_INPUT: adapter_record,
+            "candidates": CANDIDATES, "depth": DEFAULT_DEPTH, **adapter_records,
             "settings": {"config": options.config, **BASE, **CONFIGS[options.config]},
             "pairs": int(sum(len(y) for y in labels)), "positives": int(sum(int(y.sum()) for y in labels)),
             "gold_in_candidates": round(float(np.mean([y.sum() / len(g) for y, g in zip(labels, gold)])), 4),

