@@ -20,11 +20,17 @@ from .search_page import MissedGold, ShownHit, breadcrumb_text
 PREVIEW_CHARS = 300
 COPY_TITLE = "Copier la référence et son fil d'Ariane"
 
+#: How long a searched question is kept at the top of the view while its page settles (ms): at most
+#: ``PIN_MS``, and no longer than ``SETTLED_MS`` after the page's last change (a test's or a tool's scroll after that
+#: stays where it goes).
+PIN_MS, SETTLED_MS = 30_000, 1_000
 #: Run once per page (``st.html(..., unsafe_allow_javascript=True)``): a click on a
 #: ``button.bsard-copy`` copies its ``data-copy`` text; a click on ``button.bsard-edit`` brings the
 #: question's box into view and puts the cursor in it; and a searched question's box
 #: (:func:`question_box` with a ``search``) that this tab has not shown yet is scrolled to the top of the
-#: view, so the first hits are on the screen after a search; and Streamlit's file uploader gets French
+#: view, so the first hits are on the screen after a search, and kept there while the page settles (:data:`PIN_MS`
+#: after, until the visitor scrolls, taps or types: a later render or a scroll not the visitor's is undone; a CI run
+#: had found the question 81 px above a phone's screen on arrival); and Streamlit's file uploader gets French
 #: accessible names (its own English words are hidden by the stylesheet). Fixed text: no data goes into it
 #: (the browser tests tell it from an injected script by its ``data-bsard`` attribute).
 COPY_SCRIPT = """<script data-bsard="copy">
@@ -61,14 +67,26 @@ if (!window.__bsardCopy) {
       name(input, input && input.multiple ? 'Fichiers à évaluer' : "Fichier d'étiquettes");
     }
     const box = document.querySelector('.bsard-question[data-search]');
-    if (!box || box.dataset.search === window.__bsardShown) return;
-    window.__bsardShown = box.dataset.search;
-    box.scrollIntoView({block: 'start'});
+    if (!box) return;
+    if (box.dataset.search !== window.__bsardShown) {
+      window.__bsardShown = box.dataset.search;
+      window.__bsardPinned = Date.now() + PIN_MS;
+    }
+    if (pinned()) box.scrollIntoView({block: 'start'});
   };
-  new MutationObserver(reveal).observe(document.body, {childList: true, subtree: true});
+  const pinned = () => Date.now() < Math.min(window.__bsardPinned || 0, window.__bsardChanged + SETTLED_MS);
+  // the visitor's own scroll, tap or key ends the pin; any other scroll while it holds is undone
+  for (const kind of ['wheel', 'touchstart', 'pointerdown', 'keydown']) {
+    document.addEventListener(kind, () => { window.__bsardPinned = 0; }, {capture: true, passive: true});
+  }
+  document.addEventListener('scroll', () => { if (pinned()) requestAnimationFrame(reveal); },
+                            {capture: true, passive: true});
+  new MutationObserver(() => { window.__bsardChanged = Date.now(); reveal(); })
+    .observe(document.body, {childList: true, subtree: true});
+  window.__bsardChanged = Date.now();
   reveal();
 }
-</script>"""
+</script>""".replace("PIN_MS", str(PIN_MS)).replace("SETTLED_MS", str(SETTLED_MS))
 
 
 def breadcrumb(parts: Sequence[str]) -> str:
