@@ -136,8 +136,9 @@ def adapter_inputs(options: RankerOptions) -> tuple[dict[str, tuple[Path, dict]]
     return inputs, problems
 
 
-def ranker_systems(options: RankerOptions) -> list[str]:
-    """The input systems ``options`` asks for, in :data:`~..retrievers.ranker.INPUTS` order. Raises
+def ranker_systems(options: RankerOptions) -> tuple[list[str], dict[str, tuple[Path, dict]]]:
+    """``(systems, adapters)``: the input systems ``options`` asks for, in :data:`~..retrievers.ranker.INPUTS` order,
+    and the adapters among them (input -> ``(folder, record)``, as :func:`adapter_inputs` read them). Raises
     :class:`ValueError` with one line naming every problem (an unknown name, no ``bm25``, an adapter folder that
     cannot be read or be an input, an adapter input without its folder or a folder without its input)."""
     adapters, problems = adapter_inputs(options)
@@ -155,7 +156,7 @@ def ranker_systems(options: RankerOptions) -> list[str]:
                      if s not in asked]
     if problems:
         raise ValueError(f"--ranker-inputs / --ranker-adapter: {'; '.join(problems)}")
-    return [s for s in INPUTS if s in asked]
+    return [s for s in INPUTS if s in asked], adapters
 
 
 def fold_of(n: int, folds: int, seed: int) -> np.ndarray:
@@ -219,17 +220,16 @@ def train_inputs(options: RankerOptions, dataset: Dataset, progress: Progress | 
     """``(systems, texts, gold, runs, votes)``: the split's labelled questions, each system's run of
     each (system -> list of (rows, scores)), out-of-fold or leave-one-out, and the neighbours' votes."""
     texts, gold = labelled_questions(dataset, options.split)
-    systems = ranker_systems(options)
-    adapters = {s: a for s, a in adapter_inputs(options)[0].items() if s in systems}
+    systems, adapters = ranker_systems(options)
     depth = min(DEFAULT_DEPTH, len(dataset.articles))
     searched = [s for s in systems if s not in adapters]
-    bases = [record_base(record)[0] for _, record in adapters.values()]
-    needed = searched + [b for b in dict.fromkeys(bases) if b not in searched]
+    bases = {s: record_base(record)[0] for s, (_, record) in adapters.items()}
+    needed = searched + [b for b in dict.fromkeys(bases.values()) if b not in searched]
     built = {name: build_retriever(RetrieverSpec(*input_spec(name, split=options.split)), dataset,
                                    cache_root=options.cache_root, progress=progress) for name in needed}
     runs = {name: built[name].search_rows(texts, depth) for name in searched}
     for system, (_, record) in adapters.items():
-        runs[system] = _adapter_runs(options, record, texts, gold, built[record_base(record)[0]], depth, progress)
+        runs[system] = _adapter_runs(options, record, texts, gold, built[bases[system]], depth, progress)
     votes = [built[NEIGHBOURS_INPUT].votes(t) if NEIGHBOURS_INPUT in built else (None, None) for t in texts]
     return systems, texts, gold, runs, votes
 
@@ -243,10 +243,9 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
         raise ValueError(f"--ranker-config {options.config!r}: choose {', '.join(CONFIGS)}")
     if int(options.folds) < 2:
         raise ValueError(f"--folds must be at least 2, not {options.folds}")
-    systems = ranker_systems(options)  # refused before anything is read or written
+    _, adapters = ranker_systems(options)  # refused before anything is read or written
     folders.check_fit_data(dataset, options.split, "the ranker ranks the corpus' articles")
     options.split = ",".join(parse_splits(options.split))
-    adapters = {s: folder for s, (folder, _) in adapter_inputs(options)[0].items() if s in systems}
     out = Path(options.out).expanduser().resolve()
     prepare_out(out, options.overwrite)
     systems, texts, gold, runs, votes = train_inputs(options, dataset, progress)
@@ -279,10 +278,11 @@ def train_ranker(options: RankerOptions, dataset: Dataset, progress: Progress | 
     with folders.assembling(out) as tmp:
         (tmp / TREES_FILE).write_text(json.dumps(ensemble.as_dict(), separators=(",", ":")), encoding="utf-8")
         adapter_records = {s: None for s in ADAPTER_INPUTS.values()}
-        for (base, system) in ADAPTER_INPUTS.items():
+        for base, system in ADAPTER_INPUTS.items():
             if system in adapters:
-                shutil.copytree(adapters[system], tmp / adapters[system].name)
-                adapter_records[system] = {"folder": adapters[system].name, "base": base, "folds": int(options.folds),
+                folder = adapters[system][0]
+                shutil.copytree(folder, tmp / folder.name)
+                adapter_records[system] = {"folder": folder.name, "base": base, "folds": int(options.folds),
                                            "seed": int(options.seed)}
         metadata = folders.base_record(KIND, dataset, spec=options.data, split=options.split,
                                        questions_used=len(texts))

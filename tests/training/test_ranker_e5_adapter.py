@@ -51,8 +51,8 @@ def test_a_ranker_reads_an_adapter_on_e5_as_its_e5adapter_input(tiny_data, tmp_p
     assert main(["train", "--base", "e5", "--out", str(adapter), "--adapter-steps", "3", *common]) == 0
     assert read_adapter(adapter)[1]["base"]["backend"] == "onnx"
     # by default an adapter's input is among the ranker's when its folder is given, and only then
-    assert ranker_systems(RankerOptions(out=ranker, adapters=[adapter])) == ["bm25", "use", "neighbours", "e5",
-                                                                            "e5adapter"]
+    assert ranker_systems(RankerOptions(out=ranker, adapters=[adapter]))[0] == ["bm25", "use", "neighbours", "e5",
+                                                                               "e5adapter"]
     assert main(["train", "--ranker", "--ranker-adapter", str(adapter), "--ranker-inputs", "bm25,e5adapter",
                  "--folds", "2", "--out", str(ranker), *common]) == 0
     record, _, adapters = read_ranker(ranker)
