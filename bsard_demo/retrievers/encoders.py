@@ -32,6 +32,7 @@ from .encoder_base import (  # noqa: F401 - re-exported: the encoders' public na
     embed_batched,
     folder_digest,
     folder_stamp,
+    kept_question,
     model_version,
     normalize_rows,
     torch_available,
@@ -119,8 +120,7 @@ class USEEncoder:
             return embed_batched(texts, batch_size, self._encode, self.dim, progress,
                                  Step("embedding_questions", encoder="use"))
 
-        # a searched question (alone, no progress): once for all the parts that encode it with use
-        return USE_QUERIES.get(str(texts[0]), encode).copy() if len(texts) == 1 and progress is None else encode()
+        return kept_question(USE_QUERIES, texts, progress, encode)
 
     def encode_documents(self, texts: Sequence[str], batch_size: int = 64,
                          progress: Progress | None = None) -> np.ndarray:
