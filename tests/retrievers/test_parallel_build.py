@@ -31,8 +31,11 @@ class BatchSensitiveEncoder:
             for t in batch:
                 seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
                 v = np.random.default_rng(seed).standard_normal(self.dim) + 1e-4 * len(batch)
-                if t == "PID":  # says which process embedded it
-                    v = np.array([1.0, os.getpid() % 1000 + 1.0] + [0.0] * (self.dim - 2))
+                if t == "PID":  # says which process embedded it: its whole pid, three digits a component (a pid
+                    # modulo 1000 alone made a worker look like the parent once in ~500 runs; CI-mode run, seed 18795)
+                    pid = os.getpid()
+                    v = np.array([1.0, pid % 1000 + 1.0, pid // 1000 % 1000 + 1.0, pid // 1_000_000 + 1.0]
+                                 + [0.0] * (self.dim - 4))
                 out.append(v)
         return normalize_rows(np.array(out, dtype=np.float32).reshape(len(texts), self.dim))
 
